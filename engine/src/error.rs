@@ -1,0 +1,82 @@
+//! The engine's error type: every variant carries the context needed to act on it.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Result alias for the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What can go wrong in the journal.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An I/O call failed. `op` names the call, `path` the file it was made on.
+    #[error("{op} {path}: {source}{hint}", hint = io_hint(source))]
+    Io {
+        /// The operation that failed (`write`, `fdatasync`, `open`, ...).
+        op: &'static str,
+        /// The file or directory it was made on.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// Bytes on disk are not what the journal wrote: mid-log damage, never skipped silently.
+    #[error("journal corrupt in segment {segment} at byte {position}: {reason}")]
+    Corrupt {
+        /// The segment file holding the damage.
+        segment: PathBuf,
+        /// Byte position of the damage within that file.
+        position: u64,
+        /// What was found.
+        reason: String,
+    },
+    /// An earlier write or fsync failed; the kernel may have dropped pages, so nothing more is
+    /// written until the journal is reopened and recovered.
+    #[error("journal refuses writes until reopened: an earlier write failed ({cause})")]
+    Poisoned {
+        /// The failure that poisoned the journal.
+        cause: String,
+    },
+    /// A caller passed something the journal does not accept.
+    #[error("invalid append: {0}")]
+    Invalid(String),
+    /// There is no journal where one was expected.
+    #[error("no Origin journal in {dir} (nothing has been written there yet, or ORIGIN_HOME points elsewhere)")]
+    NoJournal {
+        /// The directory looked in.
+        dir: PathBuf,
+    },
+    /// A payload could not be decoded with the journal's codec.
+    #[error("record at offset {offset} could not be decoded: {reason}")]
+    Decode {
+        /// Offset of the record.
+        offset: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn io_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) => " (the disk is full: free space, then retry)",
+        Some(libc::EDQUOT) => " (disk quota exceeded)",
+        Some(libc::EROFS) => " (the file system is read-only)",
+        Some(libc::EACCES) | Some(libc::EPERM) => " (permission denied: check ownership of the store)",
+        _ => "",
+    }
+}
+
+impl Error {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io { op, path: path.into(), source }
+    }
+
+    pub(crate) fn corrupt(segment: impl Into<PathBuf>, position: u64, reason: impl Into<String>) -> Self {
+        Error::Corrupt { segment: segment.into(), position, reason: reason.into() }
+    }
+
+    /// True for damage found on disk (as opposed to an I/O failure or a bad call).
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corrupt { .. })
+    }
+}

@@ -1,0 +1,1163 @@
+//! The journal: open and recover, append with group commit, read from any offset, and follow
+//! records other processes write to the same store.
+//!
+//! Locking order (never reversed): the store's file lock (`journal/LOCK`), then the in-process
+//! `writer` mutex, then the `view` lock (held only to copy or publish, never across I/O).
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::ops::{ControlFlow, Range};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::codec::{self, CODEC_ID};
+use crate::error::{Error, Result};
+use crate::frame::{check_frame, encode_frame, Check, FrameView, FLAGS_KNOWN, FLAG_ZSTD, FRAME_OVERHEAD, FRAME_SIZE_MAX, KIND_SEAL};
+use crate::index::{decode_index, encode_index, seek, INDEX_SUFFIX};
+use crate::limits::*;
+use crate::record::{Body, RecordKind, RecordOrigin};
+use crate::recovery::{classify_tail, scan_frames, Stop, Tail};
+use crate::segment::{parse_segment_file_name, segment_file_name, u32_at, SegmentHeader, StoreId, FORMAT_VERSION, SEGMENT_HEADER_SIZE};
+use crate::vfs::{LockMode, Mapped, OsFs, Vfs, VfsFile};
+
+/// Name of the lock file inside the journal directory.
+pub const LOCK_FILE_NAME: &str = "LOCK";
+/// Folder inside the journal directory where repaired tails are copied.
+pub const RECOVERED_DIR_NAME: &str = "recovered";
+
+/// When an append is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// After `fdatasync` of every byte of the batch (the only mode for real use).
+    Sync,
+    /// Without any sync: a power cut may lose acknowledged records. For benchmarks only.
+    NoSyncBenchmarkOnly,
+}
+
+/// Whether this handle may write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Appends allowed; open repairs a torn tail.
+    ReadWrite,
+    /// No appends; open repairs nothing and reports a torn tail instead.
+    ReadOnly,
+}
+
+/// How to open a journal.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Seal the active segment and start another once it would grow past this size.
+    pub segment_size_bytes_max: u64,
+    /// When appends are acknowledged.
+    pub durability: Durability,
+    /// Read-write or read-only.
+    pub access: Access,
+    /// Store id and epoch to give a journal created by this open (default: random id, epoch 0).
+    pub new_store_identity: Option<(StoreId, u64)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            segment_size_bytes_max: SEGMENT_SIZE_BYTES_DEFAULT,
+            durability: Durability::Sync,
+            access: Access::ReadWrite,
+            new_store_identity: None,
+        }
+    }
+}
+
+/// A record to append.
+#[derive(Clone, Debug)]
+pub struct NewRecord {
+    kind: u8,
+    kind_version: u8,
+    payload: Vec<u8>,
+}
+
+impl NewRecord {
+    /// A record holding `body`, written by this store.
+    pub fn new(body: &Body) -> Result<NewRecord> {
+        NewRecord::with_origin(None, body)
+    }
+
+    /// A record holding `body`, received from another store when `origin` is set.
+    pub fn with_origin(origin: Option<&RecordOrigin>, body: &Body) -> Result<NewRecord> {
+        let kind = body.kind();
+        Ok(NewRecord { kind: kind as u8, kind_version: kind.current_version(), payload: codec::encode(origin, body)? })
+    }
+
+    /// A scratch record of opaque bytes (tests, the stress command, benchmarks).
+    pub fn scratch(bytes: Vec<u8>) -> NewRecord {
+        NewRecord { kind: RecordKind::Scratch as u8, kind_version: 1, payload: bytes }
+    }
+
+    /// A record copied as it is from another journal (salvage, compaction).
+    pub fn raw(kind: u8, kind_version: u8, payload: Vec<u8>) -> NewRecord {
+        NewRecord { kind, kind_version, payload }
+    }
+}
+
+/// One record as read: borrowed, decompressed, checked.
+#[derive(Clone, Copy, Debug)]
+pub struct Record<'a> {
+    /// Its offset.
+    pub offset: u64,
+    /// When its batch was written (Unix milliseconds).
+    pub time_unix_ms: i64,
+    /// Kind byte (see [`RecordKind`]).
+    pub kind: u8,
+    /// Payload schema version.
+    pub kind_version: u8,
+    /// The payload, decompressed.
+    pub payload: &'a [u8],
+}
+
+impl Record<'_> {
+    /// Decodes the payload with the codec.
+    pub fn decode(&self) -> Result<(Option<RecordOrigin>, Body)> {
+        codec::decode(self.kind, self.kind_version, self.payload, self.offset)
+    }
+}
+
+/// A torn tail found at open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// The segment it was in.
+    pub segment: PathBuf,
+    /// Where the valid records ended.
+    pub position: u64,
+    /// Bytes cut.
+    pub size_bytes: u64,
+    /// Where the cut bytes were copied (read-write opens only).
+    pub copy: Option<PathBuf>,
+}
+
+/// What an open found and did.
+#[derive(Clone, Debug, Default)]
+pub struct OpenReport {
+    /// True if this open created the journal.
+    pub created: bool,
+    /// Torn tails cut (read-write) or found (read-only; they are cut by the next writer).
+    pub torn_tails: Vec<TornTail>,
+    /// Segment files left over by an interrupted compaction and removed (or, read-only, ignored).
+    pub leftovers: Vec<PathBuf>,
+}
+
+/// Counters and identity, for `origin status`.
+#[derive(Clone, Debug)]
+pub struct Status {
+    /// The journal directory.
+    pub dir: PathBuf,
+    /// Store id.
+    pub store_id: StoreId,
+    /// Epoch.
+    pub epoch: u64,
+    /// Segment files.
+    pub segments: usize,
+    /// First offset held.
+    pub first_offset: u64,
+    /// Offset the next record will get.
+    pub next_offset: u64,
+    /// Bytes of segment files.
+    pub bytes: u64,
+    /// Torn tails ever repaired in this store (copies kept in `recovered/`).
+    pub torn_tails_repaired: u64,
+    /// Why writes are refused, if they are.
+    pub refusing_writes: Option<String>,
+    /// Group commits made by this handle.
+    pub batches: u64,
+    /// Records appended by this handle.
+    pub records_appended: u64,
+    /// Index files this handle failed to write (they are rebuilt on demand).
+    pub index_write_failures: u64,
+}
+
+struct Sealed {
+    base: u64,
+    next_offset: u64,
+    path: PathBuf,
+    bytes: Mapped,
+    seal_pos: u64,
+    sparse: Vec<(u64, u64)>,
+}
+
+struct Active {
+    base: u64,
+    path: PathBuf,
+    file: Arc<dyn VfsFile>,
+    end_pos: u64,
+    next_offset: u64,
+    sparse: Vec<(u64, u64)>,
+    /// The segment ends with a seal naming this next base, and the next segment is not open yet.
+    sealed_next: Option<u64>,
+}
+
+struct View {
+    sealed: Vec<Arc<Sealed>>,
+    active: Active,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TailMode {
+    /// Writer: cut a torn tail, refuse writes on corruption.
+    Repair,
+    /// Read-only open: judge the tail, cut nothing.
+    Report,
+    /// Live follower: stop at anything unreadable; a writer will judge it.
+    Ignore,
+}
+
+struct Pending {
+    ticket: u64,
+    records: Vec<(u8, u8, u16, Vec<u8>)>,
+    size: usize,
+}
+
+#[derive(Default)]
+struct Queue {
+    pending: VecDeque<Pending>,
+    leader: bool,
+    next_ticket: u64,
+    done: HashMap<u64, Result<Range<u64>>>,
+}
+
+/// An open journal. Share it between threads with `Arc`; open one per process.
+pub struct Journal {
+    dir: PathBuf,
+    lock_path: PathBuf,
+    vfs: Arc<dyn Vfs>,
+    opts: Options,
+    store_id: StoreId,
+    epoch: u64,
+    view: RwLock<View>,
+    writer: Mutex<()>,
+    refusal: Mutex<Option<Error>>,
+    queue: Mutex<Queue>,
+    queue_changed: Condvar,
+    report: Mutex<OpenReport>,
+    batches: AtomicU64,
+    records_appended: AtomicU64,
+    index_write_failures: AtomicU64,
+}
+
+fn now_unix_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Poisoning only follows a panic, which in this crate is a failed assertion: the state a
+    // panicking thread left is still consistent at every await point of the lock.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A second copy of an error, for every caller of a failed group commit.
+fn replicate(e: &Error) -> Error {
+    match e {
+        Error::Io { op, path, source } => Error::Io {
+            op,
+            path: path.clone(),
+            source: match source.raw_os_error() {
+                Some(code) => io::Error::from_raw_os_error(code),
+                None => io::Error::new(source.kind(), source.to_string()),
+            },
+        },
+        Error::Corrupt { segment, position, reason } => {
+            Error::Corrupt { segment: segment.clone(), position: *position, reason: reason.clone() }
+        }
+        Error::Poisoned { cause } => Error::Poisoned { cause: cause.clone() },
+        Error::Invalid(s) => Error::Invalid(s.clone()),
+        Error::Decode { offset, reason } => Error::Decode { offset: *offset, reason: reason.clone() },
+        Error::NoJournal { dir } => Error::NoJournal { dir: dir.clone() },
+    }
+}
+
+impl Journal {
+    /// Opens (creating if needed, read-write) the journal in `dir` on the real file system.
+    pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Journal> {
+        Journal::open_with(Arc::new(OsFs), dir.as_ref(), opts)
+    }
+
+    /// Opens the journal in `dir` through `vfs`.
+    pub fn open_with(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options) -> Result<Journal> {
+        if !(SEGMENT_SIZE_BYTES_MIN..=SEGMENT_SIZE_BYTES_MAX).contains(&opts.segment_size_bytes_max) {
+            return Err(Error::Invalid(format!(
+                "segment size {} is outside {SEGMENT_SIZE_BYTES_MIN}..={SEGMENT_SIZE_BYTES_MAX}",
+                opts.segment_size_bytes_max
+            )));
+        }
+        let rw = opts.access == Access::ReadWrite;
+        if rw {
+            vfs.create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+        } else if !vfs.exists(dir).map_err(|e| Error::io("stat", dir, e))? {
+            return Err(Error::NoJournal { dir: dir.to_path_buf() });
+        }
+        let lock_path = dir.join(LOCK_FILE_NAME);
+        let mode = if rw { LockMode::Exclusive } else { LockMode::Shared };
+        let _lock = vfs.lock(&lock_path, mode).map_err(|e| Error::io("lock", &lock_path, e))?;
+        let mut report = OpenReport::default();
+
+        let mut names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
+        names.sort();
+        if rw {
+            for name in names.iter().filter(|n| n.ends_with(".tmp") || n.ends_with(".compact")) {
+                let p = dir.join(name);
+                vfs.remove_file(&p).map_err(|e| Error::io("remove leftover", &p, e))?;
+            }
+        }
+        let mut bases: Vec<u64> = names.iter().filter_map(|n| parse_segment_file_name(n)).collect();
+        bases.sort_unstable();
+        if bases.len() > SEGMENTS_MAX {
+            return Err(Error::Invalid(format!("{} segments exceed the limit of {SEGMENTS_MAX}", bases.len())));
+        }
+
+        // A last segment whose creation a crash cut short holds no records: set it aside.
+        while let Some(&last) = bases.last() {
+            let path = dir.join(segment_file_name(last));
+            let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
+            let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
+            let mut head = vec![0u8; len.min(SEGMENT_HEADER_SIZE + 4096) as usize];
+            file.read_exact_at(&mut head, 0).map_err(|e| Error::io("read", &path, e))?;
+            match SegmentHeader::decode(&head, &path) {
+                Ok(_) => break,
+                Err(e) => {
+                    let incomplete = len <= SEGMENT_HEADER_SIZE
+                        || (len <= head.len() as u64 && head[SEGMENT_HEADER_SIZE as usize..].iter().all(|&b| b == 0));
+                    if !incomplete {
+                        return Err(e);
+                    }
+                    report.torn_tails.push(TornTail { segment: path.clone(), position: 0, size_bytes: len, copy: None });
+                    if rw {
+                        let copy = set_aside(&*vfs, dir, &path, 0, &head)?;
+                        vfs.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+                        vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
+                        if let Some(t) = report.torn_tails.last_mut() {
+                            t.copy = Some(copy);
+                        }
+                    }
+                    bases.pop();
+                }
+            }
+        }
+
+        let created = bases.is_empty();
+        if created {
+            if !rw {
+                return Err(Error::NoJournal { dir: dir.to_path_buf() });
+            }
+            let (store_id, epoch) = match opts.new_store_identity {
+                Some(id) => id,
+                None => {
+                    let mut id = [0u8; 16];
+                    getrandom::fill(&mut id).map_err(|e| Error::io("getrandom", dir, io::Error::other(e.to_string())))?;
+                    (id, 0)
+                }
+            };
+            create_segment(&*vfs, dir, store_id, epoch, 0)?;
+            bases.push(0);
+            report.created = true;
+        }
+
+        // Headers: every segment of one store and epoch.
+        let mut headers = Vec::with_capacity(bases.len());
+        for &base in &bases {
+            let path = dir.join(segment_file_name(base));
+            let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
+            let mut head = [0u8; SEGMENT_HEADER_SIZE as usize];
+            file.read_exact_at(&mut head, 0).map_err(|_| Error::corrupt(&path, 0, "segment header cut short"))?;
+            let h = SegmentHeader::decode(&head, &path)?;
+            if h.base_offset != base {
+                return Err(Error::corrupt(&path, 40, format!("header says base offset {}, file name says {base}", h.base_offset)));
+            }
+            if h.codec != CODEC_ID {
+                return Err(Error::corrupt(&path, 10, format!("codec {} is not one this build reads", h.codec)));
+            }
+            headers.push((path, file, h));
+        }
+        let (store_id, epoch) = (headers[0].2.store_id, headers[0].2.epoch);
+        for (path, _, h) in &headers {
+            if h.store_id != store_id || h.epoch != epoch {
+                return Err(Error::corrupt(path, 16, "segment belongs to another store or epoch"));
+            }
+        }
+
+        // Sealed segments: all but the last, each ending with its seal.
+        let mut sealed: Vec<Arc<Sealed>> = Vec::new();
+        let mut expected = headers[0].2.base_offset;
+        let (last_path, last_file, last_header) = headers.pop().ok_or_else(|| Error::NoJournal { dir: dir.to_path_buf() })?;
+        for (path, file, h) in headers {
+            let bytes = file.map().map_err(|e| Error::io("map", &path, e))?;
+            let (seal_pos, next_offset) = find_seal(&bytes, &path)?;
+            if h.base_offset < expected && next_offset <= expected {
+                // Left over by a compaction that merged it into the segment before it.
+                report.leftovers.push(path.clone());
+                if rw {
+                    vfs.remove_file(&path).map_err(|e| Error::io("remove leftover", &path, e))?;
+                    let idx = path.with_extension("idx");
+                    if vfs.exists(&idx).unwrap_or(false) {
+                        vfs.remove_file(&idx).map_err(|e| Error::io("remove leftover", &idx, e))?;
+                    }
+                }
+                continue;
+            }
+            if h.base_offset != expected {
+                return Err(Error::corrupt(&path, 40, format!("segment starts at offset {}, expected {expected}", h.base_offset)));
+            }
+            let sparse = load_or_build_index(&*vfs, &path, &bytes, h.base_offset, seal_pos, next_offset, rw)?;
+            sealed.push(Arc::new(Sealed { base: h.base_offset, next_offset, path, bytes, seal_pos, sparse }));
+            expected = next_offset;
+        }
+        if rw && !report.leftovers.is_empty() {
+            vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
+        }
+        if last_header.base_offset != expected {
+            return Err(Error::corrupt(
+                &last_path,
+                40,
+                format!("segment starts at offset {}, expected {expected}", last_header.base_offset),
+            ));
+        }
+        let file = if rw { vfs.open_rw(&last_path).map_err(|e| Error::io("open", &last_path, e))? } else { last_file };
+        let active = Active {
+            base: last_header.base_offset,
+            path: last_path,
+            file,
+            end_pos: SEGMENT_HEADER_SIZE,
+            next_offset: last_header.base_offset,
+            sparse: Vec::new(),
+            sealed_next: None,
+        };
+        let journal = Journal {
+            dir: dir.to_path_buf(),
+            lock_path,
+            vfs,
+            opts,
+            store_id,
+            epoch,
+            view: RwLock::new(View { sealed, active }),
+            writer: Mutex::new(()),
+            refusal: Mutex::new(None),
+            queue: Mutex::new(Queue::default()),
+            queue_changed: Condvar::new(),
+            report: Mutex::new(report),
+            batches: AtomicU64::new(0),
+            records_appended: AtomicU64::new(0),
+            index_write_failures: AtomicU64::new(0),
+        };
+        {
+            let _w = guard(&journal.writer);
+            journal.catch_up(if rw { TailMode::Repair } else { TailMode::Report })?;
+        }
+        Ok(journal)
+    }
+
+    /// The journal directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The store's id.
+    pub fn store_id(&self) -> StoreId {
+        self.store_id
+    }
+
+    /// The store's epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// What the open found and did.
+    pub fn open_report(&self) -> OpenReport {
+        guard(&self.report).clone()
+    }
+
+    /// The offset the next record will get, as far as this handle knows (see [`refresh`]).
+    ///
+    /// [`refresh`]: Journal::refresh
+    pub fn next_offset(&self) -> u64 {
+        self.read_view().active.next_offset
+    }
+
+    /// The first offset the journal holds.
+    pub fn first_offset(&self) -> u64 {
+        let v = self.read_view();
+        v.sealed.first().map_or(v.active.base, |s| s.base)
+    }
+
+    fn read_view(&self) -> std::sync::RwLockReadGuard<'_, View> {
+        self.view.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_view(&self) -> std::sync::RwLockWriteGuard<'_, View> {
+        self.view.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Learns about records other processes appended since this handle last looked.
+    pub fn refresh(&self) -> Result<()> {
+        let _lock = self.vfs.lock(&self.lock_path, LockMode::Shared).map_err(|e| Error::io("lock", &self.lock_path, e))?;
+        let _w = guard(&self.writer);
+        self.catch_up(TailMode::Ignore)
+    }
+
+    /// Appends records and returns their offsets once they are durable (per the options).
+    /// Concurrent callers share one write and one `fdatasync`.
+    pub fn append(&self, records: Vec<NewRecord>) -> Result<Range<u64>> {
+        if self.opts.access != Access::ReadWrite {
+            return Err(Error::Invalid("journal opened read-only".into()));
+        }
+        if records.is_empty() || records.len() > APPEND_RECORDS_MAX {
+            return Err(Error::Invalid(format!("an append carries 1 to {APPEND_RECORDS_MAX} records, not {}", records.len())));
+        }
+        let mut prepared = Vec::with_capacity(records.len());
+        let mut size = 0;
+        for r in records {
+            if r.kind == KIND_SEAL {
+                return Err(Error::Invalid("kind 0 is reserved for seal frames".into()));
+            }
+            if r.payload.len() > RECORD_PAYLOAD_SIZE_MAX {
+                return Err(Error::Invalid(format!(
+                    "payload of {} bytes exceeds the limit of {RECORD_PAYLOAD_SIZE_MAX}",
+                    r.payload.len()
+                )));
+            }
+            let (flags, stored) = codec::compress(r.payload);
+            size += stored.len() + FRAME_OVERHEAD;
+            prepared.push((r.kind, r.kind_version, flags, stored));
+        }
+        let mut q = guard(&self.queue);
+        let ticket = q.next_ticket;
+        q.next_ticket += 1;
+        q.pending.push_back(Pending { ticket, records: prepared, size });
+        if q.leader {
+            loop {
+                if let Some(r) = q.done.remove(&ticket) {
+                    return r;
+                }
+                q = self.queue_changed.wait(q).unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        q.leader = true;
+        loop {
+            let mut batch = Vec::new();
+            let mut batch_size = 0;
+            while let Some(p) = q.pending.front() {
+                if !batch.is_empty() && batch_size + p.size > GROUP_COMMIT_SIZE_BYTES_MAX {
+                    break;
+                }
+                batch_size += p.size;
+                if let Some(p) = q.pending.pop_front() {
+                    batch.push(p);
+                }
+            }
+            drop(q);
+            let result = self.commit(&batch);
+            q = guard(&self.queue);
+            match result {
+                Ok(ranges) => {
+                    for (p, r) in batch.iter().zip(ranges) {
+                        q.done.insert(p.ticket, Ok(r));
+                    }
+                }
+                Err(e) => {
+                    for p in &batch {
+                        q.done.insert(p.ticket, Err(replicate(&e)));
+                    }
+                }
+            }
+            if q.pending.is_empty() {
+                q.leader = false;
+                self.queue_changed.notify_all();
+                break;
+            }
+            self.queue_changed.notify_all();
+        }
+        q.done.remove(&ticket).unwrap_or_else(|| Err(Error::Invalid("group commit lost a request".into())))
+    }
+
+    /// Writes one group commit: takes the store lock, catches up with other writers, writes
+    /// every frame (rolling segments as needed), syncs, publishes.
+    fn commit(&self, batch: &[Pending]) -> Result<Vec<Range<u64>>> {
+        if let Some(e) = guard(&self.refusal).as_ref() {
+            return Err(replicate(e));
+        }
+        let _lock = self.vfs.lock(&self.lock_path, LockMode::Exclusive).map_err(|e| Error::io("lock", &self.lock_path, e))?;
+        let _w = guard(&self.writer);
+        self.catch_up(TailMode::Repair)?;
+        let time = now_unix_ms();
+        let (mut file, mut path, mut end_pos, mut next_offset, mut last_sparse) = self.active_state();
+        let mut buf = Vec::with_capacity(batch.iter().map(|p| p.size).sum::<usize>() + FRAME_OVERHEAD);
+        let mut sparse = Vec::new();
+        let mut ranges = Vec::with_capacity(batch.len());
+        let mut records = 0u64;
+        for p in batch {
+            let first = next_offset;
+            for (kind, version, flags, stored) in &p.records {
+                let frame_len = (stored.len() + FRAME_OVERHEAD) as u64;
+                let seg_len = end_pos + buf.len() as u64;
+                if seg_len + frame_len > self.opts.segment_size_bytes_max && seg_len > SEGMENT_HEADER_SIZE {
+                    encode_frame(&mut buf, next_offset, time, KIND_SEAL, 1, 0, &[]);
+                    self.write_and_sync(&*file, &path, end_pos, &buf)?;
+                    self.publish_append(end_pos + buf.len() as u64 - FRAME_OVERHEAD as u64, next_offset, &mut sparse);
+                    self.write_view().active.sealed_next = Some(next_offset);
+                    self.advance_to_successor(TailMode::Repair)?;
+                    (file, path, end_pos, next_offset, last_sparse) = self.active_state();
+                    buf.clear();
+                }
+                let pos = end_pos + buf.len() as u64;
+                if last_sparse.is_none_or(|l| pos >= l + SPARSE_INDEX_INTERVAL_BYTES) {
+                    sparse.push((next_offset, pos));
+                    last_sparse = Some(pos);
+                }
+                encode_frame(&mut buf, next_offset, time, *kind, *version, *flags, stored);
+                next_offset += 1;
+                records += 1;
+            }
+            ranges.push(first..next_offset);
+        }
+        self.write_and_sync(&*file, &path, end_pos, &buf)?;
+        self.publish_append(end_pos + buf.len() as u64, next_offset, &mut sparse);
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.records_appended.fetch_add(records, Ordering::Relaxed);
+        Ok(ranges)
+    }
+
+    fn active_state(&self) -> (Arc<dyn VfsFile>, PathBuf, u64, u64, Option<u64>) {
+        let v = self.read_view();
+        let a = &v.active;
+        (a.file.clone(), a.path.clone(), a.end_pos, a.next_offset, a.sparse.last().map(|s| s.1))
+    }
+
+    fn publish_append(&self, end_pos: u64, next_offset: u64, sparse: &mut Vec<(u64, u64)>) {
+        let mut v = self.write_view();
+        v.active.end_pos = end_pos;
+        v.active.next_offset = next_offset;
+        v.active.sparse.append(sparse);
+    }
+
+    /// Writes `buf` at `pos` and syncs it. On failure the bytes are cut off again; if that is
+    /// impossible, or the sync failed, the journal refuses writes until reopened.
+    fn write_and_sync(&self, file: &dyn VfsFile, path: &Path, pos: u64, buf: &[u8]) -> Result<()> {
+        if let Err(e) = file.write_all_at(buf, pos) {
+            if let Err(t) = file.set_len(pos) {
+                self.refuse(Error::Poisoned { cause: format!("write failed ({e}) and cutting it off failed ({t})") });
+            }
+            return Err(Error::io("write", path, e));
+        }
+        if self.opts.durability == Durability::Sync {
+            if let Err(e) = file.sync_data() {
+                let cut = match file.set_len(pos) {
+                    Ok(()) => "the unsynced bytes were cut off".to_owned(),
+                    Err(t) => format!("cutting off the unsynced bytes failed too ({t})"),
+                };
+                self.refuse(Error::Poisoned { cause: format!("fdatasync of {} failed ({e}); {cut}", path.display()) });
+                return Err(Error::io("fdatasync", path, e));
+            }
+        }
+        Ok(())
+    }
+
+    fn refuse(&self, e: Error) {
+        let mut r = guard(&self.refusal);
+        if r.is_none() {
+            *r = Some(e);
+        }
+    }
+
+    /// Reads the active segment's bytes beyond what this handle has validated, and accepts
+    /// them: records other processes wrote, a seal and the next segment, or a bad tail.
+    fn catch_up(&self, mode: TailMode) -> Result<()> {
+        loop {
+            let (file, path, end_pos, next_offset, last_sparse, sealed_next) = {
+                let v = self.read_view();
+                let a = &v.active;
+                (a.file.clone(), a.path.clone(), a.end_pos, a.next_offset, a.sparse.last().map(|s| s.1), a.sealed_next)
+            };
+            if sealed_next.is_some() {
+                if self.advance_to_successor(mode)? {
+                    continue;
+                }
+                return Ok(());
+            }
+            let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
+            if len == end_pos {
+                return Ok(());
+            }
+            if len < end_pos {
+                let e = Error::corrupt(&path, len, format!("segment shrank below its last read record end ({end_pos})"));
+                if mode == TailMode::Ignore {
+                    return Err(e);
+                }
+                self.refuse(replicate(&e));
+                return Err(e);
+            }
+            let window = len - end_pos;
+            if window > SEGMENT_SIZE_BYTES_MAX + FRAME_SIZE_MAX as u64 {
+                return Err(Error::corrupt(&path, end_pos, format!("segment is {len} bytes, over any size Origin writes")));
+            }
+            let mut buf = vec![0u8; window as usize];
+            file.read_exact_at(&mut buf, end_pos).map_err(|e| Error::io("read", &path, e))?;
+            let scan = scan_frames(&buf, end_pos, end_pos, next_offset, last_sparse, |_, _| {});
+            {
+                let mut v = self.write_view();
+                v.active.end_pos = scan.end_pos;
+                v.active.next_offset = scan.next_offset;
+                v.active.sparse.extend_from_slice(&scan.sparse);
+            }
+            match scan.stop {
+                Stop::End => return Ok(()),
+                Stop::Sealed { next_offset, .. } => {
+                    self.write_view().active.sealed_next = Some(next_offset);
+                }
+                Stop::Bad { pos, reason } => {
+                    if mode == TailMode::Ignore {
+                        return Ok(());
+                    }
+                    let rel = (pos - end_pos) as usize;
+                    match classify_tail(&buf, rel, scan.next_offset, reason) {
+                        Tail::Torn => {
+                            let size_bytes = len - pos;
+                            let mut torn = TornTail { segment: path.clone(), position: pos, size_bytes, copy: None };
+                            if mode == TailMode::Repair {
+                                let keep = &buf[rel..rel + (size_bytes.min(TORN_TAIL_COPY_SIZE_MAX) as usize)];
+                                torn.copy = Some(set_aside(&*self.vfs, &self.dir, &path, pos, keep)?);
+                                file.set_len(pos).map_err(|e| Error::io("truncate", &path, e))?;
+                                file.sync_data().map_err(|e| Error::io("fdatasync", &path, e))?;
+                            }
+                            guard(&self.report).torn_tails.push(torn);
+                            return Ok(());
+                        }
+                        Tail::Corrupt(reason) => {
+                            let e = Error::corrupt(&path, pos, reason);
+                            if mode == TailMode::Repair {
+                                self.refuse(replicate(&e));
+                            }
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The active segment ends with a seal: seal it in the view and open (or, writing, create)
+    /// the next segment. Returns false if the next segment is not there to open yet.
+    fn advance_to_successor(&self, mode: TailMode) -> Result<bool> {
+        let (old_path, old_file, base, seal_pos, next) = {
+            let v = self.read_view();
+            let a = &v.active;
+            let Some(next) = a.sealed_next else { return Ok(true) };
+            (a.path.clone(), a.file.clone(), a.base, a.end_pos, next)
+        };
+        let path = self.dir.join(segment_file_name(next));
+        let exists = self.vfs.exists(&path).map_err(|e| Error::io("stat", &path, e))?;
+        let file = if exists {
+            let f = if mode == TailMode::Repair { self.vfs.open_rw(&path) } else { self.vfs.open_read(&path) }
+                .map_err(|e| Error::io("open", &path, e))?;
+            let len = f.len().map_err(|e| Error::io("stat", &path, e))?;
+            let mut head = vec![0u8; len.min(SEGMENT_HEADER_SIZE + 4096) as usize];
+            f.read_exact_at(&mut head, 0).map_err(|e| Error::io("read", &path, e))?;
+            match SegmentHeader::decode(&head, &path) {
+                Ok(h) if h.store_id == self.store_id && h.epoch == self.epoch && h.base_offset == next => f,
+                Ok(_) => return Err(Error::corrupt(&path, 0, "next segment belongs to another store, epoch or offset")),
+                Err(e) => {
+                    let incomplete = len <= SEGMENT_HEADER_SIZE
+                        || (len <= head.len() as u64 && head[SEGMENT_HEADER_SIZE as usize..].iter().all(|&b| b == 0));
+                    if !incomplete {
+                        return Err(e);
+                    }
+                    if mode != TailMode::Repair {
+                        return Ok(false);
+                    }
+                    let copy = set_aside(&*self.vfs, &self.dir, &path, 0, &head)?;
+                    guard(&self.report).torn_tails.push(TornTail {
+                        segment: path.clone(),
+                        position: 0,
+                        size_bytes: len,
+                        copy: Some(copy),
+                    });
+                    self.vfs.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+                    create_segment(&*self.vfs, &self.dir, self.store_id, self.epoch, next)?
+                }
+            }
+        } else if mode == TailMode::Repair {
+            create_segment(&*self.vfs, &self.dir, self.store_id, self.epoch, next)?
+        } else {
+            return Ok(false);
+        };
+        let bytes = old_file.map().map_err(|e| Error::io("map", &old_path, e))?;
+        let mut v = self.write_view();
+        let sparse = std::mem::take(&mut v.active.sparse);
+        if mode == TailMode::Repair {
+            let idx = encode_index(base, bytes.len() as u64, &sparse);
+            if write_index(&*self.vfs, &old_path, &idx).is_err() {
+                self.index_write_failures.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        v.sealed.push(Arc::new(Sealed { base, next_offset: next, path: old_path, bytes, seal_pos, sparse }));
+        v.active = Active {
+            base: next,
+            path,
+            file,
+            end_pos: SEGMENT_HEADER_SIZE,
+            next_offset: next,
+            sparse: Vec::new(),
+            sealed_next: None,
+        };
+        Ok(true)
+    }
+
+    /// Calls `f` with every record from offset `from` on, in order, until it returns
+    /// `Break`. Returns the offset after the last record passed to `f`.
+    /// Every frame is checked again as it is read; damage is an error, never skipped.
+    pub fn read_from<F>(&self, from: u64, mut f: F) -> Result<u64>
+    where
+        F: FnMut(Record<'_>) -> Result<ControlFlow<()>>,
+    {
+        let (sealed, file, path, active_base, active_end, active_next, active_seek) = {
+            let v = self.read_view();
+            let a = &v.active;
+            (
+                v.sealed.clone(),
+                a.file.clone(),
+                a.path.clone(),
+                a.base,
+                a.end_pos,
+                a.next_offset,
+                seek(&a.sparse, from),
+            )
+        };
+        let mut next = from.max(sealed.first().map_or(active_base, |s| s.base));
+        let mut scratch = Vec::new();
+        for s in sealed.iter() {
+            if s.next_offset <= next {
+                continue;
+            }
+            let (mut expected, mut pos) = seek(&s.sparse, next).unwrap_or((s.base, SEGMENT_HEADER_SIZE));
+            while pos < s.seal_pos {
+                let frame = match check_frame(&s.bytes[pos as usize..s.seal_pos as usize]) {
+                    Check::Valid(fr) => fr,
+                    Check::Incomplete => return Err(Error::corrupt(&s.path, pos, "frame cut short inside a sealed segment")),
+                    Check::Invalid(r) => return Err(Error::corrupt(&s.path, pos, r)),
+                };
+                if frame.offset != expected {
+                    return Err(Error::corrupt(&s.path, pos, "record offset out of sequence"));
+                }
+                if frame.offset >= next {
+                    let rec = to_record(&frame, &mut scratch)?;
+                    next = frame.offset + 1;
+                    if f(rec)?.is_break() {
+                        return Ok(next);
+                    }
+                }
+                expected += 1;
+                pos += frame.frame_len as u64;
+            }
+        }
+        if next >= active_next {
+            return Ok(next);
+        }
+        let (mut expected, mut pos) = active_seek.unwrap_or((active_base, SEGMENT_HEADER_SIZE));
+        const CHUNK: u64 = 4 * 1024 * 1024;
+        let mut buf = Vec::new();
+        let mut want = CHUNK;
+        while pos < active_end {
+            let n = want.min(active_end - pos);
+            buf.resize(n as usize, 0);
+            file.read_exact_at(&mut buf, pos).map_err(|e| Error::io("read", &path, e))?;
+            let mut i = 0usize;
+            while i < buf.len() {
+                let frame = match check_frame(&buf[i..]) {
+                    Check::Valid(frame) => frame,
+                    Check::Incomplete => break,
+                    Check::Invalid(r) => return Err(Error::corrupt(&path, pos + i as u64, r)),
+                };
+                if frame.offset != expected {
+                    return Err(Error::corrupt(&path, pos + i as u64, "record offset out of sequence"));
+                }
+                if frame.offset >= next {
+                    let rec = to_record(&frame, &mut scratch)?;
+                    next = frame.offset + 1;
+                    if f(rec)?.is_break() {
+                        return Ok(next);
+                    }
+                }
+                expected += 1;
+                i += frame.frame_len;
+            }
+            if i == 0 {
+                // The first frame does not fit in the chunk: read it whole next time.
+                let need = if buf.len() >= 4 { u64::from(u32_at(&buf, 0)) } else { 0 };
+                if need as usize > FRAME_SIZE_MAX || need <= n || pos + need > active_end {
+                    return Err(Error::corrupt(&path, pos, "frame runs past the validated end"));
+                }
+                want = need;
+                continue;
+            }
+            pos += i as u64;
+            want = CHUNK;
+        }
+        Ok(next)
+    }
+
+    /// Reads up to `limit` records from `from` into owned values (convenience for tests and
+    /// small tools; large reads should use [`read_from`](Journal::read_from)).
+    pub fn read_vec(&self, from: u64, limit: usize) -> Result<Vec<OwnedRecord>> {
+        let mut out = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
+        self.read_from(from, |r| {
+            out.push(OwnedRecord {
+                offset: r.offset,
+                time_unix_ms: r.time_unix_ms,
+                kind: r.kind,
+                kind_version: r.kind_version,
+                payload: r.payload.to_vec(),
+            });
+            Ok(if out.len() >= limit { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+        })?;
+        Ok(out)
+    }
+
+    /// Identity and counters.
+    pub fn status(&self) -> Result<Status> {
+        let v = self.read_view();
+        let mut bytes: u64 = v.sealed.iter().map(|s| s.bytes.len() as u64).sum();
+        bytes += v.active.file.len().map_err(|e| Error::io("stat", &v.active.path, e))?;
+        let recovered = self.dir.join(RECOVERED_DIR_NAME);
+        let torn_tails_repaired = if self.vfs.exists(&recovered).unwrap_or(false) {
+            self.vfs.list_dir(&recovered).map_err(|e| Error::io("list", &recovered, e))?.len() as u64
+        } else {
+            0
+        };
+        Ok(Status {
+            dir: self.dir.clone(),
+            store_id: self.store_id,
+            epoch: self.epoch,
+            segments: v.sealed.len() + 1,
+            first_offset: v.sealed.first().map_or(v.active.base, |s| s.base),
+            next_offset: v.active.next_offset,
+            bytes,
+            torn_tails_repaired,
+            refusing_writes: guard(&self.refusal).as_ref().map(|e| e.to_string()),
+            batches: self.batches.load(Ordering::Relaxed),
+            records_appended: self.records_appended.load(Ordering::Relaxed),
+            index_write_failures: self.index_write_failures.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Paths of the segment files, oldest first.
+    pub fn segment_paths(&self) -> Vec<PathBuf> {
+        let v = self.read_view();
+        v.sealed.iter().map(|s| s.path.clone()).chain(std::iter::once(v.active.path.clone())).collect()
+    }
+
+    /// The format version this build writes.
+    pub fn format_version() -> u16 {
+        FORMAT_VERSION
+    }
+}
+
+/// A record with its payload copied out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedRecord {
+    /// Its offset.
+    pub offset: u64,
+    /// When its batch was written.
+    pub time_unix_ms: i64,
+    /// Kind byte.
+    pub kind: u8,
+    /// Payload schema version.
+    pub kind_version: u8,
+    /// Decompressed payload.
+    pub payload: Vec<u8>,
+}
+
+fn to_record<'a>(frame: &FrameView<'a>, scratch: &'a mut Vec<u8>) -> Result<Record<'a>> {
+    if frame.flags & !FLAGS_KNOWN != 0 {
+        return Err(Error::Decode { offset: frame.offset, reason: format!("unknown frame flags {:#x}", frame.flags) });
+    }
+    let payload: &'a [u8] = if frame.flags & FLAG_ZSTD != 0 {
+        codec::decompress_into(frame.payload, scratch, frame.offset)?;
+        scratch
+    } else {
+        frame.payload
+    };
+    Ok(Record {
+        offset: frame.offset,
+        time_unix_ms: frame.time_unix_ms,
+        kind: frame.kind,
+        kind_version: frame.kind_version,
+        payload,
+    })
+}
+
+/// Finds the seal frame that must end a sealed segment: (its position, the next base offset).
+pub(crate) fn find_seal(bytes: &[u8], path: &Path) -> Result<(u64, u64)> {
+    let len = bytes.len();
+    if len < SEGMENT_HEADER_SIZE as usize + FRAME_OVERHEAD {
+        return Err(Error::corrupt(path, len as u64, "sealed segment too short to hold its seal"));
+    }
+    let seal_len = FRAME_OVERHEAD;
+    let pos = len - seal_len;
+    match check_frame(&bytes[pos..]) {
+        Check::Valid(f) if f.kind == KIND_SEAL && f.frame_len == seal_len => Ok((pos as u64, f.offset)),
+        _ => Err(Error::corrupt(path, pos as u64, "sealed segment does not end with a seal frame")),
+    }
+}
+
+fn load_or_build_index(
+    vfs: &dyn Vfs,
+    path: &Path,
+    bytes: &[u8],
+    base: u64,
+    seal_pos: u64,
+    next_offset: u64,
+    rw: bool,
+) -> Result<Vec<(u64, u64)>> {
+    let idx_path = path.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
+    if let Ok(f) = vfs.open_read(&idx_path) {
+        if let Ok(len) = f.len() {
+            if len <= 36 + u64::from(SPARSE_INDEX_ENTRIES_MAX) * 16 {
+                let mut b = vec![0u8; len as usize];
+                if f.read_exact_at(&mut b, 0).is_ok() {
+                    if let Some(entries) = decode_index(&b, base, bytes.len() as u64) {
+                        return Ok(entries);
+                    }
+                }
+            }
+        }
+    }
+    // Missing or damaged index: rebuild it from the segment, checking every frame on the way.
+    let scan = scan_frames(&bytes[..seal_pos as usize], 0, SEGMENT_HEADER_SIZE, base, None, |_, _| {});
+    match scan.stop {
+        Stop::End if scan.next_offset == next_offset => {}
+        Stop::End => return Err(Error::corrupt(path, seal_pos, "seal names an offset the records do not reach")),
+        Stop::Sealed { seal_pos: p, .. } => return Err(Error::corrupt(path, p, "seal frame before the end of the segment")),
+        Stop::Bad { pos, reason } => return Err(Error::corrupt(path, pos, reason)),
+    }
+    if rw {
+        // Best effort: the index is a cache; failing to write it costs only a rebuild.
+        let _ = write_index(vfs, path, &encode_index(base, bytes.len() as u64, &scan.sparse));
+    }
+    Ok(scan.sparse)
+}
+
+fn write_index(vfs: &dyn Vfs, segment: &Path, bytes: &[u8]) -> io::Result<()> {
+    let idx = segment.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
+    let tmp = segment.with_extension("idx.tmp");
+    if vfs.exists(&tmp)? {
+        vfs.remove_file(&tmp)?;
+    }
+    let f = vfs.create_new(&tmp)?;
+    f.write_all_at(bytes, 0)?;
+    vfs.rename(&tmp, &idx)
+}
+
+/// Creates a segment: header written and synced, then the directory synced.
+pub(crate) fn create_segment(vfs: &dyn Vfs, dir: &Path, store_id: StoreId, epoch: u64, base: u64) -> Result<Arc<dyn VfsFile>> {
+    let path = dir.join(segment_file_name(base));
+    let header = SegmentHeader {
+        format_version: FORMAT_VERSION,
+        codec: CODEC_ID,
+        store_id,
+        epoch,
+        base_offset: base,
+        created_unix_ms: now_unix_ms(),
+    };
+    let f = vfs.create_new(&path).map_err(|e| Error::io("create", &path, e))?;
+    f.write_all_at(&header.encode(), 0).map_err(|e| Error::io("write", &path, e))?;
+    f.sync_data().map_err(|e| Error::io("fdatasync", &path, e))?;
+    vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
+    Ok(f)
+}
+
+/// Copies damaged or cut bytes into `recovered/` before they are removed.
+fn set_aside(vfs: &dyn Vfs, dir: &Path, segment: &Path, pos: u64, bytes: &[u8]) -> Result<PathBuf> {
+    let rdir = dir.join(RECOVERED_DIR_NAME);
+    vfs.create_dir_all(&rdir).map_err(|e| Error::io("create directory", &rdir, e))?;
+    let stem = segment.file_name().and_then(|n| n.to_str()).unwrap_or("segment");
+    let mut n = 0u32;
+    let path = loop {
+        let p = rdir.join(format!("{stem}-at-{pos}-{}-{n}.torn", now_unix_ms()));
+        if !vfs.exists(&p).map_err(|e| Error::io("stat", &p, e))? {
+            break p;
+        }
+        n += 1;
+    };
+    let f = vfs.create_new(&path).map_err(|e| Error::io("create", &path, e))?;
+    f.write_all_at(bytes, 0).map_err(|e| Error::io("write", &path, e))?;
+    f.sync_data().map_err(|e| Error::io("fdatasync", &path, e))?;
+    vfs.sync_dir(&rdir).map_err(|e| Error::io("fsync directory", &rdir, e))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::SimFs;
+
+    fn opts(seg: u64) -> Options {
+        Options { segment_size_bytes_max: seg, ..Options::default() }
+    }
+
+    #[test]
+    fn appends_read_back_across_segment_rolls_and_reopen() {
+        let fs = SimFs::new(1);
+        let dir = Path::new("/store/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open");
+        let mut expect = Vec::new();
+        for i in 0..200u32 {
+            let payload = vec![(i % 251) as u8; (i as usize * 37) % 900];
+            let r = j.append(vec![NewRecord::scratch(payload.clone())]).expect("append");
+            assert_eq!(r, u64::from(i)..u64::from(i) + 1);
+            expect.push(payload);
+        }
+        assert!(j.segment_paths().len() > 5, "small segments roll");
+        let got = j.read_vec(0, usize::MAX).expect("read");
+        assert_eq!(got.iter().map(|r| r.payload.clone()).collect::<Vec<_>>(), expect);
+        assert_eq!(j.read_vec(150, 3).expect("read").iter().map(|r| r.offset).collect::<Vec<_>>(), vec![150, 151, 152]);
+        drop(j);
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("reopen");
+        assert_eq!(j.next_offset(), 200);
+        assert!(j.open_report().torn_tails.is_empty());
+        let got = j.read_vec(0, usize::MAX).expect("read");
+        assert_eq!(got.len(), 200);
+        assert_eq!(got[199].payload, expect[199]);
+        let report = crate::verify::verify(&fs, dir).expect("verify");
+        assert!(report.is_clean(), "{report:?}");
+        assert_eq!(report.records, 200);
+    }
+
+    #[test]
+    fn a_second_handle_sees_records_the_first_appended() {
+        let fs = SimFs::new(2);
+        let dir = Path::new("/s/journal");
+        let a = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open a");
+        let b = Journal::open_with(Arc::new(fs.clone()), dir, opts(8192)).expect("open b");
+        for i in 0..50u8 {
+            let j = if i % 3 == 0 { &a } else { &b };
+            j.append(vec![NewRecord::scratch(vec![i; 300])]).expect("append");
+        }
+        a.refresh().expect("refresh");
+        b.refresh().expect("refresh");
+        for j in [&a, &b] {
+            let got = j.read_vec(0, usize::MAX).expect("read");
+            assert_eq!(got.iter().map(|r| r.payload[0]).collect::<Vec<_>>(), (0..50).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn large_compressible_records_round_trip() {
+        let fs = SimFs::new(3);
+        let dir = Path::new("/s/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(1 << 20)).expect("open");
+        let big = "line of a tool result\n".repeat(100_000).into_bytes();
+        j.append(vec![NewRecord::scratch(big.clone()), NewRecord::scratch(vec![1, 2, 3])]).expect("append");
+        let got = j.read_vec(0, 10).expect("read");
+        assert_eq!(got[0].payload, big);
+        assert_eq!(got[1].payload, vec![1, 2, 3]);
+    }
+}

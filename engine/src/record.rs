@@ -1,0 +1,378 @@
+//! Record kinds and their payloads: every write Origin makes (see DESIGN.md, "Records").
+//!
+//! Each kind has a schema version stored in its frame. A payload change is a new version of
+//! its kind; readers keep decoding every version they ever wrote (FORMAT.md, "Records").
+
+use serde::{Deserialize, Serialize};
+
+use crate::segment::StoreId;
+
+/// The kind byte of a record frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RecordKind {
+    /// A batch of lines read from one agent log file, with the events parsed from them.
+    Ingested = 1,
+    /// A new entry (remember).
+    Remembered = 2,
+    /// A new version of an entry (correct).
+    Corrected = 3,
+    /// A tombstone (forget).
+    Forgotten = 4,
+    /// A tombstone lifted (restore).
+    Restored = 5,
+    /// A version of an agent's native memory file and the entries derived from it.
+    Imported = 6,
+    /// A hub token created (its hash only).
+    TokenCreated = 7,
+    /// A hub token revoked.
+    TokenRevoked = 8,
+    /// A device seen by a hub.
+    DeviceSeen = 9,
+    /// Opaque bytes written by the journal's own tests, stress command and benchmarks;
+    /// projections ignore it.
+    Scratch = 250,
+}
+
+impl RecordKind {
+    /// Every kind, for tables and tests.
+    pub const ALL: [RecordKind; 10] = [
+        RecordKind::Ingested,
+        RecordKind::Remembered,
+        RecordKind::Corrected,
+        RecordKind::Forgotten,
+        RecordKind::Restored,
+        RecordKind::Imported,
+        RecordKind::TokenCreated,
+        RecordKind::TokenRevoked,
+        RecordKind::DeviceSeen,
+        RecordKind::Scratch,
+    ];
+
+    /// The kind for a frame's kind byte.
+    pub fn from_u8(b: u8) -> Option<RecordKind> {
+        RecordKind::ALL.into_iter().find(|k| *k as u8 == b)
+    }
+
+    /// The payload schema version this build writes.
+    pub fn current_version(self) -> u8 {
+        1
+    }
+
+    /// Lower-case name, for dumps.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Ingested => "ingested",
+            RecordKind::Remembered => "remembered",
+            RecordKind::Corrected => "corrected",
+            RecordKind::Forgotten => "forgotten",
+            RecordKind::Restored => "restored",
+            RecordKind::Imported => "imported",
+            RecordKind::TokenCreated => "token_created",
+            RecordKind::TokenRevoked => "token_revoked",
+            RecordKind::DeviceSeen => "device_seen",
+            RecordKind::Scratch => "scratch",
+        }
+    }
+}
+
+/// Where a record received from another store was first written; receiving it twice changes
+/// nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordOrigin {
+    /// The store that wrote it.
+    pub store_id: StoreId,
+    /// That store's epoch.
+    pub epoch: u64,
+    /// Its offset there.
+    pub offset: u64,
+}
+
+/// Who said it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// The person.
+    User,
+    /// The agent.
+    Assistant,
+    /// The agent's harness.
+    System,
+}
+
+/// What an event is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventKind {
+    /// A message.
+    Message,
+    /// A tool call.
+    ToolUse,
+    /// A tool's result.
+    ToolResult,
+    /// Injected context, reasoning, wrappers.
+    Meta,
+    /// Harness events.
+    System,
+    /// A version of a native memory file.
+    Memory,
+}
+
+/// One event parsed from an agent's log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// `<source>:<id in the source>`.
+    pub id: String,
+    /// When it happened (Unix milliseconds).
+    pub time_unix_ms: i64,
+    /// Session id.
+    pub session: String,
+    /// Project (from the record's working directory), if known.
+    pub project: Option<String>,
+    /// Who said it.
+    pub role: Role,
+    /// What it is.
+    pub kind: EventKind,
+    /// Its text, possibly cut to the ingest limit.
+    pub text: String,
+    /// Characters cut from `text` at ingest (0 if whole).
+    pub text_cut_chars: u64,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Git branch.
+    pub git_branch: Option<String>,
+    /// Agent version.
+    pub agent_version: Option<String>,
+    /// 1-based line in the mirrored file version (or record number for non-line sources).
+    pub line: u64,
+}
+
+/// A change to a session's properties seen in a batch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionChange {
+    /// Session id.
+    pub session: String,
+    /// Project, if known.
+    pub project: Option<String>,
+    /// The agent's own title, if it gave one.
+    pub title: Option<String>,
+    /// The first prompt, if this batch holds it.
+    pub first_prompt: Option<String>,
+    /// Parent session, for sub-agents.
+    pub parent: Option<String>,
+}
+
+/// A batch of complete lines read from one agent log file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ingested {
+    /// Source id (`claude-code`, `codex`, ...).
+    pub source: String,
+    /// The original file's path on the device that read it.
+    pub path: String,
+    /// The mirror's path, relative to the store's `raw/` folder.
+    pub mirror: String,
+    /// Which version of the file (a rewrite or shrink starts a new one).
+    pub file_version: u32,
+    /// Byte range of the original file version covered by this batch.
+    pub byte_start: u64,
+    /// End of that range (exclusive); the file's cursor after this batch.
+    pub byte_end: u64,
+    /// First line number of the batch (1-based).
+    pub line_start: u64,
+    /// Line number after the batch's last line.
+    pub line_end: u64,
+    /// Hash of the file's bytes `[0, byte_end)`, to detect a rewritten beginning.
+    pub prefix_hash: u64,
+    /// The raw lines, one zstd frame.
+    pub raw_zstd: Vec<u8>,
+    /// Events parsed from the lines.
+    pub events: Vec<Event>,
+    /// Session changes seen in the lines.
+    pub sessions: Vec<SessionChange>,
+    /// Lines that could not be parsed (skipped and counted).
+    pub malformed_lines: u64,
+    /// Lines over the line-length limit (kept cut, with a marker).
+    pub cut_lines: u64,
+}
+
+/// The three kinds of entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EntryKind {
+    /// What happened: a decision and why.
+    Memory,
+    /// A stable fact.
+    Knowledge,
+    /// The user's preferences, methods, goals, or boundaries.
+    Cognition,
+}
+
+/// An event an entry cites, with the quote it cites from it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Citation {
+    /// The event id.
+    pub event_id: String,
+    /// The quote, if one was given.
+    pub quote: Option<String>,
+}
+
+/// One version of an entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EntryVersion {
+    /// This version's id (`ent_...`).
+    pub id: String,
+    /// The entry's first version.
+    pub root: String,
+    /// The version this one corrects.
+    pub supersedes: Option<String>,
+    /// Kind.
+    pub kind: EntryKind,
+    /// The statement.
+    pub text: String,
+    /// 0 to 1.
+    pub confidence: f64,
+    /// Project, if any.
+    pub project: Option<String>,
+    /// `<agent>@<device>` or `user@<device>`.
+    pub author: String,
+    /// When this version was written (Unix milliseconds).
+    pub created_unix_ms: i64,
+    /// When it starts to hold, if known.
+    pub valid_from_unix_ms: Option<i64>,
+    /// When it stops holding, if known.
+    pub valid_to_unix_ms: Option<i64>,
+    /// The events it cites.
+    pub sources: Vec<Citation>,
+    /// Derived from an agent's own memory file.
+    pub imported: bool,
+}
+
+/// A forget: what it hides is computed when it is written, so replay never depends on later
+/// state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Forgotten {
+    /// `tmb_...`.
+    pub tombstone: String,
+    /// The entry or event id the user asked to forget.
+    pub target: String,
+    /// The user's reason.
+    pub reason: String,
+    /// Who wrote it.
+    pub author: String,
+    /// When (Unix milliseconds).
+    pub time_unix_ms: i64,
+    /// Entry versions hidden.
+    pub hidden_entries: Vec<String>,
+    /// Events hidden.
+    pub hidden_events: Vec<String>,
+}
+
+/// A tombstone lifted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restored {
+    /// The tombstone.
+    pub tombstone: String,
+    /// Who lifted it.
+    pub author: String,
+    /// When (Unix milliseconds).
+    pub time_unix_ms: i64,
+}
+
+/// Whose memory file it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemoryScope {
+    /// The user's own, for every project.
+    User,
+    /// One project's.
+    Project,
+}
+
+/// A version of an agent's native memory file and the entries derived from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Imported {
+    /// Source id.
+    pub source: String,
+    /// The file's path.
+    pub path: String,
+    /// User or project memory.
+    pub scope: MemoryScope,
+    /// The file version as an event of kind memory.
+    pub event: Event,
+    /// Entries derived from it (new versions of changed items, new items).
+    pub entries: Vec<EntryVersion>,
+    /// Roots of entries whose item the file no longer has.
+    pub ended: Vec<String>,
+}
+
+/// A hub token created.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenCreated {
+    /// The token's name (the device or agent it is for).
+    pub name: String,
+    /// SHA-256 of the token; the token itself is never stored.
+    pub hash: [u8; 32],
+    /// When (Unix milliseconds).
+    pub time_unix_ms: i64,
+}
+
+/// A hub token revoked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRevoked {
+    /// The token's name.
+    pub name: String,
+    /// When (Unix milliseconds).
+    pub time_unix_ms: i64,
+}
+
+/// A device seen by a hub.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceSeen {
+    /// The device's name.
+    pub name: String,
+    /// Its store.
+    pub store_id: StoreId,
+    /// Its epoch.
+    pub epoch: u64,
+    /// When (Unix milliseconds).
+    pub time_unix_ms: i64,
+}
+
+/// A decoded record payload.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    /// See [`Ingested`].
+    Ingested(Ingested),
+    /// See [`EntryVersion`].
+    Remembered(EntryVersion),
+    /// See [`EntryVersion`].
+    Corrected(EntryVersion),
+    /// See [`Forgotten`].
+    Forgotten(Forgotten),
+    /// See [`Restored`].
+    Restored(Restored),
+    /// See [`Imported`].
+    Imported(Imported),
+    /// See [`TokenCreated`].
+    TokenCreated(TokenCreated),
+    /// See [`TokenRevoked`].
+    TokenRevoked(TokenRevoked),
+    /// See [`DeviceSeen`].
+    DeviceSeen(DeviceSeen),
+    /// Opaque bytes.
+    Scratch(Vec<u8>),
+}
+
+impl Body {
+    /// The record kind of this body.
+    pub fn kind(&self) -> RecordKind {
+        match self {
+            Body::Ingested(_) => RecordKind::Ingested,
+            Body::Remembered(_) => RecordKind::Remembered,
+            Body::Corrected(_) => RecordKind::Corrected,
+            Body::Forgotten(_) => RecordKind::Forgotten,
+            Body::Restored(_) => RecordKind::Restored,
+            Body::Imported(_) => RecordKind::Imported,
+            Body::TokenCreated(_) => RecordKind::TokenCreated,
+            Body::TokenRevoked(_) => RecordKind::TokenRevoked,
+            Body::DeviceSeen(_) => RecordKind::DeviceSeen,
+            Body::Scratch(_) => RecordKind::Scratch,
+        }
+    }
+}

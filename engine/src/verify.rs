@@ -1,0 +1,344 @@
+//! Reading a whole journal without trusting anything: `origin journal verify`, and the walk
+//! that salvage uses to copy every readable record.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::frame::{check_frame, Check, FrameView, KIND_SEAL};
+use crate::index::{decode_index, INDEX_SUFFIX};
+use crate::journal::LOCK_FILE_NAME;
+use crate::recovery::{classify_tail, find_next_valid, scan_frames, Stop, Tail};
+use crate::segment::{parse_segment_file_name, SegmentHeader, StoreId, SEGMENT_HEADER_SIZE};
+use crate::vfs::{LockMode, OsFs, Vfs};
+
+/// Damage found: never skipped silently.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damage {
+    /// The segment file.
+    pub segment: PathBuf,
+    /// Byte position in it.
+    pub position: u64,
+    /// What is wrong.
+    pub reason: String,
+    /// Bytes from the damage to the next readable frame (or the end of the segment).
+    pub size_bytes: u64,
+    /// Offsets lost, if the records around the damage tell: first and last, inclusive.
+    pub offsets_lost: Option<(u64, u64)>,
+}
+
+/// One segment as verify saw it.
+#[derive(Clone, Debug)]
+pub struct SegmentReport {
+    /// Its file.
+    pub path: PathBuf,
+    /// Base offset from its name.
+    pub base: u64,
+    /// Records read.
+    pub records: u64,
+    /// File size.
+    pub bytes: u64,
+    /// True if it ends with a seal.
+    pub sealed: bool,
+}
+
+/// What `verify` found.
+#[derive(Clone, Debug, Default)]
+pub struct VerifyReport {
+    /// The journal directory.
+    pub dir: PathBuf,
+    /// Store id (of the first readable header).
+    pub store_id: Option<StoreId>,
+    /// Epoch.
+    pub epoch: Option<u64>,
+    /// Every segment, in order.
+    pub segments: Vec<SegmentReport>,
+    /// Records read in all.
+    pub records: u64,
+    /// Bytes of segment files.
+    pub bytes: u64,
+    /// First record offset read.
+    pub first_offset: Option<u64>,
+    /// Offset after the last record read.
+    pub next_offset: Option<u64>,
+    /// Corruption, in order.
+    pub damage: Vec<Damage>,
+    /// A torn tail (a crash cut the last write): the next read-write open cuts it.
+    pub torn_tail: Option<Damage>,
+    /// Index files that are missing or stale (not damage: they are rebuilt).
+    pub index_notes: Vec<String>,
+    /// Segments left over by an interrupted compaction (covered by the segment before).
+    pub leftovers: Vec<PathBuf>,
+}
+
+impl VerifyReport {
+    /// True when nothing is damaged and no tail is torn.
+    pub fn is_clean(&self) -> bool {
+        self.damage.is_empty() && self.torn_tail.is_none()
+    }
+}
+
+/// What the walk hands its visitor.
+pub enum Walked<'a> {
+    /// A readable record frame.
+    Record(&'a FrameView<'a>),
+    /// Damage (also collected in the report).
+    Damage(&'a Damage),
+}
+
+/// Verifies the journal in `dir` on the real file system.
+pub fn verify_dir(dir: &Path) -> Result<VerifyReport> {
+    walk(&OsFs, dir, |_| Ok(()))
+}
+
+/// Verifies the journal in `dir` through `vfs`.
+pub fn verify(vfs: &dyn Vfs, dir: &Path) -> Result<VerifyReport> {
+    walk(vfs, dir, |_| Ok(()))
+}
+
+/// Reads every segment of the journal in `dir`, checking every header and frame, and passes
+/// every readable record and every damage to `visit`, in order. After damage it looks for the
+/// next readable frame and goes on. Errors only for I/O that stops the walk itself.
+pub fn walk(vfs: &dyn Vfs, dir: &Path, mut visit: impl FnMut(Walked<'_>) -> Result<()>) -> Result<VerifyReport> {
+    if !vfs.exists(dir).map_err(|e| Error::io("stat", dir, e))? {
+        return Err(Error::NoJournal { dir: dir.to_path_buf() });
+    }
+    let names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
+    let mut bases: Vec<u64> = names.iter().filter_map(|n| parse_segment_file_name(n)).collect();
+    bases.sort_unstable();
+    if bases.is_empty() {
+        return Err(Error::NoJournal { dir: dir.to_path_buf() });
+    }
+    let mut report = VerifyReport { dir: dir.to_path_buf(), ..Default::default() };
+    let lock_path = dir.join(LOCK_FILE_NAME);
+    let mut expected: Option<u64> = None;
+    let count = bases.len();
+    for (i, base) in bases.into_iter().enumerate() {
+        let last = i + 1 == count;
+        let path = dir.join(crate::segment::segment_file_name(base));
+        // The last segment may be growing: read it under the shared lock, so no writer is
+        // mid-append and no torn tail is being cut while it is read.
+        let _lock = if last { Some(vfs.lock(&lock_path, LockMode::Shared).map_err(|e| Error::io("lock", &lock_path, e))?) } else { None };
+        let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
+        let bytes: Vec<u8>;
+        let mapped;
+        let data: &[u8] = if last {
+            let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
+            bytes = {
+                let mut b = vec![0u8; len as usize];
+                file.read_exact_at(&mut b, 0).map_err(|e| Error::io("read", &path, e))?;
+                b
+            };
+            &bytes
+        } else {
+            mapped = file.map().map_err(|e| Error::io("map", &path, e))?;
+            &mapped
+        };
+        report.bytes += data.len() as u64;
+        let mut seg = SegmentReport { path: path.clone(), base, records: 0, bytes: data.len() as u64, sealed: false };
+
+        let damage = |report: &mut VerifyReport, d: Damage, visit: &mut dyn FnMut(Walked<'_>) -> Result<()>| -> Result<()> {
+            visit(Walked::Damage(&d))?;
+            report.damage.push(d);
+            Ok(())
+        };
+
+        let header = SegmentHeader::decode(data, &path);
+        match &header {
+            Ok(h) => {
+                if h.base_offset != base {
+                    damage(
+                        &mut report,
+                        Damage {
+                            segment: path.clone(),
+                            position: 40,
+                            reason: format!("header says base offset {}, file name says {base}", h.base_offset),
+                            size_bytes: 8,
+                            offsets_lost: None,
+                        },
+                        &mut visit,
+                    )?;
+                }
+                match (report.store_id, report.epoch) {
+                    (None, _) => {
+                        report.store_id = Some(h.store_id);
+                        report.epoch = Some(h.epoch);
+                    }
+                    (Some(id), Some(ep)) if id != h.store_id || ep != h.epoch => damage(
+                        &mut report,
+                        Damage {
+                            segment: path.clone(),
+                            position: 16,
+                            reason: "segment belongs to another store or epoch".into(),
+                            size_bytes: 24,
+                            offsets_lost: None,
+                        },
+                        &mut visit,
+                    )?,
+                    _ => {}
+                }
+            }
+            Err(e) => {
+                let empty_tail = last && data.iter().skip(SEGMENT_HEADER_SIZE as usize).all(|&b| b == 0);
+                let reason = match e {
+                    Error::Corrupt { reason, .. } => reason.clone(),
+                    other => other.to_string(),
+                };
+                let d = Damage { segment: path.clone(), position: 0, reason, size_bytes: data.len() as u64, offsets_lost: None };
+                if empty_tail {
+                    // A segment whose creation a crash cut short: it holds no records.
+                    report.torn_tail = Some(d);
+                    report.segments.push(seg);
+                    continue;
+                }
+                damage(&mut report, d, &mut visit)?;
+            }
+        }
+
+        // Offsets continue from the segment before, unless this one is a compaction leftover.
+        let mut next = match expected {
+            Some(e) if base < e => {
+                if let Ok((_, n)) = crate::journal::find_seal(data, &path) {
+                    if n <= e {
+                        report.leftovers.push(path.clone());
+                        report.segments.push(seg);
+                        continue;
+                    }
+                }
+                damage(
+                    &mut report,
+                    Damage {
+                        segment: path.clone(),
+                        position: 0,
+                        reason: format!("segment starts at offset {base}, inside the segment before (which ends at {e})"),
+                        size_bytes: 0,
+                        offsets_lost: None,
+                    },
+                    &mut visit,
+                )?;
+                base
+            }
+            Some(e) if base > e => {
+                damage(
+                    &mut report,
+                    Damage {
+                        segment: path.clone(),
+                        position: 0,
+                        reason: format!("offsets {e} to {} are missing between segments", base - 1),
+                        size_bytes: 0,
+                        offsets_lost: Some((e, base - 1)),
+                    },
+                    &mut visit,
+                )?;
+                base
+            }
+            _ => base,
+        };
+        if report.first_offset.is_none() {
+            report.first_offset = Some(base);
+        }
+
+        let mut pos = SEGMENT_HEADER_SIZE.min(data.len() as u64);
+        loop {
+            let mut visit_error = None;
+            let scan = scan_frames(data, 0, pos, next, None, |f, _| {
+                if visit_error.is_none() {
+                    visit_error = visit(Walked::Record(f)).err();
+                }
+            });
+            if let Some(e) = visit_error {
+                return Err(e);
+            }
+            seg.records += scan.records;
+            next = scan.next_offset;
+            match scan.stop {
+                Stop::End => {
+                    if !last {
+                        damage(
+                            &mut report,
+                            Damage {
+                                segment: path.clone(),
+                                position: scan.end_pos,
+                                reason: "sealed segment does not end with a seal frame".into(),
+                                size_bytes: 0,
+                                offsets_lost: None,
+                            },
+                            &mut visit,
+                        )?;
+                    }
+                    break;
+                }
+                Stop::Sealed { .. } => {
+                    seg.sealed = true;
+                    break;
+                }
+                Stop::Bad { pos: p, reason } => {
+                    let resume = find_next_valid(data, p as usize + 1, 0);
+                    if last && resume.is_none() {
+                        if let Tail::Torn = classify_tail(data, p as usize, next, reason) {
+                            report.torn_tail = Some(Damage {
+                                segment: path.clone(),
+                                position: p,
+                                reason: "torn tail: the last write was cut by a crash; the next read-write open cuts it".into(),
+                                size_bytes: data.len() as u64 - p,
+                                offsets_lost: None,
+                            });
+                            break;
+                        }
+                    }
+                    let (end, offsets_lost) = match resume {
+                        Some(q) => {
+                            let lost = match check_frame(&data[q..]) {
+                                Check::Valid(f) if f.kind != KIND_SEAL && f.offset > next => Some((next, f.offset - 1)),
+                                Check::Valid(f) if f.kind == KIND_SEAL && f.offset > next => Some((next, f.offset - 1)),
+                                _ => None,
+                            };
+                            (q as u64, lost)
+                        }
+                        None => (data.len() as u64, None),
+                    };
+                    let reason = match classify_tail(data, p as usize, next, reason) {
+                        Tail::Corrupt(r) => r,
+                        Tail::Torn => reason.to_owned(),
+                    };
+                    damage(
+                        &mut report,
+                        Damage { segment: path.clone(), position: p, reason, size_bytes: end - p, offsets_lost },
+                        &mut visit,
+                    )?;
+                    match resume {
+                        Some(q) => {
+                            if let Check::Valid(f) = check_frame(&data[q..]) {
+                                next = f.offset.max(next);
+                                if f.offset < next {
+                                    // An older copy of records already read: step over it.
+                                    pos = q as u64 + f.frame_len as u64;
+                                    continue;
+                                }
+                            }
+                            pos = q as u64;
+                        }
+                        None => break,
+                    }
+                }
+            }
+        }
+        report.records += seg.records;
+        expected = Some(next);
+        report.next_offset = Some(next);
+
+        if seg.sealed {
+            let idx = path.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
+            match vfs.open_read(&idx).and_then(|f| {
+                let mut b = vec![0u8; f.len()? as usize];
+                f.read_exact_at(&mut b, 0)?;
+                Ok(b)
+            }) {
+                Ok(b) if decode_index(&b, base, data.len() as u64).is_some() => {}
+                Ok(_) => report.index_notes.push(format!("{}: stale or damaged, rebuilt on next open", idx.display())),
+                Err(_) => report.index_notes.push(format!("{}: missing, rebuilt on next open", idx.display())),
+            }
+        }
+        report.segments.push(seg);
+    }
+    Ok(report)
+}
