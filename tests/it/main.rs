@@ -1,1 +1,7 @@
+//! Origin's integration tests: one binary, a module per behaviour.
 
+mod journal_crash;
+mod journal_bitflip;
+mod journal_model;
+mod journal_faults;
+mod journal_processes;
