@@ -98,7 +98,17 @@ pub fn verify(vfs: &dyn Vfs, dir: &Path) -> Result<VerifyReport> {
 /// Reads every segment of the journal in `dir`, checking every header and frame, and passes
 /// every readable record and every damage to `visit`, in order. After damage it looks for the
 /// next readable frame and goes on. Errors only for I/O that stops the walk itself.
-pub fn walk(vfs: &dyn Vfs, dir: &Path, mut visit: impl FnMut(Walked<'_>) -> Result<()>) -> Result<VerifyReport> {
+pub fn walk(vfs: &dyn Vfs, dir: &Path, visit: impl FnMut(Walked<'_>) -> Result<()>) -> Result<VerifyReport> {
+    walk_inner(vfs, dir, true, visit)
+}
+
+/// [`walk`], for a caller that already holds the store's exclusive lock (`lock_last` false).
+pub(crate) fn walk_inner(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    lock_last: bool,
+    mut visit: impl FnMut(Walked<'_>) -> Result<()>,
+) -> Result<VerifyReport> {
     if !vfs.exists(dir).map_err(|e| Error::io("stat", dir, e))? {
         return Err(Error::NoJournal { dir: dir.to_path_buf() });
     }
@@ -117,7 +127,7 @@ pub fn walk(vfs: &dyn Vfs, dir: &Path, mut visit: impl FnMut(Walked<'_>) -> Resu
         let path = dir.join(crate::segment::segment_file_name(base));
         // The last segment may be growing: read it under the shared lock, so no writer is
         // mid-append and no torn tail is being cut while it is read.
-        let _lock = if last { Some(vfs.lock(&lock_path, LockMode::Shared).map_err(|e| Error::io("lock", &lock_path, e))?) } else { None };
+        let _lock = if last && lock_last { Some(vfs.lock(&lock_path, LockMode::Shared).map_err(|e| Error::io("lock", &lock_path, e))?) } else { None };
         let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
         let bytes: Vec<u8>;
         let mapped;

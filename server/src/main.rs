@@ -1,1 +1,26 @@
-fn main() {}
+//! The `origin` binary: a thin shell over the library crates. One error printer at the edge,
+//! documented exit codes (see `exit`).
+
+mod cli;
+mod exit;
+mod journal_cmd;
+mod show;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(code) => code.into(),
+        Err(e) => {
+            // The one error printer: the error and its causes, then a code the caller can act on.
+            eprintln!("origin: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            exit::for_error(&e).into()
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Command-line definitions (every flag defined once) and dispatch.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use crate::exit::Exit;
+use crate::journal_cmd;
+
+/// Origin: a memory archive for coding agents.
+#[derive(Debug, Parser)]
+#[command(name = "origin", version, about, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Where the store lives.
+    #[arg(long, env = "ORIGIN_HOME", global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const EXIT_CODES: &str = "Exit codes: 0 success (verify: clean); 1 journal damaged (the message names segment and byte); \
+2 bad command line; 3 store unreadable or the operation failed; 4 verify found only a torn tail (cut by the next write).";
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the store: identity, segments, records, bytes, last offset, torn tails repaired.
+    Status(JsonFlag),
+    /// Operate on the journal: verify, dump, salvage, compact, stress.
+    #[command(subcommand)]
+    Journal(JournalCommand),
+}
+
+/// `--json` for scripts.
+#[derive(Debug, Args)]
+pub struct JsonFlag {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `origin journal ...`
+#[derive(Debug, Subcommand)]
+pub enum JournalCommand {
+    /// Read every segment and frame; exit 0 when clean, 1 with segment and byte on damage.
+    Verify(JsonFlag),
+    /// Print records.
+    Dump {
+        /// First offset to print.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        /// Most records to print.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// One JSON object per line, with the decoded payload.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy every readable record into a new journal in DIR and list what was lost.
+    Salvage {
+        /// The new journal's directory (must not exist or be empty).
+        #[arg(long, value_name = "DIR")]
+        to: PathBuf,
+    },
+    /// Rewrite sealed segments, merging small neighbours; verifies before replacing anything.
+    Compact {
+        /// Largest merged segment, in bytes.
+        #[arg(long, default_value_t = origin_engine::limits::SEGMENT_SIZE_BYTES_DEFAULT)]
+        segment_size: u64,
+    },
+    /// Exercise the durable write path on this disk: append scratch records (ignored by
+    /// everything else) and print `ack <offset> <thread> <seq> <crc32>` as each is acknowledged.
+    Stress {
+        /// Records to append in all.
+        #[arg(long, default_value_t = 10_000)]
+        records: u64,
+        /// Payload bytes per record.
+        #[arg(long, default_value_t = 1024)]
+        size: usize,
+        /// Concurrent appenders.
+        #[arg(long, default_value_t = 4)]
+        threads: u64,
+        /// Segment size in bytes.
+        #[arg(long, default_value_t = origin_engine::limits::SEGMENT_SIZE_BYTES_DEFAULT)]
+        segment_size: u64,
+        /// Print an ack line per record (off: only the summary).
+        #[arg(long)]
+        quiet: bool,
+    },
+}
+
+/// The store's home: `--home`, `ORIGIN_HOME`, or `~/.origin`.
+pub fn home(cli_home: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(h) = cli_home {
+        return Ok(h);
+    }
+    let home = std::env::var_os("HOME").context("neither ORIGIN_HOME nor HOME is set: pass --home DIR")?;
+    Ok(PathBuf::from(home).join(".origin"))
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<Exit> {
+    let home = home(cli.home)?;
+    let journal_dir = home.join("journal");
+    match cli.command {
+        Command::Status(f) => journal_cmd::status(&home, &journal_dir, f.json),
+        Command::Journal(JournalCommand::Verify(f)) => journal_cmd::verify(&journal_dir, f.json),
+        Command::Journal(JournalCommand::Dump { from, limit, json }) => journal_cmd::dump(&journal_dir, from, limit, json),
+        Command::Journal(JournalCommand::Salvage { to }) => journal_cmd::salvage(&journal_dir, &to),
+        Command::Journal(JournalCommand::Compact { segment_size }) => journal_cmd::compact(&journal_dir, segment_size),
+        Command::Journal(JournalCommand::Stress { records, size, threads, segment_size, quiet }) => {
+            journal_cmd::stress(&journal_dir, records, size, threads, segment_size, quiet)
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! `origin status` and `origin journal verify|dump|salvage|compact|stress`.
+
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use origin_engine::segment::store_id_hex;
+use origin_engine::verify::Damage;
+use origin_engine::{Access, Durability, Journal, NewRecord, Options};
+use serde_json::json;
+
+use crate::exit::Exit;
+use crate::show;
+
+fn open_read_only(dir: &Path) -> Result<Journal> {
+    Journal::open(dir, Options { access: Access::ReadOnly, ..Options::default() })
+        .with_context(|| format!("opening the journal in {}", dir.display()))
+}
+
+/// `origin status`.
+pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
+    let j = open_read_only(dir)?;
+    let s = j.status()?;
+    let torn_pending = j.open_report().torn_tails;
+    let records = s.next_offset - s.first_offset;
+    if json {
+        let v = json!({
+            "home": home,
+            "journal": dir,
+            "store_id": store_id_hex(&s.store_id),
+            "epoch": s.epoch,
+            "segments": s.segments,
+            "records": records,
+            "bytes": s.bytes,
+            "first_offset": s.first_offset,
+            "last_offset": if records > 0 { Some(s.next_offset - 1) } else { None },
+            "torn_tails_repaired": s.torn_tails_repaired,
+            "torn_tails_pending": torn_pending.len(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(Exit::Ok);
+    }
+    println!("store     {} (id {}, epoch {})", home.display(), store_id_hex(&s.store_id), s.epoch);
+    let last = if records > 0 { format!("last offset {}", s.next_offset - 1) } else { "empty".to_owned() };
+    println!("journal   {} segments, {} records, {}, {last}", s.segments, records, show::bytes(s.bytes));
+    println!("tails     {} torn tails repaired (copies in {}/recovered)", s.torn_tails_repaired, dir.display());
+    for t in torn_pending {
+        println!(
+            "          torn tail pending in {} at byte {} ({} bytes): the next write cuts it",
+            t.segment.display(),
+            t.position,
+            t.size_bytes
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn damage_line(d: &Damage) -> String {
+    let lost = match d.offsets_lost {
+        Some((a, b)) if a == b => format!("; offset {a} lost"),
+        Some((a, b)) => format!("; offsets {a} to {b} lost"),
+        None => String::new(),
+    };
+    format!("{} at byte {}: {} ({} bytes){lost}", d.segment.display(), d.position, d.reason, d.size_bytes)
+}
+
+fn damage_json(d: &Damage) -> serde_json::Value {
+    json!({
+        "segment": d.segment,
+        "position": d.position,
+        "reason": d.reason,
+        "size_bytes": d.size_bytes,
+        "offsets_lost": d.offsets_lost.map(|(a, b)| json!([a, b])),
+    })
+}
+
+/// `origin journal verify`.
+pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
+    let r = origin_engine::verify::verify_dir(dir).with_context(|| format!("verifying {}", dir.display()))?;
+    let exit = if !r.damage.is_empty() {
+        Exit::Damaged
+    } else if r.torn_tail.is_some() {
+        Exit::TornTail
+    } else {
+        Exit::Ok
+    };
+    if json {
+        let v = json!({
+            "journal": dir,
+            "clean": r.is_clean(),
+            "segments": r.segments.len(),
+            "records": r.records,
+            "bytes": r.bytes,
+            "first_offset": r.first_offset,
+            "next_offset": r.next_offset,
+            "damage": r.damage.iter().map(damage_json).collect::<Vec<_>>(),
+            "torn_tail": r.torn_tail.as_ref().map(damage_json),
+            "index_notes": r.index_notes,
+            "leftovers": r.leftovers,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(exit);
+    }
+    for d in &r.damage {
+        println!("DAMAGED {}", damage_line(d));
+    }
+    if let Some(t) = &r.torn_tail {
+        println!("torn tail {}", damage_line(t));
+    }
+    for n in &r.index_notes {
+        println!("note: index {n}");
+    }
+    for l in &r.leftovers {
+        println!("note: {} is left over from an interrupted compaction; the next open removes it", l.display());
+    }
+    let verdict = match exit {
+        Exit::Ok => "clean".to_owned(),
+        Exit::TornTail => "no corruption; a torn tail will be cut by the next write".to_owned(),
+        _ => format!(
+            "{} damaged region(s): writes are refused; `origin journal salvage --to DIR` copies every readable record",
+            r.damage.len()
+        ),
+    };
+    println!(
+        "verified {} segments, {} records, {}: {verdict}",
+        r.segments.len(),
+        r.records,
+        show::bytes(r.bytes)
+    );
+    Ok(exit)
+}
+
+/// `origin journal dump`.
+pub fn dump(dir: &Path, from: u64, limit: usize, json: bool) -> Result<Exit> {
+    let j = open_read_only(dir)?;
+    let mut printed = 0usize;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if limit == 0 {
+        return Ok(Exit::Ok);
+    }
+    let mut write_err = None;
+    j.read_from(from, |r| {
+        let kind = origin_engine::RecordKind::from_u8(r.kind).map_or("unknown", |k| k.name());
+        let decoded = r.decode();
+        let line = if json {
+            let (body, error) = match &decoded {
+                Ok((_, b)) => (show::body_json(b), None),
+                Err(e) => (serde_json::Value::Null, Some(e.to_string())),
+            };
+            let origin = decoded.as_ref().ok().and_then(|(o, _)| o.as_ref()).map(|o| {
+                json!({ "store_id": store_id_hex(&o.store_id), "epoch": o.epoch, "offset": o.offset })
+            });
+            json!({
+                "offset": r.offset,
+                "time": show::time(r.time_unix_ms),
+                "kind": kind,
+                "kind_version": r.kind_version,
+                "size": r.payload.len(),
+                "origin": origin,
+                "body": body,
+                "error": error,
+            })
+            .to_string()
+        } else {
+            let summary = match &decoded {
+                Ok((_, b)) => show::body_summary(b),
+                Err(e) => format!("(undecodable: {e})"),
+            };
+            format!("{:>10}  {}  {:<13} v{}  {:>8}  {summary}", r.offset, show::time(r.time_unix_ms), kind, r.kind_version, r.payload.len())
+        };
+        if let Err(e) = writeln!(out, "{line}") {
+            write_err = Some(e);
+            return Ok(ControlFlow::Break(()));
+        }
+        printed += 1;
+        Ok(if printed >= limit { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+    })?;
+    if let Some(e) = write_err {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(e).context("writing to standard output");
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// `origin journal salvage --to DIR`.
+pub fn salvage(dir: &Path, to: &Path) -> Result<Exit> {
+    let r = origin_engine::salvage::salvage_dir(dir, to).with_context(|| format!("salvaging {} into {}", dir.display(), to.display()))?;
+    println!("copied {} records into {} (epoch {})", r.records_copied, r.to.display(), r.epoch);
+    if r.duplicates_skipped > 0 {
+        println!("skipped {} duplicate copies of records already taken", r.duplicates_skipped);
+    }
+    if r.lost.is_empty() {
+        println!("nothing was lost");
+    }
+    for d in &r.lost {
+        println!("LOST {}", damage_line(d));
+    }
+    if let Some(t) = &r.torn_tail {
+        println!("left out a torn tail (never acknowledged): {}", damage_line(t));
+    }
+    println!("to use it: move {} aside and put {} in its place", dir.display(), r.to.display());
+    Ok(Exit::Ok)
+}
+
+/// `origin journal compact`.
+pub fn compact(dir: &Path, segment_size: u64) -> Result<Exit> {
+    let r = origin_engine::compact::compact_dir(dir, segment_size).with_context(|| format!("compacting {}", dir.display()))?;
+    for (from, into) in &r.merged {
+        println!("merged {} segments into {}", from.len(), into.display());
+    }
+    println!(
+        "segments {} -> {}, bytes {} -> {}",
+        r.segments_before,
+        r.segments_after,
+        show::bytes(r.bytes_before),
+        show::bytes(r.bytes_after)
+    );
+    Ok(Exit::Ok)
+}
+
+/// The payload of stress record (`thread`, `seq`): 16 bytes of identity, then filler that
+/// depends on both, so a wrong or shifted payload never passes for a right one.
+pub fn stress_payload(thread: u64, seq: u64, size: usize) -> Vec<u8> {
+    let mut p = Vec::with_capacity(size.max(16));
+    p.extend_from_slice(&thread.to_le_bytes());
+    p.extend_from_slice(&seq.to_le_bytes());
+    let mut x = thread.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ seq.wrapping_add(1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    while p.len() < size {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p.push(x as u8);
+    }
+    p
+}
+
+/// `origin journal stress`.
+pub fn stress(dir: &Path, records: u64, size: usize, threads: u64, segment_size: u64, quiet: bool) -> Result<Exit> {
+    if threads == 0 || threads > 1024 {
+        bail!("--threads must be 1 to 1024");
+    }
+    if !(16..=origin_engine::limits::RECORD_PAYLOAD_SIZE_MAX).contains(&size) {
+        bail!("--size must be 16 to {} bytes", origin_engine::limits::RECORD_PAYLOAD_SIZE_MAX);
+    }
+    let opts = Options { segment_size_bytes_max: segment_size, durability: Durability::Sync, ..Options::default() };
+    let j = Arc::new(Journal::open(dir, opts).with_context(|| format!("opening the journal in {}", dir.display()))?);
+    for t in j.open_report().torn_tails {
+        eprintln!("origin: cut a torn tail in {} at byte {} ({} bytes)", t.segment.display(), t.position, t.size_bytes);
+    }
+    let start = std::time::Instant::now();
+    let per = records / threads;
+    let extra = records % threads;
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let j = j.clone();
+            let n = per + u64::from(t < extra);
+            std::thread::spawn(move || -> Result<()> {
+                for seq in 0..n {
+                    let p = stress_payload(t, seq, size);
+                    let crc = crc32fast::hash(&p);
+                    let r = j.append(vec![NewRecord::scratch(p)])?;
+                    if !quiet {
+                        let mut out = std::io::stdout().lock();
+                        writeln!(out, "ack {} {t} {seq} {crc:08x}", r.start)?;
+                        out.flush()?;
+                    }
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().map_err(|_| anyhow::anyhow!("an appender thread panicked"))??;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let s = j.status()?;
+    eprintln!(
+        "appended {records} records of {size} bytes with {threads} threads in {secs:.2} s ({:.0} records/s, {} group commits); journal now holds offsets {}..{}",
+        records as f64 / secs.max(1e-9),
+        s.batches,
+        s.first_offset,
+        s.next_offset
+    );
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,81 @@
+//! Formatting for people and scripts: sizes, times, store ids, record bodies as JSON.
+
+use origin_engine::record::Body;
+use serde_json::{json, Value};
+
+/// `1.5 MiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[u]) }
+}
+
+/// ISO 8601 in UTC with milliseconds, for operator output.
+pub fn time(unix_ms: i64) -> String {
+    match jiff::Timestamp::from_millisecond(unix_ms) {
+        Ok(t) => format!("{t:.3}"),
+        Err(_) => format!("(invalid time {unix_ms})"),
+    }
+}
+
+/// A record body as JSON; large opaque byte fields are shown by size only.
+pub fn body_json(body: &Body) -> Value {
+    let v = match body {
+        Body::Ingested(b) => {
+            let mut v = serde_json::to_value(b).unwrap_or(Value::Null);
+            if let Some(o) = v.as_object_mut() {
+                o.insert("raw_zstd".into(), json!({ "bytes": b.raw_zstd.len() }));
+            }
+            v
+        }
+        Body::Remembered(b) | Body::Corrected(b) => serde_json::to_value(b).unwrap_or(Value::Null),
+        Body::Forgotten(b) => serde_json::to_value(b).unwrap_or(Value::Null),
+        Body::Restored(b) => serde_json::to_value(b).unwrap_or(Value::Null),
+        Body::Imported(b) => serde_json::to_value(b).unwrap_or(Value::Null),
+        Body::TokenCreated(b) => json!({ "name": b.name, "time_unix_ms": b.time_unix_ms }),
+        Body::TokenRevoked(b) => serde_json::to_value(b).unwrap_or(Value::Null),
+        Body::DeviceSeen(b) => serde_json::to_value(b).unwrap_or(Value::Null),
+        Body::Scratch(b) => json!({ "bytes": b.len(), "crc32": crc32fast::hash(b) }),
+    };
+    v
+}
+
+/// One line summarising a body.
+pub fn body_summary(body: &Body) -> String {
+    fn cut(s: &str) -> String {
+        let mut out: String = s.chars().take(60).collect();
+        if s.chars().count() > 60 {
+            out.push('…');
+        }
+        out.replace('\n', " ")
+    }
+    match body {
+        Body::Ingested(b) => format!("{} {} lines {}..{}, {} events", b.source, b.path, b.line_start, b.line_end, b.events.len()),
+        Body::Remembered(b) | Body::Corrected(b) => format!("{} {:?}: {}", b.id, b.kind, cut(&b.text)),
+        Body::Forgotten(b) => format!("{} forgets {}", b.tombstone, b.target),
+        Body::Restored(b) => format!("{} restored by {}", b.tombstone, b.author),
+        Body::Imported(b) => format!("{} {} ({} entries)", b.source, b.path, b.entries.len()),
+        Body::TokenCreated(b) => format!("token for {}", b.name),
+        Body::TokenRevoked(b) => format!("token of {} revoked", b.name),
+        Body::DeviceSeen(b) => format!("device {}", b.name),
+        Body::Scratch(b) => format!("{} bytes, crc32 {:08x}", b.len(), crc32fast::hash(b)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_times_read_well() {
+        assert_eq!(bytes(12), "12 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
+        assert_eq!(time(1_760_951_550_123), "2025-10-20T09:12:30.123Z");
+    }
+}
