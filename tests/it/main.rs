@@ -5,3 +5,4 @@ mod journal_bitflip;
 mod journal_model;
 mod journal_faults;
 mod journal_processes;
+mod journal_format;
