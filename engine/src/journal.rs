@@ -530,60 +530,74 @@ impl Journal {
         let ticket = q.next_ticket;
         q.next_ticket += 1;
         q.pending.push_back(Pending { ticket, records: prepared, size });
-        if q.leader {
-            loop {
-                if let Some(r) = q.done.remove(&ticket) {
-                    return r;
-                }
-                q = self.queue_changed.wait(q).unwrap_or_else(|p| p.into_inner());
-            }
-        }
-        q.leader = true;
         loop {
-            let mut batch = Vec::new();
-            let mut batch_size = 0;
-            while let Some(p) = q.pending.front() {
-                if !batch.is_empty() && batch_size + p.size > GROUP_COMMIT_SIZE_BYTES_MAX {
-                    break;
-                }
-                batch_size += p.size;
-                if let Some(p) = q.pending.pop_front() {
-                    batch.push(p);
-                }
+            if let Some(r) = q.done.remove(&ticket) {
+                return r;
             }
-            drop(q);
-            let result = self.commit(&batch);
-            q = guard(&self.queue);
-            match result {
-                Ok(ranges) => {
-                    for (p, r) in batch.iter().zip(ranges) {
-                        q.done.insert(p.ticket, Ok(r));
-                    }
-                }
-                Err(e) => {
-                    for p in &batch {
-                        q.done.insert(p.ticket, Err(replicate(&e)));
-                    }
-                }
+            if !q.leader {
+                q.leader = true;
+                drop(q);
+                self.lead();
+                q = guard(&self.queue);
+                continue;
             }
-            if q.pending.is_empty() {
-                q.leader = false;
-                self.queue_changed.notify_all();
-                break;
-            }
-            self.queue_changed.notify_all();
+            q = self.queue_changed.wait(q).unwrap_or_else(|p| p.into_inner());
         }
-        q.done.remove(&ticket).unwrap_or_else(|| Err(Error::Invalid("group commit lost a request".into())))
     }
 
-    /// Writes one group commit: takes the store lock, catches up with other writers, writes
-    /// every frame (rolling segments as needed), syncs, publishes.
+    /// One round of group commit. The leader first waits for the store, so requests keep
+    /// piling up while the previous commit syncs; then it takes every waiting request (up to
+    /// the batch limit), hands leadership on (the next leader can start waiting for the store
+    /// at once), and writes. No caller ever commits more than one round for others.
+    fn lead(&self) {
+        let locks = self
+            .vfs
+            .lock(&self.lock_path, LockMode::Exclusive)
+            .map_err(|e| Error::io("lock", &self.lock_path, e))
+            .map(|file_lock| (file_lock, guard(&self.writer)));
+        let mut q = guard(&self.queue);
+        let mut batch = Vec::new();
+        let mut batch_size = 0;
+        while let Some(p) = q.pending.front() {
+            if !batch.is_empty() && batch_size + p.size > GROUP_COMMIT_SIZE_BYTES_MAX {
+                break;
+            }
+            batch_size += p.size;
+            if let Some(p) = q.pending.pop_front() {
+                batch.push(p);
+            }
+        }
+        q.leader = false;
+        self.queue_changed.notify_all();
+        drop(q);
+        let result = match &locks {
+            Ok(_) if batch.is_empty() => Ok(Vec::new()),
+            Ok(_) => self.commit(&batch),
+            Err(e) => Err(replicate(e)),
+        };
+        drop(locks);
+        let mut q = guard(&self.queue);
+        match result {
+            Ok(ranges) => {
+                for (p, r) in batch.iter().zip(ranges) {
+                    q.done.insert(p.ticket, Ok(r));
+                }
+            }
+            Err(e) => {
+                for p in &batch {
+                    q.done.insert(p.ticket, Err(replicate(&e)));
+                }
+            }
+        }
+        self.queue_changed.notify_all();
+    }
+
+    /// Writes one group commit (the caller holds the store lock and the writer mutex): catches
+    /// up with other writers, writes every frame (rolling segments as needed), syncs, publishes.
     fn commit(&self, batch: &[Pending]) -> Result<Vec<Range<u64>>> {
         if let Some(e) = guard(&self.refusal).as_ref() {
             return Err(replicate(e));
         }
-        let _lock = self.vfs.lock(&self.lock_path, LockMode::Exclusive).map_err(|e| Error::io("lock", &self.lock_path, e))?;
-        let _w = guard(&self.writer);
         self.catch_up(TailMode::Repair)?;
         let time = now_unix_ms();
         let (mut file, mut path, mut end_pos, mut next_offset, mut last_sparse) = self.active_state();
