@@ -160,6 +160,7 @@ mod tests {
                 }],
                 malformed_lines: 1,
                 cut_lines: 0,
+                state: br#"{"cwd":"/home/dev/demo-app"}"#.to_vec(),
             }),
             Body::Remembered(ver.clone()),
             Body::Corrected(ver.clone()),

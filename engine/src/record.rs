@@ -189,8 +189,11 @@ pub struct Ingested {
     pub sessions: Vec<SessionChange>,
     /// Lines that could not be parsed (skipped and counted).
     pub malformed_lines: u64,
-    /// Lines over the line-length limit (kept cut, with a marker).
+    /// Lines over the line-length limit (kept whole in the raw bytes, not parsed; counted).
     pub cut_lines: u64,
+    /// The adapter's state for this file after the batch (JSON), so the next batch of this
+    /// file, in any process, parses on from where this one stopped.
+    pub state: Vec<u8>,
 }
 
 /// The three kinds of entry.

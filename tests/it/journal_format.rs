@@ -70,6 +70,7 @@ fn sample_bodies() -> Vec<Body> {
             }],
             malformed_lines: 1,
             cut_lines: 0,
+            state: br#"{"cwd":"/home/dev/demo-app"}"#.to_vec(),
         }),
         Body::Remembered(v1.clone()),
         Body::Corrected(v2),
