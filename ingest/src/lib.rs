@@ -1,0 +1,1 @@
+//! Reads coding agents session logs into the journal (being built).
