@@ -1,0 +1,213 @@
+//! Claude Code: `<CLAUDE_CONFIG_DIR or ~/.claude>/projects/<escaped cwd>/<session>.jsonl`,
+//! sub-agents in `<session>/subagents/*.jsonl`; one JSON record per line, one line per content
+//! block. Event id `claude-code:<uuid>` (a second block on one line: `<uuid>:<n>`).
+
+use std::path::{Path, PathBuf};
+
+use origin_engine::record::{EventKind, Role, SessionChange};
+use serde_json::Value;
+
+use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use crate::source::{Homes, Source};
+use crate::text::{event, first_prompt, parse_time, project_of};
+use crate::walk;
+
+/// The Claude Code adapter.
+pub struct Claude;
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Text of a `tool_result` content: a string, or blocks whose text is joined.
+fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Value::String(s) => Some(s.clone()),
+                _ => str_of(b, "text").map(str::to_owned),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Injected wrappers that look like user text but are not what the person typed.
+fn is_wrapper(text: &str) -> bool {
+    let t = text.trim_start();
+    ["<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<system-reminder>", "Caveat: "]
+        .iter()
+        .any(|w| t.starts_with(w))
+}
+
+impl Adapter for Claude {
+    fn source(&self) -> Source {
+        Source::ClaudeCode
+    }
+
+    fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
+        let root = homes.claude.join("projects");
+        let mut problems = Vec::new();
+        let files = walk::files(&root, &|p| p.extension().is_some_and(|e| e == "jsonl"), &mut problems)
+            .into_iter()
+            .map(|path| LogFile {
+                source: Source::ClaudeCode,
+                key: path.to_string_lossy().into_owned(),
+                mirror: walk::relative(&root, &path),
+                path,
+                format: FileFormat::Lines,
+            })
+            .collect();
+        (files, problems)
+    }
+
+    fn parse_line(&self, _file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
+        let v: Value = match serde_json::from_slice(line) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => return Line::Malformed("not a JSON object".into()),
+            Err(e) => return Line::Malformed(format!("invalid JSON: {e}")),
+        };
+        let Some(ty) = str_of(&v, "type") else { return Line::Malformed("no type".into()) };
+        let session = str_of(&v, "sessionId").map(str::to_owned).or_else(|| state.get("session").and_then(Value::as_str).map(str::to_owned));
+        let mut out = Parsed::default();
+        match ty {
+            "custom-title" | "ai-title" | "summary" => {
+                let (key, field) = match ty {
+                    "custom-title" => ("custom_title", "customTitle"),
+                    "ai-title" => ("ai_title", "aiTitle"),
+                    _ => ("summary", "summary"),
+                };
+                if let Some(t) = str_of(&v, field) {
+                    state.insert(key.into(), Value::String(t.to_owned()));
+                }
+                let title = ["custom_title", "ai_title", "summary"]
+                    .iter()
+                    .find_map(|k| state.get(*k).and_then(Value::as_str))
+                    .map(str::to_owned);
+                if let (Some(session), Some(title)) = (session, title) {
+                    out.sessions.push(SessionChange { session, project: None, title: Some(title), first_prompt: None, parent: None });
+                }
+                return Line::Parsed(out);
+            }
+            "user" | "assistant" | "system" | "attachment" => {}
+            // Session-state lines (mode, last-prompt, file-history-snapshot, queue-operation, ...)
+            // and types this build does not know: nothing to index, nothing wrong.
+            _ => return Line::Parsed(out),
+        }
+        let (Some(uuid), Some(session)) = (str_of(&v, "uuid"), session) else {
+            return Line::Malformed(format!("{ty} line without uuid or sessionId"));
+        };
+        let Some(time) = str_of(&v, "timestamp").and_then(parse_time) else {
+            return Line::Malformed(format!("{ty} line without a valid timestamp"));
+        };
+        state.insert("session".into(), Value::String(session.clone()));
+        let cwd = str_of(&v, "cwd");
+        let branch = str_of(&v, "gitBranch");
+        let version = str_of(&v, "version");
+        let sidechain = v.get("isSidechain").and_then(Value::as_bool).unwrap_or(false);
+        let meta_line = v.get("isMeta").and_then(Value::as_bool).unwrap_or(false)
+            || v.get("isCompactSummary").and_then(Value::as_bool).unwrap_or(false);
+        let mut push = |n: usize, role: Role, kind: EventKind, text: String| {
+            let id = if n == 0 { format!("claude-code:{uuid}") } else { format!("claude-code:{uuid}:{n}") };
+            let mut e = event(id, time, &session, cwd, role, kind, text, line_no);
+            e.git_branch = branch.map(str::to_owned);
+            e.agent_version = version.map(str::to_owned);
+            out.events.push(e);
+        };
+        let mut prompt: Option<String> = None;
+        match ty {
+            "system" => {
+                let text = str_of(&v, "content").map(str::to_owned).or_else(|| str_of(&v, "subtype").map(str::to_owned)).unwrap_or_default();
+                push(0, Role::System, EventKind::System, text);
+            }
+            "attachment" => {
+                let a = v.get("attachment").cloned().unwrap_or(Value::Null);
+                if str_of(&a, "type") == Some("queued_command") {
+                    let text = str_of(&a, "prompt").unwrap_or_default().to_owned();
+                    push(0, Role::User, EventKind::Message, text);
+                } else {
+                    push(0, Role::System, EventKind::Meta, a.to_string());
+                }
+            }
+            _ => {
+                let message = v.get("message").cloned().unwrap_or(Value::Null);
+                let role = if str_of(&message, "role") == Some("assistant") || ty == "assistant" { Role::Assistant } else { Role::User };
+                match message.get("content") {
+                    Some(Value::String(s)) => {
+                        let kind = if meta_line || is_wrapper(s) { EventKind::Meta } else { EventKind::Message };
+                        if kind == EventKind::Message && role == Role::User && !sidechain {
+                            prompt = Some(s.clone());
+                        }
+                        push(0, role, kind, s.clone());
+                    }
+                    Some(Value::Array(blocks)) => {
+                        for (n, b) in blocks.iter().enumerate() {
+                            let (r, kind, text) = match str_of(b, "type") {
+                                Some("text") => {
+                                    let t = str_of(b, "text").unwrap_or_default().to_owned();
+                                    let k = if meta_line || is_wrapper(&t) { EventKind::Meta } else { EventKind::Message };
+                                    if k == EventKind::Message && role == Role::User && !sidechain && prompt.is_none() {
+                                        prompt = Some(t.clone());
+                                    }
+                                    (role, k, t)
+                                }
+                                Some("thinking") => (role, EventKind::Meta, str_of(b, "thinking").unwrap_or_default().to_owned()),
+                                Some("tool_use") | Some("server_tool_use") => {
+                                    let name = str_of(b, "name").unwrap_or("tool");
+                                    let input = b.get("input").map(Value::to_string).unwrap_or_default();
+                                    (Role::Assistant, EventKind::ToolUse, format!("{name} {input}"))
+                                }
+                                Some("tool_result") => {
+                                    (Role::User, EventKind::ToolResult, content_text(b.get("content").unwrap_or(&Value::Null)))
+                                }
+                                Some("image") => (role, EventKind::Meta, "[image]".to_owned()),
+                                _ => (role, EventKind::Meta, b.to_string()),
+                            };
+                            push(n, r, kind, text);
+                        }
+                    }
+                    _ => return Line::Malformed(format!("{ty} line without message content")),
+                }
+            }
+        }
+        if let Some(p) = prompt {
+            if !state.contains_key("first_prompt") {
+                state.insert("first_prompt".into(), Value::Bool(true));
+                out.sessions.push(SessionChange {
+                    session: session.clone(),
+                    project: cwd.and_then(project_of),
+                    title: None,
+                    first_prompt: Some(first_prompt(&p)),
+                    parent: None,
+                });
+            }
+        }
+        Line::Parsed(out)
+    }
+
+    fn memory_files(&self, homes: &Homes, projects: &[PathBuf]) -> Vec<MemoryFile> {
+        let mut out = Vec::new();
+        let mut problems = Vec::new();
+        let md = |p: &Path| p.extension().is_some_and(|e| e == "md");
+        let user = |path: PathBuf| MemoryFile { source: Source::ClaudeCode, path, scope: MemoryScope::User, project: None };
+        out.push(user(homes.claude.join("CLAUDE.md")));
+        out.extend(walk::files(&homes.claude.join("rules"), &md, &mut problems).into_iter().map(user));
+        for dir in projects {
+            let project = Some(dir.to_string_lossy().into_owned());
+            let mk = |path: PathBuf| MemoryFile { source: Source::ClaudeCode, path, scope: MemoryScope::Project, project: project.clone() };
+            for name in ["CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md"] {
+                out.push(mk(dir.join(name)));
+            }
+            out.extend(walk::files(&dir.join(".claude/rules"), &md, &mut problems).into_iter().map(mk));
+            // Auto memory lives under the escaped project path.
+            let escaped: String = dir.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+            out.extend(walk::files(&homes.claude.join("projects").join(escaped).join("memory"), &md, &mut problems).into_iter().map(mk));
+        }
+        out.retain(|m| m.path.is_file());
+        out
+    }
+}

@@ -1,0 +1,123 @@
+//! The adapter trait: one implementation per source turns that agent's log records into
+//! events and session changes.
+
+use std::io;
+use std::path::PathBuf;
+
+use origin_engine::record::{Event, SessionChange};
+use serde_json::{Map, Value};
+
+use crate::source::{Homes, Source};
+
+pub mod claude;
+pub mod codex;
+pub mod cursor;
+#[cfg(test)]
+pub mod golden;
+pub mod grok;
+pub mod zcode;
+
+/// How a log file's bytes are read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileFormat {
+    /// A plain file of lines, appended to by the agent.
+    Lines,
+    /// A zstd-compressed file of lines (Codex's cold rollouts); read whole and decompressed.
+    ZstdLines,
+    /// Not line-based on disk (a SQLite database): the adapter exports it as JSON lines
+    /// (see [`Adapter::export`]), and those lines are what Origin keeps and cites.
+    Export,
+}
+
+/// One log file (or exported log) to read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFile {
+    /// Whose log it is.
+    pub source: Source,
+    /// The file on disk (for an export: the database).
+    pub path: PathBuf,
+    /// The identity Origin keeps for it and shows as `original_file`: the path, or for an
+    /// export the database path plus `#session/<id>`.
+    pub key: String,
+    /// Path of its mirror below `raw/<source>/` (no `.zst`; a later version of the file gets
+    /// `.v<N>` appended by ingest).
+    pub mirror: String,
+    /// How to read it.
+    pub format: FileFormat,
+}
+
+/// An adapter's state for one file, carried from line to line and from run to run (it is
+/// stored with every journal record of the file, as JSON).
+pub type State = Map<String, Value>;
+
+/// What one complete line gave.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Parsed {
+    /// Events, in order. Ids are `<source>:<id in the source>`.
+    pub events: Vec<Event>,
+    /// Session properties learnt from the line (title, project, first prompt, parent).
+    pub sessions: Vec<SessionChange>,
+}
+
+/// The verdict on one line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Line {
+    /// Parsed; may hold no events (a line that only updates state or sessions).
+    Parsed(Parsed),
+    /// Not valid for this source (bad JSON, a required field missing): skipped and counted.
+    Malformed(String),
+}
+
+/// One agent's log format.
+pub trait Adapter: Send + Sync {
+    /// Which source this is.
+    fn source(&self) -> Source;
+
+    /// The log files under this machine's folders for the agent. Unreadable folders are
+    /// skipped and described in the returned problems (never a panic).
+    fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>);
+
+    /// Called before new lines of `file` are parsed in a run: a chance to read side files
+    /// (titles, timestamps) into `state`.
+    fn begin(&self, _file: &LogFile, _state: &mut State) {}
+
+    /// Parses one complete line (without its newline). `line_no` is 1-based in the file
+    /// version. Must not panic on any bytes.
+    fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line;
+
+    /// For [`FileFormat::Export`]: the log as JSON lines, deterministic for unchanged data.
+    fn export(&self, file: &LogFile) -> io::Result<Vec<u8>> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, format!("{} is not an exported log", file.key)))
+    }
+
+    /// The agent's native memory files (user-level, and project-level for the given project
+    /// directories). Only files that exist.
+    fn memory_files(&self, homes: &Homes, projects: &[PathBuf]) -> Vec<MemoryFile>;
+}
+
+/// Whose memory a native memory file holds.
+pub use origin_engine::record::MemoryScope;
+
+/// A native memory file (CLAUDE.md, AGENTS.md, rules, memory folders).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryFile {
+    /// Which agent reads it.
+    pub source: Source,
+    /// The file.
+    pub path: PathBuf,
+    /// User-level or project-level.
+    pub scope: MemoryScope,
+    /// The project it belongs to (its directory), for project scope.
+    pub project: Option<String>,
+}
+
+/// Every adapter.
+pub fn all() -> Vec<Box<dyn Adapter>> {
+    vec![
+        Box::new(claude::Claude),
+        Box::new(codex::Codex),
+        Box::new(cursor::Cursor),
+        Box::new(zcode::Zcode),
+        Box::new(grok::Grok),
+    ]
+}

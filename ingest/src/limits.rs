@@ -1,0 +1,28 @@
+//! Every bound ingest enforces, in one place.
+
+/// A log line longer than this is not parsed: its bytes are kept whole in the journal and the
+/// mirror, and it is counted as cut (`origin status` shows it).
+pub const LINE_SIZE_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// An event's text longer than this many characters is cut at ingest, with a marker saying
+/// how many characters were cut (the raw line keeps everything).
+pub const EVENT_TEXT_CHARS_MAX: usize = 50_000;
+/// Raw bytes of complete lines carried by one journal record (a single longer line gets a
+/// record of its own).
+pub const BATCH_RAW_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// A compressed or exported log larger than this (decompressed) is skipped and reported.
+pub const DECODED_LOG_SIZE_BYTES_MAX: u64 = 1024 * 1024 * 1024;
+/// Native memory files larger than this are skipped and reported.
+pub const MEMORY_FILE_SIZE_BYTES_MAX: u64 = 1024 * 1024;
+/// Most log files one source may list (a runaway directory is cut here and reported).
+pub const FILES_PER_SOURCE_MAX: usize = 200_000;
+/// Deepest directory walk below an agent's folder.
+pub const WALK_DEPTH_MAX: usize = 12;
+/// The first prompt kept for a session, in characters.
+pub const FIRST_PROMPT_CHARS_MAX: usize = 500;
+/// zstd level for raw lines in records and mirrors.
+pub const RAW_ZSTD_LEVEL: i32 = 3;
+
+/// The marker appended to a cut text.
+pub fn cut_marker(cut_chars: u64) -> String {
+    format!(" …[{cut_chars} characters cut at ingest]")
+}

@@ -1,0 +1,96 @@
+//! Small pieces every adapter uses: cutting text, reading times, naming projects, building
+//! events.
+
+use std::path::Path;
+
+use origin_engine::record::{Event, EventKind, Role};
+
+use crate::limits::{cut_marker, EVENT_TEXT_CHARS_MAX, FIRST_PROMPT_CHARS_MAX};
+
+/// Cuts `text` to the event text limit; returns the text (with a marker if cut) and how many
+/// characters were cut.
+pub fn cut_text(text: String) -> (String, u64) {
+    cut_chars(text, EVENT_TEXT_CHARS_MAX)
+}
+
+/// Cuts `text` to `max` characters, with a marker when anything was cut.
+pub fn cut_chars(text: String, max: usize) -> (String, u64) {
+    match text.char_indices().nth(max) {
+        None => (text, 0),
+        Some((byte, _)) => {
+            let cut = text[byte..].chars().count() as u64;
+            let mut out = text[..byte].to_owned();
+            out.push_str(&cut_marker(cut));
+            (out, cut)
+        }
+    }
+}
+
+/// A first prompt, cut to the kept length.
+pub fn first_prompt(text: &str) -> String {
+    text.chars().take(FIRST_PROMPT_CHARS_MAX).collect()
+}
+
+/// Unix milliseconds of an ISO 8601 / RFC 3339 time (`2026-10-20T09:12:04.118Z`).
+pub fn parse_time(s: &str) -> Option<i64> {
+    let t: jiff::Timestamp = s.trim().parse().ok()?;
+    Some(t.as_millisecond())
+}
+
+/// The project name for a working directory: its last component (`/home/dev/demo-app` →
+/// `demo-app`).
+pub fn project_of(cwd: &str) -> Option<String> {
+    let p = Path::new(cwd.trim_end_matches('/'));
+    p.file_name().and_then(|n| n.to_str()).map(str::to_owned).filter(|s| !s.is_empty())
+}
+
+/// Builds an event, cutting its text to the limit.
+#[allow(clippy::too_many_arguments)]
+pub fn event(
+    id: String,
+    time_unix_ms: i64,
+    session: &str,
+    cwd: Option<&str>,
+    role: Role,
+    kind: EventKind,
+    text: String,
+    line: u64,
+) -> Event {
+    let (text, text_cut_chars) = cut_text(text);
+    Event {
+        id,
+        time_unix_ms,
+        session: session.to_owned(),
+        project: cwd.and_then(project_of),
+        role,
+        kind,
+        text,
+        text_cut_chars,
+        cwd: cwd.map(str::to_owned),
+        git_branch: None,
+        agent_version: None,
+        line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cutting_counts_characters_not_bytes() {
+        let (t, n) = cut_chars("发布流程🚀abc".to_owned(), 4);
+        assert_eq!(n, 4);
+        assert!(t.starts_with("发布流程 …[4 characters cut at ingest]"));
+        assert_eq!(cut_chars("short".into(), 10), ("short".into(), 0));
+    }
+
+    #[test]
+    fn times_and_projects_parse() {
+        assert_eq!(parse_time("2026-10-20T09:12:04.118Z"), Some(1_792_487_524_118));
+        assert_eq!(parse_time("2026-10-20T11:12:04.118+02:00"), Some(1_792_487_524_118));
+        assert_eq!(parse_time("yesterday"), None);
+        assert_eq!(project_of("/home/dev/demo-app/"), Some("demo-app".into()));
+        assert_eq!(project_of("/"), None);
+    }
+}
