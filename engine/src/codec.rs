@@ -180,6 +180,7 @@ mod tests {
                 scope: MemoryScope::User,
                 event: ev,
                 entries: vec![ver],
+                keys: vec!["# Releases/0".into()],
                 ended: vec!["ent_1".into()],
             }),
             Body::TokenCreated(TokenCreated { name: "laptop".into(), hash: [3; 32], time_unix_ms: 1 }),

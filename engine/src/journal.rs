@@ -323,9 +323,7 @@ impl Journal {
             match SegmentHeader::decode(&head, &path) {
                 Ok(_) => break,
                 Err(e) => {
-                    let incomplete = len <= SEGMENT_HEADER_SIZE
-                        || (len <= head.len() as u64 && head[SEGMENT_HEADER_SIZE as usize..].iter().all(|&b| b == 0));
-                    if !incomplete {
+                    if !is_cut_creation(len, &head) {
                         return Err(e);
                     }
                     report.torn_tails.push(TornTail { segment: path.clone(), position: 0, size_bytes: len, copy: None });
@@ -765,40 +763,19 @@ impl Journal {
             (a.path.clone(), a.file.clone(), a.base, a.end_pos, next)
         };
         let path = self.dir.join(segment_file_name(next));
-        let exists = self.vfs.exists(&path).map_err(|e| Error::io("stat", &path, e))?;
-        let file = if exists {
-            let f = if mode == TailMode::Repair { self.vfs.open_rw(&path) } else { self.vfs.open_read(&path) }
-                .map_err(|e| Error::io("open", &path, e))?;
-            let len = f.len().map_err(|e| Error::io("stat", &path, e))?;
-            let mut head = vec![0u8; len.min(SEGMENT_HEADER_SIZE + 4096) as usize];
-            f.read_exact_at(&mut head, 0).map_err(|e| Error::io("read", &path, e))?;
-            match SegmentHeader::decode(&head, &path) {
-                Ok(h) if h.store_id == self.store_id && h.epoch == self.epoch && h.base_offset == next => f,
-                Ok(_) => return Err(Error::corrupt(&path, 0, "next segment belongs to another store, epoch or offset")),
-                Err(e) => {
-                    let incomplete = len <= SEGMENT_HEADER_SIZE
-                        || (len <= head.len() as u64 && head[SEGMENT_HEADER_SIZE as usize..].iter().all(|&b| b == 0));
-                    if !incomplete {
-                        return Err(e);
-                    }
-                    if mode != TailMode::Repair {
-                        return Ok(false);
-                    }
-                    let copy = set_aside(&*self.vfs, &self.dir, &path, 0, &head)?;
-                    guard(&self.report).torn_tails.push(TornTail {
-                        segment: path.clone(),
-                        position: 0,
-                        size_bytes: len,
-                        copy: Some(copy),
-                    });
-                    self.vfs.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
-                    create_segment(&*self.vfs, &self.dir, self.store_id, self.epoch, next)?
+        let file = match self.open_successor(&path, next, mode) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Ok(false),
+            Err(e) => {
+                let sync_failed = matches!(&e, Error::Io { op, .. } if *op == "fdatasync" || *op == "fsync directory");
+                if mode == TailMode::Repair && sync_failed {
+                    // The next segment's state on disk is unknown (a failed sync may have
+                    // dropped its header or its directory entry): write nothing more here.
+                    // Other failures (a full disk) leave a file the next attempt sets aside.
+                    self.refuse(Error::Poisoned { cause: format!("starting segment {}: {e}", path.display()) });
                 }
+                return Err(e);
             }
-        } else if mode == TailMode::Repair {
-            create_segment(&*self.vfs, &self.dir, self.store_id, self.epoch, next)?
-        } else {
-            return Ok(false);
         };
         let bytes = old_file.map().map_err(|e| Error::io("map", &old_path, e))?;
         let mut v = self.write_view();
@@ -820,6 +797,46 @@ impl Journal {
             sealed_next: None,
         };
         Ok(true)
+    }
+
+    /// Opens the segment that follows a seal, creating it (writer) if it is missing or was cut
+    /// short while being created. A writer adopting a segment another process created syncs
+    /// its header and the directory first: that process may have died before it did.
+    fn open_successor(&self, path: &Path, next: u64, mode: TailMode) -> Result<Option<Arc<dyn VfsFile>>> {
+        let repair = mode == TailMode::Repair;
+        if !self.vfs.exists(path).map_err(|e| Error::io("stat", path, e))? {
+            if !repair {
+                return Ok(None);
+            }
+            return create_segment(&*self.vfs, &self.dir, self.store_id, self.epoch, next).map(Some);
+        }
+        let f = if self.opts.access == Access::ReadWrite { self.vfs.open_rw(path) } else { self.vfs.open_read(path) }
+            .map_err(|e| Error::io("open", path, e))?;
+        let len = f.len().map_err(|e| Error::io("stat", path, e))?;
+        let mut head = vec![0u8; len.min(SEGMENT_HEADER_SIZE + 4096) as usize];
+        f.read_exact_at(&mut head, 0).map_err(|e| Error::io("read", path, e))?;
+        match SegmentHeader::decode(&head, path) {
+            Ok(h) if h.store_id == self.store_id && h.epoch == self.epoch && h.base_offset == next => {
+                if repair {
+                    f.sync_data().map_err(|e| Error::io("fdatasync", path, e))?;
+                    self.vfs.sync_dir(&self.dir).map_err(|e| Error::io("fsync directory", &self.dir, e))?;
+                }
+                Ok(Some(f))
+            }
+            Ok(_) => Err(Error::corrupt(path, 0, "next segment belongs to another store, epoch or offset")),
+            Err(e) => {
+                if !is_cut_creation(len, &head) {
+                    return Err(e);
+                }
+                if !repair {
+                    return Ok(None);
+                }
+                let copy = set_aside(&*self.vfs, &self.dir, path, 0, &head)?;
+                guard(&self.report).torn_tails.push(TornTail { segment: path.to_path_buf(), position: 0, size_bytes: len, copy: Some(copy) });
+                self.vfs.remove_file(path).map_err(|e| Error::io("remove", path, e))?;
+                create_segment(&*self.vfs, &self.dir, self.store_id, self.epoch, next).map(Some)
+            }
+        }
     }
 
     /// Calls `f` with every record from offset `from` on, in order, until it returns
@@ -1068,6 +1085,13 @@ fn write_index(vfs: &dyn Vfs, segment: &Path, bytes: &[u8]) -> io::Result<()> {
     let f = vfs.create_new(&tmp)?;
     f.write_all_at(bytes, 0)?;
     vfs.rename(&tmp, &idx)
+}
+
+/// True for a segment file that a crash cut short while it was being created: shorter than a
+/// header, or nothing but zeros (`head` holds the file's first bytes). Anything else with a bad
+/// header is corruption: under the disk model a header that reached the disk is whole.
+fn is_cut_creation(len: u64, head: &[u8]) -> bool {
+    len < SEGMENT_HEADER_SIZE || (len <= head.len() as u64 && head.iter().all(|&b| b == 0))
 }
 
 /// Creates a segment: header written and synced, then the directory synced.

@@ -300,6 +300,9 @@ pub struct Imported {
     pub event: Event,
     /// Entries derived from it (new versions of changed items, new items).
     pub entries: Vec<EntryVersion>,
+    /// The item key of each entry in `entries` (same order): where the item sits in the file
+    /// (heading path and position), so the next version can tell changed items from new ones.
+    pub keys: Vec<String>,
     /// Roots of entries whose item the file no longer has.
     pub ended: Vec<String>,
 }

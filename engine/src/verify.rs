@@ -188,7 +188,9 @@ pub(crate) fn walk_inner(
                 }
             }
             Err(e) => {
-                let empty_tail = last && data.iter().skip(SEGMENT_HEADER_SIZE as usize).all(|&b| b == 0);
+                // Under the disk model a header that reached the disk is whole: only a file shorter than
+                // a header, or all zeros, is a creation cut short (the same rule as open).
+                let empty_tail = last && (data.len() < SEGMENT_HEADER_SIZE as usize || data.iter().all(|&b| b == 0));
                 let reason = match e {
                     Error::Corrupt { reason, .. } => reason.clone(),
                     other => other.to_string(),

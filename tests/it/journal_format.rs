@@ -90,6 +90,7 @@ fn sample_bodies() -> Vec<Body> {
             scope: MemoryScope::Project,
             event: Event { kind: EventKind::Memory, id: "claude-code:memory:/home/dev/demo-app/CLAUDE.md@1".into(), ..ev },
             entries: vec![EntryVersion { imported: true, ..v1 }],
+            keys: vec!["# demo-app/Commands/0".into()],
             ended: vec![],
         }),
         Body::TokenCreated(TokenCreated { name: "laptop".into(), hash: [0xab; 32], time_unix_ms: 1_760_945_590_000 }),
