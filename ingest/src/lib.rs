@@ -13,9 +13,16 @@
 //! panic, never a reason to stop other files.
 
 pub mod adapter;
+pub mod cursor;
+pub mod freshness;
+pub mod ingest;
+pub mod memory;
+pub mod mirror;
 pub mod limits;
 pub mod source;
 pub mod text;
 pub mod walk;
 
+pub use freshness::Freshness;
+pub use ingest::{Ingester, Progress, RunSummary, SourceRun};
 pub use source::{Homes, Source};

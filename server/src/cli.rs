@@ -28,9 +28,27 @@ const EXIT_CODES: &str = "Exit codes: 0 success (verify: clean); 1 journal damag
 pub enum Command {
     /// Show the store: identity, segments, records, bytes, last offset, torn tails repaired.
     Status(JsonFlag),
+    /// Read every agent's session logs on this machine into the store (only new lines).
+    Ingest(IngestArgs),
     /// Operate on the journal: verify, dump, salvage, compact, stress.
     #[command(subcommand)]
     Journal(JournalCommand),
+}
+
+/// `origin ingest`.
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Read the agents' folders under DIR instead of $HOME (each agent's override variable,
+    /// such as CLAUDE_CONFIG_DIR or CODEX_HOME, still wins when set).
+    #[arg(long, value_name = "DIR")]
+    pub agents_home: Option<PathBuf>,
+    /// The home directory as written inside the logs, when they come from another machine
+    /// (used to find project folders, for their memory files, under --agents-home).
+    #[arg(long, value_name = "PATH")]
+    pub recorded_home: Option<String>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--json` for scripts.
@@ -106,6 +124,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
     let journal_dir = home.join("journal");
     match cli.command {
         Command::Status(f) => journal_cmd::status(&home, &journal_dir, f.json),
+        Command::Ingest(a) => crate::ingest_cmd::ingest(&home, &journal_dir, a),
         Command::Journal(JournalCommand::Verify(f)) => journal_cmd::verify(&journal_dir, f.json),
         Command::Journal(JournalCommand::Dump { from, limit, json }) => journal_cmd::dump(&journal_dir, from, limit, json),
         Command::Journal(JournalCommand::Salvage { to }) => journal_cmd::salvage(&journal_dir, &to),

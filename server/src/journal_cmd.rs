@@ -25,7 +25,20 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let s = j.status()?;
     let torn_pending = j.open_report().torn_tails;
     let records = s.next_offset - s.first_offset;
+    let mut cursors = origin_ingest::cursor::Cursors::default();
+    cursors.catch_up(&j).context("reading ingest counters from the journal")?;
     if json {
+        let sources: serde_json::Map<String, serde_json::Value> = cursors
+            .totals
+            .iter()
+            .map(|(id, t)| {
+                (
+                    id.clone(),
+                    json!({ "files": t.files, "lines": t.lines, "events": t.events, "malformed": t.malformed,
+                            "cut": t.cut, "bytes": t.bytes, "memory_versions": t.memory_versions }),
+                )
+            })
+            .collect();
         let v = json!({
             "home": home,
             "journal": dir,
@@ -38,6 +51,7 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
             "last_offset": if records > 0 { Some(s.next_offset - 1) } else { None },
             "torn_tails_repaired": s.torn_tails_repaired,
             "torn_tails_pending": torn_pending.len(),
+            "sources": sources,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(Exit::Ok);
@@ -46,6 +60,19 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let last = if records > 0 { format!("last offset {}", s.next_offset - 1) } else { "empty".to_owned() };
     println!("journal   {} segments, {} records, {}, {last}", s.segments, records, show::bytes(s.bytes));
     println!("tails     {} torn tails repaired (copies in {}/recovered)", s.torn_tails_repaired, dir.display());
+    for (id, t) in &cursors.totals {
+        println!(
+            "{:<9} {} files, {} lines, {} events, {} malformed lines skipped, {} lines cut, {} read, {} memory file versions",
+            id,
+            t.files,
+            t.lines,
+            t.events,
+            t.malformed,
+            t.cut,
+            show::bytes(t.bytes),
+            t.memory_versions
+        );
+    }
     for t in torn_pending {
         println!(
             "          torn tail pending in {} at byte {} ({} bytes): the next write cuts it",

@@ -3,6 +3,7 @@
 
 mod cli;
 mod exit;
+mod ingest_cmd;
 mod journal_cmd;
 mod show;
 

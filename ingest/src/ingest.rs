@@ -1,0 +1,653 @@
+//! One ingest run: under the store's ingest lock, catch up with the journal, read every log
+//! file's new complete lines, append them with their events, write the mirrors, import native
+//! memory files.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Imported, Ingested, MemoryScope, Role};
+use origin_engine::{Journal, NewRecord};
+use serde_json::Value;
+
+use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, State};
+use crate::cursor::{memory_hash, Cursors, FileCursor};
+use crate::limits::{BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL};
+use crate::memory;
+use crate::mirror::Mirrors;
+use crate::source::{Homes, Source};
+
+/// Bytes of a file version's beginning whose hash tells a rewritten file from a grown one.
+const PREFIX_HASH_BYTES: u64 = 4096;
+/// Bytes read from a log file per step.
+const WINDOW_BYTES: u64 = 32 * 1024 * 1024;
+/// State key: byte where the line that a record ended inside of began.
+const PARTIAL_LINE_KEY: &str = "_partial_line_start";
+
+/// Errors that stop a run (problems with single files do not: they are counted).
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// The journal refused.
+    #[error(transparent)]
+    Journal(#[from] origin_engine::Error),
+    /// The store's ingest lock could not be taken.
+    #[error("ingest lock {path}: {source}")]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What one run did, per source.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceRun {
+    /// Log files found.
+    pub files_found: u64,
+    /// Log files that had new lines.
+    pub files_read: u64,
+    /// Complete lines read.
+    pub lines: u64,
+    /// Events.
+    pub events: u64,
+    /// Malformed lines skipped.
+    pub malformed: u64,
+    /// Lines over the length limit (kept raw, not parsed).
+    pub cut: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Native memory file versions imported.
+    pub memory_versions: u64,
+    /// Files or folders that could not be read (the run went on without them).
+    pub problems: Vec<String>,
+}
+
+/// What one run did.
+#[derive(Clone, Debug, Default)]
+pub struct RunSummary {
+    /// Source id -> what happened.
+    pub sources: BTreeMap<&'static str, SourceRun>,
+}
+
+/// Progress of a run, for a progress bar.
+#[derive(Clone, Debug)]
+pub enum Progress {
+    /// Files were found; `total_bytes` is their size.
+    Found {
+        /// Files.
+        files: u64,
+        /// Their bytes.
+        total_bytes: u64,
+    },
+    /// Bytes were read.
+    Read {
+        /// How many.
+        bytes: u64,
+    },
+}
+
+/// Reads agents' logs into one store.
+pub struct Ingester {
+    journal: Arc<Journal>,
+    homes: Homes,
+    adapters: Vec<Box<dyn Adapter>>,
+    mirrors: Mirrors,
+    lock_path: PathBuf,
+    device: String,
+    /// The home directory as recorded inside the logs, when they come from another machine
+    /// (the shipped samples say `/home/dev`): used to find project folders here.
+    recorded_home: Option<String>,
+    cursors: Mutex<Cursors>,
+}
+
+fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn now_unix_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut b = vec![0u8; bytes];
+    // getrandom only fails where the OS has no randomness source at all; then ids fall back to
+    // time and a counter, which are still unique within a store.
+    if getrandom::fill(&mut b).is_err() {
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let seed = (now_unix_ms() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ n;
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = (seed >> ((i % 8) * 8)) as u8;
+        }
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A new entry id: `ent_` and 16 hex characters.
+pub fn new_entry_id() -> String {
+    format!("ent_{}", random_hex(8))
+}
+
+/// The bytes of a log file version, on disk or in memory.
+enum Bytes {
+    Disk(File, u64),
+    Mem(Vec<u8>),
+}
+
+impl Bytes {
+    fn len(&self) -> u64 {
+        match self {
+            Bytes::Disk(_, n) => *n,
+            Bytes::Mem(v) => v.len() as u64,
+        }
+    }
+
+    fn read(&self, pos: u64, len: u64) -> io::Result<Vec<u8>> {
+        match self {
+            Bytes::Disk(f, _) => {
+                let mut buf = vec![0u8; len as usize];
+                let mut done = 0;
+                while done < buf.len() {
+                    let n = f.read_at(&mut buf[done..], pos + done as u64)?;
+                    if n == 0 {
+                        // The file shrank while being read: what was read so far is still whole.
+                        buf.truncate(done);
+                        break;
+                    }
+                    done += n;
+                }
+                Ok(buf)
+            }
+            Bytes::Mem(v) => {
+                let start = (pos as usize).min(v.len());
+                let end = ((pos + len) as usize).min(v.len());
+                Ok(v[start..end].to_vec())
+            }
+        }
+    }
+}
+
+impl Ingester {
+    /// An ingester for the store at `origin_home`, whose journal is `journal`, reading the
+    /// agents' folders in `homes`.
+    pub fn new(journal: Arc<Journal>, origin_home: &Path, homes: Homes) -> Ingester {
+        Ingester {
+            journal,
+            homes,
+            adapters: crate::adapter::all(),
+            mirrors: Mirrors::new(origin_home.join("raw")),
+            lock_path: origin_home.join("ingest.lock"),
+            device: device_name(),
+            recorded_home: None,
+            cursors: Mutex::new(Cursors::default()),
+        }
+    }
+
+    /// Logs recorded on another machine under `recorded_home` (e.g. `/home/dev`) are read here
+    /// from `homes.home`: project folders named in them are looked up there.
+    pub fn with_recorded_home(mut self, recorded_home: &str) -> Ingester {
+        self.recorded_home = Some(recorded_home.trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// The journal.
+    pub fn journal(&self) -> &Arc<Journal> {
+        &self.journal
+    }
+
+    /// The mirrors.
+    pub fn mirrors(&self) -> &Mirrors {
+        &self.mirrors
+    }
+
+    /// The agents' folders.
+    pub fn homes(&self) -> &Homes {
+        &self.homes
+    }
+
+    /// A copy of the ingest state, caught up with the journal.
+    pub fn cursors(&self) -> Result<Cursors, IngestError> {
+        self.journal.refresh()?;
+        let mut c = guard(&self.cursors);
+        c.catch_up(&self.journal)?;
+        Ok(c.clone())
+    }
+
+    /// Every log file the adapters find now, with the problems met finding them.
+    pub fn discover(&self) -> Vec<(Source, Vec<LogFile>, Vec<String>)> {
+        self.adapters
+            .iter()
+            .map(|a| {
+                let (files, problems) = a.discover(&self.homes);
+                (a.source(), files, problems)
+            })
+            .collect()
+    }
+
+    /// Reads every new complete line of every log file (or only of the files in `only`), and
+    /// imports changed native memory files.
+    pub fn run(&self, only: Option<&HashSet<PathBuf>>, progress: &mut dyn FnMut(Progress)) -> Result<RunSummary, IngestError> {
+        let lock_file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.lock_path)
+            .map_err(|source| IngestError::Lock { path: self.lock_path.clone(), source })?;
+        lock_file.lock().map_err(|source| IngestError::Lock { path: self.lock_path.clone(), source })?;
+        self.journal.refresh()?;
+        let mut cursors = guard(&self.cursors);
+        cursors.catch_up(&self.journal)?;
+        let mut summary = RunSummary::default();
+        let found = self.discover();
+        let total: (u64, u64) = found.iter().flat_map(|(_, f, _)| f).fold((0, 0), |(n, b), f| {
+            (n + 1, b + std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0))
+        });
+        progress(Progress::Found { files: total.0, total_bytes: total.1 });
+        for (adapter, (source, files, problems)) in self.adapters.iter().zip(found) {
+            let run = summary.sources.entry(source.id()).or_default();
+            run.files_found = files.len() as u64;
+            run.problems.extend(problems);
+            for file in files {
+                if only.is_some_and(|o| !o.contains(&file.path)) {
+                    continue;
+                }
+                if let Err(e) = self.ingest_file(&mut cursors, adapter.as_ref(), &file, run, progress) {
+                    match e {
+                        FileError::Journal(e) => return Err(e.into()),
+                        FileError::Io(e) => run.problems.push(format!("{}: {e}", file.key)),
+                    }
+                }
+            }
+        }
+        let projects = self.project_dirs(&cursors);
+        for adapter in &self.adapters {
+            let run = summary.sources.entry(adapter.source().id()).or_default();
+            for m in adapter.memory_files(&self.homes, &projects) {
+                match self.import_memory(&mut cursors, &m) {
+                    Ok(true) => run.memory_versions += 1,
+                    Ok(false) => {}
+                    Err(FileError::Journal(e)) => return Err(e.into()),
+                    Err(FileError::Io(e)) => run.problems.push(format!("{}: {e}", m.path.display())),
+                }
+            }
+        }
+        drop(cursors);
+        // Dropping the file releases the lock.
+        drop(lock_file);
+        Ok(summary)
+    }
+
+    /// Project folders on this machine for the working directories seen in events.
+    fn project_dirs(&self, cursors: &Cursors) -> Vec<PathBuf> {
+        cursors
+            .cwds
+            .iter()
+            .map(|cwd| match &self.recorded_home {
+                Some(rec) if cwd.starts_with(rec.as_str()) => self.homes.home.join(cwd[rec.len()..].trim_start_matches('/')),
+                _ => PathBuf::from(cwd),
+            })
+            .filter(|p| p.is_dir())
+            .collect()
+    }
+
+    fn open_bytes(&self, adapter: &dyn Adapter, file: &LogFile) -> io::Result<Bytes> {
+        match file.format {
+            FileFormat::Lines => {
+                let f = File::open(&file.path)?;
+                let len = f.metadata()?.len();
+                Ok(Bytes::Disk(f, len))
+            }
+            FileFormat::ZstdLines => {
+                let f = File::open(&file.path)?;
+                let mut out = Vec::new();
+                zstd::Decoder::new(f)?.take(DECODED_LOG_SIZE_BYTES_MAX + 1).read_to_end(&mut out)?;
+                if out.len() as u64 > DECODED_LOG_SIZE_BYTES_MAX {
+                    return Err(io::Error::other(format!("decompresses to more than {DECODED_LOG_SIZE_BYTES_MAX} bytes")));
+                }
+                Ok(Bytes::Mem(out))
+            }
+            FileFormat::Export => {
+                let out = adapter.export(file)?;
+                if out.len() as u64 > DECODED_LOG_SIZE_BYTES_MAX {
+                    return Err(io::Error::other(format!("exports to more than {DECODED_LOG_SIZE_BYTES_MAX} bytes")));
+                }
+                Ok(Bytes::Mem(out))
+            }
+        }
+    }
+
+    fn ingest_file(
+        &self,
+        cursors: &mut Cursors,
+        adapter: &dyn Adapter,
+        file: &LogFile,
+        run: &mut SourceRun,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<(), FileError> {
+        let source = file.source.id();
+        let key = (source.to_owned(), file.key.clone());
+        let bytes = self.open_bytes(adapter, file)?;
+        let len = bytes.len();
+        let mut cur = cursors.files.get(&key).cloned().unwrap_or_default();
+        let mut state: State = serde_json::from_slice(&cur.state).unwrap_or_default();
+        let partial = state.get(PARTIAL_LINE_KEY).and_then(Value::as_u64);
+        let same_version = cur.version > 0 && len >= cur.byte_end && {
+            let head = bytes.read(0, cur.byte_end.min(PREFIX_HASH_BYTES))?;
+            let last = if cur.byte_end > 0 { bytes.read(cur.byte_end - 1, 1)? } else { vec![b'\n'] };
+            u64::from(crc32fast::hash(&head)) == cur.prefix_hash && (last == b"\n" || partial.is_some())
+        };
+        if !same_version {
+            let version = cur.version + 1;
+            let base = format!("{source}/{}", file.mirror);
+            let mirror = if version == 1 { base } else { format!("{base}.v{version}") };
+            cur = FileCursor { version, line_end: 1, mirror, ..FileCursor::default() };
+            state = State::new();
+        }
+        if len == cur.byte_end && same_version {
+            return Ok(());
+        }
+        adapter.begin(file, &mut state);
+        self.repair_mirror(&cur)?;
+        let head_end = PREFIX_HASH_BYTES;
+        let mut head = if cur.byte_end > 0 { bytes.read(0, cur.byte_end.min(head_end))? } else { Vec::new() };
+        let mut pos = cur.byte_end;
+        let mut line_no = cur.line_end;
+        // Where the line being read began (before `pos` when a record ended inside it).
+        let mut line_start = if same_version { partial.unwrap_or(pos) } else { pos };
+        let mut read_any = false;
+        loop {
+            if pos >= len {
+                break;
+            }
+            // Read a window from the start of the current line, so a line is parsed whole.
+            let window_start = line_start;
+            let window = bytes.read(window_start, (len - window_start).min(WINDOW_BYTES.max(pos - window_start + 1)))?;
+            if window.is_empty() {
+                break;
+            }
+            let window_end = window_start + window.len() as u64;
+            let mut batch = Batch::new(pos, line_no);
+            let mut cursor_in_window = (pos - window_start) as usize;
+            let mut ls = 0usize; // start of the current line within the window
+            let mut complete_any = false;
+            while let Some(nl) = window[cursor_in_window..].iter().position(|&b| b == b'\n') {
+                let end = cursor_in_window + nl + 1;
+                let raw = &window[cursor_in_window..end];
+                let line = &window[ls..end - 1];
+                let parsed = if line.len() > LINE_SIZE_BYTES_MAX {
+                    batch.cut += 1;
+                    None
+                } else {
+                    Some(adapter.parse_line(file, &mut state, line, line_no))
+                };
+                match parsed {
+                    Some(Line::Parsed(p)) => {
+                        batch.events.extend(p.events);
+                        batch.sessions.extend(p.sessions);
+                    }
+                    Some(Line::Malformed(_)) => batch.malformed += 1,
+                    None => {}
+                }
+                batch.raw.extend_from_slice(raw);
+                batch.lines += 1;
+                line_no += 1;
+                cursor_in_window = end;
+                ls = end;
+                complete_any = true;
+                if batch.raw.len() >= BATCH_RAW_BYTES_MAX {
+                    pos = window_start + end as u64;
+                    head = extend_head(head, &batch.raw);
+                    self.append_batch(cursors, file, &mut cur, &mut state, None, std::mem::replace(&mut batch, Batch::new(pos, line_no)), &head, run)?;
+                    read_any = true;
+                }
+            }
+            // Lines whose newline is not in the window.
+            let rest = &window[cursor_in_window..];
+            let at_eof = window_end >= len;
+            if !batch.raw.is_empty() {
+                pos = window_start + cursor_in_window as u64;
+                head = extend_head(head, &batch.raw);
+                self.append_batch(cursors, file, &mut cur, &mut state, None, batch, &head, run)?;
+                read_any = true;
+            }
+            if at_eof {
+                // A last line without its newline waits for the agent to finish it.
+                self.mirrors.write_tail(&cur.mirror, rest).map_err(FileError::Io)?;
+                break;
+            }
+            if !complete_any && ls == 0 && window.len() as u64 >= WINDOW_BYTES {
+                // One line longer than a window: keep its bytes so far in a record of their own
+                // (raw only; the line is counted when it ends) and read on.
+                let chunk_start = pos;
+                let chunk = window[(pos - window_start) as usize..].to_vec();
+                pos = window_end;
+                let mut b = Batch::new(chunk_start, line_no);
+                b.raw = chunk;
+                head = extend_head(head, &b.raw);
+                self.append_batch(cursors, file, &mut cur, &mut state, Some(line_start), b, &head, run)?;
+                read_any = true;
+                continue;
+            }
+            line_start = window_start + ls as u64;
+            pos = pos.max(line_start);
+        }
+        progress(Progress::Read { bytes: len.saturating_sub(cursors.files.get(&key).map_or(0, |c| c.byte_end.min(len))) });
+        if read_any {
+            run.files_read += 1;
+        }
+        Ok(())
+    }
+
+    /// Appends one batch as a record, then updates cursors and the mirror.
+    #[allow(clippy::too_many_arguments)]
+    fn append_batch(
+        &self,
+        cursors: &mut Cursors,
+        file: &LogFile,
+        cur: &mut FileCursor,
+        state: &mut State,
+        partial_line_start: Option<u64>,
+        batch: Batch,
+        head: &[u8],
+        run: &mut SourceRun,
+    ) -> Result<(), FileError> {
+        match partial_line_start {
+            Some(p) => state.insert(PARTIAL_LINE_KEY.into(), Value::from(p)),
+            None => state.remove(PARTIAL_LINE_KEY),
+        };
+        let raw_zstd = compress_raw(&batch.raw).map_err(FileError::Io)?;
+        let byte_end = batch.byte_start + batch.raw.len() as u64;
+        let body = Body::Ingested(Ingested {
+            source: file.source.id().to_owned(),
+            path: file.key.clone(),
+            mirror: cur.mirror.clone(),
+            file_version: cur.version,
+            byte_start: batch.byte_start,
+            byte_end,
+            line_start: batch.line_start,
+            line_end: batch.line_start + batch.lines,
+            prefix_hash: u64::from(crc32fast::hash(&head[..head.len().min(PREFIX_HASH_BYTES as usize)])),
+            raw_zstd,
+            events: batch.events,
+            sessions: batch.sessions,
+            malformed_lines: batch.malformed,
+            cut_lines: batch.cut,
+            state: serde_json::to_vec(state).unwrap_or_default(),
+        });
+        let record = NewRecord::new(&body).map_err(FileError::Journal)?;
+        let offsets = self.journal.append(vec![record]).map_err(FileError::Journal)?;
+        let mirror_at = cur.mirror_size;
+        cursors.apply(offsets.start, &body);
+        let Body::Ingested(b) = &body else { unreachable!("built as Ingested above") };
+        if let Some(c) = cursors.files.get(&(file.source.id().to_owned(), file.key.clone())) {
+            *cur = c.clone();
+        }
+        run.lines += b.line_end - b.line_start;
+        run.events += b.events.len() as u64;
+        run.malformed += b.malformed_lines;
+        run.cut += b.cut_lines;
+        run.bytes += b.byte_end - b.byte_start;
+        self.mirrors.write_at(&b.mirror, mirror_at, &b.raw_zstd).map_err(FileError::Io)?;
+        Ok(())
+    }
+
+    /// Rebuilds a mirror from the journal when it is shorter than its records say (a crash
+    /// between the journal append and the mirror write); cuts it when it is longer.
+    fn repair_mirror(&self, cur: &FileCursor) -> Result<(), FileError> {
+        let have = self.mirrors.size(&cur.mirror);
+        if have == cur.mirror_size {
+            return Ok(());
+        }
+        let mut frames = Vec::with_capacity(cur.mirror_size as usize);
+        for &offset in &cur.offsets {
+            let recs = self.journal.read_vec(offset, 1).map_err(FileError::Journal)?;
+            let Some(r) = recs.first() else { continue };
+            if let Ok((_, Body::Ingested(b))) = origin_engine::codec::decode(r.kind, r.kind_version, &r.payload, r.offset) {
+                frames.extend_from_slice(&b.raw_zstd);
+            }
+        }
+        self.mirrors.write_at(&cur.mirror, 0, &frames).map_err(FileError::Io)
+    }
+
+    /// Imports a native memory file if it changed; returns whether a version was recorded.
+    fn import_memory(&self, cursors: &mut Cursors, m: &MemoryFile) -> Result<bool, FileError> {
+        let meta = std::fs::metadata(&m.path)?;
+        if meta.len() > MEMORY_FILE_SIZE_BYTES_MAX {
+            return Err(FileError::Io(io::Error::other(format!("memory file over {MEMORY_FILE_SIZE_BYTES_MAX} bytes"))));
+        }
+        let content = std::fs::read(&m.path)?;
+        let path = m.path.to_string_lossy().into_owned();
+        let prev = cursors.memory.get(&path).cloned().unwrap_or_default();
+        if prev.version > 0 && prev.hash == memory_hash(&content) {
+            return Ok(false);
+        }
+        let text = String::from_utf8_lossy(&content).into_owned();
+        let source = m.source.id();
+        let now = now_unix_ms();
+        let version = prev.version + 1;
+        let event_id = format!("{source}:memory:{path}#v{version}");
+        let mut event: Event = crate::text::event(event_id.clone(), now, "", m.project.as_deref(), Role::System, EventKind::Memory, text.clone(), 1);
+        event.cwd = m.project.clone();
+        let kind = if m.scope == MemoryScope::User { EntryKind::Cognition } else { EntryKind::Knowledge };
+        let project = m.project.as_deref().and_then(crate::text::project_of);
+        let mut entries = Vec::new();
+        let mut keys = Vec::new();
+        let items = memory::items(&text);
+        let current: HashSet<&str> = items.iter().map(|i| i.key.as_str()).collect();
+        for item in &items {
+            let old = prev.items.get(&item.key);
+            if old.is_some_and(|o| o.text == item.text) {
+                continue;
+            }
+            let id = new_entry_id();
+            let (root, supersedes) = match old {
+                Some(o) => (o.root.clone(), Some(o.current.clone())),
+                None => (id.clone(), None),
+            };
+            let created = match old {
+                // A correction is dated after the version it corrects.
+                Some(o) => now.max(o.current_created_unix_ms + 1),
+                None => now,
+            };
+            entries.push(EntryVersion {
+                id,
+                root,
+                supersedes,
+                kind,
+                text: item.text.clone(),
+                confidence: 1.0,
+                project: project.clone(),
+                author: format!("{source}@{}", self.device),
+                created_unix_ms: created,
+                valid_from_unix_ms: None,
+                valid_to_unix_ms: None,
+                sources: vec![Citation { event_id: event_id.clone(), quote: None }],
+                imported: true,
+            });
+            keys.push(item.key.clone());
+        }
+        let ended: Vec<String> = prev.items.iter().filter(|(k, _)| !current.contains(k.as_str())).map(|(_, i)| i.root.clone()).collect();
+        let body = Body::Imported(Imported {
+            source: source.to_owned(),
+            path,
+            scope: m.scope,
+            event,
+            entries,
+            keys,
+            ended,
+        });
+        let offsets = self.journal.append(vec![NewRecord::new(&body).map_err(FileError::Journal)?]).map_err(FileError::Journal)?;
+        cursors.apply(offsets.start, &body);
+        Ok(true)
+    }
+}
+
+/// Why one file was not (fully) read.
+#[derive(Debug)]
+enum FileError {
+    Io(io::Error),
+    Journal(origin_engine::Error),
+}
+
+impl From<io::Error> for FileError {
+    fn from(e: io::Error) -> Self {
+        FileError::Io(e)
+    }
+}
+
+struct Batch {
+    byte_start: u64,
+    line_start: u64,
+    lines: u64,
+    raw: Vec<u8>,
+    events: Vec<Event>,
+    sessions: Vec<origin_engine::record::SessionChange>,
+    malformed: u64,
+    cut: u64,
+}
+
+impl Batch {
+    fn new(byte_start: u64, line_start: u64) -> Batch {
+        Batch { byte_start, line_start, lines: 0, raw: Vec::new(), events: Vec::new(), sessions: Vec::new(), malformed: 0, cut: 0 }
+    }
+}
+
+fn extend_head(mut head: Vec<u8>, more: &[u8]) -> Vec<u8> {
+    let room = (PREFIX_HASH_BYTES as usize).saturating_sub(head.len());
+    head.extend_from_slice(&more[..room.min(more.len())]);
+    head
+}
+
+fn compress_raw(raw: &[u8]) -> io::Result<Vec<u8>> {
+    let mut c = zstd::bulk::Compressor::new(RAW_ZSTD_LEVEL)?;
+    c.include_checksum(true)?;
+    c.include_contentsize(true)?;
+    c.compress(raw)
+}
+
+/// This device's name: `ORIGIN_DEVICE`, else the host name.
+pub fn device_name() -> String {
+    if let Some(d) = std::env::var("ORIGIN_DEVICE").ok().filter(|d| !d.is_empty()) {
+        return d;
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY-free: gethostname through libc writes at most buf.len() bytes.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc == 0 {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        if let Ok(s) = std::str::from_utf8(&buf[..end]) {
+            if !s.is_empty() {
+                return s.to_owned();
+            }
+        }
+    }
+    "device".to_owned()
+}

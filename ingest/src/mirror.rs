@@ -1,0 +1,99 @@
+//! Verbatim mirrors of agent logs: `raw/<source>/<path>.zst` holds the complete lines of a file
+//! version as concatenated zstd frames (the raw lines of each journal record, in order), and
+//! `<path>.tail` the bytes after the last complete line. Decompressing the one and appending
+//! the other gives back the original bytes; line N of the mirror is line N of that version.
+//!
+//! A mirror is derived from the journal: it is written after the record is durable, and a
+//! mirror that is shorter than its records say is rebuilt from them.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// The mirror folder of a store.
+#[derive(Clone, Debug)]
+pub struct Mirrors {
+    root: PathBuf,
+}
+
+impl Mirrors {
+    /// Mirrors below `root` (`$ORIGIN_HOME/raw`).
+    pub fn new(root: PathBuf) -> Mirrors {
+        Mirrors { root }
+    }
+
+    /// The mirror's base path (add `.zst` / `.tail`) for a record's `mirror` field.
+    pub fn base(&self, mirror: &str) -> PathBuf {
+        // Mirror paths come from adapters as paths below an agent's folder; refuse anything
+        // that could climb out of the mirror folder.
+        let clean: PathBuf = Path::new(mirror)
+            .components()
+            .filter(|c| matches!(c, std::path::Component::Normal(_)))
+            .collect();
+        self.root.join(clean)
+    }
+
+    fn zst(&self, mirror: &str) -> PathBuf {
+        let mut p = self.base(mirror).into_os_string();
+        p.push(".zst");
+        PathBuf::from(p)
+    }
+
+    fn tail(&self, mirror: &str) -> PathBuf {
+        let mut p = self.base(mirror).into_os_string();
+        p.push(".tail");
+        PathBuf::from(p)
+    }
+
+    /// Current size of the `.zst` file (0 if missing).
+    pub fn size(&self, mirror: &str) -> u64 {
+        fs::metadata(self.zst(mirror)).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Writes `frames` at `at` (where the mirror's records so far end), cutting anything beyond.
+    pub fn write_at(&self, mirror: &str, at: u64, frames: &[u8]) -> io::Result<()> {
+        let path = self.zst(mirror);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        let f = OpenOptions::new().create(true).write(true).truncate(false).open(&path)?;
+        f.set_len(at)?;
+        f.write_all_at(frames, at)
+    }
+
+    /// Replaces the `.tail` file (removes it when `tail` is empty).
+    pub fn write_tail(&self, mirror: &str, tail: &[u8]) -> io::Result<()> {
+        let path = self.tail(mirror);
+        if tail.is_empty() {
+            return match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            };
+        }
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("tail.tmp");
+        let mut f = File::create(&tmp)?;
+        f.write_all(tail)?;
+        drop(f);
+        fs::rename(&tmp, &path)
+    }
+
+    /// The mirror's bytes: the `.zst` decompressed, then the `.tail`.
+    pub fn read(&self, mirror: &str) -> io::Result<Vec<u8>> {
+        let mut out = zstd::decode_all(File::open(self.zst(mirror))?)?;
+        match fs::read(self.tail(mirror)) {
+            Ok(t) => out.extend_from_slice(&t),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        Ok(out)
+    }
+
+    /// The mirror's `.zst` path as shown to people (`mirror_file` in `sources`).
+    pub fn display_path(&self, mirror: &str) -> PathBuf {
+        self.base(mirror)
+    }
+}

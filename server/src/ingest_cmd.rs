@@ -1,0 +1,118 @@
+//! `origin ingest`: read the agents' logs, with a progress bar on a terminal, then a summary
+//! per source.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use origin_engine::{Journal, Options};
+use origin_ingest::{Homes, Ingester, Progress, RunSummary};
+use serde_json::json;
+
+use crate::cli::IngestArgs;
+use crate::exit::Exit;
+use crate::show;
+
+/// The agents' folders: `--agents-home`, else `$HOME`, with each agent's override variable.
+pub fn homes(agents_home: Option<&Path>) -> Result<Homes> {
+    let mut homes = Homes::from_env().context("HOME is not set: pass --agents-home DIR")?;
+    if let Some(dir) = agents_home {
+        let env = homes.clone();
+        homes = Homes::under(dir);
+        // An override variable set in the environment still wins.
+        for (var, field, value) in [
+            ("CLAUDE_CONFIG_DIR", &mut homes.claude, env.claude),
+            ("CODEX_HOME", &mut homes.codex, env.codex),
+            ("ZCODE_HOME", &mut homes.zcode, env.zcode),
+            ("GROK_HOME", &mut homes.grok, env.grok),
+        ] {
+            if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
+                *field = value;
+            }
+        }
+    }
+    Ok(homes)
+}
+
+/// Opens the store's journal for writing and builds an ingester over it.
+pub fn ingester(home: &Path, journal_dir: &Path, homes: Homes, recorded_home: Option<&str>) -> Result<Ingester> {
+    let journal = Journal::open(journal_dir, Options::default()).with_context(|| format!("opening the journal in {}", journal_dir.display()))?;
+    let ing = Ingester::new(Arc::new(journal), home, homes);
+    Ok(match recorded_home {
+        Some(r) => ing.with_recorded_home(r),
+        None => ing,
+    })
+}
+
+/// `origin ingest`.
+pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit> {
+    let homes = homes(args.agents_home.as_deref())?;
+    let ing = ingester(home, journal_dir, homes, args.recorded_home.as_deref())?;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} reading agent logs [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let summary = ing
+        .run(None, &mut |p| {
+            if let Some(b) = &bar {
+                match p {
+                    Progress::Found { total_bytes, .. } => b.set_length(total_bytes),
+                    Progress::Read { bytes } => b.inc(bytes),
+                }
+            }
+        })
+        .context("ingesting agent logs")?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    print_summary(&summary, args.json)?;
+    Ok(Exit::Ok)
+}
+
+/// Prints what a run did, per source.
+pub fn print_summary(summary: &RunSummary, json_out: bool) -> Result<()> {
+    if json_out {
+        let v: serde_json::Map<String, serde_json::Value> = summary
+            .sources
+            .iter()
+            .map(|(id, r)| {
+                (
+                    (*id).to_owned(),
+                    json!({
+                        "files_found": r.files_found, "files_read": r.files_read, "lines": r.lines,
+                        "events": r.events, "malformed": r.malformed, "cut": r.cut, "bytes": r.bytes,
+                        "memory_versions": r.memory_versions, "problems": r.problems,
+                    }),
+                )
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!("{:<12} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7}", "source", "files", "read", "lines", "events", "malformed", "cut", "bytes", "memory");
+    for (id, r) in &summary.sources {
+        println!(
+            "{:<12} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7}",
+            id,
+            r.files_found,
+            r.files_read,
+            r.lines,
+            r.events,
+            r.malformed,
+            r.cut,
+            show::bytes(r.bytes),
+            r.memory_versions
+        );
+    }
+    for (id, r) in &summary.sources {
+        for p in &r.problems {
+            println!("{id}: skipped {p}");
+        }
+    }
+    Ok(())
+}
