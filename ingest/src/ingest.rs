@@ -357,18 +357,19 @@ impl Ingester {
         self.repair_mirror(&cur)?;
         let head_end = PREFIX_HASH_BYTES;
         let mut head = if cur.byte_end > 0 { bytes.read(0, cur.byte_end.min(head_end))? } else { Vec::new() };
+        let start_pos = cur.byte_end;
         let mut pos = cur.byte_end;
         let mut line_no = cur.line_end;
-        // Where the line being read began (before `pos` when a record ended inside it).
-        let mut line_start = if same_version { partial.unwrap_or(pos) } else { pos };
+        // A line longer than a read window ("giant") is recorded in chunks as it is read and
+        // never parsed; `partial` says a previous run stopped inside one.
+        let mut giant = same_version && partial.is_some();
+        let mut giant_start = if giant { partial.unwrap_or(pos) } else { pos };
+        // Where the line being read began.
+        let mut line_start = pos;
         let mut read_any = false;
-        loop {
-            if pos >= len {
-                break;
-            }
-            // Read a window from the start of the current line, so a line is parsed whole.
-            let window_start = line_start;
-            let window = bytes.read(window_start, (len - window_start).min(WINDOW_BYTES.max(pos - window_start + 1)))?;
+        while pos < len {
+            let window_start = if giant { pos } else { line_start };
+            let window = bytes.read(window_start, (len - window_start).min(WINDOW_BYTES))?;
             if window.is_empty() {
                 break;
             }
@@ -379,9 +380,10 @@ impl Ingester {
             let mut complete_any = false;
             while let Some(nl) = window[cursor_in_window..].iter().position(|&b| b == b'\n') {
                 let end = cursor_in_window + nl + 1;
-                let raw = &window[cursor_in_window..end];
                 let line = &window[ls..end - 1];
-                let parsed = if line.len() > LINE_SIZE_BYTES_MAX {
+                let parsed = if giant || line.len() > LINE_SIZE_BYTES_MAX {
+                    // Kept whole in the raw bytes, not parsed: counted as cut.
+                    giant = false;
                     batch.cut += 1;
                     None
                 } else {
@@ -395,7 +397,7 @@ impl Ingester {
                     Some(Line::Malformed(_)) => batch.malformed += 1,
                     None => {}
                 }
-                batch.raw.extend_from_slice(raw);
+                batch.raw.extend_from_slice(&window[cursor_in_window..end]);
                 batch.lines += 1;
                 line_no += 1;
                 cursor_in_window = end;
@@ -404,41 +406,49 @@ impl Ingester {
                 if batch.raw.len() >= BATCH_RAW_BYTES_MAX {
                     pos = window_start + end as u64;
                     head = extend_head(head, &batch.raw);
-                    self.append_batch(cursors, file, &mut cur, &mut state, None, std::mem::replace(&mut batch, Batch::new(pos, line_no)), &head, run)?;
+                    let done = std::mem::replace(&mut batch, Batch::new(pos, line_no));
+                    self.append_batch(cursors, file, &mut cur, &mut state, None, done, &head, run)?;
                     read_any = true;
                 }
             }
-            // Lines whose newline is not in the window.
-            let rest = &window[cursor_in_window..];
-            let at_eof = window_end >= len;
             if !batch.raw.is_empty() {
                 pos = window_start + cursor_in_window as u64;
                 head = extend_head(head, &batch.raw);
                 self.append_batch(cursors, file, &mut cur, &mut state, None, batch, &head, run)?;
                 read_any = true;
             }
-            if at_eof {
+            let rest = &window[cursor_in_window..];
+            if window_end >= len {
                 // A last line without its newline waits for the agent to finish it.
                 self.mirrors.write_tail(&cur.mirror, rest).map_err(FileError::Io)?;
                 break;
             }
-            if !complete_any && ls == 0 && window.len() as u64 >= WINDOW_BYTES {
-                // One line longer than a window: keep its bytes so far in a record of their own
-                // (raw only; the line is counted when it ends) and read on.
-                let chunk_start = pos;
-                let chunk = window[(pos - window_start) as usize..].to_vec();
-                pos = window_end;
-                let mut b = Batch::new(chunk_start, line_no);
-                b.raw = chunk;
-                head = extend_head(head, &b.raw);
-                self.append_batch(cursors, file, &mut cur, &mut state, Some(line_start), b, &head, run)?;
+            let runs_past_window = !complete_any && window.len() as u64 >= WINDOW_BYTES;
+            if giant || runs_past_window {
+                // The current line does not fit in a window. Record its bytes so far (raw only)
+                // once its newline is in the file; until then it waits like any last line.
+                if !giant {
+                    if !newline_after(&bytes, window_end, len)? {
+                        self.mirrors.write_tail(&cur.mirror, &bytes.read(pos, len - pos)?).map_err(FileError::Io)?;
+                        break;
+                    }
+                    giant = true;
+                    giant_start = window_start + ls as u64;
+                }
+                for chunk in rest.chunks(BATCH_RAW_BYTES_MAX) {
+                    let mut b = Batch::new(pos, line_no);
+                    b.raw = chunk.to_vec();
+                    pos += chunk.len() as u64;
+                    head = extend_head(head, &b.raw);
+                    self.append_batch(cursors, file, &mut cur, &mut state, Some(giant_start), b, &head, run)?;
+                }
                 read_any = true;
                 continue;
             }
             line_start = window_start + ls as u64;
             pos = pos.max(line_start);
         }
-        progress(Progress::Read { bytes: len.saturating_sub(cursors.files.get(&key).map_or(0, |c| c.byte_end.min(len))) });
+        progress(Progress::Read { bytes: pos.saturating_sub(start_pos) });
         if read_any {
             run.files_read += 1;
         }
@@ -617,6 +627,21 @@ impl Batch {
     fn new(byte_start: u64, line_start: u64) -> Batch {
         Batch { byte_start, line_start, lines: 0, raw: Vec::new(), events: Vec::new(), sessions: Vec::new(), malformed: 0, cut: 0 }
     }
+}
+
+/// True if a newline occurs in `bytes[from..len]`.
+fn newline_after(bytes: &Bytes, mut from: u64, len: u64) -> io::Result<bool> {
+    while from < len {
+        let w = bytes.read(from, (len - from).min(WINDOW_BYTES))?;
+        if w.is_empty() {
+            return Ok(false);
+        }
+        if w.contains(&b'\n') {
+            return Ok(true);
+        }
+        from += w.len() as u64;
+    }
+    Ok(false)
 }
 
 fn extend_head(mut head: Vec<u8>, more: &[u8]) -> Vec<u8> {

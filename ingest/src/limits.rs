@@ -2,13 +2,14 @@
 
 /// A log line longer than this is not parsed: its bytes are kept whole in the journal and the
 /// mirror, and it is counted as cut (`origin status` shows it).
-pub const LINE_SIZE_BYTES_MAX: usize = 8 * 1024 * 1024;
+pub const LINE_SIZE_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// An event's text longer than this many characters is cut at ingest, with a marker saying
 /// how many characters were cut (the raw line keeps everything).
 pub const EVENT_TEXT_CHARS_MAX: usize = 50_000;
-/// Raw bytes of complete lines carried by one journal record (a single longer line gets a
-/// record of its own).
-pub const BATCH_RAW_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// Raw bytes of lines after which a journal record is closed. A record holds at most this plus
+/// one parsed line (raw and parsed text together stay far below the journal's 16 MiB payload
+/// limit); a line longer than a read window is split into records of this size.
+pub const BATCH_RAW_BYTES_MAX: usize = 2 * 1024 * 1024;
 /// A compressed or exported log larger than this (decompressed) is skipped and reported.
 pub const DECODED_LOG_SIZE_BYTES_MAX: u64 = 1024 * 1024 * 1024;
 /// Native memory files larger than this are skipped and reported.

@@ -6,3 +6,6 @@ mod journal_model;
 mod journal_faults;
 mod journal_processes;
 mod journal_format;
+mod ingest_incremental;
+mod ingest_bad_input;
+mod ingest_processes;

@@ -36,6 +36,11 @@ fn content_text(v: &Value) -> String {
     }
 }
 
+/// The session's title so far: last `custom-title` > last `ai-title` > last `summary`.
+fn title_of(state: &State) -> Option<String> {
+    ["custom_title", "ai_title", "summary"].iter().find_map(|k| state.get(*k).and_then(Value::as_str)).map(str::to_owned)
+}
+
 /// Injected wrappers that look like user text but are not what the person typed.
 fn is_wrapper(text: &str) -> bool {
     let t = text.trim_start();
@@ -57,6 +62,7 @@ impl Adapter for Claude {
             .map(|path| LogFile {
                 source: Source::ClaudeCode,
                 key: path.to_string_lossy().into_owned(),
+                // Below `projects/`, as the spec's `sources` example shows (`raw/claude-code/-home-dev-demo-app/…`).
                 mirror: walk::relative(&root, &path),
                 path,
                 format: FileFormat::Lines,
@@ -84,11 +90,10 @@ impl Adapter for Claude {
                 if let Some(t) = str_of(&v, field) {
                     state.insert(key.into(), Value::String(t.to_owned()));
                 }
-                let title = ["custom_title", "ai_title", "summary"]
-                    .iter()
-                    .find_map(|k| state.get(*k).and_then(Value::as_str))
-                    .map(str::to_owned);
-                if let (Some(session), Some(title)) = (session, title) {
+                if let Some(s) = session.as_ref().filter(|_| !state.contains_key("session")) {
+                    state.insert("session".into(), Value::String(s.clone()));
+                }
+                if let (Some(session), Some(title)) = (session, title_of(state)) {
                     out.sessions.push(SessionChange { session, project: None, title: Some(title), first_prompt: None, parent: None });
                 }
                 return Line::Parsed(out);
@@ -104,7 +109,13 @@ impl Adapter for Claude {
         let Some(time) = str_of(&v, "timestamp").and_then(parse_time) else {
             return Line::Malformed(format!("{ty} line without a valid timestamp"));
         };
-        state.insert("session".into(), Value::String(session.clone()));
+        // A title line seen before the session was known (a legacy `summary` has no sessionId)
+        // could not name its session: give it now.
+        if state.insert("session".into(), Value::String(session.clone())).is_none() {
+            if let Some(title) = title_of(state) {
+                out.sessions.push(SessionChange { session: session.clone(), project: None, title: Some(title), first_prompt: None, parent: None });
+            }
+        }
         let cwd = str_of(&v, "cwd");
         let branch = str_of(&v, "gitBranch");
         let version = str_of(&v, "version");
@@ -211,3 +222,7 @@ impl Adapter for Claude {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "claude_tests.rs"]
+mod tests;

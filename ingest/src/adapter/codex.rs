@@ -1,24 +1,939 @@
-//! Codex: being written.
+//! OpenAI Codex CLI: rollouts `<CODEX_HOME or ~/.codex>/sessions/YYYY/MM/DD/rollout-<local
+//! time>-<thread id>.jsonl`, cold ones compressed to `….jsonl.zst`, archived ones flat in
+//! `archived_sessions/`; thread names in `session_index.jsonl`. One JSON record per line,
+//! `{"timestamp", "type", "payload"}`; lines have no ids, so an event is
+//! `codex:<thread id>:<line>` (the logical, decompressed line), one event per line at most.
+//!
+//! What each line gives:
+//!
+//! - `session_meta` (first line): no event. Sets the session (its `id`), the working directory,
+//!   git branch and CLI version kept in the file's state and set on every later event, and gives
+//!   a session change with the project and, for a sub-agent, its parent
+//!   (`source.subagent.thread_spawn.parent_thread_id`). A later `session_meta` with the same id
+//!   (a resume) refreshes cwd/branch/version; one with another id is the parent's header copied
+//!   into a fork and is ignored. A fork's `forked_from_id` is not a parent (only sub-agents are
+//!   children) and the history a fork copies is not de-duplicated: it is indexed again under the
+//!   fork's own thread id (ids never collide; the copied lines cannot be told apart reliably).
+//! - `turn_context`: no event; its `cwd` replaces the kept one (events after it carry it).
+//! - `response_item` `message`: `user` → user/message, or user/meta when any text part is
+//!   injected context (Codex's own rule: `# AGENTS.md instructions for`, `<environment_context>`,
+//!   `<user_instructions>`, `<permissions instructions>`, `<turn_aborted>`, `<skill>`, … and
+//!   any text wholly wrapped in one tag whose name has `_` or a space); `assistant` →
+//!   assistant/message (commentary and final answer alike); `developer`/`system` (and unknown
+//!   roles) → system/meta, as those are harness instructions. Text: the parts joined with `\n`,
+//!   an image as `[image]`. The first user/message of the file is the session's first prompt.
+//! - `reasoning` → assistant/meta: summary texts, then raw reasoning texts; encrypted content is
+//!   never indexed, and a reasoning item with no readable text gives no event.
+//! - `function_call`, `custom_tool_call` (`apply_patch`), `local_shell_call`,
+//!   `web_search_call`, `image_generation_call` and any other `*_call` → assistant/tool_use,
+//!   text `<name> <arguments or input>` (local shell: the command; web search: the query or
+//!   URL; image generation: the revised prompt, never the image bytes).
+//! - `function_call_output`, `custom_tool_call_output` and any other `*_output` →
+//!   user/tool_result: the output string; when that string is a JSON object with an `output`
+//!   string (the `{output, metadata}` form), its `output`, plus `[exit code N]` when the
+//!   metadata says it failed; content-item arrays are joined like messages.
+//! - `compacted` → system/meta with the summary `message` (never `replacement_history`,
+//!   which can carry megabytes of copied history and images).
+//! - `event_msg`: UI events that duplicate response items (`user_message`, `agent_message`,
+//!   `agent_reasoning`, `patch_apply_end`, `exec_command_end`, `task_complete`,
+//!   `turn_aborted`, `context_compacted`) or are bookkeeping (`token_count`, `task_started`):
+//!   never indexed, so nothing is indexed twice. Two exceptions: `thread_name_updated` gives a
+//!   session title (no event), and `error` (extended persistence only) → system/system with
+//!   its message, as nothing else records it.
+//! - `world_state`, `ghost_snapshot`, encrypted `compaction` items and any type this build does
+//!   not know: no event, not malformed.
+//! - Not a JSON object, no `type`, a known record without a payload object, or an indexed record
+//!   without a valid `timestamp` or any session id: malformed.
+//!
+//! The session is `session_meta.id`, else the UUID at the end of the file name (a file whose
+//! header was lost); it is kept in the state with cwd, branch and version, so later batches of
+//! the file, parsed in a later run, still know them.
+//!
+//! `session_index.jsonl` (`{id, thread_name, updated_at}`, append-only) is read as its own log
+//! of lines that give session titles only; the file is append-only, so the last line for an id
+//! is the newest and wins when changes are applied in order. It is listed after every rollout
+//! so that, within a run, its names are applied after any `thread_name_updated` (the doc gives
+//! it precedence; in practice both carry the same rename).
+//!
+//! A cold `….jsonl.zst` is mirrored under its plain `….jsonl` name (the same logical file); while
+//! both exist (Codex re-materializing a resumed thread) only the plain file is listed. Both give
+//! the same event ids for the same lines. `history.jsonl` (prompt history, not a transcript) and
+//! `state.db` (an index rebuilt from rollouts) are not read.
+//!
+//! Native memory: `AGENTS.override.md`, else `AGENTS.md`, in `CODEX_HOME` (user) and in each
+//! project directory (project); the experimental `memories/*.md` (top level only) as user memory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::{Adapter, Line, LogFile, MemoryFile, State};
+use origin_engine::record::{EventKind, Role, SessionChange};
+use serde_json::Value;
+
+use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
 use crate::source::{Homes, Source};
+use crate::text::{event, first_prompt, parse_time, project_of};
+use crate::walk;
 
 /// The Codex adapter.
 pub struct Codex;
+
+/// The side file of thread names.
+const SESSION_INDEX: &str = "session_index.jsonl";
+
+/// Prefixes of text parts Codex injects into user-role messages (compared ignoring ASCII case,
+/// after leading whitespace).
+const INJECTED_PREFIXES: &[&str] = &[
+    "# AGENTS.md instructions for",
+    "<INSTRUCTIONS>",
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<turn_aborted>",
+    "<subagent_notification>",
+    "<skill>",
+    "<user_shell_command>",
+    "<model_switch>",
+    "<collaboration_mode>",
+    "<personality_spec>",
+];
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn state_str<'a>(state: &'a State, key: &str) -> Option<&'a str> {
+    state.get(key).and_then(Value::as_str)
+}
+
+fn set_opt(state: &mut State, key: &str, value: Option<&str>) {
+    match value {
+        Some(v) => state.insert(key.into(), Value::String(v.to_owned())),
+        None => state.remove(key),
+    };
+}
+
+/// Whether a text part is context Codex injected rather than what the person typed.
+fn is_injected(text: &str) -> bool {
+    let t = text.trim_start();
+    INJECTED_PREFIXES.iter().any(|p| t.get(..p.len()).is_some_and(|c| c.eq_ignore_ascii_case(p))) || wrapped_in_tag(t)
+}
+
+/// `<some_tag>…</some_tag>` as the whole text, with a tag name holding `_` or a space (Codex's
+/// wrappers do; HTML a person pastes, `<div>`, does not).
+fn wrapped_in_tag(t: &str) -> bool {
+    let Some(rest) = t.strip_prefix('<') else { return false };
+    let Some(end) = rest.find('>') else { return false };
+    let name = &rest[..end];
+    !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == ' ')
+        && name.contains(['_', ' '])
+        && t.trim_end().ends_with(&format!("</{name}>"))
+}
+
+/// The thread id at the end of a rollout's file name (`rollout-<time>-<uuid>.jsonl[.zst]`).
+fn thread_id_of(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".zst").unwrap_or(name);
+    let stem = stem.strip_suffix(".jsonl")?;
+    let id = stem.get(stem.len().checked_sub(36)?..)?;
+    let shape_ok = id.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() });
+    shape_ok.then(|| id.to_ascii_lowercase())
+}
+
+/// Text of message-like content parts: texts joined with `\n`, images as `[image]`; also
+/// whether any text part is injected context.
+fn content_text(content: &Value) -> (String, bool) {
+    let mut parts = Vec::new();
+    let mut injected = false;
+    match content {
+        Value::String(s) => {
+            injected = is_injected(s);
+            parts.push(s.clone());
+        }
+        Value::Array(items) => {
+            for item in items {
+                match item {
+                    Value::String(s) => {
+                        injected |= is_injected(s);
+                        parts.push(s.clone());
+                    }
+                    _ => match (str_of(item, "type"), str_of(item, "text")) {
+                        (_, Some(text)) => {
+                            injected |= is_injected(text);
+                            parts.push(text.to_owned());
+                        }
+                        (Some(t), None) if t.contains("image") => parts.push("[image]".to_owned()),
+                        _ => {}
+                    },
+                }
+            }
+        }
+        _ => {}
+    }
+    (parts.join("\n"), injected)
+}
+
+/// Text of a tool output: a string (unwrapping the `{output, metadata}` JSON form), content
+/// items, or anything else as JSON.
+fn output_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => {
+            if s.trim_start().starts_with('{') {
+                if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(s) {
+                    if let Some(Value::String(out)) = m.get("output") {
+                        let code = m.get("metadata").and_then(|md| md.get("exit_code")).and_then(Value::as_i64);
+                        return match code {
+                            Some(c) if c != 0 => format!("{out}\n[exit code {c}]"),
+                            _ => out.clone(),
+                        };
+                    }
+                }
+            }
+            s.clone()
+        }
+        Value::Array(_) => content_text(v).0,
+        Value::Object(m) => match m.get("content").or_else(|| m.get("output")) {
+            Some(inner) => output_text(inner),
+            None => v.to_string(),
+        },
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A JSON value as call arguments: a string as is, anything else as JSON.
+fn as_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn join_name(name: &str, rest: String) -> String {
+    if rest.is_empty() { name.to_owned() } else { format!("{name} {rest}") }
+}
+
+/// What one response item is, if it is indexed: role, kind, text, and whether it is a
+/// candidate first prompt.
+fn response_item(p: &Value) -> Option<(Role, EventKind, String, bool)> {
+    let ty = str_of(p, "type")?;
+    match ty {
+        "message" => {
+            let (text, injected) = content_text(p.get("content").unwrap_or(&Value::Null));
+            if text.trim().is_empty() {
+                return None;
+            }
+            Some(match str_of(p, "role") {
+                Some("user") if injected => (Role::User, EventKind::Meta, text, false),
+                Some("user") => (Role::User, EventKind::Message, text, true),
+                Some("assistant") => (Role::Assistant, EventKind::Message, text, false),
+                _ => (Role::System, EventKind::Meta, text, false),
+            })
+        }
+        "reasoning" => {
+            let mut parts = Vec::new();
+            for key in ["summary", "content"] {
+                if let Some(Value::Array(items)) = p.get(key) {
+                    parts.extend(items.iter().filter_map(|i| str_of(i, "text")).filter(|t| !t.trim().is_empty()).map(str::to_owned));
+                }
+            }
+            let text = parts.join("\n\n");
+            (!text.is_empty()).then_some((Role::Assistant, EventKind::Meta, text, false))
+        }
+        "function_call" | "custom_tool_call" => {
+            let name = str_of(p, "name").unwrap_or(ty);
+            let args = p.get("arguments").or_else(|| p.get("input")).map(as_text).unwrap_or_default();
+            Some((Role::Assistant, EventKind::ToolUse, join_name(name, args), false))
+        }
+        "local_shell_call" => {
+            let action = p.get("action").unwrap_or(&Value::Null);
+            let cmd = match action.get("command") {
+                Some(Value::Array(words)) if words.iter().all(Value::is_string) => {
+                    words.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")
+                }
+                _ => as_text(action),
+            };
+            Some((Role::Assistant, EventKind::ToolUse, join_name("local_shell", cmd), false))
+        }
+        "web_search_call" => {
+            let action = p.get("action").unwrap_or(&Value::Null);
+            let what = str_of(action, "query").or_else(|| str_of(action, "url")).map(str::to_owned).unwrap_or_else(|| as_text(action));
+            Some((Role::Assistant, EventKind::ToolUse, join_name("web_search", what), false))
+        }
+        "image_generation_call" => {
+            let prompt = str_of(p, "revised_prompt").unwrap_or_default().to_owned();
+            Some((Role::Assistant, EventKind::ToolUse, join_name("image_generation", prompt), false))
+        }
+        _ if ty.ends_with("_output") => {
+            Some((Role::User, EventKind::ToolResult, output_text(p.get("output").unwrap_or(&Value::Null)), false))
+        }
+        _ if ty.ends_with("_call") => {
+            let name = str_of(p, "name").unwrap_or_else(|| ty.trim_end_matches("_call"));
+            let args = ["arguments", "input", "action", "query"].iter().find_map(|k| p.get(*k)).map(as_text).unwrap_or_default();
+            Some((Role::Assistant, EventKind::ToolUse, join_name(name, args), false))
+        }
+        // ghost_snapshot (legacy noise), compaction (encrypted), and types this build does not know.
+        _ => None,
+    }
+}
+
+/// The session of a rollout: kept in the state, else the thread id in the file name (kept too).
+fn session_of(file: &LogFile, state: &mut State) -> Option<String> {
+    if let Some(s) = state_str(state, "session") {
+        return Some(s.to_owned());
+    }
+    let id = thread_id_of(&file.path)?;
+    state.insert("session".into(), Value::String(id.clone()));
+    Some(id)
+}
+
+fn is_index(file: &LogFile) -> bool {
+    file.path.file_name().is_some_and(|n| n == SESSION_INDEX)
+}
+
+/// One `session_index.jsonl` line: a title.
+fn index_line(v: &Value) -> Line {
+    let Some(id) = str_of(v, "id").filter(|s| !s.is_empty()) else {
+        return Line::Malformed("session index entry without id".into());
+    };
+    let Some(name) = str_of(v, "thread_name") else {
+        return Line::Malformed("session index entry without thread_name".into());
+    };
+    let mut out = Parsed::default();
+    if !name.trim().is_empty() {
+        out.sessions.push(SessionChange { session: id.to_owned(), project: None, title: Some(name.to_owned()), first_prompt: None, parent: None });
+    }
+    Line::Parsed(out)
+}
+
+/// A `session_meta` line: state and the session's project and parent.
+fn session_meta(file: &LogFile, state: &mut State, p: &Value) -> Line {
+    let mut out = Parsed::default();
+    let seen = state.get("meta_seen").and_then(Value::as_bool).unwrap_or(false);
+    let id = str_of(p, "id").filter(|s| !s.is_empty()).map(str::to_owned);
+    if seen {
+        // The same thread again (a resume) refreshes what it says; another thread's header is
+        // history copied into a fork and changes nothing.
+        if id.is_some() && id.as_deref() == state_str(state, "session") {
+            refresh(state, p);
+        }
+        return Line::Parsed(out);
+    }
+    let Some(session) = id.or_else(|| thread_id_of(&file.path)) else {
+        return Line::Malformed("session_meta without id".into());
+    };
+    state.insert("session".into(), Value::String(session.clone()));
+    state.insert("meta_seen".into(), Value::Bool(true));
+    refresh(state, p);
+    let parent = p.pointer("/source/subagent/thread_spawn/parent_thread_id").and_then(Value::as_str).map(str::to_owned);
+    out.sessions.push(SessionChange { session, project: state_str(state, "cwd").and_then(project_of), title: None, first_prompt: None, parent });
+    Line::Parsed(out)
+}
+
+fn refresh(state: &mut State, p: &Value) {
+    if let Some(cwd) = str_of(p, "cwd") {
+        state.insert("cwd".into(), Value::String(cwd.to_owned()));
+    }
+    set_opt(state, "branch", p.get("git").and_then(|g| str_of(g, "branch")));
+    set_opt(state, "version", str_of(p, "cli_version"));
+}
 
 impl Adapter for Codex {
     fn source(&self) -> Source {
         Source::Codex
     }
-    fn discover(&self, _homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
-        (Vec::new(), Vec::new())
+
+    fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
+        let root = &homes.codex;
+        let mut problems = Vec::new();
+        let rollout = |p: &Path| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rollout-") && (n.ends_with(".jsonl") || n.ends_with(".jsonl.zst")))
+        };
+        let mut files = Vec::new();
+        for dir in ["sessions", "archived_sessions"] {
+            for path in walk::files(&root.join(dir), &rollout, &mut problems) {
+                let zst = path.extension().is_some_and(|e| e == "zst");
+                // While both exist, the plain file is the live one (and holds everything).
+                if zst && path.with_extension("").is_file() {
+                    continue;
+                }
+                let rel = walk::relative(root, &path);
+                let mirror = rel.strip_suffix(".zst").unwrap_or(&rel).to_owned();
+                files.push(LogFile {
+                    source: Source::Codex,
+                    key: path.to_string_lossy().into_owned(),
+                    mirror,
+                    path,
+                    format: if zst { FileFormat::ZstdLines } else { FileFormat::Lines },
+                });
+            }
+        }
+        let index = root.join(SESSION_INDEX);
+        if index.is_file() {
+            files.push(LogFile { source: Source::Codex, key: index.to_string_lossy().into_owned(), mirror: SESSION_INDEX.into(), path: index, format: FileFormat::Lines });
+        }
+        (files, problems)
     }
-    fn parse_line(&self, _file: &LogFile, _state: &mut State, _line: &[u8], _line_no: u64) -> Line {
-        Line::Malformed("not implemented yet".into())
+
+    fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
+        let v: Value = match serde_json::from_slice(line) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => return Line::Malformed("not a JSON object".into()),
+            Err(e) => return Line::Malformed(format!("invalid JSON: {e}")),
+        };
+        if is_index(file) {
+            return index_line(&v);
+        }
+        let Some(ty) = str_of(&v, "type") else { return Line::Malformed("no type".into()) };
+        let mut out = Parsed::default();
+        match ty {
+            "session_meta" | "turn_context" | "response_item" | "compacted" | "event_msg" => {}
+            // world_state and types this build does not know: nothing to index, nothing wrong.
+            _ => return Line::Parsed(out),
+        }
+        let Some(p) = v.get("payload").filter(|p| p.is_object()) else {
+            return Line::Malformed(format!("{ty} line without a payload object"));
+        };
+        let item = match ty {
+            "session_meta" => return session_meta(file, state, p),
+            "turn_context" => {
+                if let Some(cwd) = str_of(p, "cwd") {
+                    state.insert("cwd".into(), Value::String(cwd.to_owned()));
+                }
+                return Line::Parsed(out);
+            }
+            "compacted" => {
+                let text = str_of(p, "message").unwrap_or_default().to_owned();
+                if text.trim().is_empty() {
+                    return Line::Parsed(out);
+                }
+                (Role::System, EventKind::Meta, text, false)
+            }
+            "event_msg" => match str_of(p, "type") {
+                Some("thread_name_updated") => {
+                    let session = session_of(file, state).or_else(|| str_of(p, "thread_id").map(str::to_owned));
+                    match (session, str_of(p, "thread_name")) {
+                        (Some(session), Some(name)) if !name.trim().is_empty() => {
+                            out.sessions.push(SessionChange { session, project: None, title: Some(name.to_owned()), first_prompt: None, parent: None })
+                        }
+                        _ => {}
+                    }
+                    return Line::Parsed(out);
+                }
+                Some("error") => (Role::System, EventKind::System, str_of(p, "message").unwrap_or("error").to_owned(), false),
+                // Duplicates of response items and bookkeeping: indexed once, from the response item.
+                _ => return Line::Parsed(out),
+            },
+            _ => match response_item(p) {
+                Some(item) => item,
+                None => return Line::Parsed(out),
+            },
+        };
+        let Some(time) = str_of(&v, "timestamp").and_then(parse_time) else {
+            return Line::Malformed(format!("{ty} line without a valid timestamp"));
+        };
+        let Some(session) = session_of(file, state) else {
+            return Line::Malformed("no session id: no session_meta yet and no thread id in the file name".into());
+        };
+        let (role, kind, text, prompt) = item;
+        let cwd = state_str(state, "cwd");
+        if prompt && !state.contains_key("first_prompt") {
+            out.sessions.push(SessionChange { session: session.clone(), project: cwd.and_then(project_of), title: None, first_prompt: Some(first_prompt(&text)), parent: None });
+        }
+        let mut e = event(format!("codex:{session}:{line_no}"), time, &session, cwd, role, kind, text, line_no);
+        e.git_branch = state_str(state, "branch").map(str::to_owned);
+        e.agent_version = state_str(state, "version").map(str::to_owned);
+        out.events.push(e);
+        if prompt {
+            state.insert("first_prompt".into(), Value::Bool(true));
+        }
+        Line::Parsed(out)
     }
-    fn memory_files(&self, _homes: &Homes, _projects: &[PathBuf]) -> Vec<MemoryFile> {
-        Vec::new()
+
+    fn memory_files(&self, homes: &Homes, projects: &[PathBuf]) -> Vec<MemoryFile> {
+        let mut out = Vec::new();
+        let mut problems = Vec::new();
+        let agents = |dir: &Path| {
+            let o = dir.join("AGENTS.override.md");
+            if o.is_file() { o } else { dir.join("AGENTS.md") }
+        };
+        let user = |path: PathBuf| MemoryFile { source: Source::Codex, path, scope: MemoryScope::User, project: None };
+        out.push(user(agents(&homes.codex)));
+        let memories = homes.codex.join("memories");
+        let top_md = |p: &Path| p.extension().is_some_and(|e| e == "md") && p.parent() == Some(memories.as_path());
+        out.extend(walk::files(&memories, &top_md, &mut problems).into_iter().map(user));
+        for dir in projects {
+            out.push(MemoryFile { source: Source::Codex, path: agents(dir), scope: MemoryScope::Project, project: Some(dir.to_string_lossy().into_owned()) });
+        }
+        out.retain(|m| m.path.is_file());
+        out
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::adapter::golden::{self, fixture_home};
+
+    const A: &str = "019a0f3e-7c21-7d40-9b8e-2f61a4c0d5e1";
+    const B: &str = "019a0f40-1b55-7a32-8c07-93d2e6f1b4a8";
+    const C: &str = "019a1322-9e04-7b6f-a1d3-5c8e07f2b961";
+    const D: &str = "0199a6b1-3f2c-7e18-b4a5-6d0c91e8f273";
+    const E: &str = "0199c4d0-8a7e-7c35-9f12-b3e5a8d04c6f";
+
+    /// Every log file of the fixture home, in discovery order, with its golden file.
+    fn expected() -> Vec<(String, FileFormat, &'static str)> {
+        vec![
+            (format!("sessions/2026/10/02/rollout-2026-10-02T13-20-09-{D}.jsonl"), FileFormat::ZstdLines, "codex-cold-zst.json"),
+            (format!("sessions/2026/10/20/rollout-2026-10-20T16-03-11-{A}.jsonl"), FileFormat::Lines, "codex-orders-export.json"),
+            (format!("sessions/2026/10/20/rollout-2026-10-20T16-05-40-{B}.jsonl"), FileFormat::Lines, "codex-subagent.json"),
+            (format!("sessions/2026/10/21/rollout-2026-10-21T10-47-55-{C}.jsonl"), FileFormat::Lines, "codex-ledger-sync.json"),
+            (format!("archived_sessions/rollout-2026-10-09T09-14-02-{E}.jsonl"), FileFormat::Lines, "codex-archived-exec.json"),
+            ("session_index.jsonl".to_owned(), FileFormat::Lines, "codex-session-index.json"),
+        ]
+    }
+
+    fn homes() -> Homes {
+        Homes::under(&fixture_home())
+    }
+
+    fn files() -> Vec<LogFile> {
+        let (files, problems) = Codex.discover(&homes());
+        assert!(problems.is_empty(), "{problems:?}");
+        files
+    }
+
+    fn file(thread: &str) -> LogFile {
+        files().into_iter().find(|f| f.mirror.contains(thread)).expect("fixture file")
+    }
+
+    fn run(thread: &str) -> Value {
+        golden::run(&Codex, &file(thread))
+    }
+
+    fn events(v: &Value) -> &Vec<Value> {
+        v["events"].as_array().expect("events")
+    }
+
+    /// A rollout that is not on disk, for lines made up in a test.
+    fn synthetic(name: &str) -> LogFile {
+        let path = PathBuf::from("/home/dev/.codex/sessions/2026/10/22").join(name);
+        LogFile { source: Source::Codex, key: path.to_string_lossy().into_owned(), mirror: format!("sessions/2026/10/22/{name}"), path, format: FileFormat::Lines }
+    }
+
+    fn parsed(line: Line) -> Parsed {
+        match line {
+            Line::Parsed(p) => p,
+            Line::Malformed(r) => panic!("malformed: {r}"),
+        }
+    }
+
+    #[test]
+    fn codex_discovers_exactly_the_fixture_logs() {
+        let home = homes();
+        let got: Vec<(String, FileFormat)> = files().iter().map(|f| (f.mirror.clone(), f.format.clone())).collect();
+        let want: Vec<(String, FileFormat)> = expected().into_iter().map(|(m, f, _)| (m, f)).collect();
+        assert_eq!(got, want);
+        for f in files() {
+            assert_eq!(f.source, Source::Codex);
+            assert_eq!(f.key, f.path.to_string_lossy());
+            assert!(f.path.starts_with(&home.codex) && f.path.is_file());
+        }
+        // The cold rollout is read from its .zst, mirrored under the plain name.
+        assert!(file(D).path.to_string_lossy().ends_with(".jsonl.zst"));
+    }
+
+    #[test]
+    fn codex_golden() {
+        for (mirror, _, golden_name) in expected() {
+            let f = files().into_iter().find(|f| f.mirror == mirror).expect("discovered");
+            golden::check(golden_name, &golden::run(&Codex, &f));
+        }
+    }
+
+    #[test]
+    fn codex_discover_prefers_the_plain_rollout_and_tolerates_a_missing_home() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let day = dir.path().join(".codex/sessions/2026/10/22");
+        std::fs::create_dir_all(&day).expect("mkdir");
+        let name = format!("rollout-2026-10-22T09-00-00-{A}.jsonl");
+        std::fs::write(day.join(&name), b"").expect("write");
+        std::fs::write(day.join(format!("{name}.zst")), b"").expect("write");
+        std::fs::write(day.join(format!("rollout-2026-10-22T10-00-00-{B}.jsonl.zst")), b"").expect("write");
+        std::fs::write(day.join("notes.jsonl"), b"").expect("write");
+        let (files, problems) = Codex.discover(&Homes::under(dir.path()));
+        assert!(problems.is_empty());
+        let got: Vec<(String, FileFormat)> = files.into_iter().map(|f| (f.mirror, f.format)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (format!("sessions/2026/10/22/{name}"), FileFormat::Lines),
+                (format!("sessions/2026/10/22/rollout-2026-10-22T10-00-00-{B}.jsonl"), FileFormat::ZstdLines),
+            ]
+        );
+        let (files, problems) = Codex.discover(&Homes::under(&dir.path().join("nobody")));
+        assert!(files.is_empty() && problems.is_empty());
+    }
+
+    #[test]
+    fn codex_big_tool_output_is_one_whole_tool_result() {
+        let v = run(A);
+        let raw = std::fs::read_to_string(file(A).path).expect("read");
+        let line11: Value = serde_json::from_str(raw.lines().nth(10).expect("line 11")).expect("json");
+        let want = line11["payload"]["output"].as_str().expect("output");
+        assert!(want.chars().count() > 25_000 && want.chars().count() < 50_000);
+        let results: Vec<&Value> = events(&v).iter().filter(|e| e["line"] == 11).collect();
+        assert_eq!(results.len(), 1);
+        let e = results[0];
+        assert_eq!(e["id"], format!("codex:{A}:11"));
+        assert_eq!(e["kind"], "ToolResult");
+        assert_eq!(e["role"], "User");
+        assert_eq!(e["text"], want);
+        assert_eq!(e["text_cut_chars"], 0);
+    }
+
+    #[test]
+    fn codex_output_over_the_limit_is_cut_with_a_count() {
+        let f = synthetic(&format!("rollout-2026-10-22T09-00-00-{A}.jsonl"));
+        let mut state = State::new();
+        let big = "é".repeat(60_000);
+        let line = json!({"timestamp": "2026-10-22T07:00:00Z", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c", "output": big}});
+        let p = parsed(Codex.parse_line(&f, &mut state, line.to_string().as_bytes(), 7));
+        assert_eq!(p.events[0].text_cut_chars, 10_000);
+        assert!(p.events[0].text.ends_with("…[10000 characters cut at ingest]"));
+    }
+
+    #[test]
+    fn codex_torn_last_line_is_pending_and_the_healed_fragment_is_counted() {
+        let c = run(C);
+        assert_eq!(c["malformed"], json!([]));
+        let raw = std::fs::read(file(C).path).expect("read");
+        let tail = raw.len() - raw.iter().rposition(|&b| b == b'\n').expect("newline") - 1;
+        assert!(tail > 0);
+        assert_eq!(c["pending_bytes"], tail);
+        let a = run(A);
+        let malformed = a["malformed"].as_array().expect("malformed");
+        assert_eq!(malformed.len(), 1);
+        assert_eq!(malformed[0]["line"], 12);
+        assert!(malformed[0]["reason"].as_str().expect("reason").starts_with("invalid JSON"));
+        // Lines after it still parse: the unknown line type (13) and legacy item (14) are
+        // tolerated without events, and line 15 (apply_patch) is indexed.
+        let lines: Vec<u64> = events(&a).iter().map(|e| e["line"].as_u64().expect("line")).collect();
+        assert!(!lines.contains(&12) && !lines.contains(&13) && !lines.contains(&14) && lines.contains(&15));
+    }
+
+    #[test]
+    fn codex_event_msg_duplicates_are_not_indexed_twice() {
+        for (mirror, format, _) in expected() {
+            if mirror == "session_index.jsonl" {
+                continue;
+            }
+            let f = files().into_iter().find(|f| f.mirror == mirror).expect("discovered");
+            let bytes = match format {
+                FileFormat::ZstdLines => zstd::decode_all(std::fs::File::open(&f.path).expect("open")).expect("zstd"),
+                _ => std::fs::read(&f.path).expect("read"),
+            };
+            let v = golden::run(&Codex, &f);
+            for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+                let Ok(line) = serde_json::from_slice::<Value>(raw) else { continue };
+                if line["type"] != "event_msg" {
+                    continue;
+                }
+                let n = i as u64 + 1;
+                let indexed: Vec<&Value> = events(&v).iter().filter(|e| e["line"] == n).collect();
+                if line["payload"]["type"] == "error" {
+                    assert_eq!(indexed.len(), 1);
+                    assert_eq!(indexed[0]["kind"], "System");
+                } else {
+                    assert!(indexed.is_empty(), "{mirror}:{n} event_msg was indexed");
+                }
+                // The message an event_msg repeats is indexed exactly once (from the response item).
+                if let Some(text) = line["payload"]["message"].as_str().filter(|_| line["payload"]["type"] != "error") {
+                    let count = events(&v).iter().filter(|e| e["text"] == text).count();
+                    assert_eq!(count, 1, "{mirror}:{n}: {text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn codex_sessions_first_prompt_title_and_parent() {
+        let a = run(A);
+        let sessions = a["sessions"].as_array().expect("sessions");
+        let prompts: Vec<&Value> = sessions.iter().filter(|s| !s["first_prompt"].is_null()).collect();
+        assert_eq!(prompts.len(), 1);
+        assert_eq!(prompts[0]["first_prompt"], "Add a CSV export for the orders table at GET /api/orders/export.csv. Money stays in cents 💶");
+        assert_eq!(prompts[0]["project"], "demo-app");
+        let titles: Vec<&str> = sessions.iter().filter_map(|s| s["title"].as_str()).collect();
+        assert_eq!(titles, vec!["Orders CSV export"]);
+        assert!(sessions.iter().all(|s| s["session"] == A && s["parent"].is_null()));
+
+        let b = run(B);
+        let meta = &b["sessions"][0];
+        assert_eq!(meta["session"], B);
+        assert_eq!(meta["parent"], A);
+        assert_eq!(meta["project"], "demo-app");
+
+        // The injected AGENTS.md + environment_context message is meta, never the first prompt.
+        for thread in [A, B, C, D, E] {
+            let v = run(thread);
+            let injected: Vec<&Value> = events(&v)
+                .iter()
+                .filter(|e| e["text"].as_str().is_some_and(|t| t.starts_with("# AGENTS.md instructions for") || t.starts_with("<user_instructions>")))
+                .collect();
+            assert_eq!(injected.len(), 1, "{thread}");
+            assert_eq!(injected[0]["kind"], "Meta");
+            assert_eq!(injected[0]["role"], "User");
+            let prompts: Vec<&Value> = v["sessions"].as_array().expect("sessions").iter().filter(|s| !s["first_prompt"].is_null()).collect();
+            assert_eq!(prompts.len(), 1, "{thread}");
+            assert!(!is_injected(prompts[0]["first_prompt"].as_str().expect("prompt")));
+        }
+
+        let index = golden::run(&Codex, files().last().expect("index"));
+        let titles: Vec<(&str, &str)> = index["sessions"]
+            .as_array()
+            .expect("sessions")
+            .iter()
+            .map(|s| (s["session"].as_str().expect("id"), s["title"].as_str().expect("title")))
+            .collect();
+        // Applied in order, the last entry for A (the newest) wins.
+        assert_eq!(titles, vec![(A, "Orders CSV export"), (C, "sync_batch 幂等键"), (A, "Orders CSV export (streaming)")]);
+        assert_eq!(index["events"], json!([]));
+    }
+
+    #[test]
+    fn codex_state_carries_across_runs() {
+        // Parse A in two runs, the state going through JSON between them as ingest stores it.
+        let f = file(A);
+        let whole = run(A);
+        let raw = std::fs::read(&f.path).expect("read");
+        let lines: Vec<&[u8]> = raw.split(|&b| b == b'\n').collect();
+        let mut events = Vec::new();
+        let mut state = State::new();
+        for (i, line) in lines.iter().enumerate().take(lines.len() - 1) {
+            if i == 10 {
+                let stored = serde_json::to_vec(&state).expect("state json");
+                state = serde_json::from_slice(&stored).expect("state back");
+            }
+            if let Line::Parsed(p) = Codex.parse_line(&f, &mut state, line, i as u64 + 1) {
+                events.extend(p.events.into_iter().map(|e| serde_json::to_value(e).expect("json")));
+            }
+        }
+        assert_eq!(&events, self::events(&whole));
+        let late = events.last().expect("events");
+        assert_eq!(late["session"], A);
+        assert_eq!(late["git_branch"], "feat/orders-export");
+        assert_eq!(late["agent_version"], "0.158.1");
+        assert_eq!(late["project"], "demo-app");
+    }
+
+    #[test]
+    fn codex_session_falls_back_to_the_file_name_and_follows_turn_context() {
+        let f = synthetic(&format!("rollout-2026-10-22T09-00-00-{C}.jsonl.zst"));
+        let mut state = State::new();
+        let tc = json!({"timestamp": "2026-10-22T07:00:00Z", "type": "turn_context", "payload": {"turn_id": "t", "cwd": "/home/dev/src/ledger_sync"}});
+        assert_eq!(parsed(Codex.parse_line(&f, &mut state, tc.to_string().as_bytes(), 1)), Parsed::default());
+        let user = json!({"timestamp": "2026-10-22T07:00:01.5Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "继续"}]}});
+        let p = parsed(Codex.parse_line(&f, &mut state, user.to_string().as_bytes(), 2));
+        assert_eq!(p.events[0].id, format!("codex:{C}:2"));
+        assert_eq!(p.events[0].session, C);
+        assert_eq!(p.events[0].time_unix_ms, 1_792_652_401_500);
+        assert_eq!(p.events[0].project.as_deref(), Some("ledger_sync"));
+        assert_eq!(p.sessions[0].first_prompt.as_deref(), Some("继续"));
+        // A later run (state through JSON) still knows the session; a later cwd is followed.
+        let mut state: State = serde_json::from_str(&serde_json::to_string(&state).expect("json")).expect("state");
+        let tc2 = json!({"timestamp": "2026-10-22T07:01:00Z", "type": "turn_context", "payload": {"cwd": "/home/dev/demo-app"}});
+        parsed(Codex.parse_line(&f, &mut state, tc2.to_string().as_bytes(), 3));
+        let p = parsed(Codex.parse_line(&f, &mut state, user.to_string().as_bytes(), 4));
+        assert_eq!(p.events[0].session, C);
+        assert_eq!(p.events[0].project.as_deref(), Some("demo-app"));
+        assert!(p.sessions.is_empty(), "first prompt given once");
+
+        // No session_meta and no id in the name: an indexed line is malformed, a turn_context is not.
+        let nameless = synthetic("rollout-broken.jsonl");
+        let mut state = State::new();
+        assert!(matches!(Codex.parse_line(&nameless, &mut state, tc.to_string().as_bytes(), 1), Line::Parsed(_)));
+        assert!(matches!(Codex.parse_line(&nameless, &mut state, user.to_string().as_bytes(), 2), Line::Malformed(_)));
+    }
+
+    #[test]
+    fn codex_forked_history_header_does_not_change_the_session() {
+        let f = synthetic(&format!("rollout-2026-10-22T09-00-00-{B}.jsonl"));
+        let mut state = State::new();
+        let own = json!({"timestamp": "2026-10-22T07:00:00Z", "type": "session_meta", "payload": {"id": B, "cwd": "/home/dev/demo-app", "forked_from_id": A, "cli_version": "0.160.0", "source": "cli"}});
+        let copied = json!({"timestamp": "2026-10-22T07:00:00Z", "type": "session_meta", "payload": {"id": A, "cwd": "/home/dev/other", "cli_version": "0.150.0", "git": {"branch": "old"}}});
+        let p = parsed(Codex.parse_line(&f, &mut state, own.to_string().as_bytes(), 1));
+        assert_eq!(p.sessions, vec![SessionChange { session: B.into(), project: Some("demo-app".into()), title: None, first_prompt: None, parent: None }]);
+        assert_eq!(parsed(Codex.parse_line(&f, &mut state, copied.to_string().as_bytes(), 2)), Parsed::default());
+        assert_eq!(state_str(&state, "session"), Some(B));
+        assert_eq!(state_str(&state, "cwd"), Some("/home/dev/demo-app"));
+        assert_eq!(state_str(&state, "version"), Some("0.160.0"));
+    }
+
+    #[test]
+    fn codex_injected_context_is_recognised() {
+        for t in [
+            "# AGENTS.md instructions for /home/dev/demo-app\n\n<INSTRUCTIONS>x</INSTRUCTIONS>",
+            "  <environment_context>\n<cwd>/x</cwd>\n</environment_context>",
+            "<user_instructions>be brief</user_instructions>",
+            "<permissions instructions>\nsandbox\n</permissions instructions>",
+            "<TURN_ABORTED>interrupted</TURN_ABORTED>",
+            "<skill>\n<name>x</name>\n</skill>",
+            "<some_future_context>\nsomething\n</some_future_context>\n",
+        ] {
+            assert!(is_injected(t), "{t}");
+        }
+        for t in ["Add a CSV export", "<div>hello</div>", "<b>bold</b> claim", "<environment_ctx is a typo", "为 sync_batch 加上幂等键", "🚀", ""] {
+            assert!(!is_injected(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn codex_thread_id_comes_from_the_file_name_only_when_it_is_a_uuid() {
+        assert_eq!(thread_id_of(Path::new(&format!("/x/rollout-2026-10-20T16-03-11-{A}.jsonl"))).as_deref(), Some(A));
+        assert_eq!(thread_id_of(Path::new(&format!("/x/rollout-2026-10-20T16-03-11-{A}.jsonl.zst"))).as_deref(), Some(A));
+        assert_eq!(thread_id_of(Path::new("/x/rollout-2026-10-20T16-03-11-not-a-uuid.jsonl")), None);
+        assert_eq!(thread_id_of(Path::new("/x/rollout-ééééééééééééééééééééééééééééééééééééé.jsonl")), None);
+        assert_eq!(thread_id_of(Path::new(&format!("/x/rollout-{A}.json"))), None);
+    }
+
+    #[test]
+    fn codex_memory_files() {
+        let home = homes();
+        let got: Vec<(PathBuf, MemoryScope)> = Codex.memory_files(&home, &[]).into_iter().map(|m| (m.path, m.scope)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (home.codex.join("AGENTS.md"), MemoryScope::User),
+                (home.codex.join("memories/MEMORY.md"), MemoryScope::User),
+                (home.codex.join("memories/memory_summary.md"), MemoryScope::User),
+            ]
+        );
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let h = Homes::under(dir.path());
+        let with_override = dir.path().join("demo-app");
+        let plain = dir.path().join("src/ledger_sync");
+        let empty = dir.path().join("empty");
+        for d in [&h.codex, &with_override, &plain, &empty] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        for p in [h.codex.join("AGENTS.md"), h.codex.join("AGENTS.override.md"), with_override.join("AGENTS.md"), with_override.join("AGENTS.override.md"), plain.join("AGENTS.md")] {
+            std::fs::write(p, "- rule\n").expect("write");
+        }
+        let got = Codex.memory_files(&h, &[with_override.clone(), plain.clone(), empty]);
+        let got: Vec<(PathBuf, MemoryScope, Option<String>)> = got.into_iter().map(|m| (m.path, m.scope, m.project)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (h.codex.join("AGENTS.override.md"), MemoryScope::User, None),
+                (with_override.join("AGENTS.override.md"), MemoryScope::Project, Some(with_override.to_string_lossy().into_owned())),
+                (plain.join("AGENTS.md"), MemoryScope::Project, Some(plain.to_string_lossy().into_owned())),
+            ]
+        );
+    }
+
+    const TYPES: &[&str] = &["session_meta", "turn_context", "response_item", "compacted", "event_msg", "world_state", "x"];
+    const PAYLOAD_TYPES: &[&str] = &[
+        "message", "reasoning", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output", "local_shell_call",
+        "web_search_call", "image_generation_call", "tool_search_call", "ghost_snapshot", "user_message", "agent_message", "thread_name_updated", "error",
+    ];
+    const KEYS: &[&str] = &[
+        "type", "role", "content", "text", "id", "cwd", "git", "branch", "source", "subagent", "thread_spawn", "parent_thread_id", "output",
+        "arguments", "input", "name", "summary", "message", "thread_name", "thread_id", "action", "command", "query", "metadata", "exit_code",
+        "cli_version", "url",
+    ];
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            "[a-z_<>#{}\":\\\\ 中é🚀-]{0,16}".prop_map(Value::String),
+            proptest::sample::select(PAYLOAD_TYPES).prop_map(Value::from),
+            Just(Value::from("{\"output\":\"ok\",\"metadata\":{\"exit_code\":2}}")),
+            Just(Value::from("<environment_context>x</environment_context>")),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(3, 32, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(proptest::sample::select(KEYS), inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+            ]
+        })
+    }
+
+    /// A record shaped like a rollout line, with random payload fields.
+    fn record() -> impl Strategy<Value = Value> {
+        (
+            proptest::sample::select(TYPES),
+            prop_oneof![Just(json!("2026-10-20T14:03:11.402Z")), Just(json!("yesterday")), leaf()],
+            proptest::sample::select(PAYLOAD_TYPES),
+            value(),
+        )
+            .prop_map(|(ty, ts, pty, fields)| {
+                let mut payload = match fields {
+                    Value::Object(m) => m,
+                    other => [("content".to_owned(), other)].into_iter().collect(),
+                };
+                payload.insert("type".into(), Value::from(pty));
+                json!({"timestamp": ts, "type": ty, "payload": payload})
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn codex_parse_line_never_panics_on_bytes(lines in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..256), 1..8)) {
+            let mut state = State::new();
+            let mut index_state = State::new();
+            let rollout = synthetic(&format!("rollout-2026-10-22T09-00-00-{A}.jsonl"));
+            let index = synthetic("session_index.jsonl");
+            for (i, line) in lines.iter().enumerate() {
+                let _ = Codex.parse_line(&rollout, &mut state, line, i as u64 + 1);
+                let _ = Codex.parse_line(&index, &mut index_state, line, i as u64 + 1);
+            }
+        }
+
+        #[test]
+        fn codex_parse_line_never_panics_on_json_ish_lines(records in proptest::collection::vec(record(), 1..8), cut in any::<usize>(), flip in any::<(usize, u8)>()) {
+            let mut state = State::new();
+            let rollout = synthetic("rollout-no-id.jsonl");
+            for (i, r) in records.iter().enumerate() {
+                let text = r.to_string();
+                let _ = Codex.parse_line(&rollout, &mut state, text.as_bytes(), i as u64 + 1);
+                // The same line torn at any byte, and with one byte changed.
+                let bytes = text.as_bytes();
+                let _ = Codex.parse_line(&rollout, &mut state, &bytes[..cut % (bytes.len() + 1)], i as u64 + 1);
+                let mut changed = bytes.to_vec();
+                let at = flip.0 % changed.len();
+                changed[at] = flip.1;
+                let _ = Codex.parse_line(&rollout, &mut state, &changed, i as u64 + 1);
+            }
+        }
+
+        #[test]
+        fn codex_parse_line_never_panics_on_damaged_fixture_lines(n in 0usize..32, cut in any::<usize>(), flip in any::<(usize, u8)>()) {
+            let f = file(B);
+            let raw = std::fs::read(&f.path).expect("read");
+            let lines: Vec<&[u8]> = raw.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+            let line = lines[n % lines.len()];
+            let mut state = State::new();
+            let _ = Codex.parse_line(&f, &mut state, &line[..cut % (line.len() + 1)], 1);
+            let mut changed = line.to_vec();
+            let at = flip.0 % changed.len();
+            changed[at] = flip.1;
+            let _ = Codex.parse_line(&f, &mut state, &changed, 2);
+        }
     }
 }

@@ -1,24 +1,1265 @@
-//! Cursor: being written.
+//! Cursor: the line-based agent transcripts under
+//! `~/.cursor/projects/<slug>/agent-transcripts/` (IDE and `cursor-agent` CLI):
+//! `<id>/<id>.jsonl`, sub-agents in `<id>/subagents/<child id>.jsonl`, and the legacy plain-text
+//! `<id>.txt` of older builds (a flat `<id>.jsonl` there is read too). Cursor's SQLite stores
+//! (`state.vscdb`, the CLI's `store.db`) are out of scope: not read by this adapter.
+//!
+//! **JSONL lines** are `{"role", "message": {"content": [blocks]}}` (or a bare-string
+//! `content`) and lifecycle lines `{"type": "turn_ended", "status", "error"?}`. Event id
+//! `cursor:<transcript id>:<line>`; a second block on one line gets `:<n>` (its index in
+//! `content`). Text blocks → `message` (user text with the `<timestamp>` element removed and the
+//! `<user_query>` tags dropped; a user text without `<user_query>` that starts with `<` is
+//! taken for injected context → `meta`); empty texts give no event; `tool_use` (Cursor gives
+//! it no id, so it cannot be paired with a result) → role `assistant`, kind `tool_use`, text
+//! `Name {input}`;
+//! `turn_ended` (as a line or as a content block) → role and kind `system`, text
+//! `turn ended: <status>[: <error>]`; `thinking` → `meta`, `tool_result` → `tool_result`,
+//! `image` → `meta` (these three are not attested in real files); any other block → `meta` with
+//! its JSON. Lines of other `type`s without a role are skipped as nothing to index; a role other
+//! than user/assistant/system, missing content, and invalid JSON are malformed. Blank lines
+//! are nothing (not malformed).
+//!
+//! **Times.** Only user turns carry a time: `<timestamp>Tuesday, Oct 20, 2026, 4:12 PM
+//! (UTC+2)</timestamp>`, local time with its offset, minute resolution → UTC Unix ms (the
+//! weekday is ignored; a time without an offset is not guessed). Every later line (assistant
+//! text, tool calls, `turn_ended`) inherits the latest user time, kept in the state so a later
+//! run goes on from it; those times are approximate (the event has no field to say so). Lines
+//! before any timestamp (sub-agent transcripts and legacy `.txt` files have none at all) get
+//! the file's modification time, read in `begin` on every run: an upper bound of when lines
+//! read in that run were written.
+//!
+//! **Sessions.** Session = the file stem (transcript id); a sub-agent file is its own session
+//! with `parent` = the enclosing transcript id (its folder name), announced on its first parsed
+//! line. First prompt = the first user text's `<user_query>` content (a user text without
+//! that wrapper counts whole, which is what a sub-agent's task prompt looks like). No title,
+//! cwd, branch, model or version is in the files.
+//!
+//! **Project.** The folder slug is the absolute path with non-alphanumerics turned to `-`, which
+//! is lossy (`ledger_sync` → `ledger-sync`), so it is never turned back into a name by itself.
+//! It is resolved to a real path by slugifying candidate paths and comparing (ASCII case folded,
+//! runs of `-` collapsed, since the rule for repeated separators and non-ASCII is unconfirmed):
+//! (1) in `begin`, directories below the home that holds `.cursor`, walked guided by the slug
+//! (bounded; symbolic links not followed; more than one match → left unresolved); (2) otherwise
+//! absolute paths in tool-call inputs (`working_directory`, `path`, ...) and their ancestors.
+//! Once resolved, events carry it as `cwd` (and `project` = its last component) and the session
+//! gets one change with the project; events parsed before that carry none. Projects outside
+//! the home with no absolute path in any tool call stay unresolved (`project: null`).
+//!
+//! **Legacy `.txt`.** Headers `user:` / `assistant:` (alone on a line), `[Thinking] text` (one
+//! line), `[Tool call] Name` with indented `key: value` arguments (a value's further lines are
+//! taken verbatim), `[Tool result] Name` with the output below. A block runs until the next
+//! header or marker; it is kept in the state while it grows and its event is emitted when the
+//! next header or marker arrives, with id and `line` = the block's first line (a header's
+//! line for a message). The last block is emitted at the last complete line the file had when
+//! the run began (`begin` counts them), so a finished transcript loses nothing; if more lines
+//! later continue that block, they become a further event of the same kind from their own first
+//! line. Tool calls become `Name {"key": "value"}`; results, thinking and messages map as for
+//! JSONL. Text beyond the event limit is not kept in the state (the cut is counted).
+//!
+//! **Native memory**: per project `.cursor/rules/**/*.mdc`, `.cursorrules` and the root
+//! `AGENTS.md` (project scope). User rules live in Cursor's settings, not in files.
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
-use super::{Adapter, Line, LogFile, MemoryFile, State};
+use origin_engine::record::{EventKind, Role, SessionChange};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use crate::limits::{cut_marker, EVENT_TEXT_CHARS_MAX, WALK_DEPTH_MAX};
 use crate::source::{Homes, Source};
+use crate::text::{event, first_prompt, project_of};
+use crate::walk;
 
 /// The Cursor adapter.
 pub struct Cursor;
+
+/// State keys.
+const TIME: &str = "time_unix_ms";
+const MTIME: &str = "mtime_unix_ms";
+const CWD: &str = "cwd";
+const PROJECT_SENT: &str = "project_sent";
+const PARENT_SENT: &str = "parent_sent";
+const FIRST_PROMPT: &str = "first_prompt";
+const LINES_AT_BEGIN: &str = "lines_at_begin";
+const BLOCK: &str = "block";
+const ROLE: &str = "role";
+
+/// Directory entries the slug resolver may look at for one file.
+const RESOLVE_ENTRIES_MAX: usize = 20_000;
+
+const TRANSCRIPTS: &str = "agent-transcripts";
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Where a transcript sits, from its path alone.
+struct Place {
+    /// The transcript id: the file stem.
+    session: String,
+    /// The enclosing transcript id, for a sub-agent file.
+    parent: Option<String>,
+    /// The project folder's slug.
+    slug: Option<String>,
+    /// The home directory holding `.cursor`.
+    home: Option<PathBuf>,
+    /// The legacy plain-text format.
+    legacy: bool,
+}
+
+fn place(path: &Path) -> Place {
+    let name = |p: Option<&Path>| p.and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned());
+    let session = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir = path.parent();
+    let parent = if dir.and_then(Path::file_name) == Some(OsStr::new("subagents")) { name(dir.and_then(Path::parent)) } else { None };
+    let transcripts = path.ancestors().skip(1).find(|a| a.file_name() == Some(OsStr::new(TRANSCRIPTS)));
+    let slug_dir = transcripts.and_then(Path::parent);
+    let home = slug_dir.and_then(Path::parent).and_then(Path::parent).and_then(Path::parent).map(Path::to_path_buf);
+    Place { session, parent, slug: name(slug_dir), home, legacy: path.extension() == Some(OsStr::new("txt")) }
+}
+
+/// A slug in comparable form: ASCII lower case, every other character a separator, runs of
+/// separators collapsed, none at the ends.
+fn norm_slug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    while out.ends_with('-') {
+        out.pop();
+    }
+    out
+}
+
+/// The one directory at or below `home` whose slug is `slug`, walking only into directories
+/// whose slug starts the rest of it. None when there is no match or more than one.
+fn resolve_in_home(home: &Path, slug: &str) -> Option<PathBuf> {
+    let want = norm_slug(slug);
+    let base = norm_slug(&home.to_string_lossy());
+    if want.is_empty() {
+        return None;
+    }
+    if want == base {
+        return Some(home.to_path_buf());
+    }
+    let rest = if base.is_empty() { want.as_str() } else { want.strip_prefix(&base)?.strip_prefix('-')? };
+    let mut found = Vec::new();
+    let mut budget = RESOLVE_ENTRIES_MAX;
+    let mut stack = vec![(home.to_path_buf(), rest.to_owned(), 0usize)];
+    while let Some((dir, rest, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            if budget == 0 {
+                return None;
+            }
+            budget -= 1;
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let n = norm_slug(&entry.file_name().to_string_lossy());
+            if n.is_empty() {
+                continue;
+            }
+            if rest == n {
+                found.push(entry.path());
+            } else if let Some(r) = rest.strip_prefix(&n).and_then(|r| r.strip_prefix('-')) {
+                if depth + 1 < WALK_DEPTH_MAX {
+                    stack.push((entry.path(), r.to_owned(), depth + 1));
+                }
+            }
+        }
+    }
+    if found.len() == 1 {
+        found.pop()
+    } else {
+        None
+    }
+}
+
+/// Learns the project path from absolute paths the agent used, if not known yet: the first
+/// path (or ancestor) whose slug is the folder's.
+fn learn_cwd<'a>(state: &mut State, place: &Place, paths: impl IntoIterator<Item = &'a str>) {
+    if state.contains_key(CWD) {
+        return;
+    }
+    let Some(slug) = place.slug.as_deref().map(norm_slug).filter(|s| !s.is_empty()) else { return };
+    for p in paths {
+        if !p.starts_with('/') {
+            continue;
+        }
+        if let Some(hit) = Path::new(p).ancestors().find(|a| a != &Path::new("/") && norm_slug(&a.to_string_lossy()) == slug) {
+            state.insert(CWD.into(), Value::String(hit.to_string_lossy().into_owned()));
+            return;
+        }
+    }
+}
+
+fn cwd_of(state: &State) -> Option<String> {
+    state.get(CWD).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn flag(state: &State, key: &str) -> bool {
+    state.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// The time for an event now: the latest user time, else the file's modification time.
+fn time_of(state: &State) -> i64 {
+    state.get(TIME).or_else(|| state.get(MTIME)).and_then(Value::as_i64).unwrap_or(0)
+}
+
+const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+
+fn month_of(token: &str) -> Option<i8> {
+    let t = token.trim_end_matches('.').to_ascii_lowercase();
+    if t.len() < 3 || !t.chars().all(|c| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let full = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
+    (0..12).find(|&i| t == MONTHS[i] || t == full[i] || (i == 8 && t == "sept")).map(|i| i as i8 + 1)
+}
+
+/// Seconds east of UTC in `UTC+2`, `UTC-07:00`, `GMT+5:30`, `UTC`.
+fn offset_seconds(s: &str) -> Option<i32> {
+    let s = s.trim();
+    let rest = s.get(..3).filter(|p| p.eq_ignore_ascii_case("utc") || p.eq_ignore_ascii_case("gmt")).map(|_| s[3..].trim())?;
+    if rest.is_empty() {
+        return Some(0);
+    }
+    let (sign, digits) = if let Some(d) = rest.strip_prefix('+') {
+        (1, d)
+    } else if let Some(d) = rest.strip_prefix('-').or_else(|| rest.strip_prefix('\u{2212}')) {
+        (-1, d)
+    } else {
+        return None;
+    };
+    let (h, m) = match digits.split_once(':') {
+        Some((h, m)) => (h, m),
+        None if digits.len() == 4 => (digits.get(..2)?, digits.get(2..)?),
+        None => (digits, "0"),
+    };
+    let num = |t: &str| -> Option<i32> { if t.is_empty() || t.len() > 2 || !t.bytes().all(|b| b.is_ascii_digit()) { None } else { t.parse().ok() } };
+    let (h, m) = (num(h)?, num(m)?);
+    if h > 18 || m > 59 {
+        return None;
+    }
+    Some(sign * (h * 3600 + m * 60))
+}
+
+/// Unix milliseconds of a Cursor `<timestamp>` text: `Tuesday, Oct 20, 2026, 4:12 PM (UTC+2)`
+/// (local time and its offset). The weekday is ignored; no offset → None.
+pub fn parse_cursor_time(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (main, offset) = match s.find('(') {
+        Some(i) => (&s[..i], s[i + 1..].trim_end().trim_end_matches(')')),
+        None => {
+            let i = s.find("UTC").or_else(|| s.find("GMT"))?;
+            (&s[..i], &s[i..])
+        }
+    };
+    let offset = offset_seconds(offset)?;
+    let (mut month, mut year, mut day, mut clock, mut pm) = (None, None, None, None, None);
+    for token in main.split(|c: char| c == ',' || c.is_whitespace()).filter(|t| !t.is_empty()) {
+        let lower = token.to_ascii_lowercase();
+        if let Some(m) = month_of(token) {
+            month = Some(m);
+        } else if token.contains(':') {
+            clock = Some(token);
+        } else if ["pm", "p.m."].contains(&lower.as_str()) {
+            pm = Some(true);
+        } else if ["am", "a.m."].contains(&lower.as_str()) {
+            pm = Some(false);
+        } else if token.bytes().all(|b| b.is_ascii_digit()) && token.len() <= 4 {
+            let n: i16 = token.parse().ok()?;
+            if token.len() == 4 {
+                year = Some(n);
+            } else {
+                day = Some(i8::try_from(n).ok()?);
+            }
+        }
+    }
+    let mut parts = clock?.split(':');
+    let mut field = |max: i8| -> Option<i8> {
+        let t = parts.next()?;
+        if t.is_empty() || t.len() > 2 || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        t.parse::<i8>().ok().filter(|v| *v <= max)
+    };
+    let (mut hour, minute) = (field(23)?, field(59)?);
+    let second = match parts.next() {
+        Some(t) if t.len() <= 2 && !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => t.parse::<i8>().ok().filter(|v| *v <= 59)?,
+        Some(_) => return None,
+        None => 0,
+    };
+    if let Some(pm) = pm {
+        if !(1..=12).contains(&hour) {
+            return None;
+        }
+        hour = hour % 12 + if pm { 12 } else { 0 };
+    }
+    let dt = jiff::civil::DateTime::new(year?, month?, day?, hour, minute, second, 0).ok()?;
+    let ts = jiff::tz::Offset::from_seconds(offset).ok()?.to_timestamp(dt).ok()?;
+    Some(ts.as_millisecond())
+}
+
+/// The first `<tag>…</tag>` of `text`: (start of the element, end of its inner text, end of
+/// the element). An element left open runs to the end.
+fn element(text: &str, tag: &str) -> Option<(usize, usize, usize, usize)> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let start = text.find(&open)?;
+    let inner = start + open.len();
+    Some(match text[inner..].find(&close) {
+        Some(i) => (start, inner, inner + i, inner + i + close.len()),
+        None => (start, inner, text.len(), text.len()),
+    })
+}
+
+/// A user text block, unwrapped.
+struct UserText {
+    /// The `<timestamp>` time, if the text has a readable one.
+    time: Option<i64>,
+    /// The text without the timestamp element and without the `<user_query>` tags.
+    text: String,
+    /// The `<user_query>` content, if any.
+    query: Option<String>,
+}
+
+fn user_text(raw: &str) -> UserText {
+    let mut text = raw.to_owned();
+    let mut time = None;
+    if let Some((start, inner, inner_end, end)) = element(&text, "timestamp") {
+        time = parse_cursor_time(&text[inner..inner_end]);
+        text = format!("{}{}", &text[..start], &text[end..]);
+    }
+    let mut query = None;
+    if let Some((start, inner, inner_end, end)) = element(&text, "user_query") {
+        let q = text[inner..inner_end].trim().to_owned();
+        text = format!("{}{}{}", &text[..start], &text[inner..inner_end], &text[end..]);
+        query = Some(q);
+    }
+    UserText { time, text: text.trim().to_owned(), query }
+}
+
+/// Text of a `tool_result` content: a string, or blocks whose text is joined.
+fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Value::String(s) => Some(s.clone()),
+                _ => str_of(b, "text").map(str::to_owned),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn turn_ended_text(v: &Value) -> String {
+    let mut text = "turn ended".to_owned();
+    if let Some(status) = str_of(v, "status") {
+        text.push_str(": ");
+        text.push_str(status);
+    }
+    match v.get("error") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(e)) if e.is_empty() => {}
+        Some(Value::String(e)) => {
+            text.push_str(": ");
+            text.push_str(e);
+        }
+        Some(other) => {
+            text.push_str(": ");
+            text.push_str(&other.to_string());
+        }
+    }
+    text
+}
+
+/// What a user text is, and whether it can be the first prompt.
+fn user_kind(u: &UserText) -> (EventKind, Option<String>) {
+    match &u.query {
+        Some(q) => (EventKind::Message, Some(q.clone()).filter(|q| !q.is_empty())),
+        None if u.text.starts_with('<') => (EventKind::Meta, None),
+        None => (EventKind::Message, Some(u.text.clone()).filter(|t| !t.is_empty())),
+    }
+}
+
+/// The session change this line brings, if any: the parent on the first line of a sub-agent
+/// file, the project when first resolved, the first prompt once.
+fn session_change(state: &mut State, place: &Place, prompt: Option<String>) -> Option<SessionChange> {
+    let project = cwd_of(state).as_deref().and_then(project_of);
+    let mut changed = false;
+    if place.parent.is_some() && !flag(state, PARENT_SENT) {
+        state.insert(PARENT_SENT.into(), Value::Bool(true));
+        changed = true;
+    }
+    if project.is_some() && !flag(state, PROJECT_SENT) {
+        state.insert(PROJECT_SENT.into(), Value::Bool(true));
+        changed = true;
+    }
+    let prompt = prompt.filter(|_| !state.contains_key(FIRST_PROMPT)).map(|p| first_prompt(&p));
+    if prompt.is_some() {
+        state.insert(FIRST_PROMPT.into(), Value::Bool(true));
+        changed = true;
+    }
+    changed.then(|| SessionChange { session: place.session.clone(), project, title: None, first_prompt: prompt, parent: place.parent.clone() })
+}
+
+/// Absolute-path-looking string values of a tool input.
+fn input_paths(input: &Value) -> Vec<&str> {
+    match input {
+        Value::Object(m) => m.values().filter_map(Value::as_str).filter(|s| s.starts_with('/')).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A legacy `.txt` block being read.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Block {
+    /// `text`, `tool_call` or `tool_result`.
+    kind: String,
+    /// `user`, `assistant` or `system` (text before any header).
+    role: String,
+    /// Tool name.
+    #[serde(default)]
+    name: String,
+    /// The block's first line; None once emitted (more lines start a continuation).
+    line: Option<u64>,
+    /// Its lines so far, joined with `\n`, up to the event text limit.
+    #[serde(default)]
+    text: String,
+    /// Characters in `text`.
+    #[serde(default)]
+    chars: u64,
+    /// Characters left out of `text`.
+    #[serde(default)]
+    dropped: u64,
+    /// Whether a line was appended since `line` was set.
+    #[serde(default)]
+    started: bool,
+}
+
+impl Block {
+    fn new(kind: &str, role: &str, name: &str, line: u64) -> Block {
+        Block { kind: kind.into(), role: role.into(), name: name.into(), line: Some(line), ..Block::default() }
+    }
+
+    fn push(&mut self, line: &str) {
+        let sep = u64::from(self.started);
+        self.started = true;
+        let n = line.chars().count() as u64;
+        let room = (EVENT_TEXT_CHARS_MAX as u64).saturating_sub(self.chars);
+        if self.dropped == 0 && sep + n <= room {
+            if sep == 1 {
+                self.text.push('\n');
+            }
+            self.text.push_str(line);
+            self.chars += sep + n;
+            return;
+        }
+        // Keep what fits, count the rest.
+        let mut kept = 0u64;
+        if self.dropped == 0 && room > 0 {
+            if sep == 1 {
+                self.text.push('\n');
+                kept += 1;
+            }
+            let take = (room - kept) as usize;
+            let end = line.char_indices().nth(take).map_or(line.len(), |(i, _)| i);
+            self.text.push_str(&line[..end]);
+            kept += line[..end].chars().count() as u64;
+        }
+        self.chars += kept;
+        self.dropped += sep + n - kept;
+    }
+}
+
+/// `key: value` arguments of a legacy tool call (two-space indent; further lines of a value
+/// verbatim). None when there are lines before any key.
+fn legacy_args(text: &str) -> Option<Map<String, Value>> {
+    let mut args = Map::new();
+    let mut current: Option<(String, String)> = None;
+    for line in text.lines() {
+        let key_line = line.strip_prefix("  ").filter(|r| !r.starts_with(char::is_whitespace)).and_then(|r| {
+            let (k, v) = r.split_once(':')?;
+            let ok = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            ok.then(|| (k.to_owned(), v.strip_prefix(' ').unwrap_or(v).to_owned()))
+        });
+        match (key_line, &mut current) {
+            (Some(kv), _) => {
+                if let Some((k, v)) = current.replace(kv) {
+                    args.insert(k, Value::String(v));
+                }
+            }
+            (None, Some((_, v))) => {
+                v.push('\n');
+                v.push_str(line);
+            }
+            (None, None) if line.trim().is_empty() => {}
+            (None, None) => return None,
+        }
+    }
+    if let Some((k, v)) = current {
+        args.insert(k, Value::String(v));
+    }
+    Some(args)
+}
+
+fn take_block(state: &mut State) -> Option<Block> {
+    state.remove(BLOCK).and_then(|v| serde_json::from_value(v).ok())
+}
+
+fn put_block(state: &mut State, block: &Block) {
+    if let Ok(v) = serde_json::to_value(block) {
+        state.insert(BLOCK.into(), v);
+    }
+}
+
+impl Cursor {
+    fn parse_json(&self, place: &Place, state: &mut State, line: &[u8], line_no: u64) -> Line {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Line::Parsed(Parsed::default());
+        }
+        let v: Value = match serde_json::from_slice(line) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => return Line::Malformed("not a JSON object".into()),
+            Err(e) => return Line::Malformed(format!("invalid JSON: {e}")),
+        };
+        let message = v.get("message");
+        let role_name = str_of(&v, "role").or_else(|| message.and_then(|m| str_of(m, "role")));
+        let mut out = Parsed::default();
+        let Some(role_name) = role_name else {
+            return match str_of(&v, "type") {
+                Some("turn_ended") => {
+                    let cwd = cwd_of(state);
+                    let id = format!("cursor:{}:{line_no}", place.session);
+                    out.events.push(event(id, time_of(state), &place.session, cwd.as_deref(), Role::System, EventKind::System, turn_ended_text(&v), line_no));
+                    out.sessions.extend(session_change(state, place, None));
+                    Line::Parsed(out)
+                }
+                // Other lifecycle or state records: nothing to index, nothing wrong.
+                Some(_) => {
+                    out.sessions.extend(session_change(state, place, None));
+                    Line::Parsed(out)
+                }
+                None => Line::Malformed("no role or type".into()),
+            };
+        };
+        let role = match role_name {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "system" => Role::System,
+            other => return Line::Malformed(format!("unknown role {other:?}")),
+        };
+        let bare;
+        let blocks: &[Value] = match message.and_then(|m| m.get("content")) {
+            Some(Value::Array(b)) => b,
+            Some(Value::String(s)) => {
+                bare = [json!({ "type": "text", "text": s })];
+                &bare
+            }
+            _ => return Line::Malformed(format!("{role_name} line without message.content")),
+        };
+        // What the line teaches first, so its own events carry it: the user's time, the
+        // project path from tool inputs.
+        let text_of = |b: &Value| -> Option<String> {
+            match b {
+                Value::String(s) => Some(s.clone()),
+                _ if matches!(str_of(b, "type"), Some("text") | None) => str_of(b, "text").map(str::to_owned),
+                _ => None,
+            }
+        };
+        let users: Vec<Option<UserText>> = blocks.iter().map(|b| if role == Role::User { text_of(b).map(|t| user_text(&t)) } else { None }).collect();
+        for u in users.iter().flatten() {
+            if let Some(t) = u.time {
+                state.insert(TIME.into(), Value::from(t));
+            }
+        }
+        for b in blocks.iter().filter(|b| str_of(b, "type") == Some("tool_use")) {
+            learn_cwd(state, place, b.get("input").map(input_paths).unwrap_or_default());
+        }
+        let time = time_of(state);
+        let cwd = cwd_of(state);
+        let mut prompt: Option<String> = None;
+        for (n, (b, user)) in blocks.iter().zip(users).enumerate() {
+            let (r, kind, text) = if let Some(u) = user {
+                let (kind, p) = user_kind(&u);
+                if role == Role::User && prompt.is_none() {
+                    prompt = p;
+                }
+                (role, kind, u.text)
+            } else {
+                match str_of(b, "type") {
+                    Some("text") | None => {
+                        let k = if role == Role::System { EventKind::Meta } else { EventKind::Message };
+                        (role, k, text_of(b).unwrap_or_default())
+                    }
+                    Some("tool_use") => {
+                        let name = str_of(b, "name").unwrap_or("tool");
+                        let text = match b.get("input") {
+                            Some(input) => format!("{name} {input}"),
+                            None => name.to_owned(),
+                        };
+                        (Role::Assistant, EventKind::ToolUse, text)
+                    }
+                    Some("thinking") | Some("reasoning") => {
+                        let t = str_of(b, "thinking").or_else(|| str_of(b, "text")).unwrap_or_default();
+                        (Role::Assistant, EventKind::Meta, t.to_owned())
+                    }
+                    Some("tool_result") => (Role::User, EventKind::ToolResult, content_text(b.get("content").unwrap_or(&Value::Null))),
+                    Some("turn_ended") => (Role::System, EventKind::System, turn_ended_text(b)),
+                    Some("image") => (role, EventKind::Meta, "[image]".to_owned()),
+                    Some(_) => (role, EventKind::Meta, b.to_string()),
+                }
+            };
+            if matches!(kind, EventKind::Message | EventKind::Meta) && text.trim().is_empty() {
+                continue;
+            }
+            let id = if n == 0 { format!("cursor:{}:{line_no}", place.session) } else { format!("cursor:{}:{line_no}:{n}", place.session) };
+            out.events.push(event(id, time, &place.session, cwd.as_deref(), r, kind, text, line_no));
+        }
+        out.sessions.extend(session_change(state, place, prompt));
+        Line::Parsed(out)
+    }
+
+    /// Emits a legacy block's event (if it has anything to say).
+    fn emit_block(&self, place: &Place, state: &mut State, block: &Block, out: &mut Parsed, prompt: &mut Option<String>) {
+        let Some(line) = block.line else { return };
+        let (role, kind, text) = match (block.kind.as_str(), block.role.as_str()) {
+            ("tool_call", _) => {
+                let raw = block.text.trim_end();
+                let text = match legacy_args(raw) {
+                    Some(args) => {
+                        learn_cwd(state, place, args.values().filter_map(Value::as_str).filter(|s| s.starts_with('/')).collect::<Vec<_>>());
+                        if args.is_empty() {
+                            block.name.clone()
+                        } else {
+                            format!("{} {}", block.name, Value::Object(args))
+                        }
+                    }
+                    None => format!("{}\n{raw}", block.name),
+                };
+                (Role::Assistant, EventKind::ToolUse, text)
+            }
+            ("tool_result", _) => (Role::User, EventKind::ToolResult, block.text.trim_start_matches(['\n', '\r']).trim_end().to_owned()),
+            (_, "user") => {
+                let u = user_text(&block.text);
+                if let Some(t) = u.time {
+                    state.insert(TIME.into(), Value::from(t));
+                }
+                let (kind, p) = user_kind(&u);
+                if prompt.is_none() {
+                    *prompt = p;
+                }
+                (Role::User, kind, u.text)
+            }
+            (_, "assistant") => (Role::Assistant, EventKind::Message, block.text.trim().to_owned()),
+            _ => (Role::System, EventKind::Meta, block.text.trim().to_owned()),
+        };
+        if matches!(kind, EventKind::Message | EventKind::Meta) && text.is_empty() {
+            return;
+        }
+        let cwd = cwd_of(state);
+        let mut e = event(format!("cursor:{}:{line}", place.session), time_of(state), &place.session, cwd.as_deref(), role, kind, text, line);
+        if block.dropped > 0 {
+            e.text.push_str(&cut_marker(block.dropped));
+            e.text_cut_chars += block.dropped;
+        }
+        out.events.push(e);
+    }
+
+    fn parse_legacy(&self, place: &Place, state: &mut State, line: &[u8], line_no: u64) -> Line {
+        let decoded = String::from_utf8_lossy(line);
+        let text = decoded.strip_suffix('\r').unwrap_or(&decoded);
+        let mut out = Parsed::default();
+        let mut prompt = None;
+        let header = match text.trim_end() {
+            "user:" => Some("user"),
+            "assistant:" => Some("assistant"),
+            _ => None,
+        };
+        let marker = ["[Thinking]", "[Tool call]", "[Tool result]"].into_iter().find(|m| header.is_none() && text.starts_with(m));
+        let mut block = take_block(state);
+        if header.is_some() || marker.is_some() {
+            if let Some(b) = block.take() {
+                self.emit_block(place, state, &b, &mut out, &mut prompt);
+            }
+        }
+        if let Some(role) = header {
+            state.insert(ROLE.into(), Value::String(role.into()));
+            block = Some(Block::new("text", role, "", line_no));
+        } else if let Some(m) = marker {
+            let rest = text[m.len()..].trim();
+            match m {
+                "[Thinking]" => {
+                    if !rest.is_empty() {
+                        let cwd = cwd_of(state);
+                        let id = format!("cursor:{}:{line_no}", place.session);
+                        out.events.push(event(id, time_of(state), &place.session, cwd.as_deref(), Role::Assistant, EventKind::Meta, rest.to_owned(), line_no));
+                    }
+                }
+                "[Tool call]" => block = Some(Block::new("tool_call", "assistant", rest, line_no)),
+                _ => block = Some(Block::new("tool_result", "user", rest, line_no)),
+            }
+        } else {
+            let blank = text.trim().is_empty();
+            match &mut block {
+                Some(b) if b.line.is_some() => b.push(text),
+                Some(b) if !blank => {
+                    b.line = Some(line_no);
+                    b.push(text);
+                }
+                Some(_) => {}
+                None if !blank => {
+                    let role = state.get(ROLE).and_then(Value::as_str).unwrap_or("system").to_owned();
+                    let mut b = Block::new("text", &role, "", line_no);
+                    b.push(text);
+                    block = Some(b);
+                }
+                None => {}
+            }
+        }
+        // At the last line the file had when this run began, the open block is complete as
+        // far as anyone can know: emit it, and keep its kind for lines that may continue it.
+        let last = state.get(LINES_AT_BEGIN).and_then(Value::as_u64).unwrap_or(u64::MAX);
+        if let Some(b) = &mut block {
+            if line_no >= last && b.line.is_some() {
+                self.emit_block(place, state, b, &mut out, &mut prompt);
+                *b = Block { kind: std::mem::take(&mut b.kind), role: std::mem::take(&mut b.role), name: std::mem::take(&mut b.name), ..Block::default() };
+            }
+        }
+        if let Some(b) = &block {
+            put_block(state, b);
+        }
+        out.sessions.extend(session_change(state, place, prompt));
+        Line::Parsed(out)
+    }
+}
+
+/// Complete lines (`\n`-terminated) in a file.
+fn count_lines(path: &Path) -> Option<u64> {
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut n = 0u64;
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Some(n),
+            Ok(k) => n += buf[..k].iter().filter(|&&b| b == b'\n').count() as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Whether `path` (below `root` = `<cursor>/projects`) is a transcript this adapter reads.
+fn is_transcript(root: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else { return false };
+    let parts: Vec<&OsStr> = rel.components().map(|c| c.as_os_str()).collect();
+    let ext = path.extension();
+    let jsonl = ext == Some(OsStr::new("jsonl"));
+    let transcripts = OsStr::new(TRANSCRIPTS);
+    match parts.as_slice() {
+        [_, t, _] => *t == transcripts && (jsonl || ext == Some(OsStr::new("txt"))),
+        [_, t, id, _] => *t == transcripts && jsonl && path.file_stem() == Some(*id),
+        [_, t, _, sub, _] => *t == transcripts && jsonl && *sub == OsStr::new("subagents"),
+        _ => false,
+    }
+}
 
 impl Adapter for Cursor {
     fn source(&self) -> Source {
         Source::Cursor
     }
-    fn discover(&self, _homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
-        (Vec::new(), Vec::new())
+
+    fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
+        let root = homes.cursor.join("projects");
+        let mut problems = Vec::new();
+        let files = walk::files(&root, &|p| is_transcript(&root, p), &mut problems)
+            .into_iter()
+            .map(|path| LogFile {
+                source: Source::Cursor,
+                key: path.to_string_lossy().into_owned(),
+                mirror: walk::relative(&root, &path),
+                path,
+                format: FileFormat::Lines,
+            })
+            .collect();
+        (files, problems)
     }
-    fn parse_line(&self, _file: &LogFile, _state: &mut State, _line: &[u8], _line_no: u64) -> Line {
-        Line::Malformed("not implemented yet".into())
+
+    fn begin(&self, file: &LogFile, state: &mut State) {
+        let place = place(&file.path);
+        let mtime = std::fs::metadata(&file.path).and_then(|m| m.modified()).ok().and_then(|t| jiff::Timestamp::try_from(t).ok());
+        if let Some(t) = mtime {
+            state.insert(MTIME.into(), Value::from(t.as_millisecond()));
+        }
+        if place.legacy {
+            match count_lines(&file.path) {
+                Some(n) => state.insert(LINES_AT_BEGIN.into(), Value::from(n)),
+                None => state.remove(LINES_AT_BEGIN),
+            };
+        }
+        if !state.contains_key(CWD) {
+            if let (Some(home), Some(slug)) = (&place.home, &place.slug) {
+                if let Some(dir) = resolve_in_home(home, slug) {
+                    state.insert(CWD.into(), Value::String(dir.to_string_lossy().into_owned()));
+                }
+            }
+        }
     }
-    fn memory_files(&self, _homes: &Homes, _projects: &[PathBuf]) -> Vec<MemoryFile> {
-        Vec::new()
+
+    fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
+        let place = place(&file.path);
+        if place.legacy {
+            self.parse_legacy(&place, state, line, line_no)
+        } else {
+            self.parse_json(&place, state, line, line_no)
+        }
+    }
+
+    fn memory_files(&self, _homes: &Homes, projects: &[PathBuf]) -> Vec<MemoryFile> {
+        let mut out = Vec::new();
+        let mut problems = Vec::new();
+        let mdc = |p: &Path| p.extension().is_some_and(|e| e == "mdc");
+        for dir in projects {
+            let project = Some(dir.to_string_lossy().into_owned());
+            let mk = |path: PathBuf| MemoryFile { source: Source::Cursor, path, scope: MemoryScope::Project, project: project.clone() };
+            out.extend(walk::files(&dir.join(".cursor/rules"), &mdc, &mut problems).into_iter().map(mk));
+            out.push(mk(dir.join(".cursorrules")));
+            out.push(mk(dir.join("AGENTS.md")));
+        }
+        out.retain(|m| m.path.is_file());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::adapter::golden;
+
+    const DEMO: &str = "7c1e4b2a-3d5f-4e6a-9b8c-0d1e2f3a4b5c";
+    const SUB: &str = "b4a3c2d1-6e5f-4a7b-8c9d-1e2f3a4b5c6d";
+    const LEDGER: &str = "e9d8c7b6-a5f4-4e3d-8c2b-1a0f9e8d7c6b";
+    const LEGACY: &str = "3a2b1c0d-9e8f-4a7b-b6c5-d4e3f2a1b0c9";
+
+    fn homes() -> Homes {
+        Homes::under(&golden::fixture_home())
+    }
+
+    fn fixture(stem: &str) -> LogFile {
+        let (files, _) = Cursor.discover(&homes());
+        files.into_iter().find(|f| f.path.file_stem() == Some(OsStr::new(stem))).unwrap_or_else(|| panic!("fixture {stem} not discovered"))
+    }
+
+    fn mtime_ms(path: &Path) -> i64 {
+        let t = std::fs::metadata(path).and_then(|m| m.modified()).expect("mtime");
+        jiff::Timestamp::try_from(t).expect("time").as_millisecond()
+    }
+
+    /// Replaces every number equal to `mtime` with a marker (a checkout sets its own mtimes).
+    fn mark_mtime(v: &mut Value, mtime: i64) {
+        match v {
+            Value::Number(n) if n.as_i64() == Some(mtime) => *v = Value::String("<file mtime>".into()),
+            Value::Array(a) => a.iter_mut().for_each(|x| mark_mtime(x, mtime)),
+            Value::Object(o) => o.values_mut().for_each(|x| mark_mtime(x, mtime)),
+            _ => {}
+        }
+    }
+
+    /// `golden::run` with the file's mtime marked.
+    fn run(file: &LogFile) -> Value {
+        let mut v = golden::run(&Cursor, file);
+        mark_mtime(&mut v, mtime_ms(&file.path));
+        v
+    }
+
+    fn events(v: &Value) -> &Vec<Value> {
+        v["events"].as_array().expect("events")
+    }
+
+    /// Unix ms of a UTC time.
+    fn utc(s: &str) -> i64 {
+        s.parse::<jiff::Timestamp>().expect("timestamp").as_millisecond()
+    }
+
+    fn log_file(path: &Path) -> LogFile {
+        LogFile { source: Source::Cursor, path: path.to_path_buf(), key: path.to_string_lossy().into_owned(), mirror: String::new(), format: FileFormat::Lines }
+    }
+
+    /// Parses `lines` (1-based numbers from `first`) and returns events and sessions.
+    fn parse(file: &LogFile, state: &mut State, lines: &[&str], first: u64) -> (Vec<origin_engine::record::Event>, Vec<SessionChange>) {
+        let mut out = Parsed::default();
+        for (i, l) in lines.iter().enumerate() {
+            match Cursor.parse_line(file, state, l.as_bytes(), first + i as u64) {
+                Line::Parsed(p) => {
+                    out.events.extend(p.events);
+                    out.sessions.extend(p.sessions);
+                }
+                Line::Malformed(r) => panic!("line {} malformed: {r}", first + i as u64),
+            }
+        }
+        (out.events, out.sessions)
+    }
+
+    #[test]
+    fn discover_finds_exactly_the_transcripts() {
+        let (files, problems) = Cursor.discover(&homes());
+        assert!(problems.is_empty(), "{problems:?}");
+        let got: Vec<&str> = files.iter().map(|f| f.mirror.as_str()).collect();
+        assert_eq!(
+            got,
+            vec![
+                format!("home-dev-demo-app/agent-transcripts/{DEMO}/{DEMO}.jsonl"),
+                format!("home-dev-demo-app/agent-transcripts/{DEMO}/subagents/{SUB}.jsonl"),
+                format!("home-dev-src-ledger-sync/agent-transcripts/{LEGACY}.txt"),
+                format!("home-dev-src-ledger-sync/agent-transcripts/{LEDGER}/{LEDGER}.jsonl"),
+            ]
+        );
+        for f in &files {
+            assert_eq!((f.source, &f.format), (Source::Cursor, &FileFormat::Lines));
+            assert_eq!(f.key, f.path.to_string_lossy());
+            assert!(f.path.starts_with(golden::fixture_home().join(".cursor/projects")));
+        }
+    }
+
+    #[test]
+    fn discover_ignores_other_files_and_a_missing_folder() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let t = tmp.path().join(".cursor/projects/home-dev-x/agent-transcripts");
+        for p in ["a/a.jsonl", "a/b.jsonl", "a/subagents/c.jsonl", "a/subagents/c.txt", "d.txt", "e.jsonl", "worker.log", "a/nested/x/x.jsonl"] {
+            let p = t.join(p);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, b"").expect("write");
+        }
+        std::fs::write(tmp.path().join(".cursor/projects/home-dev-x/worker.log"), b"").expect("write");
+        let (files, problems) = Cursor.discover(&Homes::under(tmp.path()));
+        assert!(problems.is_empty());
+        let got: Vec<&str> = files.iter().map(|f| f.mirror.as_str()).collect();
+        assert_eq!(got, ["home-dev-x/agent-transcripts/a/a.jsonl", "home-dev-x/agent-transcripts/a/subagents/c.jsonl", "home-dev-x/agent-transcripts/d.txt", "home-dev-x/agent-transcripts/e.jsonl"]);
+        assert_eq!(Cursor.discover(&Homes::under(&tmp.path().join("nobody"))), (Vec::new(), Vec::new()));
+    }
+
+    #[test]
+    fn golden_demo_app() {
+        golden::check("cursor-demo-app.json", &run(&fixture(DEMO)));
+    }
+
+    #[test]
+    fn golden_demo_app_subagent() {
+        golden::check("cursor-demo-app-subagent.json", &run(&fixture(SUB)));
+    }
+
+    #[test]
+    fn golden_ledger_sync() {
+        golden::check("cursor-ledger-sync.json", &run(&fixture(LEDGER)));
+    }
+
+    #[test]
+    fn golden_ledger_sync_legacy() {
+        golden::check("cursor-ledger-sync-legacy.json", &run(&fixture(LEGACY)));
+    }
+
+    #[test]
+    fn timestamps_convert_from_the_local_offset() {
+        assert_eq!(parse_cursor_time("Tuesday, Oct 20, 2026, 4:12 PM (UTC+2)"), Some(utc("2026-10-20T14:12:00Z")));
+        assert_eq!(parse_cursor_time("Thursday, Oct 22, 2026, 1:05 AM (UTC+2)"), Some(utc("2026-10-21T23:05:00Z")));
+        assert_eq!(parse_cursor_time("Monday, Oct 19, 2026, 9:30 PM (UTC-7)"), Some(utc("2026-10-20T04:30:00Z")));
+        assert_eq!(parse_cursor_time("Tuesday, Oct 20, 2026, 12:00 AM (UTC+5:30)"), Some(utc("2026-10-19T18:30:00Z")));
+        assert_eq!(parse_cursor_time("Tuesday, October 20, 2026, 12:15 PM (UTC)"), Some(utc("2026-10-20T12:15:00Z")));
+        assert_eq!(parse_cursor_time("Tuesday, 20 Oct 2026, 16:12 (GMT+02:00)"), Some(utc("2026-10-20T14:12:00Z")));
+        for bad in ["Tuesday, Oct 20, 2026, 4:12 PM", "Oct 32, 2026, 4:12 PM (UTC+2)", "Oct 20, 2026, 13:12 PM (UTC+2)", "Oct 20, 2026 (UTC+2)", "Oct 20, 2026, 4:12 PM (UTC+99)", "yesterday", ""] {
+            assert_eq!(parse_cursor_time(bad), None, "{bad}");
+        }
+        // In the fixtures: the user lines of both projects, converted from UTC+2.
+        let demo = run(&fixture(DEMO));
+        assert_eq!(events(&demo)[0]["time_unix_ms"], utc("2026-10-20T14:12:00Z"));
+        let ledger = run(&fixture(LEDGER));
+        assert_eq!(events(&ledger)[0]["time_unix_ms"], utc("2026-10-21T23:05:00Z"));
+    }
+
+    #[test]
+    fn assistant_lines_inherit_the_latest_user_time() {
+        let demo = run(&fixture(DEMO));
+        let (t1, t2) = (utc("2026-10-20T14:12:00Z"), utc("2026-10-20T14:31:00Z"));
+        for e in events(&demo) {
+            let line = e["line"].as_u64().expect("line");
+            assert_eq!(e["time_unix_ms"], if line < 8 { t1 } else { t2 }, "line {line}");
+        }
+        assert_eq!(demo["state"][TIME], t2, "the latest time is kept for a later run");
+        // A later run starts from the state alone.
+        let mut state: State = serde_json::from_value(demo["state"].clone()).expect("state");
+        let (es, _) = parse(&fixture(DEMO), &mut state, &[r#"{"role":"assistant","message":{"content":"later"}}"#], 12);
+        assert_eq!(es[0].time_unix_ms, t2);
+    }
+
+    #[test]
+    fn torn_last_line_is_pending_and_a_bad_line_is_counted() {
+        let ledger = run(&fixture(LEDGER));
+        assert_eq!(ledger["lines"], 8);
+        assert!(ledger["pending_bytes"].as_u64().expect("pending") > 0);
+        let malformed = ledger["malformed"].as_array().expect("malformed");
+        assert_eq!(malformed.len(), 1);
+        assert_eq!(malformed[0]["line"], 5);
+        // Parsing went on after it.
+        assert!(events(&ledger).iter().any(|e| e["line"] == 6));
+        let aborted = events(&ledger).last().expect("event");
+        assert_eq!((&aborted["kind"], &aborted["role"], &aborted["text"]), (&json!("System"), &json!("System"), &json!("turn ended: error: User aborted request.")));
+    }
+
+    #[test]
+    fn lines_before_any_timestamp_get_the_file_mtime() {
+        for stem in [SUB, LEGACY] {
+            let v = run(&fixture(stem));
+            assert!(!events(&v).is_empty());
+            assert!(events(&v).iter().all(|e| e["time_unix_ms"] == "<file mtime>"), "{stem}");
+        }
+    }
+
+    #[test]
+    fn sessions_carry_prompt_parent_and_project_once() {
+        let sessions = |stem| run(&fixture(stem))["sessions"].as_array().expect("sessions").clone();
+        let demo = sessions(DEMO);
+        let prompts: Vec<&Value> = demo.iter().filter(|s| !s["first_prompt"].is_null()).collect();
+        assert_eq!(prompts.len(), 1);
+        assert_eq!(prompts[0]["first_prompt"], "The invoice list flickers when the filter changes. Keep the old rows visible until the new page arrives.");
+        assert!(demo.iter().all(|s| s["session"] == DEMO && s["parent"].is_null()));
+        assert_eq!(demo.iter().filter(|s| s["project"] == "demo-app").count(), 1);
+        let sub = sessions(SUB);
+        // Line 1 announces the parent and the task prompt; line 2's tool path gives the project.
+        assert_eq!(sub.len(), 2);
+        assert!(sub.iter().all(|s| s["session"] == SUB && s["parent"] == DEMO));
+        assert_eq!((&sub[0]["first_prompt"], &sub[0]["project"]), (&json!("List every component under src/web that clears its rows while a query refetches; give file:line."), &Value::Null));
+        assert_eq!((&sub[1]["first_prompt"], &sub[1]["project"]), (&Value::Null, &json!("demo-app")));
+        // The lossy slug `ledger-sync` comes back as `ledger_sync` from the paths the agent used.
+        let ledger = sessions(LEDGER);
+        assert!(ledger.iter().any(|s| s["project"] == "ledger_sync"));
+        assert!(sessions(LEGACY).iter().any(|s| s["project"] == "ledger_sync"));
+    }
+
+    #[test]
+    fn a_later_run_goes_on_where_the_last_stopped() {
+        for stem in [DEMO, LEDGER, LEGACY] {
+            let file = fixture(stem);
+            let whole = golden::run(&Cursor, &file);
+            let bytes = std::fs::read(&file.path).expect("read");
+            let text = String::from_utf8(bytes).expect("utf-8");
+            let lines: Vec<&str> = text.split_inclusive('\n').filter(|l| l.ends_with('\n')).map(|l| &l[..l.len() - 1]).collect();
+            for cut in 1..lines.len() {
+                let mut state = State::new();
+                let mut events = Vec::new();
+                let mut sessions = Vec::new();
+                for (first, part) in [(1, &lines[..cut]), (cut as u64 + 1, &lines[cut..])] {
+                    Cursor.begin(&file, &mut state);
+                    for (i, l) in part.iter().enumerate() {
+                        if let Line::Parsed(p) = Cursor.parse_line(&file, &mut state, l.as_bytes(), first + i as u64) {
+                            events.extend(p.events.into_iter().map(|e| serde_json::to_value(e).expect("json")));
+                            sessions.extend(p.sessions.into_iter().map(|s| serde_json::to_value(s).expect("json")));
+                        }
+                    }
+                    // The state goes through the journal as JSON bytes.
+                    state = serde_json::from_slice(&serde_json::to_vec(&state).expect("json")).expect("json");
+                }
+                assert_eq!(&Value::Array(events), &whole["events"], "{stem} cut after line {cut}");
+                assert_eq!(&Value::Array(sessions), &whole["sessions"], "{stem} cut after line {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn legacy_block_is_emitted_at_the_end_and_continued_later() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join(".cursor/projects/x/agent-transcripts/t.txt");
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        let file = log_file(&path);
+        std::fs::write(&path, "user:\n<user_query>\nhello\n</user_query>\n").expect("write");
+        let mut state = State::new();
+        Cursor.begin(&file, &mut state);
+        let (es, ss) = parse(&file, &mut state, &["user:", "<user_query>", "hello", "</user_query>"], 1);
+        assert_eq!(es.len(), 1);
+        assert_eq!((es[0].id.as_str(), es[0].line, es[0].text.as_str()), ("cursor:t:1", 1, "hello"));
+        assert_eq!(ss[0].first_prompt.as_deref(), Some("hello"));
+        // The agent appends more to the same block, then an answer.
+        std::fs::write(&path, "user:\n<user_query>\nhello\n</user_query>\nand more\n\nassistant:\nhi 👋\n").expect("write");
+        Cursor.begin(&file, &mut state);
+        let (es, ss) = parse(&file, &mut state, &["and more", "", "assistant:", "hi 👋"], 5);
+        let got: Vec<(&str, u64, Role, &str)> = es.iter().map(|e| (e.id.as_str(), e.line, e.role, e.text.as_str())).collect();
+        assert_eq!(got, vec![("cursor:t:5", 5, Role::User, "and more"), ("cursor:t:7", 7, Role::Assistant, "hi 👋")]);
+        assert!(ss.is_empty(), "the first prompt is given once");
+    }
+
+    #[test]
+    fn legacy_text_over_the_limit_is_cut_and_counted() {
+        let file = log_file(Path::new("/nowhere/.cursor/projects/x/agent-transcripts/t.txt"));
+        let mut state = State::new();
+        let long = "é".repeat(EVENT_TEXT_CHARS_MAX - 2);
+        let (es, _) = parse(&file, &mut state, &["[Tool result] Shell", &long, "abcdef", "assistant:"], 1);
+        assert_eq!(es.len(), 1);
+        assert_eq!(es[0].text_cut_chars, 5, "a newline and one character still fit");
+        assert!(es[0].text.ends_with(&format!("a{}", cut_marker(5))));
+        assert!(state[BLOCK]["text"].as_str().expect("text").is_empty(), "the new block holds nothing yet");
+    }
+
+    #[test]
+    fn slug_resolves_below_the_home() {
+        fn cursor_slug(p: &Path) -> String {
+            let s: String = p.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+            s.trim_start_matches('-').to_owned()
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        for d in ["src/ledger_sync", "demo-app", "demo", "a_b", "a-b"] {
+            std::fs::create_dir_all(home.join(d)).expect("mkdir");
+        }
+        let resolve = |rel: &str| resolve_in_home(&home, &cursor_slug(&home.join(rel)));
+        assert_eq!(resolve("src/ledger_sync"), Some(home.join("src/ledger_sync")));
+        assert_eq!(resolve("demo-app"), Some(home.join("demo-app")));
+        assert_eq!(resolve(""), Some(home.clone()));
+        assert_eq!(resolve("a_b"), None, "two folders slugify alike");
+        assert_eq!(resolve("gone"), None);
+        assert_eq!(resolve_in_home(&home, "home-dev-src-ledger-sync"), None, "another home");
+        // Through begin: the project is known from the first line on.
+        let path = home.join(".cursor/projects").join(cursor_slug(&home.join("src/ledger_sync"))).join("agent-transcripts/t/t.jsonl");
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, "").expect("write");
+        let file = log_file(&path);
+        let mut state = State::new();
+        Cursor.begin(&file, &mut state);
+        let line = r#"{"role":"user","message":{"content":[{"type":"text","text":"<user_query>\nhi\n</user_query>"}]}}"#;
+        let (es, ss) = parse(&file, &mut state, &[line], 1);
+        assert_eq!(es[0].project.as_deref(), Some("ledger_sync"));
+        assert_eq!(es[0].cwd, Some(home.join("src/ledger_sync").to_string_lossy().into_owned()));
+        assert_eq!(es[0].time_unix_ms, mtime_ms(&path), "no timestamp: the file's mtime");
+        assert_eq!((ss[0].project.as_deref(), ss[0].first_prompt.as_deref()), (Some("ledger_sync"), Some("hi")));
+    }
+
+    #[test]
+    fn json_shapes_at_the_edges() {
+        let file = log_file(Path::new("/nowhere/.cursor/projects/home-dev-x/agent-transcripts/t/t.jsonl"));
+        let mut state = State::new();
+        let lines = [
+            "",
+            r#"{"type":"turn_started"}"#,
+            r#"{"role":"assistant","message":{"content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":""},{"type":"turn_ended","status":"success"}]}}"#,
+            r#"{"role":"user","message":{"content":"<attached_files>a.rs</attached_files>"}}"#,
+            r#"{"role":"user","message":{"content":"<timestamp>Tuesday, Oct 20, 2026, 4:12 PM (UTC+2)</timestamp>\n<user_query>\nfirst\n</user_query>"}}"#,
+        ];
+        let (es, ss) = parse(&file, &mut state, &lines, 1);
+        let got: Vec<(&str, Role, EventKind, &str)> = es.iter().map(|e| (e.id.as_str(), e.role, e.kind, e.text.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("cursor:t:3", Role::Assistant, EventKind::Meta, "hmm"),
+                ("cursor:t:3:2", Role::System, EventKind::System, "turn ended: success"),
+                ("cursor:t:4", Role::User, EventKind::Meta, "<attached_files>a.rs</attached_files>"),
+                ("cursor:t:5", Role::User, EventKind::Message, "first"),
+            ]
+        );
+        assert_eq!(ss.len(), 1, "injected context is not the first prompt");
+        assert_eq!(ss[0].first_prompt.as_deref(), Some("first"));
+        for bad in ["[1]", "{", r#"{"role":"tool","message":{"content":"x"}}"#, r#"{"role":"user"}"#, r#"{"status":"x"}"#] {
+            assert!(matches!(Cursor.parse_line(&file, &mut state, bad.as_bytes(), 9), Line::Malformed(_)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn memory_files_are_rules_cursorrules_and_agents_md() {
+        let home = golden::fixture_home();
+        let projects = [home.join("demo-app"), home.join("src/ledger_sync"), home.join("nowhere")];
+        let got = Cursor.memory_files(&homes(), &projects);
+        let want = [
+            (home.join("demo-app/.cursor/rules/testing.mdc"), &projects[0]),
+            (home.join("demo-app/.cursor/rules/web-hooks.mdc"), &projects[0]),
+            (home.join("src/ledger_sync/.cursorrules"), &projects[1]),
+        ];
+        for (path, dir) in &want {
+            let m = got.iter().find(|m| &m.path == path).unwrap_or_else(|| panic!("{} not listed", path.display()));
+            assert_eq!((m.source, m.scope, m.project.clone()), (Source::Cursor, MemoryScope::Project, Some(dir.to_string_lossy().into_owned())));
+        }
+        // Other sources' fixtures may add AGENTS.md files; nothing else may appear.
+        assert!(got.iter().all(|m| want.iter().any(|(p, _)| p == &m.path) || m.path.file_name() == Some(OsStr::new("AGENTS.md"))));
+        // Nested rule folders, AGENTS.md, and no other files.
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("p");
+        for f in [".cursor/rules/a.mdc", ".cursor/rules/sub/b.mdc", ".cursor/rules/notes.md", "AGENTS.md", "sub/AGENTS.md"] {
+            std::fs::create_dir_all(dir.join(f).parent().expect("parent")).expect("mkdir");
+            std::fs::write(dir.join(f), "x").expect("write");
+        }
+        let got: Vec<PathBuf> = Cursor.memory_files(&homes(), std::slice::from_ref(&dir)).into_iter().map(|m| m.path).collect();
+        assert_eq!(got, vec![dir.join(".cursor/rules/a.mdc"), dir.join(".cursor/rules/sub/b.mdc"), dir.join("AGENTS.md")]);
+    }
+
+    const PIECES: &[&str] = &[
+        r#"{"role":"user","message":{"content":["#,
+        r#"{"role":"assistant","message":{"content":"#,
+        r#"{"type":"text","text":""#,
+        r#"{"type":"tool_use","name":"Shell","input":{"path":"/home/dev/x/y"}}"#,
+        r#"{"type":"turn_ended","status":"error","error":null}"#,
+        r#""}]}}"#,
+        "<timestamp>",
+        "</timestamp>",
+        "Tuesday, Oct 20, 2026, 4:12 PM (UTC+2)",
+        "(UTC-",
+        "(GMT+5:3",
+        "\u{2212}",
+        "1é2",
+        "12:60",
+        "<user_query>",
+        "</user_query>",
+        "user:",
+        "assistant:",
+        "[Thinking]",
+        "[Tool call] Read",
+        "[Tool result] Read",
+        "  path: /home/dev/x",
+        "  k:",
+        "🚀",
+        "\r",
+        " ",
+        ",",
+        ":",
+    ];
+
+    fn line_bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..300),
+            proptest::collection::vec(proptest::sample::select(PIECES), 0..10).prop_map(|v| v.concat().into_bytes()),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn parse_line_never_panics(lines in proptest::collection::vec(line_bytes(), 1..12)) {
+            for path in [
+                "/nowhere/.cursor/projects/home-dev-x/agent-transcripts/t/t.jsonl",
+                "/nowhere/.cursor/projects/home-dev-x/agent-transcripts/t/subagents/c.jsonl",
+                "/nowhere/.cursor/projects/home-dev-x/agent-transcripts/t.txt",
+                "",
+            ] {
+                let file = log_file(Path::new(path));
+                let mut state = State::new();
+                state.insert(LINES_AT_BEGIN.into(), Value::from(3));
+                for (i, l) in lines.iter().enumerate() {
+                    let _ = Cursor.parse_line(&file, &mut state, l, i as u64 + 1);
+                }
+            }
+            for l in &lines {
+                let _ = parse_cursor_time(&String::from_utf8_lossy(l));
+            }
+        }
     }
 }

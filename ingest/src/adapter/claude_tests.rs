@@ -1,0 +1,447 @@
+//! Golden and focused tests of the Claude Code adapter over the project's own fixture home
+//! (`tests/fixtures/agent-home`, standing for `/home/dev`).
+
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use super::Claude;
+use crate::adapter::{golden, Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, State};
+use crate::source::{Homes, Source};
+
+const MAIN: &str = "-home-dev-demo-app/4e1d7a2c-9b3f-4c6e-8d21-7f0a5b3c9e12.jsonl";
+const SUBAGENT: &str = "-home-dev-demo-app/4e1d7a2c-9b3f-4c6e-8d21-7f0a5b3c9e12/subagents/agent-b7e2d41.jsonl";
+const COMPACTED: &str = "-home-dev-demo-app/8c3f1b6e-2d7a-4e90-b5c4-6a9d0e1f2b37.jsonl";
+const LEDGER: &str = "-home-dev-src-ledger-sync/d29a6c41-5e8b-4f13-a7d0-3b2c1e9f8a56.jsonl";
+
+fn homes() -> Homes {
+    Homes::under(&golden::fixture_home())
+}
+
+/// The discovered log file whose mirror is `mirror`.
+fn log_file(mirror: &str) -> LogFile {
+    let (files, problems) = Claude.discover(&homes());
+    assert!(problems.is_empty(), "{problems:?}");
+    files.into_iter().find(|f| f.mirror == mirror).unwrap_or_else(|| panic!("{mirror} not discovered"))
+}
+
+/// The file's lines split on `\n` (the last element is the pending tail, possibly empty).
+fn raw_lines(file: &LogFile) -> Vec<Vec<u8>> {
+    let bytes = std::fs::read(&file.path).expect("read fixture");
+    bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect()
+}
+
+fn raw_json(file: &LogFile, line_no: usize) -> Value {
+    serde_json::from_slice(&raw_lines(file)[line_no - 1]).expect("fixture line is JSON")
+}
+
+fn events(run: &Value) -> &Vec<Value> {
+    run["events"].as_array().expect("events")
+}
+
+fn sessions(run: &Value) -> &Vec<Value> {
+    run["sessions"].as_array().expect("sessions")
+}
+
+fn first_prompts(run: &Value) -> Vec<&str> {
+    sessions(run).iter().filter_map(|s| s["first_prompt"].as_str()).collect()
+}
+
+fn titles(run: &Value) -> Vec<&str> {
+    sessions(run).iter().filter_map(|s| s["title"].as_str()).collect()
+}
+
+fn event<'a>(run: &'a Value, id: &str) -> &'a Value {
+    events(run).iter().find(|e| e["id"] == id).unwrap_or_else(|| panic!("no event {id}"))
+}
+
+#[test]
+fn claude_discover_finds_sessions_and_subagent_transcripts() {
+    let (files, problems) = Claude.discover(&homes());
+    assert!(problems.is_empty(), "{problems:?}");
+    let mirrors: Vec<&str> = files.iter().map(|f| f.mirror.as_str()).collect();
+    // Sorted by path components (so a session's folder comes before its own file); the sub-agent's `.meta.json`, the memory folder and CLAUDE.md are not logs.
+    assert_eq!(mirrors, [SUBAGENT, MAIN, COMPACTED, LEDGER]);
+    let claude_dir = homes().claude;
+    for f in &files {
+        assert_eq!(f.source, Source::ClaudeCode);
+        assert_eq!(f.format, FileFormat::Lines);
+        assert_eq!(f.path, claude_dir.join("projects").join(&f.mirror));
+        assert_eq!(f.key, f.path.to_string_lossy());
+    }
+}
+
+#[test]
+fn claude_discover_of_a_home_without_claude_is_empty() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (files, problems) = Claude.discover(&Homes::under(dir.path()));
+    assert!(files.is_empty() && problems.is_empty());
+}
+
+#[test]
+fn claude_golden_demo_app_session() {
+    golden::check("claude-demo-app-session.json", &golden::run(&Claude, &log_file(MAIN)));
+}
+
+#[test]
+fn claude_golden_demo_app_subagent() {
+    golden::check("claude-demo-app-subagent.json", &golden::run(&Claude, &log_file(SUBAGENT)));
+}
+
+#[test]
+fn claude_golden_demo_app_compacted_session() {
+    golden::check("claude-demo-app-compacted.json", &golden::run(&Claude, &log_file(COMPACTED)));
+}
+
+#[test]
+fn claude_golden_ledger_sync_session() {
+    golden::check("claude-ledger-sync-session.json", &golden::run(&Claude, &log_file(LEDGER)));
+}
+
+#[test]
+fn claude_big_tool_result_is_one_event_with_its_full_text() {
+    let file = log_file(MAIN);
+    let run = golden::run(&Claude, &file);
+    let big: Vec<&Value> = events(&run).iter().filter(|e| e["text"].as_str().is_some_and(|t| t.chars().count() > 25_000)).collect();
+    assert_eq!(big.len(), 1, "exactly one event holds the big tool result");
+    let raw = raw_json(&file, 11);
+    let want = raw["message"]["content"][0]["content"].as_str().expect("tool_result content");
+    assert!(want.chars().count() > 25_000);
+    let e = big[0];
+    assert_eq!(e["id"], format!("claude-code:{}", raw["uuid"].as_str().expect("uuid")));
+    assert_eq!(e["kind"], "ToolResult");
+    assert_eq!(e["role"], "User");
+    assert_eq!(e["line"], 11);
+    assert_eq!(e["text_cut_chars"], 0);
+    assert_eq!(e["text"].as_str(), Some(want));
+}
+
+#[test]
+fn claude_split_response_lines_keep_their_own_ids_kinds_and_roles() {
+    let run = golden::run(&Claude, &log_file(MAIN));
+    // Lines 4-6 are one API response (one message.id): thinking, text, tool_use.
+    let want = [
+        ("claude-code:dbb0a6b7-43eb-5296-beb8-fdf6c67f0cf1", 4, "Meta"),
+        ("claude-code:ab9b4894-52c5-5ec8-aaa8-5f54665f9ef5", 5, "Message"),
+        ("claude-code:db3035a2-87e6-5171-bfff-ed7fae04e22d", 6, "ToolUse"),
+    ];
+    for (id, line, kind) in want {
+        let e = event(&run, id);
+        assert_eq!((e["line"].as_u64(), e["kind"].as_str(), e["role"].as_str()), (Some(line), Some(kind), Some("Assistant")), "{id}");
+    }
+    let read = event(&run, "claude-code:db3035a2-87e6-5171-bfff-ed7fae04e22d");
+    assert_eq!(read["text"], r#"Read {"file_path":"/home/dev/demo-app/src/server/index.ts"}"#);
+    assert_eq!(read["time_unix_ms"], 1_792_486_804_300_i64); // 2026-10-20T09:00:04.300Z
+    assert_eq!(read["git_branch"], "feat/healthz");
+    assert_eq!(read["agent_version"], "2.1.281");
+    assert_eq!(read["project"], "demo-app");
+    // Every conversation line has its own uuid, so ids never repeat.
+    let mut ids: Vec<&str> = events(&run).iter().map(|e| e["id"].as_str().expect("id")).collect();
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count);
+}
+
+#[test]
+fn claude_japanese_and_emoji_text_is_kept_whole() {
+    let run = golden::run(&Claude, &log_file(MAIN));
+    let prompt = event(&run, "claude-code:b23ccd48-f021-5d56-b411-6dd8b1cc8cc6");
+    assert_eq!((prompt["role"].as_str(), prompt["kind"].as_str()), (Some("User"), Some("Message")));
+    assert_eq!(prompt["text"], "ありがとう！🙏 redis が落ちている時、503 のレスポンスに理由も入れてくれる？");
+    let reply = event(&run, "claude-code:edbee320-5fec-5157-83a8-c08e51eb36d2");
+    assert!(reply["text"].as_str().is_some_and(|t| t.starts_with("追加しました ✅")));
+    // The second prompt is not the session's first prompt.
+    assert_eq!(first_prompts(&run), ["Add a GET /healthz endpoint that pings redis and returns 503 when redis is down. Keep the server tests green."]);
+}
+
+#[test]
+fn claude_torn_last_line_is_pending_not_malformed() {
+    let file = log_file(COMPACTED);
+    let tail = raw_lines(&file).pop().expect("tail");
+    assert!(!tail.is_empty(), "the fixture ends without a newline");
+    let run = golden::run(&Claude, &file);
+    assert_eq!(run["pending_bytes"], tail.len());
+    assert_eq!(run["lines"], 17);
+    assert!(run["malformed"].as_array().expect("malformed").iter().all(|m| m["line"] != 18));
+    // Parsed now, the fragment would be lost as malformed; pending, it is read whole once the
+    // agent finishes the line.
+    let mut state = State::new();
+    assert!(matches!(Claude.parse_line(&file, &mut state, &tail, 18), Line::Malformed(_)), "a torn fragment is not valid JSON");
+}
+
+#[test]
+fn claude_malformed_line_is_counted_and_parsing_goes_on() {
+    let run = golden::run(&Claude, &log_file(COMPACTED));
+    let malformed = run["malformed"].as_array().expect("malformed");
+    assert_eq!(malformed.len(), 1);
+    assert_eq!(malformed[0]["line"], 7);
+    assert!(malformed[0]["reason"].as_str().is_some_and(|r| r.starts_with("invalid JSON")));
+    // Lines after it still give events.
+    assert!(events(&run).iter().any(|e| e["line"] == 8));
+    assert_eq!(events(&run).last().expect("events")["line"], 17);
+}
+
+#[test]
+fn claude_unknown_and_session_state_lines_give_no_events_and_are_not_malformed() {
+    let file = log_file(COMPACTED);
+    let lines = raw_lines(&file);
+    let mut state = State::new();
+    for line_no in [1, 12] {
+        // `mode` and an unknown `workflow-checkpoint` type.
+        match Claude.parse_line(&file, &mut state, &lines[line_no - 1], line_no as u64) {
+            Line::Parsed(p) => assert!(p.events.is_empty() && p.sessions.is_empty(), "line {line_no}"),
+            Line::Malformed(r) => panic!("line {line_no} malformed: {r}"),
+        }
+    }
+}
+
+#[test]
+fn claude_compaction_and_command_wrappers_are_meta_and_never_the_first_prompt() {
+    let file = log_file(COMPACTED);
+    let run = golden::run(&Claude, &file);
+    let kind_of = |line: u64| -> Vec<(&str, &str)> {
+        events(&run)
+            .iter()
+            .filter(|e| e["line"] == line)
+            .map(|e| (e["role"].as_str().expect("role"), e["kind"].as_str().expect("kind")))
+            .collect()
+    };
+    assert_eq!(kind_of(8), [("User", "Meta")], "/compact command wrapper");
+    assert_eq!(kind_of(9), [("System", "System")], "compact_boundary");
+    assert_eq!(kind_of(10), [("User", "Meta")], "isCompactSummary");
+    assert_eq!(kind_of(11), [("User", "Meta")], "isMeta local-command output");
+    assert_eq!(kind_of(5), [("User", "Message")], "queued_command typed mid-turn");
+    assert_eq!(event(&run, "claude-code:84896186-57b8-5890-b0f2-d8166cdc8fff")["text"], "and add it to .env.example too");
+    assert_eq!(first_prompts(&run), ["Make the health check timeout configurable via HEALTH_TIMEOUT_MS (default 500)."]);
+
+    // Read from the /compact line on with a fresh state (as if the file began there): the first
+    // prompt is the next thing the person typed, not the wrapper, summary or command output.
+    let lines = raw_lines(&file);
+    let mut state = State::new();
+    let mut prompts = Vec::new();
+    for line_no in 8..=17 {
+        if let Line::Parsed(p) = Claude.parse_line(&file, &mut state, &lines[line_no - 1], line_no as u64) {
+            prompts.extend(p.sessions.into_iter().filter_map(|s| s.first_prompt));
+        }
+    }
+    assert_eq!(prompts, ["ok, now the README part"]);
+}
+
+#[test]
+fn claude_version_is_taken_per_line_across_an_upgrade() {
+    let run = golden::run(&Claude, &log_file(COMPACTED));
+    let version_at = |line: u64| event_at(&run, line)["agent_version"].as_str().map(str::to_owned);
+    assert_eq!(version_at(6).as_deref(), Some("2.1.281"));
+    assert_eq!(version_at(9).as_deref(), Some("2.1.283"));
+    assert_eq!(version_at(17).as_deref(), Some("2.1.283"));
+}
+
+fn event_at(run: &Value, line: u64) -> &Value {
+    events(run).iter().find(|e| e["line"] == line).unwrap_or_else(|| panic!("no event on line {line}"))
+}
+
+#[test]
+fn claude_sidechain_first_user_line_is_not_the_first_prompt() {
+    let run = golden::run(&Claude, &log_file(SUBAGENT));
+    // The parent agent's prompt is kept as a message of the same session ...
+    let first = event_at(&run, 1);
+    assert_eq!((first["role"].as_str(), first["kind"].as_str()), (Some("User"), Some("Message")));
+    assert_eq!(first["session"], "4e1d7a2c-9b3f-4c6e-8d21-7f0a5b3c9e12");
+    assert!(first["text"].as_str().is_some_and(|t| t.starts_with("Search src/server")));
+    // ... but it names nothing about the session.
+    assert!(sessions(&run).is_empty(), "{:?}", run["sessions"]);
+    let main = golden::run(&Claude, &log_file(MAIN));
+    assert!(first_prompts(&main).iter().all(|p| !p.starts_with("Search src/server")));
+}
+
+#[test]
+fn claude_title_priority_is_custom_then_ai_then_summary() {
+    let run = golden::run(&Claude, &log_file(LEDGER));
+    // The legacy summary (line 1, no sessionId) names the session once the session is known;
+    // an ai-title then wins over it, a custom title over both, and a later ai-title changes
+    // nothing.
+    assert_eq!(titles(&run), ["Idempotent ledger import", "Make ledger import idempotent", "账本导入幂等", "账本导入幂等"]);
+    assert!(sessions(&run).iter().all(|s| s["session"] == "d29a6c41-5e8b-4f13-a7d0-3b2c1e9f8a56"));
+    assert_eq!(first_prompts(&run), ["请把 import_batch 改成幂等的：同一个 batch_id 重复导入时直接跳过，并补上单元测试。"]);
+    let project: Vec<&Value> = sessions(&run).iter().map(|s| &s["project"]).filter(|p| !p.is_null()).collect();
+    assert_eq!(project, [&json!("ledger_sync")], "the project comes from cwd, not from the escaped folder name");
+}
+
+#[test]
+fn claude_summary_alone_still_titles_the_session() {
+    let file = log_file(LEDGER);
+    let lines = raw_lines(&file);
+    let mut state = State::new();
+    let mut titles = Vec::new();
+    for line_no in 1..=4 {
+        if let Line::Parsed(p) = Claude.parse_line(&file, &mut state, &lines[line_no - 1], line_no as u64) {
+            titles.extend(p.sessions.into_iter().filter_map(|s| s.title.map(|t| (s.session, t))));
+        }
+    }
+    assert_eq!(titles, [("d29a6c41-5e8b-4f13-a7d0-3b2c1e9f8a56".to_owned(), "Idempotent ledger import".to_owned())]);
+}
+
+#[test]
+fn claude_error_tool_result_is_a_tool_result() {
+    let run = golden::run(&Claude, &log_file(LEDGER));
+    let e = event_at(&run, 10);
+    assert_eq!((e["role"].as_str(), e["kind"].as_str()), (Some("User"), Some("ToolResult")));
+    assert!(e["text"].as_str().is_some_and(|t| t.starts_with("Exit code 101\nerror[E0599]")));
+}
+
+#[test]
+fn claude_memory_files_lists_user_project_and_auto_memory() {
+    let home = golden::fixture_home();
+    let homes = homes();
+    let mem = |path: PathBuf, scope: MemoryScope, project: Option<&str>| MemoryFile { source: Source::ClaudeCode, path, scope, project: project.map(str::to_owned) };
+
+    // The project as a directory on this disk: its CLAUDE.md.
+    let project_dir = home.join("demo-app");
+    let project = project_dir.to_string_lossy().into_owned();
+    assert_eq!(
+        Claude.memory_files(&homes, std::slice::from_ref(&project_dir)),
+        [mem(homes.claude.join("CLAUDE.md"), MemoryScope::User, None), mem(project_dir.join("CLAUDE.md"), MemoryScope::Project, Some(&project))]
+    );
+
+    // Auto memory is found under the escaped absolute path, so only the path the fixture
+    // stands for (`/home/dev/demo-app`, as the records' cwd name it) finds it.
+    let auto = homes.claude.join("projects/-home-dev-demo-app/memory");
+    assert_eq!(
+        Claude.memory_files(&homes, &[PathBuf::from("/home/dev/demo-app")]),
+        [
+            mem(homes.claude.join("CLAUDE.md"), MemoryScope::User, None),
+            mem(auto.join("MEMORY.md"), MemoryScope::Project, Some("/home/dev/demo-app")),
+            mem(auto.join("project_healthz.md"), MemoryScope::Project, Some("/home/dev/demo-app")),
+        ]
+    );
+
+    // Later versions exist at the same relative paths.
+    let later = home.join("../agent-home-later");
+    for rel in ["demo-app/CLAUDE.md", ".claude/projects/-home-dev-demo-app/memory/project_healthz.md"] {
+        let (a, b) = (std::fs::read_to_string(home.join(rel)).expect("fixture"), std::fs::read_to_string(later.join(rel)).expect("later fixture"));
+        assert_ne!(a, b, "{rel}");
+    }
+}
+
+/// Every line of every discovered fixture file (complete lines and torn tails).
+static FIXTURE_LINES: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
+    let (files, _) = Claude.discover(&homes());
+    files.iter().flat_map(raw_lines).filter(|l| !l.is_empty()).collect()
+});
+
+/// Every value position in `v` (JSON pointers), root excluded.
+fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => m.iter().for_each(|(k, c)| {
+            let p = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+            out.push(p.clone());
+            pointers(c, p, out);
+        }),
+        Value::Array(a) => a.iter().enumerate().for_each(|(i, c)| {
+            let p = format!("{at}/{i}");
+            out.push(p.clone());
+            pointers(c, p, out);
+        }),
+        _ => {}
+    }
+}
+
+fn odd_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        Just(json!(true)),
+        Just(json!(-1)),
+        Just(json!(1e308)),
+        Just(json!(u64::MAX)),
+        Just(json!("")),
+        Just(json!("<command-name>")),
+        Just(json!("2026-13-45T99:99:99Z")),
+        Just(json!([])),
+        Just(json!({})),
+        Just(json!([null, 1, "x", {"type": "text"}])),
+        Just(json!({"type": null, "text": 5})),
+        any::<String>().prop_map(Value::String),
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Mutation {
+    Set(usize, u8),
+    Delete(usize, usize),
+    Insert(usize, Vec<u8>),
+    Truncate(usize),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Set(i, b)),
+        (any::<usize>(), 1usize..64).prop_map(|(i, n)| Mutation::Delete(i, n)),
+        (any::<usize>(), prop::collection::vec(any::<u8>(), 1..8)).prop_map(|(i, b)| Mutation::Insert(i, b)),
+        any::<usize>().prop_map(Mutation::Truncate),
+    ]
+}
+
+fn mutate(mut line: Vec<u8>, ops: &[Mutation]) -> Vec<u8> {
+    for op in ops {
+        let len = line.len().max(1);
+        match op {
+            Mutation::Set(i, b) => {
+                if let Some(x) = line.get_mut(i % len) {
+                    *x = *b;
+                }
+            }
+            Mutation::Delete(i, n) => {
+                let start = (i % len).min(line.len());
+                let end = (start + n).min(line.len());
+                line.drain(start..end);
+            }
+            Mutation::Insert(i, b) => {
+                let at = (i % len).min(line.len());
+                line.splice(at..at, b.iter().copied());
+            }
+            Mutation::Truncate(i) => line.truncate(i % len),
+        }
+    }
+    line
+}
+
+/// Parses `line` with a fresh state and with the state left by a real session line.
+fn parse_both_ways(line: &[u8]) {
+    let file = log_file(LEDGER);
+    let mut fresh = State::new();
+    let _ = Claude.parse_line(&file, &mut fresh, line, 1);
+    let mut warm = State::new();
+    let _ = Claude.parse_line(&file, &mut warm, &FIXTURE_LINES[0], 1);
+    let _ = Claude.parse_line(&file, &mut warm, line, 2);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn claude_parse_line_never_panics_on_arbitrary_bytes(line in prop::collection::vec(any::<u8>(), 0..512)) {
+        parse_both_ways(&line);
+    }
+
+    #[test]
+    fn claude_parse_line_never_panics_on_mutated_fixture_lines(pick in any::<prop::sample::Index>(), ops in prop::collection::vec(mutation(), 1..6)) {
+        let line: Vec<u8> = pick.get::<Vec<u8>>(&FIXTURE_LINES).clone();
+        parse_both_ways(&mutate(line, &ops));
+    }
+
+    #[test]
+    fn claude_parse_line_never_panics_on_fixture_lines_with_odd_values(pick in any::<prop::sample::Index>(), at in any::<prop::sample::Index>(), odd in odd_value()) {
+        let Ok(mut v) = serde_json::from_slice::<Value>(pick.get::<Vec<u8>>(&FIXTURE_LINES)) else { return Ok(()) };
+        let mut ps = Vec::new();
+        pointers(&v, String::new(), &mut ps);
+        if !ps.is_empty() {
+            if let Some(slot) = v.pointer_mut(at.get::<String>(&ps)) {
+                *slot = odd;
+            }
+        }
+        parse_both_ways(&serde_json::to_vec(&v).expect("json"));
+    }
+}
