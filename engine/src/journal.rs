@@ -1,8 +1,9 @@
 //! The journal: open and recover, append with group commit, read from any offset, and follow
 //! records other processes write to the same store.
 //!
-//! Locking order (never reversed): the store's file lock (`journal/LOCK`), then the in-process
-//! `writer` mutex, then the `view` lock (held only to copy or publish, never across I/O).
+//! Locking order (never reversed): the in-process `writer` mutex, then the store's file lock
+//! (`journal/LOCK`, through a handle kept open), then the `view` lock (held only to copy or
+//! publish, never across I/O). The queue mutex is never held while waiting for another lock.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -20,7 +21,7 @@ use crate::limits::*;
 use crate::record::{Body, RecordKind, RecordOrigin};
 use crate::recovery::{classify_tail, scan_frames, Stop, Tail};
 use crate::segment::{parse_segment_file_name, segment_file_name, u32_at, SegmentHeader, StoreId, FORMAT_VERSION, SEGMENT_HEADER_SIZE};
-use crate::vfs::{LockMode, Mapped, OsFs, Vfs, VfsFile};
+use crate::vfs::{LockFile, LockMode, Mapped, OsFs, Vfs, VfsFile};
 
 /// Name of the lock file inside the journal directory.
 pub const LOCK_FILE_NAME: &str = "LOCK";
@@ -234,6 +235,10 @@ pub struct Journal {
     epoch: u64,
     view: RwLock<View>,
     writer: Mutex<()>,
+    /// The store lock as the writer takes it, kept open (used under `writer` only).
+    writer_lock: Box<dyn LockFile>,
+    /// The store lock as a refresh takes it, kept open (used under `writer` only).
+    reader_lock: Box<dyn LockFile>,
     refusal: Mutex<Option<Error>>,
     queue: Mutex<Queue>,
     queue_changed: Condvar,
@@ -427,7 +432,11 @@ impl Journal {
             sparse: Vec::new(),
             sealed_next: None,
         };
+        let writer_lock = vfs.open_lock(&lock_path).map_err(|e| Error::io("open lock", &lock_path, e))?;
+        let reader_lock = vfs.open_lock(&lock_path).map_err(|e| Error::io("open lock", &lock_path, e))?;
         let journal = Journal {
+            writer_lock,
+            reader_lock,
             dir: dir.to_path_buf(),
             lock_path,
             vfs,
@@ -494,9 +503,11 @@ impl Journal {
 
     /// Learns about records other processes appended since this handle last looked.
     pub fn refresh(&self) -> Result<()> {
-        let _lock = self.vfs.lock(&self.lock_path, LockMode::Shared).map_err(|e| Error::io("lock", &self.lock_path, e))?;
         let _w = guard(&self.writer);
-        self.catch_up(TailMode::Ignore)
+        self.reader_lock.lock(LockMode::Shared).map_err(|e| Error::io("lock", &self.lock_path, e))?;
+        let result = self.catch_up(TailMode::Ignore);
+        self.reader_lock.unlock().map_err(|e| Error::io("unlock", &self.lock_path, e))?;
+        result
     }
 
     /// Appends records and returns their offsets once they are durable (per the options).
@@ -543,16 +554,13 @@ impl Journal {
         }
     }
 
-    /// One round of group commit. The leader first waits for the store, so requests keep
-    /// piling up while the previous commit syncs; then it takes every waiting request (up to
+    /// One round of group commit. The leader first waits for the writer mutex and the store
+    /// lock, so requests keep piling up while the previous commit syncs; then it takes every waiting request (up to
     /// the batch limit), hands leadership on (the next leader can start waiting for the store
     /// at once), and writes. No caller ever commits more than one round for others.
     fn lead(&self) {
-        let locks = self
-            .vfs
-            .lock(&self.lock_path, LockMode::Exclusive)
-            .map_err(|e| Error::io("lock", &self.lock_path, e))
-            .map(|file_lock| (file_lock, guard(&self.writer)));
+        let writer = guard(&self.writer);
+        let locked = self.writer_lock.lock(LockMode::Exclusive).map_err(|e| Error::io("lock", &self.lock_path, e));
         let mut q = guard(&self.queue);
         let mut batch = Vec::new();
         let mut batch_size = 0;
@@ -568,12 +576,20 @@ impl Journal {
         q.leader = false;
         self.queue_changed.notify_all();
         drop(q);
-        let result = match &locks {
-            Ok(_) if batch.is_empty() => Ok(Vec::new()),
-            Ok(_) => self.commit(&batch),
+        let result = match &locked {
+            Ok(()) if batch.is_empty() => Ok(Vec::new()),
+            Ok(()) => self.commit(&batch),
             Err(e) => Err(replicate(e)),
         };
-        drop(locks);
+        if locked.is_ok() {
+            if let Err(e) = self.writer_lock.unlock() {
+                // The batch is durable and acknowledged; but a handle that may still hold the
+                // store lock would stall every other process: it writes nothing more.
+                let e = Error::io("unlock", &self.lock_path, e);
+                self.refuse(Error::Poisoned { cause: e.to_string() });
+            }
+        }
+        drop(writer);
         let mut q = guard(&self.queue);
         match result {
             Ok(ranges) => {

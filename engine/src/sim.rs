@@ -17,7 +17,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use crate::vfs::{LockGuard, LockMode, Mapped, Vfs, VfsFile};
+use crate::vfs::{LockFile, LockGuard, LockMode, Mapped, Vfs, VfsFile};
 
 /// Sector size of the torn-write model.
 pub const SECTOR_SIZE_BYTES: u64 = 512;
@@ -326,16 +326,7 @@ impl LockGuard for SimLock {}
 
 impl Drop for SimLock {
     fn drop(&mut self) {
-        let mut st = lock(&self.fs.state);
-        if let Some(entry) = st.locks.get_mut(&self.path) {
-            if self.exclusive {
-                entry.1 = false;
-            } else {
-                entry.0 = entry.0.saturating_sub(1);
-            }
-        }
-        drop(st);
-        self.fs.lock_changed.notify_all();
+        self.fs.release(&self.path, self.exclusive);
     }
 }
 
@@ -457,6 +448,18 @@ impl Vfs for SimFs {
     }
 
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn LockGuard>> {
+        self.acquire(path, mode);
+        Ok(Box::new(SimLock { fs: self.clone(), path: path.to_path_buf(), exclusive: mode == LockMode::Exclusive }))
+    }
+
+    fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>> {
+        Ok(Box::new(SimLockFile { fs: self.clone(), path: path.to_path_buf(), held: Mutex::new(None) }))
+    }
+}
+
+impl SimFs {
+    /// Blocks until the in-process lock on `path` is granted in `mode`.
+    fn acquire(&self, path: &Path, mode: LockMode) {
         let mut st = lock(&self.state);
         loop {
             let entry = st.locks.entry(path.to_path_buf()).or_insert((0, false));
@@ -469,11 +472,43 @@ impl Vfs for SimFs {
                     LockMode::Shared => entry.0 += 1,
                     LockMode::Exclusive => entry.1 = true,
                 }
-                break;
+                return;
             }
             st = self.lock_changed.wait(st).unwrap_or_else(|p| p.into_inner());
         }
-        Ok(Box::new(SimLock { fs: self.clone(), path: path.to_path_buf(), exclusive: mode == LockMode::Exclusive }))
+    }
+
+    fn release(&self, path: &Path, exclusive: bool) {
+        let mut st = lock(&self.state);
+        if let Some(entry) = st.locks.get_mut(path) {
+            if exclusive {
+                entry.1 = false;
+            } else {
+                entry.0 = entry.0.saturating_sub(1);
+            }
+        }
+        drop(st);
+        self.lock_changed.notify_all();
+    }
+}
+
+struct SimLockFile {
+    fs: SimFs,
+    path: PathBuf,
+    held: Mutex<Option<bool>>,
+}
+
+impl LockFile for SimLockFile {
+    fn lock(&self, mode: LockMode) -> io::Result<()> {
+        self.fs.acquire(&self.path, mode);
+        *self.held.lock().unwrap_or_else(|p| p.into_inner()) = Some(mode == LockMode::Exclusive);
+        Ok(())
+    }
+    fn unlock(&self) -> io::Result<()> {
+        if let Some(exclusive) = self.held.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            self.fs.release(&self.path, exclusive);
+        }
+        Ok(())
     }
 }
 

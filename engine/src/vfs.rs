@@ -23,6 +23,15 @@ pub enum LockMode {
 /// A held lock; dropping it releases the lock.
 pub trait LockGuard: Send {}
 
+/// A lock file kept open and locked and unlocked many times (one open file description):
+/// cheaper than [`Vfs::lock`] on a hot path. Callers serialise their own use of one handle.
+pub trait LockFile: Send + Sync {
+    /// Blocks until the lock is held in `mode`.
+    fn lock(&self, mode: LockMode) -> io::Result<()>;
+    /// Releases the lock.
+    fn unlock(&self) -> io::Result<()>;
+}
+
 /// A file system as the journal sees it.
 pub trait Vfs: Send + Sync + fmt::Debug {
     /// Creates a directory and its parents.
@@ -46,6 +55,9 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// Takes an advisory lock on `path` (created if missing), blocking until granted.
     /// Locks taken through separate calls conflict with each other, in one process or many.
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn LockGuard>>;
+    /// Opens `path` (created if missing) as a reusable [`LockFile`]. Handles opened by
+    /// separate calls conflict with each other like separate [`Vfs::lock`] calls do.
+    fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>>;
 }
 
 /// An open file.
@@ -116,6 +128,22 @@ struct OsLock {
 }
 impl LockGuard for OsLock {}
 
+struct OsLockFile {
+    file: File,
+}
+
+impl LockFile for OsLockFile {
+    fn lock(&self, mode: LockMode) -> io::Result<()> {
+        match mode {
+            LockMode::Shared => self.file.lock_shared(),
+            LockMode::Exclusive => self.file.lock(),
+        }
+    }
+    fn unlock(&self) -> io::Result<()> {
+        self.file.unlock()
+    }
+}
+
 impl Vfs for OsFs {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         std::fs::create_dir_all(path)
@@ -162,6 +190,10 @@ impl Vfs for OsFs {
             LockMode::Exclusive => file.lock()?,
         }
         Ok(Box::new(OsLock { _file: file }))
+    }
+    fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>> {
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        Ok(Box::new(OsLockFile { file }))
     }
 }
 

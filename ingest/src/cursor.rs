@@ -158,19 +158,27 @@ impl Cursors {
                 let m = self.memory.entry(b.path.clone()).or_default();
                 m.version += 1;
                 m.hash = memory_hash(b.event.text.as_bytes());
-                for (entry, key) in b.entries.iter().zip(&b.keys) {
-                    m.items.insert(
-                        key.clone(),
-                        MemoryItem {
-                            root: entry.root.clone(),
-                            current: entry.id.clone(),
-                            current_created_unix_ms: entry.created_unix_ms,
-                            text: entry.text.clone(),
-                        },
-                    );
-                    self.imported_roots.insert(entry.root.clone(), (b.path.clone(), key.clone()));
+                // Split the version the same way the importer did and match it against the
+                // items before, so unchanged items keep their entries wherever they moved.
+                let old_items = std::mem::take(&mut m.items);
+                let old: Vec<(String, String)> = old_items.iter().map(|(k, i)| (k.clone(), i.text.clone())).collect();
+                let new_items = crate::memory::items(&b.event.text);
+                let (matches, _) = crate::memory::match_items(&old, &new_items);
+                for (item, mt) in new_items.iter().zip(matches) {
+                    let kept = match mt {
+                        crate::memory::Match::Unchanged(old_key) => old_items.get(&old_key).cloned(),
+                        _ => b.keys.iter().position(|k| *k == item.key).and_then(|i| b.entries.get(i)).map(|e| MemoryItem {
+                            root: e.root.clone(),
+                            current: e.id.clone(),
+                            current_created_unix_ms: e.created_unix_ms,
+                            text: e.text.clone(),
+                        }),
+                    };
+                    if let Some(kept) = kept {
+                        self.imported_roots.insert(kept.root.clone(), (b.path.clone(), item.key.clone()));
+                        m.items.insert(item.key.clone(), kept);
+                    }
                 }
-                m.items.retain(|_, item| !b.ended.contains(&item.root));
             }
             Body::Corrected(v) => self.corrected(v),
             _ => {}

@@ -23,12 +23,17 @@ fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The watch interval from `ORIGIN_WATCH_INTERVAL_MS` (`0`: no watch); a value that is not a
-/// number falls back to the default, and says so.
+/// The watch interval from `ORIGIN_WATCH_INTERVAL_MS` (see [`parse_watch_interval`]).
 pub fn watch_interval_from_env() -> (Option<Duration>, Option<String>) {
-    match std::env::var("ORIGIN_WATCH_INTERVAL_MS") {
-        Err(_) => (Some(WATCH_INTERVAL_DEFAULT), None),
-        Ok(v) => match v.trim().parse::<u64>() {
+    parse_watch_interval(std::env::var("ORIGIN_WATCH_INTERVAL_MS").ok().as_deref())
+}
+
+/// The watch interval for a value of `ORIGIN_WATCH_INTERVAL_MS`: unset, 60 s; `0`, no watch;
+/// a number, that many milliseconds; anything else, 60 s and a warning to show.
+pub fn parse_watch_interval(value: Option<&str>) -> (Option<Duration>, Option<String>) {
+    match value {
+        None => (Some(WATCH_INTERVAL_DEFAULT), None),
+        Some(v) => match v.trim().parse::<u64>() {
             Ok(0) => (None, None),
             Ok(ms) => (Some(Duration::from_millis(ms)), None),
             Err(_) => (

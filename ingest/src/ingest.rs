@@ -543,26 +543,31 @@ impl Ingester {
         let now = now_unix_ms();
         let version = prev.version + 1;
         let event_id = format!("{source}:memory:{path}#v{version}");
-        let mut event: Event = crate::text::event(event_id.clone(), now, "", m.project.as_deref(), Role::System, EventKind::Memory, text.clone(), 1);
+        // The whole file is the event's text (memory files are small), so that replay can
+        // split it into the same items.
+        let mut event: Event = crate::text::event(event_id.clone(), now, "", m.project.as_deref(), Role::System, EventKind::Memory, String::new(), 1);
+        event.text = text.clone();
         event.cwd = m.project.clone();
         let kind = if m.scope == MemoryScope::User { EntryKind::Cognition } else { EntryKind::Knowledge };
         let project = m.project.as_deref().and_then(crate::text::project_of);
         let mut entries = Vec::new();
         let mut keys = Vec::new();
         let items = memory::items(&text);
-        let current: HashSet<&str> = items.iter().map(|i| i.key.as_str()).collect();
-        for item in &items {
-            let old = prev.items.get(&item.key);
-            if old.is_some_and(|o| o.text == item.text) {
-                continue;
-            }
+        let old: Vec<(String, String)> = prev.items.iter().map(|(k, i)| (k.clone(), i.text.clone())).collect();
+        let (matches, ended_keys) = memory::match_items(&old, &items);
+        for (item, m) in items.iter().zip(&matches) {
+            let previous = match m {
+                memory::Match::Unchanged(_) => continue,
+                memory::Match::Changed(old_key) => prev.items.get(old_key),
+                memory::Match::New => None,
+            };
             let id = new_entry_id();
-            let (root, supersedes) = match old {
+            let (root, supersedes) = match previous {
                 Some(o) => (o.root.clone(), Some(o.current.clone())),
                 None => (id.clone(), None),
             };
-            let created = match old {
-                // A correction is dated after the version it corrects.
+            let created = match previous {
+                // A new version is dated after the version it supersedes.
                 Some(o) => now.max(o.current_created_unix_ms + 1),
                 None => now,
             };
@@ -583,7 +588,7 @@ impl Ingester {
             });
             keys.push(item.key.clone());
         }
-        let ended: Vec<String> = prev.items.iter().filter(|(k, _)| !current.contains(k.as_str())).map(|(_, i)| i.root.clone()).collect();
+        let ended: Vec<String> = ended_keys.iter().filter_map(|k| prev.items.get(k)).map(|i| i.root.clone()).collect();
         let body = Body::Imported(Imported {
             source: source.to_owned(),
             path,

@@ -97,6 +97,48 @@ pub fn items(content: &str) -> Vec<Item> {
     out
 }
 
+/// How an item of a new version relates to the items of the version before.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Match {
+    /// The same text (possibly moved): the entry stays as it is, under the old key.
+    Unchanged(String),
+    /// The text at this position changed: a new version of the entry under the old key.
+    Changed(String),
+    /// A new item.
+    New,
+}
+
+/// Matches the items of a new version (`new`) against the previous version's (`old`, key and
+/// text): first identical texts, wherever they moved; then what is left at the same key is a
+/// change; the rest is new. Returns one match per new item, and the old keys left unmatched
+/// (items the file no longer has). Deterministic: the importer and every replay agree.
+pub fn match_items(old: &[(String, String)], new: &[Item]) -> (Vec<Match>, Vec<String>) {
+    let mut used = vec![false; old.len()];
+    let mut out = vec![Match::New; new.len()];
+    for (i, item) in new.iter().enumerate() {
+        // Prefer the same key, then the first unmatched old item with the same text.
+        let same_key = old.iter().position(|(k, t)| *k == item.key && *t == item.text);
+        let found = same_key.filter(|&j| !used[j]).or_else(|| (0..old.len()).find(|&j| !used[j] && old[j].1 == item.text));
+        if let Some(j) = found {
+            used[j] = true;
+            out[i] = Match::Unchanged(old[j].0.clone());
+        }
+    }
+    for (i, item) in new.iter().enumerate() {
+        if out[i] != Match::New {
+            continue;
+        }
+        if let Some(j) = old.iter().position(|(k, _)| *k == item.key) {
+            if !used[j] {
+                used[j] = true;
+                out[i] = Match::Changed(old[j].0.clone());
+            }
+        }
+    }
+    let ended = old.iter().zip(&used).filter(|(_, u)| !**u).map(|((k, _), _)| k.clone()).collect();
+    (out, ended)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +158,19 @@ mod tests {
                 ("demo-app / Commands#3", "@AGENTS.md"),
             ]
         );
+    }
+
+    #[test]
+    fn a_removed_item_ends_and_the_items_after_it_stay_unchanged() {
+        let old: Vec<(String, String)> = items("- a\n- b\n- c\n- d\n").into_iter().map(|i| (i.key, i.text)).collect();
+        let new = items("- a\n- c\n- d2\n");
+        let (m, ended) = match_items(&old, &new);
+        assert_eq!(m, vec![Match::Unchanged("#0".into()), Match::Unchanged("#2".into()), Match::New]);
+        assert_eq!(ended, vec!["#1".to_owned(), "#3".to_owned()]);
+        let new = items("- a\n- B\n- c\n- d\n- e\n");
+        let (m, ended) = match_items(&old, &new);
+        assert_eq!(m, vec![Match::Unchanged("#0".into()), Match::Changed("#1".into()), Match::Unchanged("#2".into()), Match::Unchanged("#3".into()), Match::New]);
+        assert!(ended.is_empty());
     }
 
     #[test]

@@ -9,3 +9,5 @@ mod journal_format;
 mod ingest_incremental;
 mod ingest_bad_input;
 mod ingest_processes;
+mod ingest_memory;
+mod ingest_freshness;
