@@ -46,6 +46,10 @@ pub struct IngestArgs {
     /// (used to find project folders, for their memory files, under --agents-home).
     #[arg(long, value_name = "PATH")]
     pub recorded_home: Option<String>,
+    /// If no agent logs are found, read the sample logs in DIR instead (the repository ships
+    /// some in tests/fixtures/agent-home, recorded under /home/dev).
+    #[arg(long, value_name = "DIR")]
+    pub samples_if_none: Option<PathBuf>,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,

@@ -35,10 +35,13 @@ pub fn homes(agents_home: Option<&Path>) -> Result<Homes> {
     Ok(homes)
 }
 
+fn open_journal(journal_dir: &Path) -> Result<Journal> {
+    Journal::open(journal_dir, Options::default()).with_context(|| format!("opening the journal in {}", journal_dir.display()))
+}
+
 /// Opens the store's journal for writing and builds an ingester over it.
 pub fn ingester(home: &Path, journal_dir: &Path, homes: Homes, recorded_home: Option<&str>) -> Result<Ingester> {
-    let journal = Journal::open(journal_dir, Options::default()).with_context(|| format!("opening the journal in {}", journal_dir.display()))?;
-    let ing = Ingester::new(Arc::new(journal), home, homes);
+    let ing = Ingester::new(Arc::new(open_journal(journal_dir)?), home, homes);
     Ok(match recorded_home {
         Some(r) => ing.with_recorded_home(r),
         None => ing,
@@ -47,8 +50,18 @@ pub fn ingester(home: &Path, journal_dir: &Path, homes: Homes, recorded_home: Op
 
 /// `origin ingest`.
 pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit> {
-    let homes = homes(args.agents_home.as_deref())?;
-    let ing = ingester(home, journal_dir, homes, args.recorded_home.as_deref())?;
+    let mut homes = homes(args.agents_home.as_deref())?;
+    let mut recorded_home = args.recorded_home.clone();
+    if let Some(samples) = &args.samples_if_none {
+        let probe = Ingester::new(Arc::new(open_journal(journal_dir)?), home, homes.clone());
+        let found: usize = probe.discover().iter().map(|(_, files, _)| files.len()).sum();
+        if found == 0 {
+            eprintln!("origin: no agent logs on this machine; reading the samples in {}", samples.display());
+            homes = Homes::under(samples);
+            recorded_home.get_or_insert_with(|| "/home/dev".to_owned());
+        }
+    }
+    let ing = ingester(home, journal_dir, homes, recorded_home.as_deref())?;
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
