@@ -189,6 +189,12 @@ impl Ingester {
         }
     }
 
+    /// The same ingester reading through other adapters (tests).
+    pub fn with_adapters(mut self, adapters: Vec<Box<dyn Adapter>>) -> Ingester {
+        self.adapters = adapters;
+        self
+    }
+
     /// Logs recorded on another machine under `recorded_home` (e.g. `/home/dev`) are read here
     /// from `homes.home`: project folders named in them are looked up there.
     pub fn with_recorded_home(mut self, recorded_home: &str) -> Ingester {
@@ -680,4 +686,62 @@ pub fn device_name() -> String {
         }
     }
     "device".to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::claude::Claude;
+
+    /// Claude's parsing, over a list of files that includes one that is gone by the time it
+    /// is read (vanished between discovery and reading).
+    struct Vanishing {
+        files: Vec<PathBuf>,
+    }
+
+    impl Adapter for Vanishing {
+        fn source(&self) -> Source {
+            Source::ClaudeCode
+        }
+        fn discover(&self, _homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
+            let files = self
+                .files
+                .iter()
+                .map(|p| LogFile {
+                    source: Source::ClaudeCode,
+                    path: p.clone(),
+                    key: p.to_string_lossy().into_owned(),
+                    mirror: p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                    format: FileFormat::Lines,
+                })
+                .collect();
+            (files, Vec::new())
+        }
+        fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
+            Claude.parse_line(file, state, line, line_no)
+        }
+        fn memory_files(&self, _homes: &Homes, _projects: &[PathBuf]) -> Vec<MemoryFile> {
+            Vec::new()
+        }
+    }
+
+    #[test]
+    fn a_file_that_vanishes_before_it_is_read_is_reported_and_the_rest_is_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let good = dir.path().join("good.jsonl");
+        let gone = dir.path().join("gone.jsonl");
+        std::fs::write(
+            &good,
+            "{\"type\":\"user\",\"uuid\":\"v1\",\"sessionId\":\"s\",\"timestamp\":\"2026-10-20T09:00:00Z\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+        )
+        .expect("write");
+        let journal = Journal::open(dir.path().join("store/journal"), origin_engine::Options::default()).expect("open");
+        let ing = Ingester::new(Arc::new(journal), &dir.path().join("store"), Homes::under(dir.path()))
+            .with_adapters(vec![Box::new(Vanishing { files: vec![gone.clone(), good.clone()] })]);
+        let summary = ing.run(None, &mut |_| {}).expect("run");
+        let run = &summary.sources["claude-code"];
+        assert_eq!(run.events, 1, "the readable file is read");
+        assert_eq!(run.problems.len(), 1, "{:?}", run.problems);
+        assert!(run.problems[0].contains("gone.jsonl"), "{:?}", run.problems);
+    }
 }
