@@ -6,6 +6,8 @@ mod exit;
 mod ingest_cmd;
 mod journal_cmd;
 mod show;
+#[allow(dead_code)]
+mod tools;
 
 use std::process::ExitCode;
 

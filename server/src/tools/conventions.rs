@@ -1,0 +1,143 @@
+//! The spec's conventions shared by every tool and CLI command: time arguments, times in
+//! results, id shapes, and cutting text with a note of how much was cut.
+
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, Zoned};
+
+/// Sources an event id may name.
+pub const SOURCES: [&str; 5] = ["claude-code", "codex", "cursor", "zcode", "grok"];
+
+/// A time in results: ISO 8601 in the server's local time zone (`TZ` honoured), with
+/// milliseconds and offset, e.g. `2026-10-20T09:12:30.000+08:00`.
+pub fn format_time(unix_ms: i64, tz: &TimeZone) -> String {
+    match Timestamp::from_millisecond(unix_ms) {
+        Ok(t) => t.to_zoned(tz.clone()).strftime("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string(),
+        Err(_) => "1970-01-01T00:00:00.000+00:00".to_owned(),
+    }
+}
+
+/// The server's local time zone: `TZ` when set and known, else the system's.
+pub fn local_tz() -> TimeZone {
+    TimeZone::system()
+}
+
+/// Parses a time argument: relative (`30m`, `24h`, `7d`, `2w`, counted back from `now`), or
+/// absolute (a date, `2026-10-20`, meaning its start in the local time zone; or ISO 8601 with
+/// or without an offset, local when without). Returns Unix milliseconds or the reason.
+pub fn parse_time_arg(value: &str, now: &Zoned) -> Result<i64, String> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Err("is empty; use 30m, 24h, 7d, 2w, a date like 2026-10-20, or ISO 8601".into());
+    }
+    if let Some(unit) = v.chars().last().filter(|c| matches!(c, 'm' | 'h' | 'd' | 'w')) {
+        let digits = &v[..v.len() - 1];
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            let n: i64 = digits.parse().map_err(|_| format!("{v:?} is too large"))?;
+            let ms_per = match unit {
+                'm' => 60_000,
+                'h' => 3_600_000,
+                'd' => 86_400_000,
+                _ => 7 * 86_400_000,
+            };
+            let back = n.checked_mul(ms_per).filter(|b| *b <= 100 * 365 * 86_400_000).ok_or_else(|| format!("{v:?} reaches back more than 100 years"))?;
+            return Ok(now.timestamp().as_millisecond() - back);
+        }
+    }
+    if let Ok(t) = v.parse::<Timestamp>() {
+        return Ok(t.as_millisecond());
+    }
+    if let Ok(dt) = v.parse::<jiff::civil::DateTime>() {
+        if v.contains('T') || v.contains(' ') {
+            return dt.to_zoned(now.time_zone().clone()).map(|z| z.timestamp().as_millisecond()).map_err(|e| e.to_string());
+        }
+    }
+    if let Ok(d) = v.parse::<Date>() {
+        return d.to_zoned(now.time_zone().clone()).map(|z| z.timestamp().as_millisecond()).map_err(|e| e.to_string());
+    }
+    Err(format!("{v:?} is not a time; use 30m, 24h, 7d, 2w, a date like 2026-10-20, or ISO 8601"))
+}
+
+/// True for an entry id: `ent_` and 12 to 32 hex characters.
+pub fn is_entry_id(id: &str) -> bool {
+    id.strip_prefix("ent_").is_some_and(|h| (12..=32).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// True for a tombstone id: `tmb_` and 12 to 32 hex characters.
+pub fn is_tombstone_id(id: &str) -> bool {
+    id.strip_prefix("tmb_").is_some_and(|h| (12..=32).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// True for an event id: `<source>:<id in the source>` with a known source.
+pub fn is_event_id(id: &str) -> bool {
+    id.split_once(':').is_some_and(|(s, rest)| SOURCES.contains(&s) && !rest.is_empty())
+}
+
+/// Cuts `text` to `max` characters (not bytes); when anything is cut, notes how many
+/// characters at the end.
+pub fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((byte, _)) => {
+            let rest = text[byte..].chars().count();
+            format!("{}…[{rest} characters cut]", &text[..byte])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now_in(tz: &str) -> Zoned {
+        let tz = TimeZone::get(tz).expect("zone");
+        "2026-10-20T09:12:30.123Z".parse::<Timestamp>().expect("ts").to_zoned(tz)
+    }
+
+    #[test]
+    fn times_are_local_with_milliseconds_and_offset() {
+        let shanghai = TimeZone::get("Asia/Shanghai").expect("zone");
+        assert_eq!(format_time(1_792_487_550_000, &shanghai), "2026-10-20T17:12:30.000+08:00");
+        let berlin = TimeZone::get("Europe/Berlin").expect("zone");
+        assert_eq!(format_time(1_792_487_550_123, &berlin), "2026-10-20T11:12:30.123+02:00");
+        assert_eq!(format_time(1_792_487_550_123, &TimeZone::UTC), "2026-10-20T09:12:30.123+00:00");
+    }
+
+    #[test]
+    fn relative_and_absolute_time_arguments_parse() {
+        let now = now_in("Asia/Shanghai");
+        let ms = now.timestamp().as_millisecond();
+        assert_eq!(parse_time_arg("30m", &now), Ok(ms - 30 * 60_000));
+        assert_eq!(parse_time_arg("24h", &now), Ok(ms - 86_400_000));
+        assert_eq!(parse_time_arg("7d", &now), Ok(ms - 7 * 86_400_000));
+        assert_eq!(parse_time_arg("2w", &now), Ok(ms - 14 * 86_400_000));
+        // A date is its local midnight: 2026-10-20T00:00+08:00 = 2026-10-19T16:00Z.
+        assert_eq!(parse_time_arg("2026-10-20", &now), Ok("2026-10-19T16:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
+        assert_eq!(parse_time_arg("2026-10-20T09:00:00Z", &now), Ok("2026-10-20T09:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
+        assert_eq!(parse_time_arg("2026-10-20T09:00:00+02:00", &now), Ok("2026-10-20T07:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
+        assert_eq!(parse_time_arg("2026-10-20T09:00:00", &now), Ok("2026-10-20T01:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
+        for bad in ["", "yesterday", "7x", "m", "-3d", "2026-13-01", "99999999999999w"] {
+            assert!(parse_time_arg(bad, &now).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn ids_have_their_shapes() {
+        assert!(is_entry_id("ent_3f9a1c2b7d4e"));
+        assert!(is_entry_id("ent_0123456789abcdef0123456789abcdef"));
+        assert!(!is_entry_id("ent_3f9a1c2b7d4"));
+        assert!(!is_entry_id("ent_3f9a1c2b7d4g"));
+        assert!(!is_entry_id("ent_0123456789abcdef0123456789abcdef0"));
+        assert!(is_tombstone_id("tmb_6c1d0e9a2b3f"));
+        assert!(is_event_id("claude-code:7d0c4a1e-0000-4000-8000-000000000001"));
+        assert!(is_event_id("zcode:prt_1:use"));
+        assert!(!is_event_id("claude:7d0c"));
+        assert!(!is_event_id("codex:"));
+    }
+
+    #[test]
+    fn cutting_counts_characters_and_notes_the_rest() {
+        assert_eq!(cut("发布流程🚀", 10), "发布流程🚀");
+        assert_eq!(cut("发布流程🚀abc", 4), "发布流程…[4 characters cut]");
+    }
+}

@@ -1,0 +1,3 @@
+//! The seven tools' shared conventions (the tools themselves land with issue 4).
+
+pub mod conventions;
