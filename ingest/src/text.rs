@@ -4,8 +4,32 @@
 use std::path::Path;
 
 use origin_engine::record::{Event, EventKind, Role};
+use serde_json::Value;
 
 use crate::limits::{cut_marker, EVENT_TEXT_CHARS_MAX, FIRST_PROMPT_CHARS_MAX};
+
+/// The string at `key` of a JSON object, if it is one.
+pub fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Text of message content given as a string, or as blocks (strings or objects with `text`)
+/// joined by newlines.
+pub fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Value::String(s) => Some(s.clone()),
+                _ => str_of(b, "text").map(str::to_owned),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
 
 /// Cuts `text` to the event text limit; returns the text (with a marker if cut) and how many
 /// characters were cut.

@@ -7,34 +7,13 @@ use std::path::{Path, PathBuf};
 use origin_engine::record::{EventKind, Role, SessionChange};
 use serde_json::Value;
 
-use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
 use crate::source::{Homes, Source};
-use crate::text::{event, first_prompt, parse_time, project_of};
+use crate::text::{str_of, content_text, event, first_prompt, parse_time, project_of};
 use crate::walk;
 
 /// The Claude Code adapter.
 pub struct Claude;
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-/// Text of a `tool_result` content: a string, or blocks whose text is joined.
-fn content_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Value::String(s) => Some(s.clone()),
-                _ => str_of(b, "text").map(str::to_owned),
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
 
 /// The session's title so far: last `custom-title` > last `ai-title` > last `summary`.
 fn title_of(state: &State) -> Option<String> {
@@ -59,14 +38,8 @@ impl Adapter for Claude {
         let mut problems = Vec::new();
         let files = walk::files(&root, &|p| p.extension().is_some_and(|e| e == "jsonl"), &mut problems)
             .into_iter()
-            .map(|path| LogFile {
-                source: Source::ClaudeCode,
-                key: path.to_string_lossy().into_owned(),
-                // Below `projects/`, as the spec's `sources` example shows (`raw/claude-code/-home-dev-demo-app/…`).
-                mirror: walk::relative(&root, &path),
-                path,
-                format: FileFormat::Lines,
-            })
+            // Mirrors below `projects/`, as the spec's `sources` example shows (`raw/claude-code/-home-dev-demo-app/…`).
+            .map(|path| LogFile::lines(Source::ClaudeCode, &root, path))
             .collect();
         (files, problems)
     }

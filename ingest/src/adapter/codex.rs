@@ -70,7 +70,7 @@ use serde_json::Value;
 
 use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
 use crate::source::{Homes, Source};
-use crate::text::{event, first_prompt, parse_time, project_of};
+use crate::text::{str_of, event, first_prompt, parse_time, project_of};
 use crate::walk;
 
 /// The Codex adapter.
@@ -95,10 +95,6 @@ const INJECTED_PREFIXES: &[&str] = &[
     "<collaboration_mode>",
     "<personality_spec>",
 ];
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
 
 fn state_str<'a>(state: &'a State, key: &str) -> Option<&'a str> {
     state.get(key).and_then(Value::as_str)

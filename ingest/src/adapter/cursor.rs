@@ -67,10 +67,10 @@ use origin_engine::record::{EventKind, Role, SessionChange};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
 use crate::limits::{cut_marker, EVENT_TEXT_CHARS_MAX, WALK_DEPTH_MAX};
 use crate::source::{Homes, Source};
-use crate::text::{event, first_prompt, project_of};
+use crate::text::{str_of, content_text, event, first_prompt, project_of};
 use crate::walk;
 
 /// The Cursor adapter.
@@ -91,10 +91,6 @@ const ROLE: &str = "role";
 const RESOLVE_ENTRIES_MAX: usize = 20_000;
 
 const TRANSCRIPTS: &str = "agent-transcripts";
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
 
 /// Where a transcript sits, from its path alone.
 struct Place {
@@ -346,23 +342,6 @@ fn user_text(raw: &str) -> UserText {
         query = Some(q);
     }
     UserText { time, text: text.trim().to_owned(), query }
-}
-
-/// Text of a `tool_result` content: a string, or blocks whose text is joined.
-fn content_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Value::String(s) => Some(s.clone()),
-                _ => str_of(b, "text").map(str::to_owned),
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
 }
 
 fn turn_ended_text(v: &Value) -> String {
@@ -787,13 +766,7 @@ impl Adapter for Cursor {
         let mut problems = Vec::new();
         let files = walk::files(&root, &|p| is_transcript(&root, p), &mut problems)
             .into_iter()
-            .map(|path| LogFile {
-                source: Source::Cursor,
-                key: path.to_string_lossy().into_owned(),
-                mirror: walk::relative(&root, &path),
-                path,
-                format: FileFormat::Lines,
-            })
+            .map(|path| LogFile::lines(Source::Cursor, &root, path))
             .collect();
         (files, problems)
     }
@@ -850,6 +823,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+    use crate::adapter::FileFormat;
     use crate::adapter::golden;
 
     const DEMO: &str = "7c1e4b2a-3d5f-4e6a-9b8c-0d1e2f3a4b5c";

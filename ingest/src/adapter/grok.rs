@@ -40,10 +40,10 @@ use origin_engine::record::{EventKind, Role, SessionChange};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
 use crate::limits::LINE_SIZE_BYTES_MAX;
 use crate::source::{Homes, Source};
-use crate::text::{event, first_prompt, parse_time, project_of};
+use crate::text::{str_of, event, first_prompt, parse_time, project_of};
 use crate::walk;
 
 /// The Grok adapter.
@@ -53,10 +53,6 @@ pub struct Grok;
 const CHAT: &str = "chat_history.jsonl";
 /// Side files read whole are small; anything bigger than this is ignored.
 const SIDE_FILE_BYTES_MAX: u64 = 4 * 1024 * 1024;
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
 
 fn num(state: &State, key: &str) -> Option<i64> {
     state.get(key).and_then(Value::as_i64)
@@ -345,13 +341,7 @@ impl Adapter for Grok {
         let keep = |p: &Path| p.file_name().is_some_and(|n| n == CHAT) && p.strip_prefix(&root).is_ok_and(|r| r.components().count() == 3);
         let files = walk::files(&root, &keep, &mut problems)
             .into_iter()
-            .map(|path| LogFile {
-                source: Source::Grok,
-                key: path.to_string_lossy().into_owned(),
-                mirror: walk::relative(&root, &path),
-                path,
-                format: FileFormat::Lines,
-            })
+            .map(|path| LogFile::lines(Source::Grok, &root, path))
             .collect();
         (files, problems)
     }
@@ -557,6 +547,7 @@ impl Adapter for Grok {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::adapter::FileFormat;
     use crate::adapter::golden;
     use crate::limits::EVENT_TEXT_CHARS_MAX;
     use proptest::prelude::*;

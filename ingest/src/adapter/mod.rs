@@ -46,6 +46,20 @@ pub struct LogFile {
     pub format: FileFormat,
 }
 
+impl LogFile {
+    /// A plain log file of lines, mirrored under its path relative to `root` (the agent's log
+    /// folder).
+    pub fn lines(source: Source, root: &std::path::Path, path: PathBuf) -> LogFile {
+        LogFile {
+            source,
+            key: path.to_string_lossy().into_owned(),
+            mirror: crate::walk::relative(root, &path),
+            path,
+            format: FileFormat::Lines,
+        }
+    }
+}
+
 /// An adapter's state for one file, carried from line to line and from run to run (it is
 /// stored with every journal record of the file, as JSON).
 pub type State = Map<String, Value>;

@@ -42,7 +42,7 @@ use serde_json::Value;
 use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
 use crate::limits::{DECODED_LOG_SIZE_BYTES_MAX, FILES_PER_SOURCE_MAX};
 use crate::source::{Homes, Source};
-use crate::text::{event, first_prompt, project_of};
+use crate::text::{str_of, event, first_prompt, project_of};
 
 /// The Zcode adapter.
 pub struct Zcode;
@@ -51,10 +51,6 @@ pub struct Zcode;
 const DB: &str = "cli/db/db.sqlite";
 /// What separates the database path from the session id in a key.
 const KEY_SESSION: &str = "#session/";
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
 
 /// `path` as an SQLite URI path: every byte but unreserved ones and `/` percent-encoded.
 fn uri_path(path: &Path) -> String {
