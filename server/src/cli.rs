@@ -33,6 +33,35 @@ pub enum Command {
     /// Operate on the journal: verify, dump, salvage, compact, stress.
     #[command(subcommand)]
     Journal(JournalCommand),
+    /// Serve the seven tools over MCP on stdio (what agents start).
+    Mcp(AgentsArgs),
+    /// Full-text search over entries and session events.
+    Search(crate::tools_cmd::SearchCmd),
+    /// Sessions in a time range, or the events of one session.
+    Timeline(crate::tools_cmd::TimelineCmd),
+    /// An entry with its sources and versions, or an event with its full text.
+    Get(crate::tools_cmd::IdCmd),
+    /// The original log lines behind an entry or an event.
+    Sources(crate::tools_cmd::IdCmd),
+    /// Save a new entry (author user@<device>).
+    Remember(crate::tools_cmd::RememberCmd),
+    /// Replace an entry with a corrected version.
+    Correct(crate::tools_cmd::CorrectCmd),
+    /// Hide an entry or an event (and what it cites, or what cites it).
+    Forget(crate::tools_cmd::ForgetCmd),
+    /// Lift a tombstone made by forget.
+    Restore(crate::tools_cmd::RestoreCmd),
+}
+
+/// Where agents keep their logs (for commands that ingest first).
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentsArgs {
+    /// Read the agents' folders under DIR instead of $HOME.
+    #[arg(long, value_name = "DIR", global = true)]
+    pub agents_home: Option<PathBuf>,
+    /// The home directory as written inside the logs, when they come from another machine.
+    #[arg(long, value_name = "PATH", global = true)]
+    pub recorded_home: Option<String>,
 }
 
 /// `origin ingest`.
@@ -129,6 +158,15 @@ pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Status(f) => journal_cmd::status(&home, &journal_dir, f.json),
         Command::Ingest(a) => crate::ingest_cmd::ingest(&home, &journal_dir, a),
+        Command::Mcp(a) => crate::tools_cmd::mcp(&home, &a),
+        Command::Search(c) => crate::tools_cmd::search(&home, c),
+        Command::Timeline(c) => crate::tools_cmd::timeline(&home, c),
+        Command::Get(c) => crate::tools_cmd::get(&home, c),
+        Command::Sources(c) => crate::tools_cmd::sources(&home, c),
+        Command::Remember(c) => crate::tools_cmd::remember(&home, c),
+        Command::Correct(c) => crate::tools_cmd::correct(&home, c),
+        Command::Forget(c) => crate::tools_cmd::forget(&home, c),
+        Command::Restore(c) => crate::tools_cmd::restore(&home, c),
         Command::Journal(JournalCommand::Verify(f)) => journal_cmd::verify(&journal_dir, f.json),
         Command::Journal(JournalCommand::Dump { from, limit, json }) => journal_cmd::dump(&journal_dir, from, limit, json),
         Command::Journal(JournalCommand::Salvage { to }) => journal_cmd::salvage(&journal_dir, &to),

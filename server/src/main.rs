@@ -6,8 +6,8 @@ mod exit;
 mod ingest_cmd;
 mod journal_cmd;
 mod show;
-#[allow(dead_code)]
 mod tools;
+mod tools_cmd;
 
 use std::process::ExitCode;
 

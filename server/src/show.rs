@@ -67,6 +67,50 @@ pub fn body_summary(body: &Body) -> String {
     }
 }
 
+/// A tool result for a person: entries and events as short blocks, anything else as
+/// indented JSON.
+pub fn readable(v: &Value) -> String {
+    let mut out = String::new();
+    let line = |out: &mut String, s: String| {
+        out.push_str(&s);
+        out.push('\n');
+    };
+    let field = |o: &Value, k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    if let (Some(entries), Some(events)) = (v.get("entries").and_then(Value::as_array), v.get("events").and_then(Value::as_array)) {
+        line(&mut out, format!("{} entries, {} events", entries.len(), events.len()));
+        for e in entries {
+            line(&mut out, format!("\n{}  {}  {}  {}", field(e, "id"), field(e, "kind"), field(e, "created"), field(e, "author")));
+            line(&mut out, format!("  {}", field(e, "text")));
+        }
+        for e in events {
+            let text = e.get("snippet").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| field(e, "text"));
+            line(&mut out, format!("\n{}  {}  {} {}", field(e, "id"), field(e, "time"), field(e, "role"), field(e, "kind")));
+            line(&mut out, format!("  {}", text.replace('\n', " ")));
+        }
+        return out;
+    }
+    if let Some(sessions) = v.get("sessions").and_then(Value::as_array) {
+        line(&mut out, format!("{} sessions", sessions.len()));
+        for s in sessions {
+            let title = s.get("title").and_then(Value::as_str).or_else(|| s.get("prompt").and_then(Value::as_str)).unwrap_or("(untitled)");
+            line(
+                &mut out,
+                format!(
+                    "{}  {:<11}  {:<16}  {} events  {}",
+                    field(s, "ended"),
+                    field(s, "source"),
+                    s.get("project").and_then(Value::as_str).unwrap_or("-"),
+                    s.get("events").and_then(Value::as_u64).unwrap_or(0),
+                    title
+                ),
+            );
+            line(&mut out, format!("  session {}", field(s, "session")));
+        }
+        return out;
+    }
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,3 +1,5 @@
-//! The seven tools' shared conventions (the tools themselves land with issue 4).
+//! The seven tools: conventions, the archive they read and write, and the MCP server.
 
+pub mod archive;
 pub mod conventions;
+pub mod mcp;

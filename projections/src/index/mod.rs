@@ -1,0 +1,424 @@
+//! The multilingual full-text index over entries and events.
+//!
+//! What it does: tokenizes text in any script ([`token`]: NFKC-folded, lower-cased words on
+//! Unicode word boundaries; Han, Hiragana, Katakana and Hangul runs as overlapping bigrams
+//! plus unigrams, with positions), keeps new documents in an in-memory segment, writes
+//! immutable, checksummed, memory-mapped segments on [`Index::commit`], merges them
+//! ([`merge`], [`MergePolicy`]) and answers queries ([`parse_query`]): every word must occur,
+//! phrases in order, BM25 ranking with ties to the more recent document, filters, and a
+//! caller's visibility predicate; when fewer than `limit` documents match fully, the best
+//! partial matches (English stems, stop words set aside) follow, marked [`Match::Partial`].
+//! [`snippet`] shows a text around its first match with every match in brackets.
+//!
+//! What it does not do: decide what is visible (the caller's predicate says which documents
+//! are hidden, superseded or expired), assign document ids, read the journal, or run merges in
+//! the background (the caller may run [`merge`] on any thread).
+//!
+//! Usage:
+//! ```
+//! use origin_projections::index::{DocMeta, Filters, Index, Match, Scope, parse_query};
+//! let mut index = Index::in_memory();
+//! let meta = DocMeta { scope: Scope::Entry, kind: 0, tool: false, time_unix_ms: 1, source: None, project: None };
+//! index.add(7, &meta, "Releases are tagged from master once CI passes").unwrap();
+//! let query = parse_query("how do we cut a release of the app?").unwrap();
+//! let hits = index.search(&query, &Filters::default(), &|_| true, 20).unwrap();
+//! assert_eq!((hits[0].doc, hits[0].matched), (7, Match::Partial));
+//! ```
+//!
+//! Invariants callers may rely on:
+//! - Results do not depend on how documents are split into segments: committing, reopening
+//!   and merging give the same hits with the same scores.
+//! - Every full match ([`Match::All`]) comes before every partial match; partial matches are
+//!   absent when `limit` documents match fully.
+//! - A document the predicate rejects, or the filters exclude, is never returned.
+//! - A damaged segment or manifest is an error ([`IndexError::Corrupt`]) on open, never wrong
+//!   results; the index is a projection, so the fix is to delete it and rebuild it.
+//! - One process writes an index directory at a time (the caller holds the store's lock).
+
+mod doc;
+mod error;
+pub mod limits;
+mod manifest;
+mod memory;
+mod merge;
+mod postings;
+mod query;
+mod search;
+mod segment;
+mod snippet;
+mod stem;
+mod token;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use origin_engine::record::{EntryVersion, Event, EventKind};
+
+pub use error::IndexError;
+pub use merge::{MergeJob, MergePolicy, Merged, SegmentInfo, merge};
+pub use query::{Query, QueryError, parse_query};
+pub use segment::{Segment, SegmentId};
+pub use snippet::snippet;
+
+use manifest::Manifest;
+use memory::MemorySegment;
+use search::View;
+use segment::writer::{Target, write_segment};
+use stem::Stems;
+
+/// A document's id, chosen by the caller (unique within the index).
+pub type DocId = u32;
+
+/// Entries or events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Scope {
+    /// A version of an entry.
+    Entry = 1,
+    /// An event.
+    Event = 2,
+}
+
+/// What filters see of a document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocMeta {
+    /// Entry or event.
+    pub scope: Scope,
+    /// `EventKind as u8` or `EntryKind as u8`, per scope.
+    pub kind: u8,
+    /// A tool call or tool result (left out unless [`Filters::include_tools`]).
+    pub tool: bool,
+    /// Its time: when an event happened or an entry version was written (Unix ms); ties in
+    /// score go to the larger.
+    pub time_unix_ms: i64,
+    /// Source id (`claude-code`, ...), for events.
+    pub source: Option<String>,
+    /// Project, if known.
+    pub project: Option<String>,
+}
+
+impl DocMeta {
+    /// The metadata of an event read from `source`. Tool calls and tool results are tools.
+    pub fn event(source: &str, event: &Event) -> DocMeta {
+        DocMeta {
+            scope: Scope::Event,
+            kind: event.kind as u8,
+            tool: matches!(event.kind, EventKind::ToolUse | EventKind::ToolResult),
+            time_unix_ms: event.time_unix_ms,
+            source: Some(source.to_string()),
+            project: event.project.clone(),
+        }
+    }
+
+    /// The metadata of an entry version.
+    pub fn entry(version: &EntryVersion) -> DocMeta {
+        DocMeta {
+            scope: Scope::Entry,
+            kind: version.kind as u8,
+            tool: false,
+            time_unix_ms: version.created_unix_ms,
+            source: None,
+            project: version.project.clone(),
+        }
+    }
+}
+
+/// Which documents a search may return. The default admits everything but tool events.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filters {
+    /// Entries only, or events only.
+    pub scope: Option<Scope>,
+    /// This kind only (kinds are per scope: pair it with `scope`).
+    pub kind: Option<u8>,
+    /// Documents at or after this time (Unix ms).
+    pub since_unix_ms: Option<i64>,
+    /// Documents before this time (Unix ms).
+    pub until_unix_ms: Option<i64>,
+    /// Documents of this source only.
+    pub source: Option<String>,
+    /// Documents of this project only.
+    pub project: Option<String>,
+    /// Also documents marked `tool`.
+    pub include_tools: bool,
+}
+
+/// How a hit matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Match {
+    /// Every word and phrase of the query occurs.
+    All,
+    /// Only some of the query's words (by stem) occur.
+    Partial,
+}
+
+/// One search result.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hit {
+    /// The document.
+    pub doc: DocId,
+    /// Its BM25 score (full and partial scores are not comparable).
+    pub score: f32,
+    /// Full or partial match.
+    pub matched: Match,
+}
+
+/// The text index: an in-memory segment for new documents and immutable segments, in a
+/// directory or (for [`Index::in_memory`]) in memory.
+pub struct Index {
+    dir: Option<PathBuf>,
+    memory: MemorySegment,
+    segments: Vec<Arc<Segment>>,
+    next_segment_id: SegmentId,
+    mark: Option<u64>,
+    doc_ids: HashSet<DocId>,
+    stems: Stems,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("dir", &self.dir)
+            .field("memory_docs", &self.memory.docs.len())
+            .field("segments", &self.segments)
+            .field("mark", &self.mark)
+            .finish()
+    }
+}
+
+impl Index {
+    /// An empty index that keeps its segments in memory (for tests and hubs without disk).
+    pub fn in_memory() -> Index {
+        Index {
+            dir: None,
+            memory: MemorySegment::default(),
+            segments: Vec::new(),
+            next_segment_id: 0,
+            mark: None,
+            doc_ids: HashSet::new(),
+            stems: Stems::new(),
+        }
+    }
+
+    /// Opens the index in `dir`, creating it if needed. Every listed segment is verified;
+    /// files the manifest does not list (left by a crash) are deleted.
+    pub fn open(dir: &Path) -> Result<Index, IndexError> {
+        fs::create_dir_all(dir).map_err(|e| IndexError::io("create", dir, e))?;
+        let manifest = Manifest::read(dir)?.unwrap_or_default();
+        let mut index = Index::in_memory();
+        index.dir = Some(dir.to_path_buf());
+        index.mark = manifest.mark;
+        index.next_segment_id = manifest.next_segment_id;
+        for &id in &manifest.segments {
+            let segment = Segment::open(&dir.join(segment::file_name(id)), id)?;
+            for row in segment.docs().rows() {
+                if !index.doc_ids.insert(row.doc) {
+                    return Err(IndexError::corrupt(
+                        segment.path(),
+                        0,
+                        format!("document {} is also in another segment", row.doc),
+                    ));
+                }
+            }
+            index.segments.push(Arc::new(segment));
+        }
+        let listed: HashSet<String> = manifest.segments.iter().map(|&id| segment::file_name(id)).collect();
+        let entries = fs::read_dir(dir).map_err(|e| IndexError::io("list", dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| IndexError::io("list", dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let leftover = (name.ends_with(".segment") && !listed.contains(&name)) || name.ends_with(".tmp");
+            if leftover {
+                fs::remove_file(entry.path()).map_err(|e| IndexError::io("remove", entry.path(), e))?;
+            }
+        }
+        Ok(index)
+    }
+
+    /// Adds a document. Its id must be new to the index.
+    pub fn add(&mut self, doc: DocId, meta: &DocMeta, text: &str) -> Result<(), IndexError> {
+        if self.doc_ids.contains(&doc) {
+            return Err(IndexError::DuplicateDoc(doc));
+        }
+        self.memory.add(doc, meta, text, &self.stems)?;
+        self.doc_ids.insert(doc);
+        Ok(())
+    }
+
+    /// True if `doc` was added.
+    pub fn contains(&self, doc: DocId) -> bool {
+        self.doc_ids.contains(&doc)
+    }
+
+    /// Documents in the index.
+    pub fn doc_count(&self) -> usize {
+        self.doc_ids.len()
+    }
+
+    /// Documents waiting in the in-memory segment (commit when it grows large).
+    pub fn memory_doc_count(&self) -> u32 {
+        self.memory.docs.len()
+    }
+
+    /// The caller's mark saved by the last commit (such as the journal offset the index
+    /// reflects), if any.
+    pub fn mark(&self) -> Option<u64> {
+        self.mark
+    }
+
+    /// Writes the in-memory segment as an immutable segment (if it holds documents) and
+    /// records `mark` in the manifest; durable when it returns. Returns the new segment's id.
+    pub fn commit(&mut self, mark: u64) -> Result<Option<SegmentId>, IndexError> {
+        if mark == u64::MAX {
+            return Err(IndexError::Invalid("the mark u64::MAX is reserved".into()));
+        }
+        let mut created = None;
+        if !self.memory.is_empty() {
+            if self.segments.len() >= limits::SEGMENTS_MAX as usize {
+                return Err(IndexError::Invalid(format!(
+                    "the index holds {} segments; merge before committing more",
+                    self.segments.len()
+                )));
+            }
+            let id = self.next_segment_id;
+            let target = match &self.dir {
+                Some(d) => Target::Dir(d),
+                None => Target::Memory,
+            };
+            let terms = self.memory.sorted_terms();
+            let segment = write_segment(target, id, &self.memory.docs, |add| {
+                for (t, p) in terms {
+                    add(t, p)?;
+                }
+                Ok(())
+            })?;
+            if segment.doc_count() != self.memory.docs.len() {
+                return Err(IndexError::corrupt(segment.path(), 0, "segment read back with a different document count"));
+            }
+            self.next_segment_id += 1;
+            self.segments.push(Arc::new(segment));
+            created = Some(id);
+        }
+        let old_mark = self.mark;
+        self.mark = Some(mark);
+        if let Err(e) = self.write_manifest() {
+            self.mark = old_mark;
+            if created.is_some() {
+                self.segments.pop();
+            }
+            return Err(e);
+        }
+        if created.is_some() {
+            self.memory = MemorySegment::default();
+        }
+        Ok(created)
+    }
+
+    fn write_manifest(&self) -> Result<(), IndexError> {
+        let Some(dir) = &self.dir else { return Ok(()) };
+        Manifest {
+            segments: self.segments.iter().map(|s| s.id()).collect(),
+            mark: self.mark,
+            next_segment_id: self.next_segment_id,
+        }
+        .write(dir)
+    }
+
+    /// The immutable segments, oldest first.
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        self.segments
+            .iter()
+            .map(|s| SegmentInfo { id: s.id(), doc_count: s.doc_count(), size_bytes: s.size_bytes() })
+            .collect()
+    }
+
+    /// A merge of the given segments, to run with [`merge`] (on any thread) and install with
+    /// [`Index::install_merge`].
+    pub fn plan_merge(&mut self, ids: &[SegmentId]) -> Result<MergeJob, IndexError> {
+        let mut inputs = Vec::with_capacity(ids.len());
+        for id in ids {
+            let s = self.segments.iter().find(|s| s.id() == *id);
+            let s = s.ok_or_else(|| IndexError::Invalid(format!("no segment {id} to merge")))?;
+            if inputs.iter().any(|i: &Arc<Segment>| i.id() == *id) {
+                return Err(IndexError::Invalid(format!("segment {id} named twice")));
+            }
+            inputs.push(s.clone());
+        }
+        let output = self.next_segment_id;
+        self.next_segment_id += 1;
+        Ok(MergeJob { inputs, output, dir: self.dir.clone() })
+    }
+
+    /// The merge the policy calls for, if any.
+    pub fn plan_merge_by(&mut self, policy: &MergePolicy) -> Result<Option<MergeJob>, IndexError> {
+        match policy.pick(&self.segments()) {
+            Some(ids) => self.plan_merge(&ids).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Replaces a merge's inputs with its output, durably, then deletes the inputs' files.
+    pub fn install_merge(&mut self, merged: Merged) -> Result<(), IndexError> {
+        for id in &merged.inputs {
+            if !self.segments.iter().any(|s| s.id() == *id) {
+                return Err(IndexError::Invalid(format!("segment {id} is no longer in the index")));
+            }
+        }
+        let before = self.segments.clone();
+        self.segments.retain(|s| !merged.inputs.contains(&s.id()));
+        self.segments.push(merged.segment);
+        self.segments.sort_by_key(|s| s.id());
+        if let Err(e) = self.write_manifest() {
+            self.segments = before;
+            return Err(e);
+        }
+        if let Some(dir) = &self.dir {
+            for id in &merged.inputs {
+                // A file left behind is deleted on the next open.
+                let _ = fs::remove_file(dir.join(segment::file_name(*id)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Merges every segment into one (after committing, for the smallest index).
+    pub fn merge_all(&mut self) -> Result<(), IndexError> {
+        if self.segments.len() < 2 {
+            return Ok(());
+        }
+        let ids: Vec<SegmentId> = self.segments.iter().map(|s| s.id()).collect();
+        let job = self.plan_merge(&ids)?;
+        let merged = merge(&job)?;
+        self.install_merge(merged)
+    }
+
+    /// Searches: full matches first (BM25, ties to the more recent), then partial matches
+    /// when fewer than `limit` documents match fully. Documents the filters exclude or
+    /// `visible` rejects are never returned.
+    pub fn search(
+        &self,
+        query: &Query,
+        filters: &Filters,
+        visible: &dyn Fn(DocId) -> bool,
+        limit: usize,
+    ) -> Result<Vec<Hit>, IndexError> {
+        if limit > limits::SEARCH_LIMIT_MAX {
+            return Err(IndexError::Invalid(format!(
+                "a limit of {limit} is over the most, {}",
+                limits::SEARCH_LIMIT_MAX
+            )));
+        }
+        let mut views: Vec<View<'_>> = self.segments.iter().map(|s| View::Disk(s)).collect();
+        views.push(View::Memory(&self.memory));
+        search::search(&views, query, filters, visible, limit)
+    }
+
+    /// The snippet of `text` for `query` (see [`snippet`]).
+    pub fn snippet(text: &str, query: &Query) -> String {
+        snippet(text, query)
+    }
+}

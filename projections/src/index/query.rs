@@ -1,0 +1,203 @@
+//! The query language: words and "quoted phrases"; every word must occur.
+//!
+//! - Text outside quotes is split on white space into chunks. A chunk that tokenizes to one
+//!   word is a word; a chunk of several (`record.rs`, `foo-bar`, a CJK run, `用rust写`) is a
+//!   phrase of them, so it matches where they occur in that order, adjacent.
+//! - Text between quotes (`"`, `“`, `”`, `„`, `＂`) is one phrase. A quote left open runs to the
+//!   end of the query; nothing in a query is a syntax error.
+//! - In a phrase, a CJK run of n ≥ 2 characters is its n - 1 overlapping bigrams at
+//!   consecutive positions (the text must hold the whole run); a run of one character is
+//!   that character.
+//!
+//! Partial-match terms: the stem of every word that is not a stop word, and every CJK bigram
+//! or lone character, each once.
+
+use std::fmt;
+
+use super::limits::{QUERY_SIZE_BYTES_MAX, QUERY_TERMS_MAX};
+use super::stem::Stems;
+use super::token::{TokenKind, tokenize};
+
+/// A parsed query (see the module documentation for the syntax).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Query {
+    /// Every clause must match.
+    pub(crate) clauses: Vec<Clause>,
+    /// The distinct terms of all clauses, in query order (the order scores are summed in).
+    pub(crate) terms: Vec<String>,
+    /// The distinct partial-match terms, in query order.
+    pub(crate) partial: Vec<String>,
+}
+
+/// Terms that must occur at the given positions relative to each other.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Clause {
+    /// `(term, position relative to the clause's first term)`, positions ascending.
+    pub terms: Vec<(String, u32)>,
+}
+
+/// Why a query was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QueryError {
+    /// The query holds no searchable word (only spaces or punctuation).
+    Empty,
+    /// The query is longer than the limit.
+    TooLong {
+        /// Its size.
+        size_bytes: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The query has more terms than the limit.
+    TooManyTerms {
+        /// How many it has.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueryError::Empty => write!(f, "The query has no word to search for."),
+            QueryError::TooLong { size_bytes, max } => {
+                write!(f, "The query is {size_bytes} bytes long; the most is {max}. Shorten it.")
+            }
+            QueryError::TooManyTerms { count, max } => {
+                write!(f, "The query has {count} terms; the most is {max}. Use fewer words.")
+            }
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+fn is_quote(c: char) -> bool {
+    matches!(c, '"' | '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{FF02}')
+}
+
+/// Parses a query. Never panics; refuses only empty, too long and too large queries.
+pub fn parse_query(q: &str) -> Result<Query, QueryError> {
+    if q.len() > QUERY_SIZE_BYTES_MAX {
+        return Err(QueryError::TooLong { size_bytes: q.len(), max: QUERY_SIZE_BYTES_MAX });
+    }
+    let mut clauses = Vec::new();
+    let mut quoted = false;
+    let mut part_start = 0;
+    for (i, c) in q.char_indices() {
+        if is_quote(c) {
+            add_part(&q[part_start..i], quoted, &mut clauses);
+            quoted = !quoted;
+            part_start = i + c.len_utf8();
+        }
+    }
+    add_part(&q[part_start..], quoted, &mut clauses);
+    if clauses.is_empty() {
+        return Err(QueryError::Empty);
+    }
+    let count: usize = clauses.iter().map(|c: &Clause| c.terms.len()).sum();
+    if count > QUERY_TERMS_MAX {
+        return Err(QueryError::TooManyTerms { count, max: QUERY_TERMS_MAX });
+    }
+    let mut terms: Vec<String> = Vec::new();
+    for clause in &clauses {
+        for (t, _) in &clause.terms {
+            if !terms.contains(t) {
+                terms.push(t.clone());
+            }
+        }
+    }
+    let stems = Stems::new();
+    let mut partial: Vec<String> = Vec::new();
+    for token in tokenize(q) {
+        if let Some(p) = stems.partial_term(&token)
+            && !partial.contains(&p)
+        {
+            partial.push(p);
+        }
+    }
+    Ok(Query { clauses, terms, partial })
+}
+
+fn add_part(text: &str, quoted: bool, clauses: &mut Vec<Clause>) {
+    if quoted {
+        clauses.extend(clause(text));
+    } else {
+        clauses.extend(text.split_whitespace().filter_map(clause));
+    }
+}
+
+/// The clause of a text: its tokens less the unigrams of CJK runs (their bigrams cover them).
+pub(crate) fn clause(text: &str) -> Option<Clause> {
+    let tokens = tokenize(text);
+    let first = tokens.iter().find(|t| t.kind != TokenKind::Unigram)?.position;
+    let terms = tokens
+        .into_iter()
+        .filter(|t| t.kind != TokenKind::Unigram)
+        .map(|t| (t.term, t.position - first))
+        .collect();
+    Some(Clause { terms })
+}
+
+impl Query {
+    /// How many clauses (words and phrases) must match.
+    pub fn clause_count(&self) -> usize {
+        self.clauses.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn shape(q: &str) -> Vec<Vec<(String, u32)>> {
+        parse_query(q).map(|q| q.clauses.into_iter().map(|c| c.terms).collect()).unwrap_or_default()
+    }
+
+    fn c(terms: &[(&str, u32)]) -> Vec<(String, u32)> {
+        terms.iter().map(|(t, p)| (t.to_string(), *p)).collect()
+    }
+
+    #[test]
+    fn index_query_words_and_phrases() {
+        assert_eq!(
+            shape("Release \"tag from\" record.rs"),
+            vec![c(&[("release", 0)]), c(&[("tag", 0), ("from", 1)]), c(&[("record", 0), ("rs", 1)])]
+        );
+    }
+
+    #[test]
+    fn index_query_cjk_run_is_a_phrase_of_bigrams() {
+        assert_eq!(shape("机器学习"), vec![c(&[("机器", 0), ("器学", 1), ("学习", 2)])]);
+        assert_eq!(shape("中"), vec![c(&[("中", 0)])]);
+        assert_eq!(shape("用rust写"), vec![c(&[("用", 0), ("rust", 1), ("写", 2)])]);
+    }
+
+    #[test]
+    fn index_query_open_quote_runs_to_the_end() {
+        assert_eq!(shape("a \"b c"), vec![c(&[("a", 0)]), c(&[("b", 0), ("c", 1)])]);
+    }
+
+    #[test]
+    fn index_query_refuses_empty_long_and_large() {
+        assert_eq!(parse_query(" ,. \"\" "), Err(QueryError::Empty));
+        assert!(matches!(parse_query(&"a ".repeat(3000)), Err(QueryError::TooLong { .. })));
+        assert!(matches!(parse_query(&"a ".repeat(200)), Err(QueryError::TooManyTerms { .. })));
+    }
+
+    #[test]
+    fn index_query_partial_terms_skip_stop_words() {
+        let q = parse_query("how do we cut a release of the app?").unwrap();
+        assert_eq!(q.partial.len(), 3, "{:?}", q.partial);
+    }
+
+    proptest! {
+        #[test]
+        fn index_query_parser_never_panics(s in "\\PC{0,64}", b in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = parse_query(&s);
+            let _ = parse_query(&String::from_utf8_lossy(&b));
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Encodes a segment into any `Write`: header, document rows, strings, postings, term
+//! dictionary (fst), footer; a running CRC covers everything before the footer.
+
+use std::io::{self, Write};
+
+use super::{FOOTER_SIZE_BYTES, Footer, HEADER_SIZE_BYTES, SegmentId, encode_header};
+use crate::index::doc::DocTable;
+use crate::index::postings::{Postings, encode_block};
+
+/// Counts and checksums what passes through.
+struct CrcWriter<W: Write> {
+    inner: W,
+    hasher: crc32fast::Hasher,
+    written: u64,
+}
+
+impl<W: Write> CrcWriter<W> {
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write_all(bytes)?;
+        self.hasher.update(bytes);
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+/// A segment being encoded: created with its documents, fed terms in byte order, finished.
+pub(crate) struct Encoder<'d, W: Write> {
+    out: CrcWriter<W>,
+    docs: &'d DocTable,
+    fst: fst::MapBuilder<Vec<u8>>,
+    block: Vec<u8>,
+    last_term: Option<Vec<u8>>,
+    postings_offset: u64,
+    strings_offset: u64,
+    term_count: u32,
+}
+
+impl<'d, W: Write> Encoder<'d, W> {
+    /// Writes the header, the document rows and the strings.
+    pub(crate) fn new(w: W, id: SegmentId, docs: &'d DocTable) -> io::Result<Self> {
+        let mut out = CrcWriter { inner: w, hasher: crc32fast::Hasher::new(), written: 0 };
+        out.put(&encode_header(id))?;
+        let mut bytes = Vec::new();
+        docs.encode_rows(&mut bytes);
+        out.put(&bytes)?;
+        let strings_offset = out.written;
+        bytes.clear();
+        docs.encode_strings(&mut bytes);
+        out.put(&bytes)?;
+        let postings_offset = out.written;
+        Ok(Encoder {
+            out,
+            docs,
+            fst: fst::MapBuilder::memory(),
+            block: Vec::new(),
+            last_term: None,
+            postings_offset,
+            strings_offset,
+            term_count: 0,
+        })
+    }
+
+    /// Adds a term; terms come in strictly ascending byte order. The postings are checked
+    /// against the documents before a byte is written.
+    pub(crate) fn add_term(&mut self, term: &str, p: &Postings) -> io::Result<()> {
+        assert!(self.last_term.as_deref().is_none_or(|last| last < term.as_bytes()), "terms ascend");
+        assert!(!p.ordinals.is_empty());
+        let lengths = self.docs.lengths();
+        for (i, (&ord, &tf)) in p.ordinals.iter().zip(&p.tfs).enumerate() {
+            let length = lengths[ord as usize];
+            assert!(tf >= 1 && tf <= length, "term frequency within the document");
+            if p.has_positions() {
+                let positions = p.positions_of(i);
+                assert_eq!(positions.len(), tf as usize);
+                assert!(positions.iter().all(|&x| x < length));
+            }
+        }
+        let value = self.out.written - self.postings_offset;
+        self.block.clear();
+        encode_block(&mut self.block, p);
+        self.fst.insert(term.as_bytes(), value).map_err(io::Error::other)?;
+        let block = std::mem::take(&mut self.block);
+        self.out.put(&block)?;
+        self.block = block;
+        self.last_term = Some(term.as_bytes().to_vec());
+        self.term_count += 1;
+        Ok(())
+    }
+
+    /// Writes the term dictionary and the footer; returns the writer (not yet flushed).
+    pub(crate) fn finish(mut self) -> io::Result<W> {
+        let fst_offset = self.out.written;
+        let fst = self.fst.into_inner().map_err(io::Error::other)?;
+        self.out.put(&fst)?;
+        let footer = Footer {
+            docs_offset: HEADER_SIZE_BYTES as u64,
+            strings_offset: self.strings_offset,
+            postings_offset: self.postings_offset,
+            fst_offset,
+            doc_count: self.docs.len(),
+            term_count: self.term_count,
+            token_count: self.docs.token_count(),
+            body_crc: self.out.hasher.clone().finalize(),
+        };
+        let bytes: [u8; FOOTER_SIZE_BYTES] = footer.encode();
+        self.out.inner.write_all(&bytes)?;
+        Ok(self.out.inner)
+    }
+}

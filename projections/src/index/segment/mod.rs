@@ -1,0 +1,97 @@
+//! Immutable index segments: the byte layout (FORMAT.md, "Index segment"), an encoder, a
+//! reader over memory-mapped or owned bytes, and a writer that puts a file in place durably.
+
+pub(crate) mod encoder;
+pub(crate) mod reader;
+pub(crate) mod writer;
+
+pub use reader::Segment;
+
+/// First bytes of every segment file.
+pub(crate) const MAGIC: &[u8; 8] = b"ORGNINDX";
+/// Last bytes of every segment file.
+pub(crate) const FOOTER_MAGIC: &[u8; 8] = b"ORGNIEND";
+/// The segment format this build writes and reads.
+pub(crate) const FORMAT_VERSION: u16 = 1;
+/// Header size.
+pub(crate) const HEADER_SIZE_BYTES: usize = 32;
+/// Footer size.
+pub(crate) const FOOTER_SIZE_BYTES: usize = 64;
+
+/// A segment's number within its index; also its file name.
+pub type SegmentId = u64;
+
+/// The file name of segment `id`.
+pub(crate) fn file_name(id: SegmentId) -> String {
+    format!("{id:020}.segment")
+}
+
+/// The header (32 bytes): magic, version, header size, segment id, CRC of bytes 0..28.
+pub(crate) fn encode_header(id: SegmentId) -> [u8; HEADER_SIZE_BYTES] {
+    let mut h = [0u8; HEADER_SIZE_BYTES];
+    h[0..8].copy_from_slice(MAGIC);
+    h[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    h[12..16].copy_from_slice(&(HEADER_SIZE_BYTES as u32).to_le_bytes());
+    h[16..24].copy_from_slice(&id.to_le_bytes());
+    let crc = crc32fast::hash(&h[0..28]);
+    h[28..32].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// What the footer says about the sections before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Footer {
+    pub docs_offset: u64,
+    pub strings_offset: u64,
+    pub postings_offset: u64,
+    pub fst_offset: u64,
+    pub doc_count: u32,
+    pub term_count: u32,
+    pub token_count: u64,
+    /// CRC32 of every byte before the footer.
+    pub body_crc: u32,
+}
+
+impl Footer {
+    pub(crate) fn encode(&self) -> [u8; FOOTER_SIZE_BYTES] {
+        let mut f = [0u8; FOOTER_SIZE_BYTES];
+        f[0..8].copy_from_slice(&self.docs_offset.to_le_bytes());
+        f[8..16].copy_from_slice(&self.strings_offset.to_le_bytes());
+        f[16..24].copy_from_slice(&self.postings_offset.to_le_bytes());
+        f[24..32].copy_from_slice(&self.fst_offset.to_le_bytes());
+        f[32..36].copy_from_slice(&self.doc_count.to_le_bytes());
+        f[36..40].copy_from_slice(&self.term_count.to_le_bytes());
+        f[40..48].copy_from_slice(&self.token_count.to_le_bytes());
+        f[48..52].copy_from_slice(&self.body_crc.to_le_bytes());
+        let crc = crc32fast::hash(&f[0..52]);
+        f[52..56].copy_from_slice(&crc.to_le_bytes());
+        f[56..64].copy_from_slice(FOOTER_MAGIC);
+        f
+    }
+
+    /// Decodes a footer; `Err` names the byte within the footer and the reason.
+    pub(crate) fn decode(f: &[u8; FOOTER_SIZE_BYTES]) -> Result<Footer, (usize, &'static str)> {
+        if &f[56..64] != FOOTER_MAGIC {
+            return Err((56, "footer magic missing (file truncated or not an index segment)"));
+        }
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&f[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        let u32_at = |o: usize| u32::from_le_bytes([f[o], f[o + 1], f[o + 2], f[o + 3]]);
+        if crc32fast::hash(&f[0..52]) != u32_at(52) {
+            return Err((52, "footer CRC mismatch"));
+        }
+        Ok(Footer {
+            docs_offset: u64_at(0),
+            strings_offset: u64_at(8),
+            postings_offset: u64_at(16),
+            fst_offset: u64_at(24),
+            doc_count: u32_at(32),
+            term_count: u32_at(36),
+            token_count: u64_at(40),
+            body_crc: u32_at(48),
+        })
+    }
+}

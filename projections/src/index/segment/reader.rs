@@ -1,0 +1,236 @@
+//! Reads a segment over immutable bytes (a memory map, or bytes held in memory), trusting
+//! nothing: every length is checked before use and both checksums are verified on open, so a
+//! damaged file is an error, never wrong results.
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{FOOTER_SIZE_BYTES, FORMAT_VERSION, Footer, HEADER_SIZE_BYTES, MAGIC, SegmentId};
+use crate::index::IndexError;
+use crate::index::doc::{DocTable, ROW_SIZE_BYTES};
+use crate::index::limits::{SEGMENT_DOCS_MAX, SEGMENT_SIZE_BYTES_MAX};
+use crate::index::postings::{Postings, block_doc_count, decode_block};
+
+/// The bytes of a segment.
+enum Backing {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Backing {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Backing::Map(m) => m,
+            Backing::Owned(v) => v,
+        }
+    }
+}
+
+/// A range of a segment's bytes that can be handed to `fst`.
+#[derive(Clone)]
+pub(crate) struct Slice {
+    backing: Arc<Backing>,
+    range: Range<usize>,
+}
+
+impl AsRef<[u8]> for Slice {
+    fn as_ref(&self) -> &[u8] {
+        &self.backing.bytes()[self.range.clone()]
+    }
+}
+
+/// An open, verified segment.
+pub struct Segment {
+    id: SegmentId,
+    path: PathBuf,
+    backing: Arc<Backing>,
+    docs: DocTable,
+    fst: fst::Map<Slice>,
+    postings: Range<usize>,
+    size_bytes: u64,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("id", &self.id)
+            .field("path", &self.path)
+            .field("docs", &self.docs.len())
+            .field("terms", &self.fst.len())
+            .finish()
+    }
+}
+
+impl Segment {
+    /// Opens and verifies segment file `path`, which must be segment `id`.
+    pub(crate) fn open(path: &Path, id: SegmentId) -> Result<Segment, IndexError> {
+        let file = File::open(path).map_err(|e| IndexError::io("open", path, e))?;
+        let len = file.metadata().map_err(|e| IndexError::io("stat", path, e))?.len();
+        if len < (HEADER_SIZE_BYTES + FOOTER_SIZE_BYTES) as u64 {
+            return Err(IndexError::corrupt(path, len, "file too short to be a segment (truncated)"));
+        }
+        if len > SEGMENT_SIZE_BYTES_MAX {
+            return Err(IndexError::corrupt(path, 0, format!("file of {len} bytes is over the segment limit")));
+        }
+        // SAFETY: segment files are written under a temporary name, synced, then renamed into
+        // place, and never modified afterwards (merges write new files); the index owns its
+        // directory. Every byte is checksummed before use.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| IndexError::io("mmap", path, e))?;
+        Segment::parse(Backing::Map(map), path.to_path_buf(), id)
+    }
+
+    /// Verifies a segment held in memory.
+    pub(crate) fn from_bytes(bytes: Vec<u8>, id: SegmentId) -> Result<Segment, IndexError> {
+        Segment::parse(Backing::Owned(bytes), PathBuf::from(format!("<memory segment {id}>")), id)
+    }
+
+    fn parse(backing: Backing, path: PathBuf, id: SegmentId) -> Result<Segment, IndexError> {
+        let bytes = backing.bytes();
+        let len = bytes.len();
+        let bad = |at: usize, reason: &str| IndexError::corrupt(&path, at as u64, reason);
+        if len < HEADER_SIZE_BYTES + FOOTER_SIZE_BYTES {
+            return Err(bad(len, "too short to be a segment (truncated)"));
+        }
+        // Header.
+        if &bytes[0..8] != MAGIC {
+            return Err(bad(0, "not an index segment (bad magic)"));
+        }
+        let u32_at = |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
+        if crc32fast::hash(&bytes[0..28]) != u32_at(28) {
+            return Err(bad(28, "header CRC mismatch"));
+        }
+        let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+        if version != FORMAT_VERSION {
+            return Err(bad(8, &format!("format version {version}; this build reads {FORMAT_VERSION}")));
+        }
+        if u32_at(12) as usize != HEADER_SIZE_BYTES || bytes[10..12] != [0, 0] || bytes[24..28] != [0; 4] {
+            return Err(bad(10, "unexpected header fields"));
+        }
+        let mut idb = [0u8; 8];
+        idb.copy_from_slice(&bytes[16..24]);
+        let found_id = u64::from_le_bytes(idb);
+        if found_id != id {
+            return Err(bad(16, &format!("holds segment {found_id}, expected {id}")));
+        }
+        // Footer, then the body's checksum.
+        let footer_start = len - FOOTER_SIZE_BYTES;
+        let mut fb = [0u8; FOOTER_SIZE_BYTES];
+        fb.copy_from_slice(&bytes[footer_start..]);
+        let footer = Footer::decode(&fb).map_err(|(at, reason)| bad(footer_start + at, reason))?;
+        if crc32fast::hash(&bytes[..footer_start]) != footer.body_crc {
+            return Err(bad(footer_start + 48, "body CRC mismatch (the file is damaged)"));
+        }
+        // Sections: in order, within the body.
+        let offsets = [
+            footer.docs_offset,
+            footer.strings_offset,
+            footer.postings_offset,
+            footer.fst_offset,
+            footer_start as u64,
+        ];
+        if footer.docs_offset != HEADER_SIZE_BYTES as u64 || offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(bad(footer_start, "section offsets out of order"));
+        }
+        let [docs_at, strings_at, postings_at, fst_at, _] = offsets.map(|o| o as usize);
+        if footer.doc_count > SEGMENT_DOCS_MAX
+            || (strings_at - docs_at) as u64 != u64::from(footer.doc_count) * ROW_SIZE_BYTES as u64
+        {
+            return Err(bad(footer_start + 32, "document count does not match the rows section"));
+        }
+        let docs = DocTable::decode(&bytes[docs_at..strings_at], &bytes[strings_at..postings_at])
+            .map_err(|(at, reason)| bad(docs_at + at, &reason))?;
+        if docs.token_count() != footer.token_count {
+            return Err(bad(footer_start + 40, "token count does not match the documents"));
+        }
+        let mut seen = std::collections::HashSet::with_capacity(docs.len() as usize);
+        for (i, row) in docs.rows().iter().enumerate() {
+            if !seen.insert(row.doc) {
+                return Err(bad(docs_at + i * ROW_SIZE_BYTES, &format!("document {} stored twice", row.doc)));
+            }
+        }
+        let backing = Arc::new(backing);
+        let fst_slice = Slice { backing: backing.clone(), range: fst_at..footer_start };
+        let fst = fst::Map::new(fst_slice).map_err(|e| bad(fst_at, &format!("term dictionary: {e}")))?;
+        fst.as_fst().verify().map_err(|e| bad(fst_at, &format!("term dictionary: {e}")))?;
+        if fst.len() != footer.term_count as usize {
+            return Err(bad(footer_start + 36, "term count does not match the dictionary"));
+        }
+        Ok(Segment {
+            id,
+            path,
+            backing,
+            docs,
+            fst,
+            postings: postings_at..fst_at,
+            size_bytes: len as u64,
+        })
+    }
+
+    /// This segment's id.
+    pub fn id(&self) -> SegmentId {
+        self.id
+    }
+
+    /// Documents in this segment.
+    pub fn doc_count(&self) -> u32 {
+        self.docs.len()
+    }
+
+    /// Size of its file in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn docs(&self) -> &DocTable {
+        &self.docs
+    }
+
+    pub(crate) fn fst(&self) -> &fst::Map<Slice> {
+        &self.fst
+    }
+
+    fn block(&self, offset: u64) -> Result<&[u8], IndexError> {
+        let bytes = &self.backing.bytes()[self.postings.clone()];
+        usize::try_from(offset)
+            .ok()
+            .and_then(|o| bytes.get(o..))
+            .filter(|b| !b.is_empty())
+            .ok_or_else(|| {
+                IndexError::corrupt(&self.path, self.postings.end as u64, "term points past the postings")
+            })
+    }
+
+    /// The postings at `offset` (a value of the term dictionary).
+    pub(crate) fn postings_at(&self, offset: u64, positions: bool) -> Result<Postings, IndexError> {
+        let block = self.block(offset)?;
+        decode_block(block, self.docs.lengths(), positions).map_err(|e| {
+            let at = self.postings.start as u64 + offset + e.at as u64;
+            IndexError::corrupt(&self.path, at, e.reason)
+        })
+    }
+
+    /// The postings of `term`, if this segment holds it.
+    pub(crate) fn postings(&self, term: &str, positions: bool) -> Result<Option<Postings>, IndexError> {
+        match self.fst.get(term.as_bytes()) {
+            None => Ok(None),
+            Some(offset) => self.postings_at(offset, positions).map(Some),
+        }
+    }
+
+    /// How many documents of this segment hold `term`.
+    pub(crate) fn doc_freq(&self, term: &str) -> Result<u32, IndexError> {
+        let Some(offset) = self.fst.get(term.as_bytes()) else { return Ok(0) };
+        let block = self.block(offset)?;
+        block_doc_count(block, self.docs.len()).map_err(|e| {
+            let at = self.postings.start as u64 + offset + e.at as u64;
+            IndexError::corrupt(&self.path, at, e.reason)
+        })
+    }
+}

@@ -1,0 +1,214 @@
+//! Snippets: at most 200 characters of a text around its first match, every match in
+//! brackets, white space runs shown as one space, `…` where the text is cut.
+//!
+//! A match is an occurrence of a query clause (each of its tokens is bracketed; the
+//! overlapping bigrams of a CJK run share one bracket); in a text that does not hold every
+//! clause, also each word sharing a stem with a query word, and each CJK bigram of the query.
+
+use super::limits::{SNIPPET_CHARS_MAX, SNIPPET_CONTEXT_BEFORE_CHARS};
+use super::query::Query;
+use super::stem::Stems;
+use super::token::tokenize;
+
+/// The snippet of `text` for `query`; the start of the text if nothing matches.
+pub fn snippet(text: &str, query: &Query) -> String {
+    let marks = marks(text, query);
+    let content_end = text.trim_end().len();
+    let start = window_start(text, &marks, content_end);
+    let mut out = String::new();
+    let mut n = 0usize;
+    if start > 0 {
+        out.push('…');
+        n += 1;
+    }
+    let mut mi = 0;
+    let mut emitted_mark = false;
+    let mut pending_space = false;
+    let mut i = start;
+    while i < content_end {
+        let Some(c) = text[i..].chars().next() else { break };
+        if c.is_whitespace() {
+            pending_space = n > 0 && !out.ends_with('…');
+            i += c.len_utf8();
+            continue;
+        }
+        while mi < marks.len() && marks[mi].0 < i {
+            mi += 1;
+        }
+        let (piece, next, is_mark) = match marks.get(mi) {
+            Some(&(ms, me)) if ms == i => {
+                mi += 1;
+                (format!("[{}]", collapse(&text[ms..me])), me, true)
+            }
+            _ => (c.to_string(), i + c.len_utf8(), false),
+        };
+        let piece_chars = piece.chars().count();
+        let space = usize::from(pending_space);
+        let reserve = usize::from(next < content_end);
+        if n + space + piece_chars + reserve > SNIPPET_CHARS_MAX {
+            if is_mark && !emitted_mark {
+                // A first match too long to show whole: show what fits of it.
+                let room = SNIPPET_CHARS_MAX.saturating_sub(n + space + 3);
+                if pending_space {
+                    out.push(' ');
+                }
+                out.push('[');
+                out.extend(piece.chars().skip(1).take(room));
+                out.push(']');
+            }
+            out.push('…');
+            return out;
+        }
+        if pending_space {
+            out.push(' ');
+            n += 1;
+            pending_space = false;
+        }
+        out.push_str(&piece);
+        n += piece_chars;
+        emitted_mark |= is_mark;
+        i = next;
+    }
+    out
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Byte ranges of the text's matches: sorted, merged where they overlap (a CJK run's bigrams).
+fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
+    let tokens = tokenize(text);
+    let mut marks = Vec::new();
+    // Tokens by position: tokens come in position order, at most a few per position.
+    let mut first_at: Vec<usize> = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        while first_at.len() <= t.position as usize {
+            first_at.push(i);
+        }
+    }
+    first_at.push(tokens.len());
+    let at_position = |p: u32| -> &[_] {
+        let p = p as usize;
+        match (first_at.get(p), first_at.get(p + 1)) {
+            (Some(&a), Some(&b)) => &tokens[a..b],
+            _ => &[],
+        }
+    };
+    let mut clauses_found = 0;
+    for clause in &query.clauses {
+        let Some((first_term, _)) = clause.terms.first() else { continue };
+        let mut found_any = false;
+        for t in tokens.iter().filter(|t| &t.term == first_term) {
+            let found: Option<Vec<(usize, usize)>> = clause
+                .terms
+                .iter()
+                .map(|(term, rel)| {
+                    let p = t.position.checked_add(*rel)?;
+                    at_position(p).iter().find(|u| &u.term == term).map(|u| (u.start, u.end))
+                })
+                .collect();
+            if let Some(found) = found {
+                marks.extend(found);
+                found_any = true;
+            }
+        }
+        clauses_found += usize::from(found_any);
+    }
+    // A full match shows its clauses; otherwise the words that match by stem show too.
+    if clauses_found < query.clauses.len() {
+        let stems = Stems::new();
+        for t in &tokens {
+            if let Some(p) = stems.partial_term(t)
+                && query.partial.contains(&p)
+            {
+                marks.push((t.start, t.end));
+            }
+        }
+    }
+    marks.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(marks.len());
+    for (s, e) in marks {
+        match merged.last_mut() {
+            Some(last) if s < last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
+}
+
+/// Where the window starts: early enough to give the first match some context, or the whole
+/// text before it when the rest is short; at a word start when one is near.
+fn window_start(text: &str, marks: &[(usize, usize)], content_end: usize) -> usize {
+    let lead = text.len() - text.trim_start().len();
+    let Some(&(first, _)) = marks.first() else { return lead };
+    let before = text[..first].chars().count();
+    let after = text[first..content_end].chars().count();
+    let room = SNIPPET_CHARS_MAX.saturating_sub(after + 2 * marks.len() + 2);
+    let context = room.max(SNIPPET_CONTEXT_BEFORE_CHARS);
+    if before <= context {
+        return lead.min(first);
+    }
+    let cut = text[..first].char_indices().nth(before - context).map_or(first, |(i, _)| i);
+    match text[cut..first].find(char::is_whitespace) {
+        Some(w) => {
+            let after_space = cut + w;
+            let rest = &text[after_space..first];
+            after_space + (rest.len() - rest.trim_start().len())
+        }
+        None => cut,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::parse_query;
+    use proptest::prelude::*;
+
+    fn snip(text: &str, q: &str) -> String {
+        snippet(text, &parse_query(q).unwrap())
+    }
+
+    #[test]
+    fn index_snippet_brackets_every_match() {
+        assert_eq!(
+            snip("Set up the release workflow: tag from master, publish with provenance.", "release workflow"),
+            "Set up the [release] [workflow]: tag from master, publish with provenance."
+        );
+    }
+
+    #[test]
+    fn index_snippet_brackets_cjk_runs_and_stems() {
+        assert_eq!(snip("我们在学习机器学习的方法", "机器学习"), "我们在学习[机器学习]的方法");
+        assert_eq!(snip("Releases are tagged", "release"), "[Releases] are tagged");
+    }
+
+    #[test]
+    fn index_snippet_is_at_most_200_characters_around_the_first_match() {
+        let text = format!("{} needle {}", "hay ".repeat(300), "straw ".repeat(300));
+        let s = snip(&text, "needle");
+        assert!(s.chars().count() <= SNIPPET_CHARS_MAX, "{}", s.chars().count());
+        assert!(s.contains("[needle]"));
+        assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
+        let long_match = "机".repeat(500);
+        let s = snip(&long_match, &"机".repeat(40));
+        assert!(s.chars().count() <= SNIPPET_CHARS_MAX);
+        assert!(s.starts_with('['));
+    }
+
+    #[test]
+    fn index_snippet_collapses_white_space() {
+        assert_eq!(snip("tag\n\n  from master", "\"tag from\""), "[tag] [from] master");
+    }
+
+    proptest! {
+        #[test]
+        fn index_snippet_never_panics_and_stays_short(text in "\\PC{0,400}", q in "[a-z中文 ]{1,12}") {
+            if let Ok(q) = parse_query(&q) {
+                let s = snippet(&text, &q);
+                prop_assert!(s.chars().count() <= SNIPPET_CHARS_MAX);
+            }
+        }
+    }
+}

@@ -1,0 +1,787 @@
+//! Behaviour tests of the index: against a linear scan, per script, ranking, partial matches,
+//! filters, persistence, merging and damage.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use proptest::prelude::*;
+
+use super::token::tokenize;
+use super::*;
+
+fn meta(time_unix_ms: i64) -> DocMeta {
+    DocMeta { scope: Scope::Event, kind: 0, tool: false, time_unix_ms, source: None, project: None }
+}
+
+fn q(s: &str) -> Query {
+    parse_query(s).unwrap()
+}
+
+fn all(_: DocId) -> bool {
+    true
+}
+
+/// An in-memory index of `texts`, document `i` at time `i`.
+fn index_of(texts: &[&str]) -> Index {
+    let mut index = Index::in_memory();
+    for (i, t) in texts.iter().enumerate() {
+        index.add(i as DocId, &meta(i as i64), t).unwrap();
+    }
+    index
+}
+
+fn search(index: &Index, query: &str, limit: usize) -> Vec<Hit> {
+    index.search(&q(query), &Filters::default(), &all, limit).unwrap()
+}
+
+/// Documents matching fully, in order.
+fn full(index: &Index, query: &str) -> Vec<DocId> {
+    search(index, query, 100).into_iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect()
+}
+
+/// Documents matching fully, as a set.
+fn found(index: &Index, query: &str) -> BTreeSet<DocId> {
+    full(index, query).into_iter().collect()
+}
+
+fn set(docs: &[DocId]) -> BTreeSet<DocId> {
+    docs.iter().copied().collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scripts
+
+#[test]
+fn search_finds_two_character_chinese_query() {
+    let index = index_of(&["我们用中文写文档", "中国文化很有意思", "english only"]);
+    assert_eq!(full(&index, "中文"), [0]);
+    assert_eq!(full(&index, "文档"), [0]);
+    assert_eq!(found(&index, "中"), set(&[0, 1]));
+    // 中 and 文 occur in document 1, but not adjacent: no partial match either.
+    assert_eq!(search(&index, "中文", 10).len(), 1);
+}
+
+#[test]
+fn search_finds_four_character_chinese_word() {
+    let index = index_of(&["我在研究机器学习算法", "学习机器的原理", "机器学习"]);
+    assert_eq!(found(&index, "机器学习"), set(&[0, 2]));
+    let hits = search(&index, "机器学习", 10);
+    assert_eq!(hits.len(), 3);
+    assert_eq!((hits[2].doc, hits[2].matched), (1, Match::Partial));
+    // A space between CJK words in a query does not keep them apart.
+    assert_eq!(found(&index, "\"研究 机器学习\""), set(&[0]));
+    assert_eq!(found(&index, "研究机器学习"), set(&[0]));
+    assert_eq!(found(&index, "学习算法"), set(&[0]));
+}
+
+#[test]
+fn search_finds_japanese_kana_and_kanji_mixed() {
+    let index = index_of(&["昨日は東京タワーに行きました", "とうきょうタワー", "京都に行きます"]);
+    assert_eq!(full(&index, "東京タワー"), [0]);
+    assert_eq!(found(&index, "タワー"), set(&[0, 1]));
+    assert_eq!(full(&index, "行きました"), [0]);
+    assert_eq!(found(&index, "に行き"), set(&[0, 2]));
+    // Half-width katakana fold to full width.
+    assert_eq!(found(&index, "ﾀﾜｰ"), set(&[0, 1]));
+}
+
+#[test]
+fn search_finds_korean_words() {
+    let index = index_of(&["한국어 형태소 분석기를 만들었다", "분석 결과", "영어 문서"]);
+    assert_eq!(full(&index, "분석기"), [0]);
+    assert_eq!(found(&index, "분석"), set(&[0, 1]));
+    assert_eq!(full(&index, "한국어 만들었다"), [0]);
+    assert_eq!(full(&index, "한국"), [0]);
+}
+
+#[test]
+fn search_finds_emoji() {
+    let index = index_of(&["shipped 🚀 today", "love it ❤️", "no emoji here", "🚀🚀 twice"]);
+    assert_eq!(full(&index, "🚀"), [3, 0]);
+    assert_eq!(full(&index, "❤"), [1]);
+    assert_eq!(full(&index, "❤️"), [1]);
+    assert_eq!(full(&index, "shipped 🚀"), [0]);
+}
+
+#[test]
+fn search_matches_full_width_latin_to_ascii() {
+    let index = index_of(&["ＲＥＬＥＡＳＥ notes", "release notes", "Ｒｅｌｅａｓｅ"]);
+    assert_eq!(full(&index, "release").len(), 3);
+    assert_eq!(full(&index, "ｒｅｌｅａｓｅ ＮＯＴＥＳ").len(), 2);
+}
+
+#[test]
+fn search_matches_phrase_across_line_break_in_order() {
+    let index = index_of(&["tag from\nmaster, then publish", "from a master", "master from"]);
+    assert_eq!(full(&index, "\"from master\""), [0]);
+    assert_eq!(full(&index, "\"master from\""), [2]);
+    assert_eq!(found(&index, "from master"), set(&[0, 1, 2]));
+}
+
+#[test]
+fn search_requires_every_word() {
+    let index = index_of(&["release workflow", "release notes", "workflow notes"]);
+    assert_eq!(full(&index, "release workflow"), [0]);
+    assert_eq!(full(&index, "release zebra"), Vec::<DocId>::new());
+}
+
+#[test]
+fn search_matches_file_names_and_identifiers_by_part() {
+    let index = index_of(&["edit engine/src/record.rs now", "call parse_query first"]);
+    assert_eq!(full(&index, "record"), [0]);
+    assert_eq!(full(&index, "record.rs"), [0]);
+    assert_eq!(full(&index, "parse_query"), [1]);
+    assert_eq!(full(&index, "query"), [1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ranking
+
+#[test]
+fn search_ranks_by_bm25() {
+    // Higher frequency at equal length first; shorter document at equal frequency first.
+    let index = index_of(&[
+        "rust memory archive index",
+        "rust rust rust archive",
+        "rust archive with a much longer body of other words around it",
+    ]);
+    let hits = search(&index, "rust archive", 10);
+    assert_eq!(hits.iter().map(|h| h.doc).collect::<Vec<_>>(), [1, 0, 2]);
+    assert!(hits.windows(2).all(|w| w[0].score > w[1].score));
+    // A rarer term weighs more: "rare" is in one document, "common" in four, all of length 2.
+    let index = index_of(&["rare common", "common x", "common y", "common z"]);
+    let rare = search(&index, "rare", 10);
+    let common = search(&index, "common", 10);
+    assert_eq!(rare.len(), 1);
+    assert!(rare[0].score > common[0].score);
+    assert_eq!(common.iter().map(|h| h.doc).collect::<Vec<_>>(), [3, 2, 1, 0], "equal scores: newest first");
+}
+
+#[test]
+fn search_breaks_score_ties_to_the_more_recent_document() {
+    let mut index = Index::in_memory();
+    for (doc, time) in [(1, 500), (2, 900), (3, 100), (4, 700)] {
+        index.add(doc, &meta(time), "same words here").unwrap();
+    }
+    let hits = search(&index, "words", 10);
+    assert_eq!(hits.iter().map(|h| h.doc).collect::<Vec<_>>(), [2, 4, 1, 3]);
+    assert!(hits.windows(2).all(|w| w[0].score == w[1].score));
+    // The limit keeps the most recent.
+    assert_eq!(search(&index, "words", 2).iter().map(|h| h.doc).collect::<Vec<_>>(), [2, 4]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Partial matches
+
+#[test]
+fn search_puts_partial_matches_after_every_full_match() {
+    let long = format!("release zebra {}", "b c e f g h j k l n o p q r u v w x y z".repeat(1));
+    let index = index_of(&[&long, "zebras", "x y", "x z", "y z", "w x", "releases released releasing", "nothing related"]);
+    let hits = search(&index, "release zebra", 10);
+    assert_eq!(hits[0], Hit { doc: 0, score: hits[0].score, matched: Match::All });
+    assert_eq!(hits.iter().map(|h| h.doc).collect::<BTreeSet<_>>(), set(&[0, 1, 6]));
+    assert!(hits[1..].iter().all(|h| h.matched == Match::Partial));
+    assert!(hits[1].score > hits[0].score, "a partial match may score more and still come after");
+}
+
+#[test]
+fn search_has_no_partial_matches_when_limit_full_matches_exist() {
+    let index = index_of(&["release workflow one", "release workflow two", "release only"]);
+    let hits = search(&index, "release workflow", 2);
+    assert_eq!(hits.len(), 2);
+    assert!(hits.iter().all(|h| h.matched == Match::All));
+    let hits = search(&index, "release workflow", 3);
+    assert_eq!(hits.iter().map(|h| h.matched).collect::<Vec<_>>(), [Match::All, Match::All, Match::Partial]);
+}
+
+#[test]
+fn search_answers_a_question_in_other_words() {
+    let index = index_of(&[
+        "The parser reports errors with line numbers",
+        "Releases are tagged from master once CI passes",
+        "We use tabs, not spaces",
+        "Who owns the database schema?",
+    ]);
+    let hits = search(&index, "how do we cut a release of the app?", 5);
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!((hits[0].doc, hits[0].matched), (1, Match::Partial));
+    let s = snippet("Releases are tagged from master once CI passes", &q("how do we cut a release of the app?"));
+    assert_eq!(s, "[Releases] are tagged from master once CI passes");
+}
+
+#[test]
+fn search_partial_matches_respect_filters_and_visibility() {
+    let index = index_of(&["release notes", "releases", "released"]);
+    let hits = index.search(&q("release workflow"), &Filters::default(), &|d| d != 1, 10).unwrap();
+    assert_eq!(hits.iter().map(|h| h.doc).collect::<BTreeSet<_>>(), BTreeSet::from([0, 2]));
+    let f = Filters { since_unix_ms: Some(2), ..Filters::default() };
+    let hits = index.search(&q("release workflow"), &f, &all, 10).unwrap();
+    assert_eq!(hits.iter().map(|h| h.doc).collect::<Vec<_>>(), [2]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters and visibility
+
+#[test]
+fn search_applies_every_filter() {
+    let mut index = Index::in_memory();
+    let docs = [
+        (1, DocMeta { scope: Scope::Entry, kind: 1, tool: false, time_unix_ms: 10, source: None, project: Some("a".into()) }),
+        (2, DocMeta { scope: Scope::Event, kind: 0, tool: false, time_unix_ms: 20, source: Some("codex".into()), project: Some("a".into()) }),
+        (3, DocMeta { scope: Scope::Event, kind: 2, tool: true, time_unix_ms: 30, source: Some("claude-code".into()), project: None }),
+        (4, DocMeta { scope: Scope::Event, kind: 0, tool: false, time_unix_ms: 40, source: Some("claude-code".into()), project: Some("b".into()) }),
+    ];
+    for (doc, m) in &docs {
+        index.add(*doc, m, "deploy the service").unwrap();
+    }
+    let run = |f: Filters| -> BTreeSet<DocId> {
+        index.search(&q("deploy"), &f, &all, 10).unwrap().into_iter().map(|h| h.doc).collect()
+    };
+    assert_eq!(run(Filters::default()), set(&[1, 2, 4]));
+    assert_eq!(run(Filters { include_tools: true, ..Filters::default() }), set(&[1, 2, 3, 4]));
+    assert_eq!(run(Filters { scope: Some(Scope::Entry), ..Filters::default() }), set(&[1]));
+    assert_eq!(run(Filters { scope: Some(Scope::Event), kind: Some(0), ..Filters::default() }), set(&[2, 4]));
+    assert_eq!(run(Filters { since_unix_ms: Some(20), until_unix_ms: Some(40), include_tools: true, ..Filters::default() }), set(&[2, 3]));
+    assert_eq!(run(Filters { source: Some("claude-code".into()), ..Filters::default() }), set(&[4]));
+    assert_eq!(run(Filters { source: Some("grok".into()), ..Filters::default() }), set(&[]));
+    assert_eq!(run(Filters { project: Some("a".into()), ..Filters::default() }), set(&[1, 2]));
+    let hidden = |d: DocId| d != 2;
+    let hits: BTreeSet<DocId> = index.search(&q("deploy"), &Filters::default(), &hidden, 10).unwrap().into_iter().map(|h| h.doc).collect();
+    assert_eq!(hits, set(&[1, 4]));
+}
+
+#[test]
+fn index_refuses_duplicate_documents_and_large_limits() {
+    let mut index = index_of(&["one"]);
+    assert!(matches!(index.add(0, &meta(0), "again"), Err(IndexError::DuplicateDoc(0))));
+    index.commit(1).unwrap();
+    assert!(matches!(index.add(0, &meta(0), "again"), Err(IndexError::DuplicateDoc(0))));
+    assert!(index.search(&q("one"), &Filters::default(), &all, limits::SEARCH_LIMIT_MAX + 1).is_err());
+    assert_eq!(index.search(&q("one"), &Filters::default(), &all, 0).unwrap(), []);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index against a linear scan
+
+const PIECES: &[&str] = &[
+    "release", "Release", "ＲＥＬＥＡＳＥ", "releases", "workflow", "tag", "master", "rust", "Ｒｕｓｔ",
+    "the", "CI", "record.rs", "don’t", "发布", "流程", "机器学习", "中文", "学习", "机器", "東京タワー",
+    "タワー", "ひらがな", "に行きました", "京都", "한국어", "분석기", "배포", "🚀", "❤️", "👍🏽", "🎉", "x",
+];
+const SEPARATORS: &[&str] = &[" ", "\n", "", ", ", "。", "  \n", "-"];
+
+#[derive(Clone, Debug)]
+struct Doc {
+    id: DocId,
+    meta: DocMeta,
+    text: String,
+    pieces: Vec<usize>,
+    visible: bool,
+}
+
+fn doc_strategy() -> impl Strategy<Value = (Vec<(usize, usize)>, u8, bool, i64, u8, u8, bool)> {
+    (
+        proptest::collection::vec((0..PIECES.len(), 0..SEPARATORS.len()), 0..10),
+        0u8..3,
+        any::<bool>(),
+        0i64..6,
+        0u8..3,
+        0u8..3,
+        proptest::bool::weighted(0.85),
+    )
+}
+
+fn build_doc(i: usize, d: &(Vec<(usize, usize)>, u8, bool, i64, u8, u8, bool)) -> Doc {
+    let (pieces, kind, tool, time, source, project, visible) = d;
+    let mut text = String::new();
+    for (p, s) in pieces {
+        text.push_str(PIECES[*p]);
+        text.push_str(SEPARATORS[*s]);
+    }
+    let pick = |n: u8, names: [&str; 2]| (n > 0).then(|| names[n as usize - 1].to_string());
+    Doc {
+        id: (i as DocId) * 7 + 3,
+        meta: DocMeta {
+            scope: if kind % 2 == 0 { Scope::Event } else { Scope::Entry },
+            kind: *kind,
+            tool: *tool,
+            time_unix_ms: *time,
+            source: pick(*source, ["codex", "claude-code"]),
+            project: pick(*project, ["a", "b"]),
+        },
+        text,
+        pieces: pieces.iter().map(|p| p.0).collect(),
+        visible: *visible,
+    }
+}
+
+/// A query made from the corpus: a piece, two pieces, or two adjacent pieces quoted across a
+/// line break (from one document, or from anywhere), or a slice of a text.
+fn build_query(docs: &[Doc], shape: (u8, usize, usize, usize)) -> String {
+    let (kind, a, b, len) = shape;
+    let d = &docs[a % docs.len()];
+    let piece = |i: usize| match d.pieces.len() {
+        _ if kind >= 192 || d.pieces.is_empty() => PIECES[i % PIECES.len()],
+        n => PIECES[d.pieces[i % n]],
+    };
+    match kind % 4 {
+        0 => piece(b).to_string(),
+        1 => format!("{} {}", piece(b), piece(len)),
+        2 => format!("\"{}\n{}\"", piece(b), piece(b + 1)),
+        _ => {
+            let chars: Vec<char> = d.text.chars().collect();
+            if chars.is_empty() {
+                return "x".into();
+            }
+            let start = b % chars.len();
+            chars[start..(start + 1 + len % 6).min(chars.len())].iter().collect()
+        }
+    }
+}
+
+/// Filters, each mostly unset (so that most searches find something).
+fn filters_of(f: (u8, u8, u8, u8, bool)) -> Filters {
+    let (scope, time, source, project, tools) = f;
+    let (since_unix_ms, until_unix_ms) = match time % 8 {
+        1 => (Some(2), None),
+        2 => (None, Some(4)),
+        3 => (Some(1), Some(4)),
+        _ => (None, None),
+    };
+    Filters {
+        scope: match scope % 6 {
+            1 => Some(Scope::Entry),
+            2 => Some(Scope::Event),
+            _ => None,
+        },
+        kind: (scope % 6 == 3).then_some(2),
+        since_unix_ms,
+        until_unix_ms,
+        source: match source % 6 {
+            1 => Some("codex".to_string()),
+            2 => Some("grok".to_string()),
+            _ => None,
+        },
+        project: (project % 4 == 1).then(|| "a".to_string()),
+        include_tools: tools,
+    }
+}
+
+/// The model of filters and visibility.
+fn passes(d: &Doc, f: &Filters) -> bool {
+    let m = &d.meta;
+    d.visible
+        && f.scope.is_none_or(|s| s == m.scope)
+        && f.kind.is_none_or(|k| k == m.kind)
+        && f.since_unix_ms.is_none_or(|t| m.time_unix_ms >= t)
+        && f.until_unix_ms.is_none_or(|t| m.time_unix_ms < t)
+        && (f.source.is_none() || f.source == m.source)
+        && (f.project.is_none() || f.project == m.project)
+        && (f.include_tools || !m.tool)
+}
+
+/// The model: documents holding every clause, by scanning each text's tokens.
+fn scan(docs: &[Doc], query: &Query, f: &Filters) -> BTreeSet<DocId> {
+    let mut out = BTreeSet::new();
+    for d in docs {
+        if !passes(d, f) {
+            continue;
+        }
+        let tokens = tokenize(&d.text);
+        let holds = query.clauses.iter().all(|c| {
+            tokens.iter().any(|start| {
+                c.terms.iter().all(|(term, rel)| {
+                    tokens.iter().any(|t| t.position == start.position + rel && &t.term == term)
+                })
+            })
+        });
+        if holds {
+            out.insert(d.id);
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Whatever the scripts, filters, visibility and segment layout, the full matches are
+    /// exactly the documents a linear scan finds; partial matches follow them, pass the same
+    /// filters, and hold no full match; and results equal those of a single in-memory segment.
+    #[test]
+    fn index_search_agrees_with_a_linear_scan(
+        raw_docs in proptest::collection::vec(doc_strategy(), 1..24),
+        commits in proptest::collection::vec(any::<bool>(), 24),
+        merge_at_end in any::<bool>(),
+        queries in proptest::collection::vec((any::<u8>(), any::<usize>(), any::<usize>(), any::<usize>()), 1..8),
+        filters in proptest::collection::vec((any::<u8>(), any::<u8>(), any::<u8>(), any::<u8>(), any::<bool>()), 0..3),
+    ) {
+        let docs: Vec<Doc> = raw_docs.iter().enumerate().map(|(i, d)| build_doc(i, d)).collect();
+        let mut reference = Index::in_memory();
+        let mut index = Index::in_memory();
+        for (i, d) in docs.iter().enumerate() {
+            reference.add(d.id, &d.meta, &d.text).unwrap();
+            index.add(d.id, &d.meta, &d.text).unwrap();
+            if commits[i] {
+                index.commit(i as u64).unwrap();
+            }
+        }
+        if merge_at_end {
+            index.commit(99).unwrap();
+            index.merge_all().unwrap();
+        }
+        let visible = |id: DocId| docs.iter().any(|d| d.id == id && d.visible);
+        let everything = Filters { include_tools: true, ..Filters::default() };
+        let filters: Vec<Filters> = std::iter::once(everything).chain(filters.into_iter().map(filters_of)).collect();
+        for shape in &queries {
+            let text = build_query(&docs, *shape);
+            let Ok(query) = parse_query(&text) else { continue };
+            for f in &filters {
+                let f = f.clone();
+                let hits = index.search(&query, &f, &visible, 1000).unwrap();
+                let expected = scan(&docs, &query, &f);
+                let got: BTreeSet<DocId> = hits.iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect();
+                prop_assert_eq!(&got, &expected, "query {:?} filters {:?}", text, f);
+                let first_partial = hits.iter().position(|h| h.matched == Match::Partial).unwrap_or(hits.len());
+                prop_assert!(hits[first_partial..].iter().all(|h| h.matched == Match::Partial));
+                for h in &hits[first_partial..] {
+                    prop_assert!(!expected.contains(&h.doc));
+                    let d = docs.iter().find(|d| d.id == h.doc).unwrap();
+                    prop_assert!(passes(d, &f), "partial hit {} fails the filters", h.doc);
+                }
+                let same = reference.search(&query, &f, &visible, 1000).unwrap();
+                prop_assert_eq!(hits, same);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Segments on disk
+
+fn corpus() -> Vec<(DocId, DocMeta, String)> {
+    let texts = [
+        "Set up the release workflow: tag from master, publish with provenance.",
+        "Releases are tagged from master once CI passes on Ubuntu and Windows.",
+        "我们用中文写文档，机器学习很有意思",
+        "昨日は東京タワーに行きました 🚀",
+        "한국어 형태소 분석기를 만들었다",
+        "ＲＥＬＥＡＳＥ notes for the\nworkflow",
+        "tool output: cargo test -p origin-projections",
+        "record.rs holds every payload struct",
+    ];
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let m = DocMeta {
+                scope: if i % 3 == 0 { Scope::Entry } else { Scope::Event },
+                kind: (i % 2) as u8,
+                tool: i == 6,
+                time_unix_ms: 1000 + (i as i64 % 4),
+                source: (i % 3 != 0).then(|| "claude-code".to_string()),
+                project: (i % 2 == 0).then(|| "demo-app".to_string()),
+            };
+            (100 + i as DocId, m, t.to_string())
+        })
+        .collect()
+}
+
+const QUERIES: &[&str] = &[
+    "release workflow",
+    "master",
+    "\"from master\"",
+    "中文",
+    "机器学习",
+    "タワー",
+    "분석기",
+    "🚀",
+    "release notes",
+    "how do we cut a release?",
+    "record",
+    "cargo test",
+];
+
+fn results(index: &Index) -> Vec<Vec<Hit>> {
+    let mut out = Vec::new();
+    for query in QUERIES {
+        for f in [Filters::default(), Filters { include_tools: true, scope: Some(Scope::Event), ..Filters::default() }] {
+            out.push(index.search(&q(query), &f, &|d| d != 103, 20).unwrap());
+        }
+    }
+    out
+}
+
+fn add_all(index: &mut Index, docs: &[(DocId, DocMeta, String)]) {
+    for (id, m, t) in docs {
+        index.add(*id, m, t).unwrap();
+    }
+}
+
+#[test]
+fn index_segment_round_trip_keeps_results_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus();
+    let mut index = Index::open(dir.path()).unwrap();
+    add_all(&mut index, &docs);
+    let before = results(&index);
+    assert!(before.iter().any(|r| !r.is_empty()));
+    assert_eq!(index.commit(42).unwrap(), Some(0));
+    assert_eq!(index.memory_doc_count(), 0);
+    assert_eq!(results(&index), before);
+    drop(index);
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(index.mark(), Some(42));
+    assert_eq!(index.doc_count(), docs.len());
+    assert_eq!(results(&index), before);
+    // Metadata comes back as it went in.
+    let seg = &index.segments[0];
+    for (ord, (id, m, _)) in docs.iter().enumerate() {
+        assert_eq!(seg.docs().row(ord as u32).doc, *id);
+        assert_eq!(&seg.docs().meta(ord as u32), m);
+    }
+}
+
+#[test]
+fn index_merge_keeps_results_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus();
+    let mut reference = Index::in_memory();
+    add_all(&mut reference, &docs);
+    let expected = results(&reference);
+    let mut index = Index::open(dir.path()).unwrap();
+    for (i, chunk) in docs.chunks(3).enumerate() {
+        add_all(&mut index, chunk);
+        index.commit(i as u64).unwrap();
+    }
+    assert_eq!(index.segments().len(), 3);
+    assert_eq!(results(&index), expected);
+    index.merge_all().unwrap();
+    assert_eq!(index.segments().len(), 1);
+    assert_eq!(results(&index), expected);
+    let files: Vec<String> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(files.iter().filter(|f| f.ends_with(".segment")).count(), 1, "{files:?}");
+    drop(index);
+    assert_eq!(results(&Index::open(dir.path()).unwrap()), expected);
+}
+
+#[test]
+fn index_merge_runs_on_another_thread_while_documents_arrive() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus();
+    let mut reference = Index::in_memory();
+    add_all(&mut reference, &docs);
+    let mut index = Index::open(dir.path()).unwrap();
+    for chunk in docs[..6].chunks(2) {
+        add_all(&mut index, chunk);
+        index.commit(1).unwrap();
+    }
+    let policy = MergePolicy { merge_factor: 3, segments_max: 8 };
+    let job = index.plan_merge_by(&policy).unwrap().expect("three small segments make a tier");
+    let worker = std::thread::spawn(move || merge(&job));
+    add_all(&mut index, &docs[6..]);
+    index.commit(2).unwrap();
+    index.install_merge(worker.join().unwrap().unwrap()).unwrap();
+    assert_eq!(index.segments().len(), 2);
+    assert_eq!(results(&index), results(&reference));
+    assert!(index.plan_merge_by(&policy).unwrap().is_none());
+}
+
+#[test]
+fn index_open_deletes_leftovers_and_keeps_listed_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = Index::open(dir.path()).unwrap();
+    add_all(&mut index, &corpus());
+    index.commit(7).unwrap();
+    drop(index);
+    fs::write(dir.path().join("00000000000000000009.segment"), b"left by a crash").unwrap();
+    fs::write(dir.path().join("manifest.tmp"), b"half").unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(index.doc_count(), corpus().len());
+    assert!(!dir.path().join("00000000000000000009.segment").exists());
+    assert!(!dir.path().join("manifest.tmp").exists());
+}
+
+fn segment_file(dir: &Path) -> std::path::PathBuf {
+    dir.join(segment::file_name(0))
+}
+
+fn small_index(dir: &Path) -> Vec<u8> {
+    let mut index = Index::open(dir).unwrap();
+    index.add(1, &meta(1), "release workflow 中文 🚀").unwrap();
+    index.add(2, &DocMeta { source: Some("codex".into()), ..meta(2) }, "tag from master").unwrap();
+    index.commit(1).unwrap();
+    fs::read(segment_file(dir)).unwrap()
+}
+
+#[test]
+fn index_detects_every_damaged_byte_of_a_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = small_index(dir.path());
+    for i in 0..good.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut bad = good.clone();
+            bad[i] ^= bit;
+            fs::write(segment_file(dir.path()), &bad).unwrap();
+            match Index::open(dir.path()) {
+                Err(e) => assert!(e.is_corruption(), "byte {i}: {e}"),
+                Ok(_) => panic!("flipped bit {bit:#x} of byte {i} was not detected"),
+            }
+        }
+    }
+    fs::write(segment_file(dir.path()), &good).unwrap();
+    assert!(Index::open(dir.path()).is_ok());
+}
+
+#[test]
+fn index_detects_every_truncation_of_a_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = small_index(dir.path());
+    for len in 0..good.len() {
+        fs::write(segment_file(dir.path()), &good[..len]).unwrap();
+        match Index::open(dir.path()) {
+            Err(e) => assert!(e.is_corruption(), "length {len}: {e}"),
+            Ok(_) => panic!("segment cut to {len} bytes was not detected"),
+        }
+    }
+    let mut longer = good.clone();
+    longer.extend_from_slice(&[0; 16]);
+    fs::write(segment_file(dir.path()), &longer).unwrap();
+    assert!(Index::open(dir.path()).is_err());
+}
+
+#[test]
+fn index_detects_a_damaged_or_missing_manifest_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    small_index(dir.path());
+    let manifest = dir.path().join("manifest");
+    let good = fs::read(&manifest).unwrap();
+    let mut bad = good.clone();
+    bad[20] ^= 1;
+    fs::write(&manifest, &bad).unwrap();
+    assert!(Index::open(dir.path()).unwrap_err().is_corruption());
+    fs::write(&manifest, &good).unwrap();
+    fs::remove_file(segment_file(dir.path())).unwrap();
+    assert!(Index::open(dir.path()).is_err());
+}
+
+/// Recomputes a segment's body and footer checksums, so damage reaches the decoders.
+fn reseal(bytes: &mut [u8]) {
+    let n = bytes.len();
+    if n < segment::FOOTER_SIZE_BYTES {
+        return;
+    }
+    let footer = n - segment::FOOTER_SIZE_BYTES;
+    let body = crc32fast::hash(&bytes[..footer]);
+    bytes[footer + 48..footer + 52].copy_from_slice(&body.to_le_bytes());
+    let fcrc = crc32fast::hash(&bytes[footer..footer + 52]);
+    bytes[footer + 52..footer + 56].copy_from_slice(&fcrc.to_le_bytes());
+    if n >= 32 {
+        let h = crc32fast::hash(&bytes[..28]);
+        bytes[28..32].copy_from_slice(&h.to_le_bytes());
+    }
+}
+
+fn small_segment_bytes() -> &'static [u8] {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut disk = Index::open(dir.path()).unwrap();
+        for (i, t) in ["release workflow 中文 🚀", "tag from master", "releases released"].iter().enumerate() {
+            disk.add(i as DocId, &DocMeta { project: Some("p".into()), ..meta(i as i64) }, t).unwrap();
+        }
+        disk.commit(0).unwrap();
+        fs::read(segment_file(dir.path())).unwrap()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    /// Arbitrary bytes are an error, never a panic.
+    #[test]
+    fn index_segment_reader_refuses_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..400), reseal_it in any::<bool>()) {
+        let mut bytes = bytes;
+        if reseal_it {
+            reseal(&mut bytes);
+        }
+        prop_assert!(Segment::from_bytes(bytes, 0).is_err());
+    }
+
+    /// Damage to the documents, strings or postings of a segment whose checksums were
+    /// recomputed (as a buggy writer would leave it) is found by the decoders: opening and
+    /// searching return errors or results, never panic.
+    #[test]
+    fn index_segment_reader_never_panics_on_resealed_damage(
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+    ) {
+        let good = small_segment_bytes();
+        let fst_at = {
+            let f = good.len() - segment::FOOTER_SIZE_BYTES;
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&good[f + 24..f + 32]);
+            u64::from_le_bytes(b) as usize
+        };
+        let mut bad = good.to_vec();
+        for (at, v) in edits {
+            // Bytes before the term dictionary, header excluded (its damage is caught anyway).
+            let at = 32 + at % (fst_at - 32);
+            bad[at] = v;
+        }
+        reseal(&mut bad);
+        if let Ok(segment) = Segment::from_bytes(bad, 0) {
+            let view = [search::View::Disk(&segment)];
+            for query in ["release", "中文", "\"tag from\"", "how do we release?"] {
+                let _ = search::search(&view, &q(query), &Filters { include_tools: true, ..Filters::default() }, &all, 10);
+            }
+        }
+    }
+}
+
+#[test]
+fn index_can_be_shared_across_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Index>();
+    shareable::<MergeJob>();
+    shareable::<Merged>();
+}
+
+#[test]
+fn index_doc_meta_from_records() {
+    use origin_engine::record::{EntryKind, Role};
+    let event = Event {
+        id: "codex:1".into(),
+        time_unix_ms: 5,
+        session: "s".into(),
+        project: Some("p".into()),
+        role: Role::Assistant,
+        kind: EventKind::ToolResult,
+        text: "out".into(),
+        text_cut_chars: 0,
+        cwd: None,
+        git_branch: None,
+        agent_version: None,
+        line: 1,
+    };
+    let m = DocMeta::event("codex", &event);
+    assert!(m.tool && m.scope == Scope::Event && m.kind == EventKind::ToolResult as u8);
+    assert_eq!(m.source.as_deref(), Some("codex"));
+    let v = EntryVersion {
+        id: "ent_1".into(),
+        root: "ent_1".into(),
+        supersedes: None,
+        kind: EntryKind::Knowledge,
+        text: "t".into(),
+        confidence: 1.0,
+        project: None,
+        author: "a@b".into(),
+        created_unix_ms: 9,
+        valid_from_unix_ms: None,
+        valid_to_unix_ms: None,
+        sources: Vec::new(),
+        imported: false,
+    };
+    let m = DocMeta::entry(&v);
+    assert!(!m.tool && m.scope == Scope::Entry && m.kind == EntryKind::Knowledge as u8 && m.time_unix_ms == 9);
+}

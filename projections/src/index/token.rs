@@ -1,0 +1,323 @@
+//! Tokens: NFKC-folded, lower-cased words on Unicode word boundaries; CJK runs as bigrams.
+//!
+//! The same function tokenizes documents and queries, so whatever it does to a word it does
+//! on both sides. Rules, in order:
+//! 1. Each grapheme cluster of the text is folded on its own: NFKC, then lower case; U+FE0E and
+//!    U+FE0F (variation selectors) are dropped and U+2019 (’) becomes `'`. Folding per cluster
+//!    keeps a map from folded bytes back to the original text, for snippets.
+//! 2. Maximal runs of Han, Hiragana, Katakana and Hangul characters become overlapping
+//!    bigrams plus unigrams: character `i` of a run at position `p + i` gives the unigram at
+//!    `p + i` and the bigram of characters `i, i + 1` at `p + i`. A run of one character is a
+//!    lone unigram.
+//! 3. The rest is split on Unicode word boundaries (UAX #29), then each word is cut at
+//!    characters that are neither letters, digits, marks nor pictographs, so `record.rs`,
+//!    `parse_query` and `don't` are two words each (searching `record` finds `record.rs`; the
+//!    query `record.rs` is a phrase of both). Emoji (and their ZWJ sequences) are words.
+//! 4. Each word takes one position; positions skip nothing, so a phrase matches across
+//!    punctuation and line breaks.
+
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
+use unicode_segmentation::UnicodeSegmentation;
+
+use super::limits::{DOC_TOKENS_MAX, TERM_SIZE_BYTES_MAX};
+
+/// What a token is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TokenKind {
+    /// A word outside CJK runs (letters, digits, emoji).
+    Word,
+    /// A CJK run of a single character.
+    Lone,
+    /// One character of a CJK run of two or more.
+    Unigram,
+    /// Two adjacent characters of a CJK run.
+    Bigram,
+}
+
+/// One token of a text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Token {
+    /// The folded term.
+    pub term: String,
+    /// Word position in the text (0-based).
+    pub position: u32,
+    /// What it is.
+    pub kind: TokenKind,
+    /// Byte range in the original (unfolded) text.
+    pub start: usize,
+    /// End of that range (exclusive).
+    pub end: usize,
+}
+
+/// A folded text with the way back to the original's bytes.
+struct Folded {
+    text: String,
+    /// `(folded start, original start, original end)` per non-empty folded cluster, in order;
+    /// empty when the text was ASCII (the map is then the identity).
+    chunks: Vec<(usize, usize, usize)>,
+}
+
+impl Folded {
+    fn new(original: &str) -> Folded {
+        if original.is_ascii() {
+            return Folded { text: original.to_ascii_lowercase(), chunks: Vec::new() };
+        }
+        let mut text = String::with_capacity(original.len());
+        let mut chunks = Vec::new();
+        for (start, cluster) in original.grapheme_indices(true) {
+            let folded_start = text.len();
+            for c in cluster.nfkc() {
+                match c {
+                    '\u{FE0E}' | '\u{FE0F}' => {}
+                    '\u{2019}' => text.push('\''),
+                    c if c.is_ascii() => text.push(c.to_ascii_lowercase()),
+                    c => text.extend(c.to_lowercase()),
+                }
+            }
+            if text.len() > folded_start {
+                chunks.push((folded_start, start, start + cluster.len()));
+            }
+        }
+        Folded { text, chunks }
+    }
+
+    /// The original byte range of the folded range `[start, end)` (`start < end`).
+    fn original(&self, start: usize, end: usize) -> (usize, usize) {
+        if self.chunks.is_empty() {
+            return (start, end);
+        }
+        let find = |b: usize| {
+            let i = self.chunks.partition_point(|c| c.0 <= b);
+            self.chunks[i.saturating_sub(1)]
+        };
+        (find(start).1, find(end - 1).2)
+    }
+}
+
+/// True for characters that form CJK runs (after folding).
+pub(crate) fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x1100..=0x11FF            // Hangul Jamo
+        | 0x3005 | 0x3007          // 々 〇
+        | 0x3041..=0x309F          // Hiragana
+        | 0x30A1..=0x30FA          // Katakana
+        | 0x30FC..=0x30FF          // ー and Katakana iteration marks (not ・)
+        | 0x3130..=0x318F          // Hangul compatibility Jamo
+        | 0x31F0..=0x31FF          // Katakana phonetic extensions
+        | 0x3400..=0x4DBF          // Han extension A
+        | 0x4E00..=0x9FFF          // Han
+        | 0xA960..=0xA97F          // Hangul Jamo extended A
+        | 0xAC00..=0xD7AF          // Hangul syllables
+        | 0xD7B0..=0xD7FF          // Hangul Jamo extended B
+        | 0xF900..=0xFAFF          // Han compatibility
+        | 0x20000..=0x323AF        // Han extensions B..H
+    )
+}
+
+/// True for emoji and other pictographs, which are words of their own.
+fn is_pictograph(c: char) -> bool {
+    matches!(c as u32,
+        0x00A9 | 0x00AE | 0x203C | 0x2049 | 0x2122 | 0x2139
+        | 0x2190..=0x21FF
+        | 0x2300..=0x23FF
+        | 0x25A0..=0x27BF
+        | 0x2900..=0x297F
+        | 0x2B00..=0x2BFF
+        | 0x1F000..=0x1FAFF
+        | 0xE0020..=0xE007F        // tag characters (subdivision flags)
+    )
+}
+
+/// Characters that belong inside a word.
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || is_combining_mark(c) || is_pictograph(c) || c == '\u{200D}'
+}
+
+/// True if the word holds something searchable (not only joiners or marks).
+fn is_searchable(word: &str) -> bool {
+    word.chars().any(|c| c.is_alphanumeric() || is_pictograph(c))
+}
+
+/// Cuts a term to at most [`TERM_SIZE_BYTES_MAX`] bytes at a character boundary.
+fn cut(term: &str) -> &str {
+    if term.len() <= TERM_SIZE_BYTES_MAX {
+        return term;
+    }
+    let mut end = TERM_SIZE_BYTES_MAX;
+    while !term.is_char_boundary(end) {
+        end -= 1;
+    }
+    &term[..end]
+}
+
+/// Tokenizes `text`: at most [`DOC_TOKENS_MAX`] positions; later tokens are dropped.
+pub(crate) fn tokenize(text: &str) -> Vec<Token> {
+    let folded = Folded::new(text);
+    let s = folded.text.as_str();
+    let mut out = Tokens { tokens: Vec::new(), position: 0, folded: &folded };
+    let mut stretch_start = 0;
+    let mut stretch_cjk = false;
+    for (i, c) in s.char_indices() {
+        let cjk = is_cjk(c);
+        if cjk != stretch_cjk {
+            out.stretch(stretch_start, i, stretch_cjk);
+            stretch_start = i;
+            stretch_cjk = cjk;
+        }
+    }
+    out.stretch(stretch_start, s.len(), stretch_cjk);
+    out.tokens
+}
+
+struct Tokens<'a> {
+    tokens: Vec<Token>,
+    position: u32,
+    folded: &'a Folded,
+}
+
+impl Tokens<'_> {
+    fn stretch(&mut self, start: usize, end: usize, cjk: bool) {
+        if start == end {
+            return;
+        }
+        let s = &self.folded.text[start..end];
+        if cjk {
+            let chars: Vec<(usize, char)> = s.char_indices().map(|(i, c)| (start + i, c)).collect();
+            let n = chars.len();
+            for (k, &(b, c)) in chars.iter().enumerate() {
+                let c_end = b + c.len_utf8();
+                let kind = if n == 1 { TokenKind::Lone } else { TokenKind::Unigram };
+                if !self.push(c.to_string(), kind, b, c_end) {
+                    return;
+                }
+                if let Some(&(b2, c2)) = chars.get(k + 1) {
+                    let mut bigram = String::with_capacity(c.len_utf8() + c2.len_utf8());
+                    bigram.push(c);
+                    bigram.push(c2);
+                    self.push_same_position(bigram, b, b2 + c2.len_utf8());
+                }
+                self.position += 1;
+            }
+        } else {
+            for (off, segment) in s.split_word_bound_indices() {
+                let mut word_start = None;
+                for (i, c) in segment.char_indices().chain(std::iter::once((segment.len(), ' '))) {
+                    let inside = i < segment.len() && is_word_char(c);
+                    match (inside, word_start) {
+                        (true, None) => word_start = Some(i),
+                        (false, Some(ws)) => {
+                            word_start = None;
+                            let word = &segment[ws..i];
+                            if is_searchable(word) {
+                                let b = start + off + ws;
+                                if !self.push(cut(word).to_string(), TokenKind::Word, b, b + word.len()) {
+                                    return;
+                                }
+                                self.position += 1;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pushes a token at the current position; false once the position limit is reached.
+    fn push(&mut self, term: String, kind: TokenKind, start: usize, end: usize) -> bool {
+        if self.position >= DOC_TOKENS_MAX {
+            return false;
+        }
+        let (start, end) = self.folded.original(start, end);
+        self.tokens.push(Token { term, position: self.position, kind, start, end });
+        true
+    }
+
+    fn push_same_position(&mut self, term: String, start: usize, end: usize) {
+        let (start, end) = self.folded.original(start, end);
+        self.tokens.push(Token { term, position: self.position, kind: TokenKind::Bigram, start, end });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::stem::Stems;
+    use proptest::prelude::*;
+
+    fn terms(text: &str) -> Vec<(String, u32)> {
+        tokenize(text).into_iter().map(|t| (t.term, t.position)).collect()
+    }
+
+    #[test]
+    fn index_token_folds_case_and_full_width() {
+        assert_eq!(terms("ＲＥＬＥＡＳＥ Release"), vec![("release".into(), 0), ("release".into(), 1)]);
+    }
+
+    #[test]
+    fn index_token_splits_inner_punctuation() {
+        let t: Vec<String> = tokenize("see record.rs, parse_query and don’t").into_iter().map(|t| t.term).collect();
+        assert_eq!(t, ["see", "record", "rs", "parse", "query", "and", "don", "t"]);
+    }
+
+    #[test]
+    fn index_token_cjk_runs_are_bigrams_and_unigrams() {
+        assert_eq!(
+            terms("用中文说"),
+            vec![
+                ("用".into(), 0),
+                ("用中".into(), 0),
+                ("中".into(), 1),
+                ("中文".into(), 1),
+                ("文".into(), 2),
+                ("文说".into(), 2),
+                ("说".into(), 3)
+            ]
+        );
+        let kinds: Vec<TokenKind> = tokenize("a中b").into_iter().map(|t| t.kind).collect();
+        assert_eq!(kinds, [TokenKind::Word, TokenKind::Lone, TokenKind::Word]);
+    }
+
+    #[test]
+    fn index_token_emoji_are_words() {
+        let t: Vec<String> = tokenize("ship it 🚀🚀 ❤️ 👍🏽!").into_iter().map(|t| t.term).collect();
+        assert_eq!(t, ["ship", "it", "🚀", "🚀", "❤", "👍🏽"]);
+    }
+
+    #[test]
+    fn index_token_ranges_point_into_the_original() {
+        let text = "Ｒｕｓｔ で書く";
+        for t in tokenize(text) {
+            assert!(text.is_char_boundary(t.start) && text.is_char_boundary(t.end), "{t:?}");
+        }
+        let first = &tokenize(text)[0];
+        assert_eq!(&text[first.start..first.end], "Ｒｕｓｔ");
+    }
+
+    #[test]
+    fn index_token_long_words_are_cut_alike() {
+        let long = "x".repeat(500);
+        let t = tokenize(&long);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].term.len(), TERM_SIZE_BYTES_MAX);
+    }
+
+    proptest! {
+        /// Any text tokenizes (and stems) without panicking, positions ascend, and every range
+        /// is a non-empty slice of the original on character boundaries.
+        #[test]
+        fn index_token_never_panics(text in "\\PC{0,80}", bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
+            let stems = Stems::new();
+            for text in [text, String::from_utf8_lossy(&bytes).into_owned()] {
+                let tokens = tokenize(&text);
+                prop_assert!(tokens.windows(2).all(|w| w[0].position <= w[1].position));
+                for t in &tokens {
+                    prop_assert!(t.start < t.end && t.end <= text.len());
+                    prop_assert!(text.is_char_boundary(t.start) && text.is_char_boundary(t.end));
+                    let _ = stems.partial_term(t);
+                }
+            }
+        }
+    }
+}

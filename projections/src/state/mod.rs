@@ -1,0 +1,600 @@
+//! The read models of entries, tombstones, sessions and events, rebuilt from the journal.
+//!
+//! [`State`] is fed journal records in offset order ([`State::apply`], [`State::catch_up`]),
+//! in every process: records other processes wrote arrive through the journal. It never
+//! writes to the journal. It is saved as a snapshot with the offset it reflects
+//! ([`State::save_snapshot`]); [`State::open`] loads the snapshot and replays only what
+//! follows, and rebuilds from the journal when the snapshot does not check out.
+//!
+//! Rules (the spec is `origin-mcp-tools.txt`; DESIGN.md, "Projections"):
+//! - **Versions.** Each root's current version is the one nothing supersedes. When several
+//!   are (two corrections of one version raced), the winner has the later `created`, then the
+//!   larger id; the others are superseded with `concurrent: true`. The graph is recomputed from
+//!   the root's versions alone, so every store picks the same winner whatever the order the
+//!   records arrived in. It ignores tombstones: forgetting never makes an older version current.
+//! - **Tombstones.** A `Forgotten` record hides exactly the versions and events it lists
+//!   (computed when it was written; [`State::forget_plan`] computes them for the writer). A
+//!   `Restored` record lifts its tombstone; an id another tombstone in force hides stays
+//!   hidden. Hidden versions and events leave every query; by id they answer
+//!   [`Lookup::Forgotten`].
+//! - **Listings** hold, per root, its current version if it is not hidden and not expired
+//!   (`valid_to <= now`); an expired or superseded version is still returned by id.
+//! - **Ended imports.** The roots an `Imported` record lists as ended (its memory file no
+//!   longer has their item) end their validity: versions created at or before that import get
+//!   `valid_to` = the import's time ([`Entry::valid_to_unix_ms`]), so they leave listings and
+//!   search by the same rule as expired entries, and the reason is visible in the entry. A
+//!   correction made later holds again.
+//! - **Sessions** count visible events only; started and ended are the times of the first and
+//!   last visible event; a session without visible events is not listed. Its prompt is shown
+//!   only without a title, and not when the event it came from is hidden.
+//! - **Events** are kept as locators (record offset, index); a later event with the same id
+//!   replaces the earlier (a re-ingested file version). Text is decoded on demand.
+
+mod bytes;
+mod digest;
+mod entry;
+mod error;
+mod event;
+pub mod limits;
+mod quote;
+mod session;
+pub mod snapshot;
+mod tombstone;
+
+#[cfg(test)]
+mod tests;
+
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use origin_engine::record::{Body, Event, Imported, Ingested, RecordKind};
+use origin_engine::vfs::Vfs;
+use origin_engine::Journal;
+
+pub use entry::{Entry, EntryFilter, EntryStatus, HistoryItem};
+pub use error::{Error, Result};
+pub use event::{listed_by_default, EventMeta};
+pub use quote::{fold as fold_quote, quote_matches};
+pub use session::{Session, SessionFilter};
+pub use snapshot::{SnapshotUse, SNAPSHOT_FILE_NAME};
+pub use tombstone::{Hides, TombstoneRef};
+
+use entry::Entries;
+use event::Events;
+use limits::{FIRST_PROMPT_CHARS_MAX, LISTING_COUNT_MAX};
+use session::{SessionState, Sessions};
+use tombstone::{StoredTombstone, Tombstones};
+
+/// The answer to a lookup by id.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lookup<T> {
+    /// It exists and is visible.
+    Found(T),
+    /// It exists and a tombstone in force hides it.
+    Forgotten {
+        /// The tombstone hiding it.
+        tombstone: String,
+    },
+    /// No such id.
+    Unknown,
+}
+
+impl<T> Lookup<T> {
+    /// The value, if found.
+    pub fn found(self) -> Option<T> {
+        match self {
+            Lookup::Found(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// How far a replay goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Until {
+    /// To the end of the journal.
+    End,
+    /// Records whose offset is below this one.
+    OffsetBelow(u64),
+    /// Records committed at or before this time (Unix milliseconds); stops at the first record
+    /// committed later.
+    TimeAtOrBefore(i64),
+}
+
+/// What [`State::open`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opened {
+    /// What became of the snapshot.
+    pub snapshot: SnapshotUse,
+    /// Records read from the journal after it.
+    pub records_read: u64,
+}
+
+/// Entries, tombstones, sessions and event locators, as of journal offset [`State::read_to`].
+#[derive(Clone, Debug, Default)]
+pub struct State {
+    pub(crate) read_to: u64,
+    pub(crate) entries: Entries,
+    pub(crate) tombstones: Tombstones,
+    pub(crate) events: Events,
+    pub(crate) sessions: Sessions,
+}
+
+/// Record kinds the state reads; the others are skipped without decoding.
+fn is_read(kind: u8) -> bool {
+    matches!(
+        RecordKind::from_u8(kind),
+        Some(
+            RecordKind::Ingested
+                | RecordKind::Remembered
+                | RecordKind::Corrected
+                | RecordKind::Forgotten
+                | RecordKind::Restored
+                | RecordKind::Imported
+        )
+    )
+}
+
+fn cut_prompt(s: &str) -> String {
+    s.chars().take(FIRST_PROMPT_CHARS_MAX).collect()
+}
+
+impl State {
+    /// An empty state (offset 0).
+    pub fn new() -> State {
+        State::default()
+    }
+
+    /// The offset after the last record applied.
+    pub fn read_to(&self) -> u64 {
+        self.read_to
+    }
+
+    /// A deterministic hash of the whole state, derived structures included: equal states
+    /// built in any way (record by record, from a snapshot, by a full replay) hash equal.
+    pub fn digest(&self) -> u64 {
+        digest::digest(self)
+    }
+
+    // ---- building ----
+
+    /// Applies one record. Records must come in offset order; a record below
+    /// [`read_to`](State::read_to) was applied already and is ignored. A process that appended
+    /// records calls [`catch_up`](State::catch_up) rather than applying its own records, so
+    /// that records other processes wrote before them are not skipped.
+    pub fn apply(&mut self, offset: u64, body: &Body) {
+        if offset < self.read_to {
+            return;
+        }
+        self.read_to = offset + 1;
+        match body {
+            Body::Ingested(b) => self.ingested(offset, b),
+            Body::Remembered(v) | Body::Corrected(v) => {
+                self.entries.insert(offset, v);
+            }
+            Body::Forgotten(f) => {
+                let newly = self.tombstones.insert(StoredTombstone { offset, forgotten: f.clone(), restored: None });
+                newly.iter().for_each(|id| self.event_visibility(id, false));
+            }
+            Body::Restored(r) => {
+                let visible = self.tombstones.restore(r);
+                visible.iter().for_each(|id| self.event_visibility(id, true));
+            }
+            Body::Imported(b) => self.imported(offset, b),
+            Body::TokenCreated(_) | Body::TokenRevoked(_) | Body::DeviceSeen(_) | Body::Scratch(_) => {}
+        }
+    }
+
+    fn ingested(&mut self, offset: u64, b: &Ingested) {
+        for (i, e) in b.events.iter().enumerate() {
+            // A record's payload is at most 64 MiB, so it holds far fewer than 2^32 events.
+            let index = u32::try_from(i).unwrap_or(u32::MAX);
+            let meta = EventMeta {
+                id: e.id.clone(),
+                source: b.source.clone(),
+                session: e.session.clone(),
+                time_unix_ms: e.time_unix_ms,
+                kind: e.kind,
+                role: e.role,
+                offset,
+                index,
+            };
+            self.put_event(meta, e.project.as_deref());
+        }
+        for c in &b.sessions {
+            if c.session.is_empty() {
+                continue;
+            }
+            let s = self.sessions.by_key.entry((b.source.clone(), c.session.clone())).or_default();
+            if let Some(p) = &c.project {
+                s.project = Some(p.clone());
+            }
+            if let Some(t) = &c.title {
+                s.title = Some(t.clone());
+            }
+            if s.first_prompt.is_none() {
+                if let Some(p) = &c.first_prompt {
+                    let prompt = cut_prompt(p);
+                    s.prompt_event = prompt_event(b, &c.session, &prompt);
+                    s.first_prompt = Some(prompt);
+                }
+            }
+        }
+    }
+
+    fn imported(&mut self, offset: u64, b: &Imported) {
+        let e = &b.event;
+        let meta = EventMeta {
+            id: e.id.clone(),
+            source: b.source.clone(),
+            session: e.session.clone(),
+            time_unix_ms: e.time_unix_ms,
+            kind: e.kind,
+            role: e.role,
+            offset,
+            index: 0,
+        };
+        self.put_event(meta, e.project.as_deref());
+        for v in &b.entries {
+            self.entries.insert(offset, v);
+        }
+        for root in &b.ended {
+            self.entries.end_root(root, e.time_unix_ms);
+        }
+    }
+
+    /// Adds an event's locator, replacing an earlier event with the same id.
+    pub(crate) fn put_event(&mut self, meta: EventMeta, project: Option<&str>) {
+        if let Some(old) = self.events.by_id.remove(&meta.id) {
+            self.detach(&old);
+        }
+        self.attach(&meta, project);
+        self.events.by_id.insert(meta.id.clone(), meta);
+    }
+
+    fn attach(&mut self, meta: &EventMeta, project: Option<&str>) {
+        if meta.session.is_empty() {
+            return;
+        }
+        let visible = self.tombstones.hidden_by(&meta.id).is_none();
+        let s = self.sessions.by_key.entry((meta.source.clone(), meta.session.clone())).or_default();
+        s.events.insert(meta.order_key(), meta.id.clone());
+        if visible {
+            s.visible_count += 1;
+        }
+        if s.project.is_none() {
+            s.project = project.map(str::to_owned);
+        }
+    }
+
+    fn detach(&mut self, meta: &EventMeta) {
+        if meta.session.is_empty() {
+            return;
+        }
+        let visible = self.tombstones.hidden_by(&meta.id).is_none();
+        if let Some(s) = self.sessions.by_key.get_mut(&(meta.source.clone(), meta.session.clone())) {
+            if s.events.remove(&meta.order_key()).is_some() && visible {
+                assert!(s.visible_count > 0, "session {} counts no visible event to remove", meta.session);
+                s.visible_count -= 1;
+            }
+        }
+    }
+
+    fn event_visibility(&mut self, id: &str, visible: bool) {
+        let Some(meta) = self.events.by_id.get(id) else { return };
+        if meta.session.is_empty() {
+            return;
+        }
+        if let Some(s) = self.sessions.by_key.get_mut(&(meta.source.clone(), meta.session.clone())) {
+            if visible {
+                s.visible_count += 1;
+            } else {
+                assert!(s.visible_count > 0, "session {} counts no visible event to hide", meta.session);
+                s.visible_count -= 1;
+            }
+        }
+    }
+
+    /// Reads records after [`read_to`](State::read_to) up to `until`; returns how many.
+    fn read(&mut self, journal: &Journal, until: Until) -> Result<u64> {
+        let mut err = None;
+        let mut count = 0u64;
+        journal.read_from(self.read_to, |r| {
+            let stop = match until {
+                Until::End => false,
+                Until::OffsetBelow(n) => r.offset >= n,
+                Until::TimeAtOrBefore(t) => r.time_unix_ms > t,
+            };
+            if stop {
+                return Ok(ControlFlow::Break(()));
+            }
+            if is_read(r.kind) {
+                match r.decode() {
+                    Ok((_, body)) => self.apply(r.offset, &body),
+                    Err(e) => {
+                        err = Some(e);
+                        return Ok(ControlFlow::Break(()));
+                    }
+                }
+            } else {
+                self.read_to = self.read_to.max(r.offset + 1);
+            }
+            count += 1;
+            Ok(ControlFlow::Continue(()))
+        })?;
+        match err {
+            Some(e) => Err(e.into()),
+            None => Ok(count),
+        }
+    }
+
+    /// Learns what other processes appended ([`Journal::refresh`]) and applies every record
+    /// after [`read_to`](State::read_to). Returns how many records were read. A record of a
+    /// kind the state reads that this build cannot decode is an error, and nothing after it is
+    /// applied; kinds it does not read (tokens, devices, scratch, kinds newer than this build)
+    /// are passed over without decoding.
+    pub fn catch_up(&mut self, journal: &Journal) -> Result<u64> {
+        journal.refresh()?;
+        self.read(journal, Until::End)
+    }
+
+    /// Builds the state from scratch from every record up to `until` (for
+    /// `origin journal replay [--until]`).
+    pub fn replay(journal: &Journal, until: Until) -> Result<State> {
+        let mut s = State::new();
+        s.read(journal, until)?;
+        Ok(s)
+    }
+
+    /// Loads the snapshot at `path` (through `vfs`) and replays the journal after it. A
+    /// snapshot that is missing, damaged, truncated, of another format, of another store or
+    /// epoch, or ahead of the journal is not trusted: the state is rebuilt from the journal.
+    pub fn open(journal: &Journal, vfs: &dyn Vfs, path: &Path) -> Result<(State, Opened)> {
+        journal.refresh()?;
+        let (mut state, snapshot) = match snapshot::load(vfs, path, journal.store_id(), journal.epoch()) {
+            snapshot::Load::Missing => (State::new(), SnapshotUse::Missing),
+            snapshot::Load::Rejected(reason) => (State::new(), SnapshotUse::Rejected { reason }),
+            snapshot::Load::Loaded(s) if s.read_to > journal.next_offset() => {
+                let reason = format!("reflects offset {} but the journal ends at {}", s.read_to, journal.next_offset());
+                (State::new(), SnapshotUse::Rejected { reason })
+            }
+            snapshot::Load::Loaded(s) => {
+                let read_to = s.read_to;
+                (s, SnapshotUse::Loaded { read_to })
+            }
+        };
+        let records_read = state.read(journal, Until::End)?;
+        Ok((state, Opened { snapshot, records_read }))
+    }
+
+    /// Saves the state as a snapshot of `journal`'s store at `path` (written beside it and
+    /// renamed into place).
+    pub fn save_snapshot(&self, journal: &Journal, vfs: &dyn Vfs, path: &Path) -> Result<()> {
+        snapshot::save(vfs, path, self, journal.store_id(), journal.epoch())
+    }
+
+    // ---- entries ----
+
+    /// A version by id, whatever its status or validity.
+    pub fn entry(&self, id: &str) -> Lookup<Entry> {
+        if self.entries.get(id).is_none() {
+            return Lookup::Unknown;
+        }
+        if let Some(t) = self.tombstones.hidden_by(id) {
+            return Lookup::Forgotten { tombstone: t.to_owned() };
+        }
+        self.entries.view(id).map_or(Lookup::Unknown, Lookup::Found)
+    }
+
+    /// Every visible version of the entry `id` belongs to, oldest first (`created`, then id),
+    /// forks included. Empty for an unknown id.
+    pub fn history(&self, id: &str) -> Vec<HistoryItem> {
+        let Some(root) = self.entries.root_of(id) else { return Vec::new() };
+        let mut out: Vec<HistoryItem> = root
+            .versions
+            .iter()
+            .filter(|v| self.tombstones.hidden_by(v).is_none())
+            .filter_map(|v| {
+                let s = self.entries.get(v)?;
+                let st = self.entries.standing(v)?;
+                Some(HistoryItem {
+                    id: v.clone(),
+                    supersedes: s.version.supersedes.clone(),
+                    author: s.version.author.clone(),
+                    created_unix_ms: s.version.created_unix_ms,
+                    status: st.status,
+                    concurrent: st.concurrent,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| (a.created_unix_ms, &a.id).cmp(&(b.created_unix_ms, &b.id)));
+        out
+    }
+
+    /// The current version of the entry `id` belongs to (what a correction of `id` must name),
+    /// hidden or not; `None` for an unknown id.
+    pub fn current_of(&self, id: &str) -> Option<&str> {
+        self.entries.root_of(id).map(|r| r.current.as_str())
+    }
+
+    /// True if `id` is a current, visible version whose validity has not ended: what search
+    /// and listings may show.
+    pub fn entry_is_listed(&self, id: &str, now_unix_ms: i64) -> bool {
+        self.tombstones.hidden_by(id).is_none()
+            && self.entries.view(id).is_some_and(|e| e.status == EntryStatus::Active && !e.is_expired(now_unix_ms))
+    }
+
+    /// Current entries (see the listing rule in the module docs), most recently written
+    /// first (then larger id), at most `limit`.
+    pub fn entries(&self, filter: &EntryFilter, now_unix_ms: i64, limit: usize) -> Vec<Entry> {
+        let mut out: Vec<Entry> = self
+            .entries
+            .roots
+            .values()
+            .filter(|r| self.tombstones.hidden_by(&r.current).is_none())
+            .filter(|r| self.entries.get(&r.current).is_some_and(|s| filter.accepts(&s.version)))
+            .filter_map(|r| self.entries.view(&r.current))
+            .filter(|e| !e.is_expired(now_unix_ms))
+            .collect();
+        out.sort_by(|a, b| (b.version.created_unix_ms, &b.version.id).cmp(&(a.version.created_unix_ms, &a.version.id)));
+        out.truncate(limit.min(LISTING_COUNT_MAX));
+        out
+    }
+
+    /// Visible versions citing an event.
+    pub fn citing_entries(&self, event_id: &str) -> Vec<String> {
+        self.entries.citing(event_id).filter(|v| self.tombstones.hidden_by(v).is_none()).map(str::to_owned).collect()
+    }
+
+    // ---- tombstones ----
+
+    /// The tombstone in force hiding an entry version or event, if one does.
+    pub fn is_hidden(&self, id: &str) -> Option<&str> {
+        self.tombstones.hidden_by(id)
+    }
+
+    /// A tombstone by id, lifted or not.
+    pub fn tombstone(&self, id: &str) -> Option<TombstoneRef<'_>> {
+        self.tombstones.get(id)
+    }
+
+    /// What a forget of `id` would hide now, leaving out what is hidden already: for an entry
+    /// version, every version of its entry and every event they cite; for an event, itself and
+    /// every version of every entry with a version citing it. `None` for an unknown id; an
+    /// empty [`Hides`] when everything is hidden already (then nothing is recorded).
+    pub fn forget_plan(&self, id: &str) -> Option<Hides> {
+        let visible = |x: &&String| self.tombstones.hidden_by(x).is_none();
+        let mut entries = std::collections::BTreeSet::new();
+        let mut events = std::collections::BTreeSet::new();
+        if let Some(root) = self.entries.root_of(id) {
+            for v in &root.versions {
+                entries.insert(v.clone());
+                if let Some(s) = self.entries.get(v) {
+                    events.extend(s.version.sources.iter().map(|c| c.event_id.clone()).filter(|e| self.events.by_id.contains_key(e)));
+                }
+            }
+        } else if self.events.by_id.contains_key(id) {
+            events.insert(id.to_owned());
+            for v in self.entries.citing(id) {
+                if let Some(root) = self.entries.root_of(v) {
+                    entries.extend(root.versions.iter().cloned());
+                }
+            }
+        } else {
+            return None;
+        }
+        Some(Hides { entries: entries.iter().filter(visible).cloned().collect(), events: events.iter().filter(visible).cloned().collect() })
+    }
+
+    // ---- sessions ----
+
+    fn session_view(&self, key: &(String, String), s: &SessionState) -> Option<Session> {
+        if s.visible_count == 0 {
+            return None;
+        }
+        let visible = |id: &String| self.tombstones.hidden_by(id).is_none();
+        let started = s.events.iter().find(|(_, id)| visible(id))?.0 .0;
+        let ended = s.events.iter().rev().find(|(_, id)| visible(id))?.0 .0;
+        let prompt = match (&s.title, &s.prompt_event) {
+            (Some(_), _) => None,
+            (None, Some(e)) if self.tombstones.hidden_by(e).is_some() => None,
+            (None, _) => s.first_prompt.clone(),
+        };
+        Some(Session {
+            source: key.0.clone(),
+            session: key.1.clone(),
+            project: s.project.clone(),
+            title: s.title.clone(),
+            prompt,
+            started_unix_ms: started,
+            ended_unix_ms: ended,
+            event_count: s.visible_count,
+        })
+    }
+
+    /// Sessions with visible events, by last activity, newest first (ties by source and
+    /// session), at most `limit`.
+    pub fn sessions(&self, filter: &SessionFilter, limit: usize) -> Vec<Session> {
+        let mut out: Vec<Session> = self
+            .sessions
+            .by_key
+            .iter()
+            .filter(|(k, _)| filter.source.as_deref().is_none_or(|s| k.0 == s))
+            .filter(|(_, s)| filter.project.as_deref().is_none_or(|p| s.project.as_deref() == Some(p)))
+            .filter_map(|(k, s)| self.session_view(k, s))
+            .filter(|s| filter.since_unix_ms.is_none_or(|t| s.ended_unix_ms >= t))
+            .filter(|s| filter.until_unix_ms.is_none_or(|t| s.started_unix_ms < t))
+            .collect();
+        out.sort_by(|a, b| {
+            b.ended_unix_ms.cmp(&a.ended_unix_ms).then_with(|| (&a.source, &a.session).cmp(&(&b.source, &b.session)))
+        });
+        out.truncate(limit.min(LISTING_COUNT_MAX));
+        out
+    }
+
+    /// One session, if it has visible events.
+    pub fn session(&self, source: &str, session: &str) -> Option<Session> {
+        let key = (source.to_owned(), session.to_owned());
+        self.sessions.by_key.get(&key).and_then(|s| self.session_view(&key, s))
+    }
+
+    /// The first `limit` visible events of a session, oldest first (time, then journal
+    /// position). Without `include_tools`, messages only. Without `source`, the sessions of
+    /// that id in every source, merged.
+    pub fn session_events(&self, source: Option<&str>, session: &str, include_tools: bool, limit: usize) -> Vec<EventMeta> {
+        let mut keys: Vec<(&(i64, u64, u32), &String)> = self
+            .sessions
+            .by_key
+            .iter()
+            .filter(|(k, _)| k.1 == session && source.is_none_or(|s| k.0 == s))
+            .flat_map(|(_, s)| s.events.iter())
+            .collect();
+        keys.sort();
+        keys.into_iter()
+            .filter(|(_, id)| self.tombstones.hidden_by(id).is_none())
+            .filter_map(|(_, id)| self.events.by_id.get(id))
+            .filter(|m| include_tools || listed_by_default(m.kind))
+            .take(limit.min(LISTING_COUNT_MAX))
+            .cloned()
+            .collect()
+    }
+
+    // ---- events ----
+
+    /// Where an event is, and what it is (not its text).
+    pub fn event(&self, id: &str) -> Lookup<EventMeta> {
+        match self.events.by_id.get(id) {
+            None => Lookup::Unknown,
+            Some(m) => match self.tombstones.hidden_by(id) {
+                Some(t) => Lookup::Forgotten { tombstone: t.to_owned() },
+                None => Lookup::Found(m.clone()),
+            },
+        }
+    }
+
+    /// An event in full, decoded from its record in the journal.
+    pub fn event_body(&self, journal: &Journal, id: &str) -> Result<Lookup<Event>> {
+        Ok(match self.event(id) {
+            Lookup::Found(m) => Lookup::Found(event::decode(journal, &m)?),
+            Lookup::Forgotten { tombstone } => Lookup::Forgotten { tombstone },
+            Lookup::Unknown => Lookup::Unknown,
+        })
+    }
+
+    /// The event a quote-only source cites: the most recent visible message containing the
+    /// quote (ignoring whitespace and case), else the most recent such tool result; never a
+    /// tool call. Decodes event text from the journal.
+    pub fn find_quote(&self, journal: &Journal, quote: &str) -> Result<Option<EventMeta>> {
+        quote::find(self, journal, quote)
+    }
+}
+
+/// The event the first prompt of `session` came from: the batch's user message of that
+/// session whose text begins with it, else its first user message.
+fn prompt_event(b: &Ingested, session: &str, prompt: &str) -> Option<String> {
+    let mut user = b.events.iter().filter(|e| {
+        e.session == session && e.role == origin_engine::record::Role::User && e.kind == origin_engine::record::EventKind::Message
+    });
+    let exact = user.clone().find(|e| cut_prompt(&e.text) == prompt);
+    exact.or_else(|| user.next()).map(|e| e.id.clone())
+}

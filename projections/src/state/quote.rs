@@ -1,0 +1,73 @@
+//! Finding the event a quote-only source cites: the most recent visible message containing
+//! the quote, else the most recent tool result; never a tool call (the agent's own `remember`
+//! call contains the quote).
+
+use std::collections::VecDeque;
+
+use origin_engine::record::{Body, EventKind};
+use origin_engine::Journal;
+
+use crate::state::error::{Error, Result};
+use crate::state::event::{body_at, event_in, EventMeta};
+use crate::state::limits::QUOTE_RECORDS_CACHED_MAX;
+use crate::state::State;
+
+/// The form quotes are compared in: every whitespace character removed, lower-cased. So a
+/// quote matches whatever the line breaks, indentation and case of the text.
+pub fn fold(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).flat_map(char::to_lowercase).collect()
+}
+
+/// True if `quote` occurs in `text`, ignoring whitespace and case. An empty (or all
+/// whitespace) quote matches nothing.
+pub fn quote_matches(text: &str, quote: &str) -> bool {
+    let q = fold(quote);
+    !q.is_empty() && fold(text).contains(&q)
+}
+
+pub(crate) fn find(state: &State, journal: &Journal, quote: &str) -> Result<Option<EventMeta>> {
+    let q = fold(quote);
+    if q.is_empty() {
+        return Ok(None);
+    }
+    let mut candidates: Vec<&EventMeta> = state
+        .events
+        .by_id
+        .values()
+        .filter(|m| matches!(m.kind, EventKind::Message | EventKind::ToolResult))
+        .filter(|m| state.tombstones.hidden_by(&m.id).is_none())
+        .collect();
+    candidates.sort_by(|a, b| b.order_key().cmp(&a.order_key()));
+    let mut cache: VecDeque<(u64, Body)> = VecDeque::new();
+    let mut result: Option<&EventMeta> = None;
+    for m in candidates {
+        if m.kind == EventKind::ToolResult && result.is_some() {
+            // A more recent tool result already matched; only a message can do better.
+            continue;
+        }
+        let at = match cache.iter().position(|(o, _)| *o == m.offset) {
+            Some(i) => i,
+            None => {
+                let body = body_at(journal, m.offset)?.ok_or_else(|| Error::Inconsistent {
+                    id: m.id.clone(),
+                    offset: m.offset,
+                    index: m.index,
+                    reason: "the journal has no record at that offset".into(),
+                })?;
+                if cache.len() >= QUOTE_RECORDS_CACHED_MAX {
+                    cache.pop_front();
+                }
+                cache.push_back((m.offset, body));
+                cache.len() - 1
+            }
+        };
+        let ev = event_in(&cache[at].1, m)?;
+        if fold(&ev.text).contains(&q) {
+            if m.kind == EventKind::Message {
+                return Ok(Some(m.clone()));
+            }
+            result = Some(m);
+        }
+    }
+    Ok(result.cloned())
+}

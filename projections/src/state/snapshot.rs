@@ -1,0 +1,448 @@
+//! The state saved with the journal offset it reflects: a 64-byte header and a checksummed
+//! body, encoded by hand (FORMAT.md, "State snapshot"). A snapshot that does not check out in
+//! every byte is never trusted: the state is rebuilt from the journal instead.
+
+use std::path::{Path, PathBuf};
+
+use origin_engine::record::{Citation, EntryKind, EntryVersion, EventKind, Forgotten, Restored, Role};
+use origin_engine::vfs::Vfs;
+use origin_engine::StoreId;
+
+use crate::state::bytes::{Reader, Refusal, Writer};
+use crate::state::entry::Stored;
+use crate::state::error::{Error, Result};
+use crate::state::event::EventMeta;
+use crate::state::limits::SNAPSHOT_SIZE_BYTES_MAX;
+use crate::state::session::SessionState;
+use crate::state::tombstone::StoredTombstone;
+use crate::state::State;
+
+/// The snapshot's usual file name, in `$ORIGIN_HOME/projections/`.
+pub const SNAPSHOT_FILE_NAME: &str = "state.snap";
+/// Magic bytes at the start of a snapshot.
+pub const SNAPSHOT_MAGIC: [u8; 8] = *b"ORGNSNAP";
+/// The snapshot format this build writes and the only one it reads; any other is rebuilt.
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 1;
+/// Size of the header.
+pub const SNAPSHOT_HEADER_SIZE: usize = 64;
+
+/// What became of the snapshot when the state was opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotUse {
+    /// It checked out and was used; the journal was replayed from `read_to`.
+    Loaded {
+        /// The offset it reflected.
+        read_to: u64,
+    },
+    /// There was none: the state was rebuilt from the journal.
+    Missing,
+    /// It was damaged, of another format, or of another store or epoch: the state was rebuilt
+    /// from the journal.
+    Rejected {
+        /// What was wrong with it.
+        reason: String,
+    },
+}
+
+/// The result of reading a snapshot file.
+pub(crate) enum Load {
+    Missing,
+    Rejected(String),
+    Loaded(State),
+}
+
+fn kind_byte(k: EntryKind) -> u8 {
+    match k {
+        EntryKind::Memory => 0,
+        EntryKind::Knowledge => 1,
+        EntryKind::Cognition => 2,
+    }
+}
+
+fn kind_of(b: u8) -> Result<EntryKind, Refusal> {
+    Ok(match b {
+        0 => EntryKind::Memory,
+        1 => EntryKind::Knowledge,
+        2 => EntryKind::Cognition,
+        _ => return Err(format!("entry kind byte {b}")),
+    })
+}
+
+fn event_kind_byte(k: EventKind) -> u8 {
+    match k {
+        EventKind::Message => 0,
+        EventKind::ToolUse => 1,
+        EventKind::ToolResult => 2,
+        EventKind::Meta => 3,
+        EventKind::System => 4,
+        EventKind::Memory => 5,
+    }
+}
+
+fn event_kind_of(b: u8) -> Result<EventKind, Refusal> {
+    Ok(match b {
+        0 => EventKind::Message,
+        1 => EventKind::ToolUse,
+        2 => EventKind::ToolResult,
+        3 => EventKind::Meta,
+        4 => EventKind::System,
+        5 => EventKind::Memory,
+        _ => return Err(format!("event kind byte {b}")),
+    })
+}
+
+fn role_byte(r: Role) -> u8 {
+    match r {
+        Role::User => 0,
+        Role::Assistant => 1,
+        Role::System => 2,
+    }
+}
+
+fn role_of(b: u8) -> Result<Role, Refusal> {
+    Ok(match b {
+        0 => Role::User,
+        1 => Role::Assistant,
+        2 => Role::System,
+        _ => return Err(format!("role byte {b}")),
+    })
+}
+
+fn put_version(w: &mut Writer, s: &Stored) {
+    let v = &s.version;
+    w.u64(s.offset);
+    w.str(&v.id);
+    w.str(&v.root);
+    w.opt_str(v.supersedes.as_deref());
+    w.u8(kind_byte(v.kind));
+    w.str(&v.text);
+    w.f64(v.confidence);
+    w.opt_str(v.project.as_deref());
+    w.str(&v.author);
+    w.i64(v.created_unix_ms);
+    w.opt_i64(v.valid_from_unix_ms);
+    w.opt_i64(v.valid_to_unix_ms);
+    w.count(v.sources.len());
+    for c in &v.sources {
+        w.str(&c.event_id);
+        w.opt_str(c.quote.as_deref());
+    }
+    w.bool(v.imported);
+}
+
+fn get_version(r: &mut Reader<'_>) -> Result<Stored, Refusal> {
+    let offset = r.u64()?;
+    let id = r.str()?;
+    let root = r.str()?;
+    let supersedes = r.opt_str()?;
+    let kind = kind_of(r.u8()?)?;
+    let text = r.str()?;
+    let confidence = r.f64()?;
+    let project = r.opt_str()?;
+    let author = r.str()?;
+    let created_unix_ms = r.i64()?;
+    let valid_from_unix_ms = r.opt_i64()?;
+    let valid_to_unix_ms = r.opt_i64()?;
+    let n = r.count(5)?;
+    let mut sources = Vec::with_capacity(n);
+    for _ in 0..n {
+        sources.push(Citation { event_id: r.str()?, quote: r.opt_str()? });
+    }
+    let imported = r.bool()?;
+    let version = EntryVersion {
+        id,
+        root,
+        supersedes,
+        kind,
+        text,
+        confidence,
+        project,
+        author,
+        created_unix_ms,
+        valid_from_unix_ms,
+        valid_to_unix_ms,
+        sources,
+        imported,
+    };
+    Ok(Stored { offset, version })
+}
+
+fn put_strs(w: &mut Writer, v: &[String]) {
+    w.count(v.len());
+    v.iter().for_each(|s| w.str(s));
+}
+
+fn get_strs(r: &mut Reader<'_>) -> Result<Vec<String>, Refusal> {
+    let n = r.count(4)?;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(r.str()?);
+    }
+    Ok(v)
+}
+
+/// The body: five sections, each a count and its items, every one in ascending key order.
+pub(crate) fn encode_body(s: &State) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.count(s.entries.versions.len());
+    s.entries.versions.values().for_each(|v| put_version(&mut w, v));
+    w.count(s.entries.ended.len());
+    for (root, at) in &s.entries.ended {
+        w.str(root);
+        w.i64(*at);
+    }
+    w.count(s.tombstones.all.len());
+    for t in s.tombstones.all.values() {
+        let f = &t.forgotten;
+        w.u64(t.offset);
+        w.str(&f.tombstone);
+        w.str(&f.target);
+        w.str(&f.reason);
+        w.str(&f.author);
+        w.i64(f.time_unix_ms);
+        put_strs(&mut w, &f.hidden_entries);
+        put_strs(&mut w, &f.hidden_events);
+        match &t.restored {
+            None => w.u8(0),
+            Some(r) => {
+                w.u8(1);
+                w.str(&r.author);
+                w.i64(r.time_unix_ms);
+            }
+        }
+    }
+    w.count(s.sessions.by_key.len());
+    for ((source, session), st) in &s.sessions.by_key {
+        w.str(source);
+        w.str(session);
+        w.opt_str(st.project.as_deref());
+        w.opt_str(st.title.as_deref());
+        w.opt_str(st.first_prompt.as_deref());
+        w.opt_str(st.prompt_event.as_deref());
+    }
+    w.count(s.events.by_id.len());
+    for m in s.events.by_id.values() {
+        w.str(&m.id);
+        w.str(&m.source);
+        w.str(&m.session);
+        w.i64(m.time_unix_ms);
+        w.u8(event_kind_byte(m.kind));
+        w.u8(role_byte(m.role));
+        w.u64(m.offset);
+        w.u32(m.index);
+    }
+    w.buf
+}
+
+fn ascending<K: Ord + std::fmt::Debug>(prev: &mut Option<K>, next: K, what: &str) -> Result<(), Refusal> {
+    if prev.as_ref().is_some_and(|p| *p >= next) {
+        return Err(format!("{what} {next:?} out of order"));
+    }
+    *prev = Some(next);
+    Ok(())
+}
+
+fn before(offset: u64, read_to: u64, what: &str) -> Result<(), Refusal> {
+    if offset >= read_to {
+        return Err(format!("{what} from offset {offset}, at or after the snapshot's offset {read_to}"));
+    }
+    Ok(())
+}
+
+/// Rebuilds a state from a body, through the same code that applies records, so the derived
+/// structures are exactly what applying would have made.
+fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
+    let mut r = Reader::new(bytes);
+    let mut s = State::new();
+    let mut prev = None;
+    for _ in 0..r.count(40)? {
+        let v = get_version(&mut r)?;
+        ascending(&mut prev, v.version.id.clone(), "entry version")?;
+        before(v.offset, read_to, "entry version")?;
+        s.entries.insert(v.offset, &v.version);
+    }
+    let mut prev = None;
+    for _ in 0..r.count(12)? {
+        let root = r.str()?;
+        let at = r.i64()?;
+        ascending(&mut prev, root.clone(), "ended root")?;
+        s.entries.end_root(&root, at);
+    }
+    let mut prev = None;
+    for _ in 0..r.count(45)? {
+        let offset = r.u64()?;
+        before(offset, read_to, "tombstone")?;
+        let forgotten = Forgotten {
+            tombstone: r.str()?,
+            target: r.str()?,
+            reason: r.str()?,
+            author: r.str()?,
+            time_unix_ms: r.i64()?,
+            hidden_entries: get_strs(&mut r)?,
+            hidden_events: get_strs(&mut r)?,
+        };
+        let restored = match r.u8()? {
+            0 => None,
+            1 => Some(Restored { tombstone: forgotten.tombstone.clone(), author: r.str()?, time_unix_ms: r.i64()? }),
+            t => return Err(format!("restore tag {t}")),
+        };
+        ascending(&mut prev, forgotten.tombstone.clone(), "tombstone")?;
+        s.tombstones.insert(StoredTombstone { offset, forgotten, restored });
+    }
+    let mut prev = None;
+    for _ in 0..r.count(12)? {
+        let key = (r.str()?, r.str()?);
+        let st = SessionState {
+            project: r.opt_str()?,
+            title: r.opt_str()?,
+            first_prompt: r.opt_str()?,
+            prompt_event: r.opt_str()?,
+            ..SessionState::default()
+        };
+        ascending(&mut prev, key.clone(), "session")?;
+        s.sessions.by_key.insert(key, st);
+    }
+    let mut prev = None;
+    for _ in 0..r.count(34)? {
+        let m = EventMeta {
+            id: r.str()?,
+            source: r.str()?,
+            session: r.str()?,
+            time_unix_ms: r.i64()?,
+            kind: event_kind_of(r.u8()?)?,
+            role: role_of(r.u8()?)?,
+            offset: r.u64()?,
+            index: r.u32()?,
+        };
+        ascending(&mut prev, m.id.clone(), "event")?;
+        before(m.offset, read_to, "event")?;
+        s.put_event(m, None);
+    }
+    if r.remaining() != 0 {
+        return Err(format!("{} bytes after the last section", r.remaining()));
+    }
+    s.read_to = read_to;
+    Ok(s)
+}
+
+fn le_u16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// A whole snapshot file: header, then body.
+pub(crate) fn encode(s: &State, store_id: StoreId, epoch: u64) -> Vec<u8> {
+    let body = encode_body(s);
+    let mut out = Vec::with_capacity(SNAPSHOT_HEADER_SIZE + body.len());
+    out.extend_from_slice(&SNAPSHOT_MAGIC);
+    out.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&(SNAPSHOT_HEADER_SIZE as u32).to_le_bytes());
+    out.extend_from_slice(&store_id);
+    out.extend_from_slice(&epoch.to_le_bytes());
+    out.extend_from_slice(&s.read_to.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+    let header_crc = crc32fast::hash(&out[..60]);
+    out.extend_from_slice(&header_crc.to_le_bytes());
+    assert_eq!(out.len(), SNAPSHOT_HEADER_SIZE);
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Checks every byte of a snapshot file and rebuilds the state it holds.
+pub(crate) fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<State, Refusal> {
+    if bytes.len() < SNAPSHOT_HEADER_SIZE {
+        return Err(format!("{} bytes, shorter than the {SNAPSHOT_HEADER_SIZE}-byte header", bytes.len()));
+    }
+    let h = &bytes[..SNAPSHOT_HEADER_SIZE];
+    if h[..8] != SNAPSHOT_MAGIC {
+        return Err("not a snapshot (magic)".into());
+    }
+    if crc32fast::hash(&h[..60]) != le_u32(h, 60) {
+        return Err("header checksum does not match".into());
+    }
+    let version = le_u16(h, 8);
+    if version != SNAPSHOT_FORMAT_VERSION {
+        return Err(format!("format {version}; this build reads format {SNAPSHOT_FORMAT_VERSION} only"));
+    }
+    if h[10..12] != [0, 0] || le_u32(h, 12) != SNAPSHOT_HEADER_SIZE as u32 {
+        return Err("reserved bytes or header length not as written".into());
+    }
+    if h[16..32] != store_id || le_u64(h, 32) != epoch {
+        return Err("written for another store or epoch".into());
+    }
+    let read_to = le_u64(h, 40);
+    let body_size = le_u64(h, 48);
+    let body = &bytes[SNAPSHOT_HEADER_SIZE..];
+    if body.len() as u64 != body_size {
+        return Err(format!("body of {} bytes, the header says {body_size}", body.len()));
+    }
+    if crc32fast::hash(body) != le_u32(h, 56) {
+        return Err("body checksum does not match".into());
+    }
+    decode_body(body, read_to)
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".tmp");
+    PathBuf::from(p)
+}
+
+/// Writes a snapshot next to `path` and renames it into place. The file is synced before the
+/// rename, the directory is not: losing a snapshot costs a rebuild, never a wrong answer.
+pub(crate) fn save(vfs: &dyn Vfs, path: &Path, s: &State, store_id: StoreId, epoch: u64) -> Result<()> {
+    let bytes = encode(s, store_id, epoch);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        vfs.create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+    }
+    let tmp = tmp_path(path);
+    if vfs.exists(&tmp).map_err(|e| Error::io("stat", &tmp, e))? {
+        vfs.remove_file(&tmp).map_err(|e| Error::io("remove", &tmp, e))?;
+    }
+    let f = vfs.create_new(&tmp).map_err(|e| Error::io("create", &tmp, e))?;
+    f.write_all_at(&bytes, 0).map_err(|e| Error::io("write", &tmp, e))?;
+    f.sync_data().map_err(|e| Error::io("fdatasync", &tmp, e))?;
+    drop(f);
+    vfs.rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e))?;
+    Ok(())
+}
+
+/// Reads a snapshot; anything wrong with it (including failing to read it) means rebuild.
+pub(crate) fn load(vfs: &dyn Vfs, path: &Path, store_id: StoreId, epoch: u64) -> Load {
+    match vfs.exists(path) {
+        Ok(false) => return Load::Missing,
+        Ok(true) => {}
+        Err(e) => return Load::Rejected(format!("cannot stat {}: {e}", path.display())),
+    }
+    let read = || -> std::io::Result<Result<Vec<u8>, String>> {
+        let f = vfs.open_read(path)?;
+        let len = f.len()?;
+        if len > SNAPSHOT_SIZE_BYTES_MAX {
+            return Ok(Err(format!("{len} bytes, over the {SNAPSHOT_SIZE_BYTES_MAX}-byte limit")));
+        }
+        let mut buf = vec![0u8; len as usize];
+        f.read_exact_at(&mut buf, 0)?;
+        Ok(Ok(buf))
+    };
+    match read() {
+        Err(e) => Load::Rejected(format!("cannot read {}: {e}", path.display())),
+        Ok(Err(reason)) => Load::Rejected(reason),
+        Ok(Ok(bytes)) => match decode(&bytes, store_id, epoch) {
+            Ok(s) => Load::Loaded(s),
+            Err(reason) => Load::Rejected(reason),
+        },
+    }
+}

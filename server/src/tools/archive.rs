@@ -1,0 +1,857 @@
+//! The operations behind the seven tools and the CLI: one store (journal, projections, text
+//! index, ingest freshness), answering in the spec's JSON shapes.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use jiff::tz::TimeZone;
+use jiff::Zoned;
+use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Forgotten, Restored};
+use origin_engine::{Journal, NewRecord, Options};
+use origin_ingest::{Freshness, Homes, Ingester};
+use origin_projections::{DocId, DocMeta, Entry, EntryFilter, Filters, Index, Lookup, Match, Scope, SessionFilter, State};
+use serde_json::{json, Value};
+
+use super::conventions::{cut, format_time, is_entry_id, is_event_id, is_tombstone_id, parse_time_arg};
+
+/// Characters of text per tool (spec: search 400, timeline 1,000, get 20,000, an entry's
+/// sources 500, sources' raw line 4,000).
+pub const SEARCH_TEXT_CHARS: usize = 400;
+/// See [`SEARCH_TEXT_CHARS`].
+pub const TIMELINE_TEXT_CHARS: usize = 1_000;
+/// See [`SEARCH_TEXT_CHARS`].
+pub const GET_EVENT_TEXT_CHARS: usize = 20_000;
+/// See [`SEARCH_TEXT_CHARS`].
+pub const SOURCE_TEXT_CHARS: usize = 500;
+/// See [`SEARCH_TEXT_CHARS`].
+pub const RAW_LINE_CHARS: usize = 4_000;
+/// Longest entry text accepted by remember and correct.
+pub const ENTRY_TEXT_CHARS_MAX: usize = 20_000;
+/// Longest quote accepted.
+pub const QUOTE_CHARS_MAX: usize = 2_000;
+/// Most sources one remember or correct may cite.
+pub const SOURCES_MAX: usize = 50;
+/// Longest query.
+pub const QUERY_CHARS_MAX: usize = 2_000;
+
+/// A failure the caller can act on: becomes a tool error with this exact text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    /// `Unknown entry or event <id>.`
+    pub fn unknown(id: &str) -> ToolError {
+        ToolError(format!("Unknown entry or event {id}."))
+    }
+    /// `<id> has been forgotten.`
+    pub fn forgotten(id: &str) -> ToolError {
+        ToolError(format!("{id} has been forgotten."))
+    }
+    /// Invalid input, naming the argument and why.
+    pub fn invalid(arg: &str, why: impl std::fmt::Display) -> ToolError {
+        ToolError(format!("Invalid input: `{arg}` {why}"))
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+type ToolResult = Result<Value, ToolError>;
+
+/// A failure of the store itself (I/O, damage): reported as a tool error too, with its cause.
+fn store_error(e: impl std::fmt::Display) -> ToolError {
+    ToolError(format!("The Origin store failed: {e}"))
+}
+
+/// What a document of the text index stands for.
+#[derive(Clone, Debug)]
+enum DocRef {
+    Event(String),
+    Entry(String),
+}
+
+struct Inner {
+    state: State,
+    index: Index,
+    indexed_to: u64,
+    docs: Vec<DocRef>,
+    /// The latest document of each event id (a re-ingested event replaces the earlier one).
+    event_doc: HashMap<String, DocId>,
+}
+
+/// Arguments of `search`.
+#[derive(Debug, Default, Clone)]
+pub struct SearchArgs {
+    /// Words or phrases.
+    pub query: Option<String>,
+    /// all, entries or events.
+    pub scope: Option<String>,
+    /// memory, knowledge or cognition.
+    pub kind: Option<String>,
+    /// Time argument.
+    pub since: Option<String>,
+    /// Time argument.
+    pub until: Option<String>,
+    /// Source id.
+    pub source: Option<String>,
+    /// Project.
+    pub project: Option<String>,
+    /// Also tool calls and results.
+    pub include_tools: bool,
+    /// 1 to 100.
+    pub limit: Option<i64>,
+}
+
+/// Arguments of `timeline`.
+#[derive(Debug, Default, Clone)]
+pub struct TimelineArgs {
+    /// Time argument (default 7d).
+    pub since: Option<String>,
+    /// Time argument.
+    pub until: Option<String>,
+    /// Source id.
+    pub source: Option<String>,
+    /// Project.
+    pub project: Option<String>,
+    /// A session id.
+    pub session: Option<String>,
+    /// With session: also tools, injected context, system events.
+    pub include_tools: bool,
+    /// 1 to 500.
+    pub limit: Option<i64>,
+}
+
+/// One source of remember / correct.
+#[derive(Debug, Default, Clone)]
+pub struct SourceArg {
+    /// An event id.
+    pub event_id: Option<String>,
+    /// A quote.
+    pub quote: Option<String>,
+}
+
+/// Arguments of `remember` and `correct`.
+#[derive(Debug, Default, Clone)]
+pub struct EntryArgs {
+    /// correct: the entry's current version.
+    pub id: Option<String>,
+    /// memory, knowledge or cognition.
+    pub kind: Option<String>,
+    /// The statement.
+    pub text: Option<String>,
+    /// Sources.
+    pub sources: Vec<SourceArg>,
+    /// 0 to 1.
+    pub confidence: Option<f64>,
+    /// Project.
+    pub project: Option<String>,
+    /// Time argument.
+    pub valid_from: Option<String>,
+    /// Time argument.
+    pub valid_to: Option<String>,
+}
+
+fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn parse_kind(kind: &str) -> Result<EntryKind, ToolError> {
+    match kind {
+        "memory" => Ok(EntryKind::Memory),
+        "knowledge" => Ok(EntryKind::Knowledge),
+        "cognition" => Ok(EntryKind::Cognition),
+        other => Err(ToolError::invalid("kind", format!("must be memory, knowledge or cognition, not {other:?}"))),
+    }
+}
+
+fn kind_str(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::Memory => "memory",
+        EntryKind::Knowledge => "knowledge",
+        EntryKind::Cognition => "cognition",
+    }
+}
+
+fn event_kind_str(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Message => "message",
+        EventKind::ToolUse => "tool_use",
+        EventKind::ToolResult => "tool_result",
+        EventKind::Meta => "meta",
+        EventKind::System => "system",
+        EventKind::Memory => "memory",
+    }
+}
+
+fn role_str(role: origin_engine::record::Role) -> &'static str {
+    match role {
+        origin_engine::record::Role::User => "user",
+        origin_engine::record::Role::Assistant => "assistant",
+        origin_engine::record::Role::System => "system",
+    }
+}
+
+fn random_hex(bytes: usize) -> Result<String, ToolError> {
+    let mut b = vec![0u8; bytes];
+    getrandom::fill(&mut b).map_err(|e| store_error(format!("no randomness for a new id: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+fn limit_arg(value: Option<i64>, default: i64, max: i64) -> Result<usize, ToolError> {
+    let v = value.unwrap_or(default);
+    if !(1..=max).contains(&v) {
+        return Err(ToolError::invalid("limit", format!("must be an integer from 1 to {max}, not {v}")));
+    }
+    Ok(v as usize)
+}
+
+fn source_arg(value: &Option<String>) -> Result<Option<String>, ToolError> {
+    match value.as_deref() {
+        None => Ok(None),
+        Some(s) if super::conventions::SOURCES.contains(&s) => Ok(Some(s.to_owned())),
+        Some(s) => Err(ToolError::invalid("source", format!("must be one of claude-code, codex, cursor, zcode, grok, not {s:?}"))),
+    }
+}
+
+/// One store, open for the tools.
+pub struct Archive {
+    home: PathBuf,
+    journal: Arc<Journal>,
+    freshness: Arc<Freshness>,
+    inner: Mutex<Inner>,
+    device: String,
+    tz: TimeZone,
+}
+
+impl Archive {
+    /// Opens the store at `home`, reading agent logs from `homes`.
+    pub fn open(home: &Path, homes: Homes, recorded_home: Option<&str>) -> anyhow::Result<Archive> {
+        let journal = Arc::new(Journal::open(home.join("journal"), Options::default())?);
+        let mut ingester = Ingester::new(journal.clone(), home, homes);
+        if let Some(r) = recorded_home {
+            ingester = ingester.with_recorded_home(r);
+        }
+        let freshness = Freshness::new(Arc::new(ingester));
+        let archive = Archive {
+            home: home.to_path_buf(),
+            journal,
+            freshness,
+            inner: Mutex::new(Inner {
+                state: State::new(),
+                index: Index::in_memory(),
+                indexed_to: 0,
+                docs: Vec::new(),
+                event_doc: HashMap::new(),
+            }),
+            device: origin_ingest::ingest::device_name(),
+            tz: super::conventions::local_tz(),
+        };
+        archive.sync().map_err(|e| anyhow::anyhow!(e.0))?;
+        Ok(archive)
+    }
+
+    /// The ingest freshness of this process.
+    pub fn freshness(&self) -> &Arc<Freshness> {
+        &self.freshness
+    }
+
+    fn now(&self) -> Zoned {
+        Zoned::now().with_time_zone(self.tz.clone())
+    }
+
+    fn time(&self, ms: i64) -> String {
+        format_time(ms, &self.tz)
+    }
+
+    fn opt_time(&self, ms: Option<i64>) -> Value {
+        ms.map_or(Value::Null, |m| Value::String(self.time(m)))
+    }
+
+    /// Catches the projections and the text index up with the journal (records any process
+    /// wrote).
+    pub fn sync(&self) -> Result<(), ToolError> {
+        let mut inner = guard(&self.inner);
+        inner.state.catch_up(&self.journal).map_err(store_error)?;
+        let from = inner.indexed_to;
+        let mut pending: Vec<(DocRef, DocMeta, String)> = Vec::new();
+        let next = self
+            .journal
+            .read_from(from, |r| {
+                if let Ok((_, body)) = r.decode() {
+                    match body {
+                        Body::Ingested(b) => {
+                            for e in b.events {
+                                let meta = DocMeta::event(&b.source, &e);
+                                pending.push((DocRef::Event(e.id.clone()), meta, e.text));
+                            }
+                        }
+                        Body::Remembered(v) | Body::Corrected(v) => {
+                            pending.push((DocRef::Entry(v.id.clone()), DocMeta::entry(&v), v.text.clone()));
+                        }
+                        Body::Imported(b) => {
+                            for v in b.entries {
+                                pending.push((DocRef::Entry(v.id.clone()), DocMeta::entry(&v), v.text.clone()));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(ControlFlow::Continue(()))
+            })
+            .map_err(store_error)?;
+        for (r, meta, text) in pending {
+            let doc = inner.docs.len() as DocId;
+            inner.index.add(doc, &meta, &text).map_err(store_error)?;
+            if let DocRef::Event(id) = &r {
+                inner.event_doc.insert(id.clone(), doc);
+            }
+            inner.docs.push(r);
+        }
+        inner.indexed_to = next.max(from);
+        Ok(())
+    }
+
+    /// Ingests new lines if the last read ingest is old enough, then catches up.
+    fn fresh_for_read(&self) -> Result<(), ToolError> {
+        self.freshness.before_read().map_err(store_error)?;
+        self.sync()
+    }
+
+    /// Always ingests, then catches up (before writes, so a line just said can be cited).
+    fn fresh_for_write(&self) -> Result<(), ToolError> {
+        self.freshness.before_write().map_err(store_error)?;
+        self.sync()
+    }
+
+    fn entry_json(&self, e: &Entry) -> Value {
+        let v = &e.version;
+        json!({
+            "id": v.id,
+            "kind": kind_str(v.kind),
+            "text": v.text,
+            "confidence": v.confidence,
+            "status": e.status.as_str(),
+            "concurrent": e.concurrent,
+            "project": v.project,
+            "author": v.author,
+            "created": self.time(v.created_unix_ms),
+            "valid_from": self.opt_time(v.valid_from_unix_ms),
+            "valid_to": self.opt_time(e.valid_to_unix_ms()),
+            "supersedes": v.supersedes,
+            "superseded_by": e.superseded_by,
+            "root": v.root,
+            "imported": v.imported,
+        })
+    }
+
+    fn event_json(&self, source: &str, e: &Event, max_chars: usize) -> Value {
+        json!({
+            "id": e.id,
+            "time": self.time(e.time_unix_ms),
+            "source": source,
+            "project": e.project,
+            "session": e.session,
+            "role": role_str(e.role),
+            "kind": event_kind_str(e.kind),
+            "text": cut(&e.text, max_chars),
+        })
+    }
+
+    fn time_arg(&self, name: &str, value: &Option<String>) -> Result<Option<i64>, ToolError> {
+        let now = self.now();
+        value.as_deref().map(|v| parse_time_arg(v, &now).map_err(|why| ToolError::invalid(name, why))).transpose()
+    }
+
+    /// `search`.
+    pub fn search(&self, a: &SearchArgs) -> ToolResult {
+        let limit = limit_arg(a.limit, 20, 100)?;
+        let scope = match a.scope.as_deref().unwrap_or("all") {
+            "all" => None,
+            "entries" => Some(Scope::Entry),
+            "events" => Some(Scope::Event),
+            other => return Err(ToolError::invalid("scope", format!("must be all, entries or events, not {other:?}"))),
+        };
+        let kind = a.kind.as_deref().map(parse_kind).transpose()?;
+        let since = self.time_arg("since", &a.since)?;
+        let until = self.time_arg("until", &a.until)?;
+        let source = source_arg(&a.source)?;
+        let query_text = a.query.as_deref().map(str::trim).filter(|q| !q.is_empty());
+        if let Some(q) = query_text {
+            if q.chars().count() > QUERY_CHARS_MAX {
+                return Err(ToolError::invalid("query", format!("is longer than {QUERY_CHARS_MAX} characters")));
+            }
+        }
+        self.fresh_for_read()?;
+        let now_ms = self.now().timestamp().as_millisecond();
+        let inner = guard(&self.inner);
+        let Some(q) = query_text else {
+            // Without a query: the most recent entries.
+            let filter = EntryFilter { kind, project: a.project.clone(), since_unix_ms: since, until_unix_ms: until };
+            let entries: Vec<Value> = if scope == Some(Scope::Event) {
+                Vec::new()
+            } else {
+                inner.state.entries(&filter, now_ms, limit).iter().map(|e| self.entry_json(e)).collect()
+            };
+            return Ok(json!({ "entries": entries, "events": [] }));
+        };
+        let query = origin_projections::parse_query(q).map_err(|e| ToolError::invalid("query", e))?;
+        let mut out_entries = Vec::new();
+        let mut out_events = Vec::new();
+        let visible = |doc: DocId| -> bool {
+            match inner.docs.get(doc as usize) {
+                Some(DocRef::Entry(id)) => inner.state.entry_is_listed(id, now_ms),
+                Some(DocRef::Event(id)) => {
+                    inner.event_doc.get(id) == Some(&doc)
+                        && inner.state.is_hidden(id).is_none()
+                        && matches!(inner.state.event(id), Lookup::Found(_))
+                }
+                None => false,
+            }
+        };
+        if scope != Some(Scope::Event) {
+            let filters = Filters {
+                scope: Some(Scope::Entry),
+                kind: kind.map(|k| k as u8),
+                since_unix_ms: since,
+                until_unix_ms: until,
+                source: None,
+                project: a.project.clone(),
+                include_tools: false,
+            };
+            // Entries have no source: a source filter asks for events only.
+            if source.is_none() {
+                for hit in inner.index.search(&query, &filters, &visible, limit).map_err(store_error)? {
+                    if let Some(DocRef::Entry(id)) = inner.docs.get(hit.doc as usize) {
+                        if let Lookup::Found(e) = inner.state.entry(id) {
+                            let mut j = self.entry_json(&e);
+                            j["match"] = json!(if hit.matched == Match::All { "all" } else { "partial" });
+                            out_entries.push(j);
+                        }
+                    }
+                }
+            }
+        }
+        if scope != Some(Scope::Entry) && kind.is_none() {
+            let filters = Filters {
+                scope: Some(Scope::Event),
+                kind: None,
+                since_unix_ms: since,
+                until_unix_ms: until,
+                source: source.clone(),
+                project: a.project.clone(),
+                include_tools: a.include_tools,
+            };
+            let searchable = |doc: DocId| -> bool {
+                if !visible(doc) {
+                    return false;
+                }
+                // Messages always; tool calls and results only when asked (the filter does
+                // that); injected context, reasoning, system events and memory versions never.
+                let Some(DocRef::Event(id)) = inner.docs.get(doc as usize) else { return false };
+                match inner.state.event(id) {
+                    Lookup::Found(m) => matches!(m.kind, EventKind::Message | EventKind::ToolUse | EventKind::ToolResult),
+                    _ => false,
+                }
+            };
+            for hit in inner.index.search(&query, &filters, &searchable, limit).map_err(store_error)? {
+                let Some(DocRef::Event(id)) = inner.docs.get(hit.doc as usize) else { continue };
+                let Lookup::Found(meta) = inner.state.event(id) else { continue };
+                let Lookup::Found(e) = inner.state.event_body(&self.journal, id).map_err(store_error)? else { continue };
+                let mut j = self.event_json(&meta.source, &e, SEARCH_TEXT_CHARS);
+                j["snippet"] = json!(Index::snippet(&e.text, &query));
+                j["match"] = json!(if hit.matched == Match::All { "all" } else { "partial" });
+                out_events.push(j);
+            }
+        }
+        Ok(json!({ "entries": out_entries, "events": out_events }))
+    }
+
+    /// `timeline`.
+    pub fn timeline(&self, a: &TimelineArgs) -> ToolResult {
+        let limit = limit_arg(a.limit, 50, 500)?;
+        let source = source_arg(&a.source)?;
+        let since = self.time_arg("since", &Some(a.since.clone().unwrap_or_else(|| "7d".to_owned())))?;
+        let until = self.time_arg("until", &a.until)?;
+        if let Some(s) = &a.session {
+            if s.trim().is_empty() {
+                return Err(ToolError::invalid("session", "is empty"));
+            }
+        }
+        self.fresh_for_read()?;
+        let inner = guard(&self.inner);
+        if let Some(session) = a.session.as_deref() {
+            let metas = inner.state.session_events(source.as_deref(), session, a.include_tools, limit);
+            let Some(first) = metas.first() else {
+                return Err(ToolError(format!("Unknown session {session}.")));
+            };
+            let info = inner.state.session(&first.source, session);
+            let mut events = Vec::with_capacity(metas.len());
+            for m in &metas {
+                if let Lookup::Found(e) = inner.state.event_body(&self.journal, &m.id).map_err(store_error)? {
+                    events.push(self.event_json(&m.source, &e, TIMELINE_TEXT_CHARS));
+                }
+            }
+            return Ok(json!({ "session": info.map(|s| self.session_json(&s)), "events": events }));
+        }
+        let filter = SessionFilter { since_unix_ms: since, until_unix_ms: until, source, project: a.project.clone() };
+        let sessions: Vec<Value> = inner.state.sessions(&filter, limit).iter().map(|s| self.session_json(s)).collect();
+        Ok(json!({ "sessions": sessions }))
+    }
+
+    fn session_json(&self, s: &origin_projections::Session) -> Value {
+        json!({
+            "session": s.session,
+            "source": s.source,
+            "project": s.project,
+            "title": s.title,
+            "prompt": s.prompt,
+            "started": self.time(s.started_unix_ms),
+            "ended": self.time(s.ended_unix_ms),
+            "events": s.event_count,
+        })
+    }
+
+    fn check_id(id: &str) -> Result<(), ToolError> {
+        if is_entry_id(id) || is_event_id(id) {
+            Ok(())
+        } else {
+            Err(ToolError::invalid("id", format!("must be an entry id (ent_ and 12 to 32 hex characters) or an event id (<source>:<id>), not {id:?}")))
+        }
+    }
+
+    /// `get`.
+    pub fn get(&self, id: &str) -> ToolResult {
+        Self::check_id(id)?;
+        self.sync()?;
+        let inner = guard(&self.inner);
+        if is_entry_id(id) {
+            let e = match inner.state.entry(id) {
+                Lookup::Found(e) => e,
+                Lookup::Forgotten { .. } => return Err(ToolError::forgotten(id)),
+                Lookup::Unknown => return Err(ToolError::unknown(id)),
+            };
+            let mut sources = Vec::new();
+            for c in &e.version.sources {
+                if let Lookup::Found(ev) = inner.state.event_body(&self.journal, &c.event_id).map_err(store_error)? {
+                    let source = c.event_id.split(':').next().unwrap_or_default().to_owned();
+                    let mut j = json!({ "quote": c.quote });
+                    if let (Value::Object(o), Value::Object(ev)) = (&mut j, self.event_json(&source, &ev, SOURCE_TEXT_CHARS)) {
+                        o.extend(ev);
+                    }
+                    sources.push(j);
+                }
+            }
+            let history: Vec<Value> = inner
+                .state
+                .history(id)
+                .iter()
+                .map(|h| {
+                    json!({
+                        "id": h.id,
+                        "supersedes": h.supersedes,
+                        "author": h.author,
+                        "created": self.time(h.created_unix_ms),
+                        "status": h.status.as_str(),
+                    })
+                })
+                .collect();
+            return Ok(json!({ "entry": self.entry_json(&e), "sources": sources, "history": history }));
+        }
+        match inner.state.event_body(&self.journal, id).map_err(store_error)? {
+            Lookup::Found(e) => {
+                let source = id.split(':').next().unwrap_or_default();
+                let mut j = self.event_json(source, &e, GET_EVENT_TEXT_CHARS);
+                j["cwd"] = json!(e.cwd);
+                j["git_branch"] = json!(e.git_branch);
+                j["agent_version"] = json!(e.agent_version);
+                Ok(j)
+            }
+            Lookup::Forgotten { .. } => Err(ToolError::forgotten(id)),
+            Lookup::Unknown => Err(ToolError::unknown(id)),
+        }
+    }
+
+    /// `sources`.
+    pub fn sources(&self, id: &str) -> ToolResult {
+        Self::check_id(id)?;
+        self.sync()?;
+        let inner = guard(&self.inner);
+        let cited: Vec<(String, Option<String>)> = if is_entry_id(id) {
+            match inner.state.entry(id) {
+                Lookup::Found(e) => e.version.sources.iter().map(|c| (c.event_id.clone(), c.quote.clone())).collect(),
+                Lookup::Forgotten { .. } => return Err(ToolError::forgotten(id)),
+                Lookup::Unknown => return Err(ToolError::unknown(id)),
+            }
+        } else {
+            match inner.state.event(id) {
+                Lookup::Found(_) => vec![(id.to_owned(), None)],
+                Lookup::Forgotten { .. } => return Err(ToolError::forgotten(id)),
+                Lookup::Unknown => return Err(ToolError::unknown(id)),
+            }
+        };
+        let mut out = Vec::new();
+        for (event_id, quote) in cited {
+            let Lookup::Found(meta) = inner.state.event(&event_id) else { continue };
+            out.push(self.provenance(&meta, quote)?);
+        }
+        Ok(Value::Array(out))
+    }
+
+    /// The original line behind an event, from the record that brought it.
+    fn provenance(&self, meta: &origin_projections::EventMeta, quote: Option<String>) -> ToolResult {
+        let recs = self.journal.read_vec(meta.offset, 1).map_err(store_error)?;
+        let r = recs.first().ok_or_else(|| store_error(format!("record {} is missing", meta.offset)))?;
+        let (_, body) = origin_engine::codec::decode(r.kind, r.kind_version, &r.payload, r.offset).map_err(store_error)?;
+        let mirrors = origin_ingest::mirror::Mirrors::new(self.home.join("raw"));
+        let (original, mirror, line, raw, time) = match body {
+            Body::Ingested(b) => {
+                let e = b.events.get(meta.index as usize).ok_or_else(|| store_error("event position does not hold"))?;
+                let raw_bytes = zstd::decode_all(&b.raw_zstd[..]).map_err(store_error)?;
+                let want = e.line.saturating_sub(b.line_start) as usize;
+                let raw_line = raw_bytes.split(|&c| c == b'\n').nth(want).unwrap_or_default();
+                (
+                    b.path.clone(),
+                    Value::String(mirrors.display_path(&b.mirror).to_string_lossy().into_owned()),
+                    e.line,
+                    String::from_utf8_lossy(raw_line).into_owned(),
+                    e.time_unix_ms,
+                )
+            }
+            Body::Imported(b) => (b.path.clone(), Value::Null, 1, b.event.text.clone(), b.event.time_unix_ms),
+            _ => return Err(store_error("an event points at a record that holds no events")),
+        };
+        Ok(json!({
+            "event_id": meta.id,
+            "time": self.time(time),
+            "quote": quote,
+            "original_file": original,
+            "mirror_file": mirror,
+            "line": line,
+            "raw": cut(&raw, RAW_LINE_CHARS),
+        }))
+    }
+
+    /// Resolves the sources of remember / correct to citations.
+    fn resolve_sources(&self, inner: &Inner, sources: &[SourceArg]) -> Result<Vec<Citation>, ToolError> {
+        let mut out = Vec::new();
+        for (i, s) in sources.iter().enumerate() {
+            let quote = s.quote.as_deref().map(str::trim).filter(|q| !q.is_empty());
+            if let Some(q) = quote {
+                if q.chars().count() > QUOTE_CHARS_MAX {
+                    return Err(ToolError::invalid(&format!("sources[{i}].quote"), format!("is longer than {QUOTE_CHARS_MAX} characters")));
+                }
+            }
+            match (s.event_id.as_deref(), quote) {
+                (Some(id), q) => {
+                    if !is_event_id(id) {
+                        return Err(ToolError::invalid(&format!("sources[{i}].event_id"), format!("must be an event id (<source>:<id>), not {id:?}")));
+                    }
+                    let e = match inner.state.event_body(&self.journal, id).map_err(store_error)? {
+                        Lookup::Found(e) => e,
+                        Lookup::Forgotten { .. } => return Err(ToolError(format!("Event {id} has been forgotten and cannot be cited."))),
+                        Lookup::Unknown => return Err(ToolError::unknown(id)),
+                    };
+                    if let Some(q) = q {
+                        if !origin_projections::state::quote_matches(&e.text, q) {
+                            return Err(ToolError(format!("Quote not found in event {id}: \"{q}\"")));
+                        }
+                    }
+                    out.push(Citation { event_id: id.to_owned(), quote: q.map(str::to_owned) });
+                }
+                (None, Some(q)) => match inner.state.find_quote(&self.journal, q).map_err(store_error)? {
+                    Some(m) => out.push(Citation { event_id: m.id, quote: Some(q.to_owned()) }),
+                    None => return Err(ToolError(format!("No event contains the quote \"{q}\". Search for the event and cite its id instead."))),
+                },
+                (None, None) => return Err(ToolError::invalid(&format!("sources[{i}]"), "needs an event_id, a quote, or both")),
+            }
+        }
+        Ok(out)
+    }
+
+    fn check_entry_text(text: Option<&str>) -> Result<String, ToolError> {
+        let t = text.map(str::trim).unwrap_or_default();
+        if t.is_empty() {
+            return Err(ToolError::invalid("text", "is required and must not be empty"));
+        }
+        if t.chars().count() > ENTRY_TEXT_CHARS_MAX {
+            return Err(ToolError::invalid("text", format!("is longer than {ENTRY_TEXT_CHARS_MAX} characters")));
+        }
+        Ok(t.to_owned())
+    }
+
+    fn check_confidence(c: f64) -> Result<f64, ToolError> {
+        if !(0.0..=1.0).contains(&c) || c.is_nan() {
+            return Err(ToolError::invalid("confidence", format!("must be a number from 0 to 1, not {c}")));
+        }
+        Ok(c)
+    }
+
+    fn append(&self, body: &Body) -> Result<(), ToolError> {
+        let rec = NewRecord::new(body).map_err(store_error)?;
+        self.journal.append(vec![rec]).map_err(store_error)?;
+        self.sync()
+    }
+
+    /// `remember`; `agent` names the author (`<agent>@<device>`).
+    pub fn remember(&self, a: &EntryArgs, agent: &str) -> ToolResult {
+        let text = Self::check_entry_text(a.text.as_deref())?;
+        let kind = parse_kind(a.kind.as_deref().unwrap_or("memory"))?;
+        let confidence = Self::check_confidence(a.confidence.ok_or_else(|| ToolError::invalid("confidence", "is required (a number from 0 to 1)"))?)?;
+        if a.sources.is_empty() {
+            return Err(ToolError::invalid("sources", "needs at least one source ({ event_id, quote })"));
+        }
+        if a.sources.len() > SOURCES_MAX {
+            return Err(ToolError::invalid("sources", format!("holds more than {SOURCES_MAX} sources")));
+        }
+        let valid_from = self.time_arg("valid_from", &a.valid_from)?;
+        let valid_to = self.time_arg("valid_to", &a.valid_to)?;
+        self.fresh_for_write()?;
+        let version = {
+            let inner = guard(&self.inner);
+            let sources = self.resolve_sources(&inner, &a.sources)?;
+            let id = format!("ent_{}", random_hex(8)?);
+            EntryVersion {
+                root: id.clone(),
+                id,
+                supersedes: None,
+                kind,
+                text,
+                confidence,
+                project: a.project.clone().filter(|p| !p.trim().is_empty()),
+                author: format!("{agent}@{}", self.device),
+                created_unix_ms: self.now().timestamp().as_millisecond(),
+                valid_from_unix_ms: valid_from,
+                valid_to_unix_ms: valid_to,
+                sources,
+                imported: false,
+            }
+        };
+        let id = version.id.clone();
+        self.append(&Body::Remembered(version))?;
+        let inner = guard(&self.inner);
+        match inner.state.entry(&id) {
+            Lookup::Found(e) => Ok(json!({ "entry": self.entry_json(&e) })),
+            _ => Err(store_error("the new entry did not appear")),
+        }
+    }
+
+    /// `correct`.
+    pub fn correct(&self, a: &EntryArgs, agent: &str) -> ToolResult {
+        let id = a.id.as_deref().ok_or_else(|| ToolError::invalid("id", "is required"))?;
+        if !is_entry_id(id) {
+            return Err(ToolError::invalid("id", format!("must be an entry id (ent_ and 12 to 32 hex characters), not {id:?}")));
+        }
+        let text = Self::check_entry_text(a.text.as_deref())?;
+        let kind = a.kind.as_deref().map(parse_kind).transpose()?;
+        let confidence = a.confidence.map(Self::check_confidence).transpose()?;
+        if a.sources.len() > SOURCES_MAX {
+            return Err(ToolError::invalid("sources", format!("holds more than {SOURCES_MAX} sources")));
+        }
+        let valid_from = self.time_arg("valid_from", &a.valid_from)?;
+        let valid_to = self.time_arg("valid_to", &a.valid_to)?;
+        self.fresh_for_write()?;
+        let version = {
+            let inner = guard(&self.inner);
+            let old = match inner.state.entry(id) {
+                Lookup::Found(e) => e,
+                Lookup::Forgotten { .. } => return Err(ToolError::forgotten(id)),
+                Lookup::Unknown => return Err(ToolError::unknown(id)),
+            };
+            if old.superseded_by.is_some() || inner.state.current_of(id) != Some(id) {
+                let current = inner.state.current_of(id).unwrap_or_default().to_owned();
+                return Err(ToolError(format!("Entry {id} was already corrected; its current version is {current}. Correct that one instead.")));
+            }
+            let mut sources = old.version.sources.clone();
+            for c in self.resolve_sources(&inner, &a.sources)? {
+                if !sources.contains(&c) {
+                    sources.push(c);
+                }
+            }
+            let new_id = format!("ent_{}", random_hex(8)?);
+            EntryVersion {
+                id: new_id,
+                root: old.version.root.clone(),
+                supersedes: Some(id.to_owned()),
+                kind: kind.unwrap_or(old.version.kind),
+                text,
+                confidence: confidence.unwrap_or(old.version.confidence),
+                project: old.version.project.clone(),
+                author: format!("{agent}@{}", self.device),
+                // A correction is dated after the version it corrects.
+                created_unix_ms: self.now().timestamp().as_millisecond().max(old.version.created_unix_ms + 1),
+                valid_from_unix_ms: valid_from.or(old.version.valid_from_unix_ms),
+                valid_to_unix_ms: valid_to.or(old.version.valid_to_unix_ms),
+                sources,
+                imported: false,
+            }
+        };
+        let new_id = version.id.clone();
+        self.append(&Body::Corrected(version))?;
+        let inner = guard(&self.inner);
+        match inner.state.entry(&new_id) {
+            Lookup::Found(e) => Ok(json!({ "entry": self.entry_json(&e) })),
+            _ => Err(store_error("the new version did not appear")),
+        }
+    }
+
+    /// `forget`.
+    pub fn forget(&self, id: &str, reason: &str, agent: &str) -> ToolResult {
+        Self::check_id(id)?;
+        let reason = reason.trim();
+        let n = reason.chars().count();
+        if !(1..=2000).contains(&n) {
+            return Err(ToolError::invalid("reason", format!("must be 1 to 2,000 characters, not {n}")));
+        }
+        self.sync()?;
+        let body = {
+            let inner = guard(&self.inner);
+            let known = if is_entry_id(id) {
+                !matches!(inner.state.entry(id), Lookup::Unknown)
+            } else {
+                !matches!(inner.state.event(id), Lookup::Unknown)
+            };
+            if !known {
+                return Err(ToolError::unknown(id));
+            }
+            let Some(plan) = inner.state.forget_plan(id) else {
+                return Ok(json!({ "tombstone": null, "forgotten_entries": [], "excluded_events": 0 }));
+            };
+            Body::Forgotten(Forgotten {
+                tombstone: format!("tmb_{}", random_hex(8)?),
+                target: id.to_owned(),
+                reason: reason.to_owned(),
+                author: format!("{agent}@{}", self.device),
+                time_unix_ms: self.now().timestamp().as_millisecond(),
+                hidden_entries: plan.entries,
+                hidden_events: plan.events,
+            })
+        };
+        let Body::Forgotten(f) = &body else { return Err(store_error("forget built something else")) };
+        let out = json!({ "tombstone": f.tombstone, "forgotten_entries": f.hidden_entries, "excluded_events": f.hidden_events.len() });
+        self.append(&body)?;
+        Ok(out)
+    }
+
+    /// `origin restore`: lifts a tombstone (CLI and admin only; no tool).
+    pub fn restore(&self, tombstone: &str, author: &str) -> ToolResult {
+        if !is_tombstone_id(tombstone) {
+            return Err(ToolError::invalid("tombstone", format!("must be a tombstone id (tmb_ and 12 to 32 hex characters), not {tombstone:?}")));
+        }
+        self.sync()?;
+        if guard(&self.inner).state.tombstone(tombstone).is_none() {
+            return Err(ToolError(format!("Unknown tombstone {tombstone}.")));
+        }
+        let body = Body::Restored(Restored {
+            tombstone: tombstone.to_owned(),
+            author: format!("{author}@{}", self.device),
+            time_unix_ms: self.now().timestamp().as_millisecond(),
+        });
+        self.append(&body)?;
+        Ok(json!({ "restored": tombstone }))
+    }
+}

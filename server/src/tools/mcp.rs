@@ -1,0 +1,372 @@
+//! `origin mcp`: the seven tools over MCP on stdio (rmcp). Arguments are checked here, so a
+//! bad argument is a tool error naming the argument and why, never a protocol error; the
+//! operations are in `archive`.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Map, Value};
+
+use super::archive::{Archive, EntryArgs, SearchArgs, SourceArg, TimelineArgs, ToolError};
+
+/// The server's instructions to agents (the spec's "server's MCP instructions").
+pub const INSTRUCTIONS: &str = "Origin is the archive of what coding agents said on this user's machines, and of the \
+entries (memories, knowledge, preferences) remembered from it. Before answering a question about past work, search \
+and read: use search, timeline, get and sources, and cite entry ids (ent_…) and event ids (<source>:<id>) in your \
+answer. Remember decisions with their reasons, stable facts, and the user's preferences, methods, goals and \
+boundaries, each as one self-contained statement citing the events it comes from (quote a line you just saw: new \
+lines are read before saving). Entries marked imported mirror an agent's own memory files (CLAUDE.md, AGENTS.md and \
+the like); a later version of the file supersedes them. Correct entries that are wrong. Forget only when the user \
+asks, with the user's reason.";
+
+/// Longest id accepted.
+const ID_CHARS_MAX: usize = 300;
+
+type Args = Map<String, Value>;
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn check_known(tool: &str, args: &Args, known: &[&str]) -> Result<(), ToolError> {
+    for k in args.keys() {
+        if !known.contains(&k.as_str()) {
+            return Err(ToolError::invalid(k, format!("is not an argument of {tool} (it takes {})", known.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+fn opt_str(args: &Args, name: &str) -> Result<Option<String>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ToolError::invalid(name, format!("must be a string, not {}", type_name(other)))),
+    }
+}
+
+fn req_str(args: &Args, name: &str) -> Result<String, ToolError> {
+    opt_str(args, name)?.ok_or_else(|| ToolError::invalid(name, "is required"))
+}
+
+fn id_arg(args: &Args, name: &str) -> Result<String, ToolError> {
+    let id = req_str(args, name)?;
+    if id.chars().count() > ID_CHARS_MAX {
+        return Err(ToolError::invalid(name, format!("is longer than {ID_CHARS_MAX} characters")));
+    }
+    Ok(id)
+}
+
+fn opt_bool(args: &Args, name: &str) -> Result<Option<bool>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(ToolError::invalid(name, format!("must be true or false, not {}", type_name(other)))),
+    }
+}
+
+fn opt_int(args: &Args, name: &str) -> Result<Option<i64>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(i) => Ok(Some(i)),
+            None => match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => Ok(Some(f as i64)),
+                _ => Err(ToolError::invalid(name, format!("must be a whole number, not {n}"))),
+            },
+        },
+        Some(other) => Err(ToolError::invalid(name, format!("must be a whole number, not {}", type_name(other)))),
+    }
+}
+
+fn opt_num(args: &Args, name: &str) -> Result<Option<f64>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n.as_f64().map(Some).ok_or_else(|| ToolError::invalid(name, "must be a number")),
+        Some(other) => Err(ToolError::invalid(name, format!("must be a number, not {}", type_name(other)))),
+    }
+}
+
+fn sources_arg(args: &Args) -> Result<Vec<SourceArg>, ToolError> {
+    match args.get("sources") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let Value::Object(o) = item else {
+                    return Err(ToolError::invalid(&format!("sources[{i}]"), format!("must be an object {{ event_id, quote }}, not {}", type_name(item))));
+                };
+                check_known(&format!("sources[{i}]"), o, &["event_id", "quote"])?;
+                Ok(SourceArg {
+                    event_id: opt_str(o, "event_id").map_err(|e| ToolError(e.0.replace("`event_id`", &format!("`sources[{i}].event_id`"))))?,
+                    quote: opt_str(o, "quote").map_err(|e| ToolError(e.0.replace("`quote`", &format!("`sources[{i}].quote`"))))?,
+                })
+            })
+            .collect(),
+        Some(other) => Err(ToolError::invalid("sources", format!("must be a list of {{ event_id, quote }}, not {}", type_name(other)))),
+    }
+}
+
+fn entry_args(args: &Args, with_id: bool) -> Result<EntryArgs, ToolError> {
+    Ok(EntryArgs {
+        id: if with_id { Some(id_arg(args, "id")?) } else { None },
+        kind: opt_str(args, "kind")?,
+        text: opt_str(args, "text")?,
+        sources: sources_arg(args)?,
+        confidence: opt_num(args, "confidence")?,
+        project: opt_str(args, "project")?,
+        valid_from: opt_str(args, "valid_from")?,
+        valid_to: opt_str(args, "valid_to")?,
+    })
+}
+
+/// Runs one tool call against the archive. `agent` is the client's name.
+pub fn call(archive: &Archive, name: &str, args: &Args, agent: &str) -> Result<Value, ToolError> {
+    match name {
+        "search" => {
+            check_known(name, args, &["query", "scope", "kind", "since", "until", "source", "project", "include_tools", "limit"])?;
+            archive.search(&SearchArgs {
+                query: opt_str(args, "query")?,
+                scope: opt_str(args, "scope")?,
+                kind: opt_str(args, "kind")?,
+                since: opt_str(args, "since")?,
+                until: opt_str(args, "until")?,
+                source: opt_str(args, "source")?,
+                project: opt_str(args, "project")?,
+                include_tools: opt_bool(args, "include_tools")?.unwrap_or(false),
+                limit: opt_int(args, "limit")?,
+            })
+        }
+        "timeline" => {
+            check_known(name, args, &["since", "until", "source", "project", "session", "include_tools", "limit"])?;
+            archive.timeline(&TimelineArgs {
+                since: opt_str(args, "since")?,
+                until: opt_str(args, "until")?,
+                source: opt_str(args, "source")?,
+                project: opt_str(args, "project")?,
+                session: opt_str(args, "session")?,
+                include_tools: opt_bool(args, "include_tools")?.unwrap_or(false),
+                limit: opt_int(args, "limit")?,
+            })
+        }
+        "get" => {
+            check_known(name, args, &["id"])?;
+            archive.get(&id_arg(args, "id")?)
+        }
+        "sources" => {
+            check_known(name, args, &["id"])?;
+            archive.sources(&id_arg(args, "id")?)
+        }
+        "remember" => {
+            check_known(name, args, &["kind", "text", "sources", "confidence", "project", "valid_from", "valid_to"])?;
+            archive.remember(&entry_args(args, false)?, agent)
+        }
+        "correct" => {
+            check_known(name, args, &["id", "text", "kind", "confidence", "sources", "valid_from", "valid_to"])?;
+            archive.correct(&entry_args(args, true)?, agent)
+        }
+        "forget" => {
+            check_known(name, args, &["id", "reason"])?;
+            let reason = req_str(args, "reason")?;
+            archive.forget(&id_arg(args, "id")?, &reason, agent)
+        }
+        other => Err(ToolError(format!("Unknown tool {other:?}: Origin's tools are search, timeline, get, sources, remember, correct and forget."))),
+    }
+}
+
+fn schema(v: Value) -> Arc<Map<String, Value>> {
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::new(Map::new()),
+    }
+}
+
+const TIME_DOC: &str = "relative (30m, 24h, 7d, 2w, counted back from now) or absolute (2026-10-20, or ISO 8601)";
+
+/// The seven tools with their input schemas (the spec's parameters, types, ranges, defaults).
+pub fn tools() -> Vec<Tool> {
+    let kind = json!({ "type": "string", "enum": ["memory", "knowledge", "cognition"] });
+    let source = json!({ "type": "string", "enum": ["claude-code", "codex", "cursor", "zcode", "grok"] });
+    let time = json!({ "type": "string", "description": TIME_DOC });
+    let sources = json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": { "event_id": { "type": "string" }, "quote": { "type": "string" } },
+            "additionalProperties": false
+        }
+    });
+    let id = json!({ "type": "string", "description": "An entry id (ent_…) or an event id (<source>:…)" });
+    vec![
+        Tool::new(
+            "search",
+            "Full-text search over entries and session events, best match first; every word must occur, in any language. Without a query, lists the most recent entries.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "query": { "type": "string", "description": "Words or phrases (\"quoted phrases\" match in order)" },
+                    "scope": { "type": "string", "enum": ["all", "entries", "events"], "default": "all" },
+                    "kind": kind,
+                    "since": time, "until": time,
+                    "source": source,
+                    "project": { "type": "string" },
+                    "include_tools": { "type": "boolean", "default": false, "description": "Also search tool calls and tool results" },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }
+                },
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "timeline",
+            "Sessions in a time range, newest first; or, with session, the events of one session in order.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "since": { "type": "string", "default": "7d", "description": TIME_DOC },
+                    "until": time,
+                    "source": source,
+                    "project": { "type": "string" },
+                    "session": { "type": "string", "description": "A session id: list its events instead" },
+                    "include_tools": { "type": "boolean", "default": false },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 500, "default": 50 }
+                },
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "get",
+            "An entry with its sources and versions, or an event with its full text.",
+            schema(json!({ "type": "object", "properties": { "id": id }, "required": ["id"], "additionalProperties": false })),
+        ),
+        Tool::new(
+            "sources",
+            "The original log lines behind an entry or an event: the provenance of an answer.",
+            schema(json!({ "type": "object", "properties": { "id": id }, "required": ["id"], "additionalProperties": false })),
+        ),
+        Tool::new(
+            "remember",
+            "Save a new entry: one self-contained statement citing at least one event (an event id, an exact quote, or both).",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "kind": { "type": "string", "enum": ["memory", "knowledge", "cognition"], "default": "memory" },
+                    "text": { "type": "string" },
+                    "sources": sources,
+                    "confidence": { "type": "number", "minimum": 0, "maximum": 1 },
+                    "project": { "type": "string" },
+                    "valid_from": time, "valid_to": time
+                },
+                "required": ["text", "sources", "confidence"],
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "correct",
+            "Replace an entry with a corrected version; the old version stays in the history.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "id": { "type": "string", "description": "The entry's current version" },
+                    "text": { "type": "string" },
+                    "kind": kind,
+                    "confidence": { "type": "number", "minimum": 0, "maximum": 1 },
+                    "sources": sources,
+                    "valid_from": time, "valid_to": time
+                },
+                "required": ["id", "text"],
+                "additionalProperties": false
+            })),
+        ),
+        Tool::new(
+            "forget",
+            "Hide an entry, every version of it and the events it cites; or an event and every entry citing it. Only when the user asks, with their reason.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "id": id,
+                    "reason": { "type": "string", "minLength": 1, "maxLength": 2000 }
+                },
+                "required": ["id", "reason"],
+                "additionalProperties": false
+            })),
+        ),
+    ]
+}
+
+/// The MCP handler over one archive.
+#[derive(Clone)]
+pub struct Server {
+    archive: Arc<Archive>,
+}
+
+impl Server {
+    /// A handler answering from `archive`.
+    pub fn new(archive: Arc<Archive>) -> Server {
+        Server { archive }
+    }
+}
+
+fn client_name(ctx: &RequestContext<RoleServer>) -> String {
+    ctx.peer
+        .peer_info()
+        .map(|info| info.client_info.name.clone())
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or_else(|| "agent".to_owned())
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("origin", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let agent = client_name(&context);
+        let archive = self.archive.clone();
+        let name = request.name.to_string();
+        let args = request.arguments.unwrap_or_default();
+        // The store does blocking I/O: keep it off the protocol's threads.
+        let result = tokio::task::spawn_blocking(move || call(&archive, &name, &args, &agent)).await;
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => Err(ToolError(format!("The Origin tool failed unexpectedly: {e}"))),
+        };
+        Ok(match result {
+            Ok(v) => CallToolResult::success(vec![ContentBlock::text(v.to_string())]),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.0)]),
+        }
+        .into())
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client closes it, then ingests once more (5 s at most).
+pub async fn serve_stdio(archive: Arc<Archive>) -> anyhow::Result<()> {
+    let freshness = archive.freshness().clone();
+    freshness.start();
+    let service = Server::new(archive).serve(rmcp::transport::stdio()).await?;
+    let ended = service.waiting().await;
+    let finished = freshness.on_exit(origin_ingest::freshness::EXIT_INGEST_BUDGET);
+    if !finished {
+        eprintln!("origin: the last ingest did not finish within 5 s; the next start picks up the rest");
+    }
+    ended?;
+    Ok(())
+}

@@ -1,0 +1,299 @@
+//! The tools on the command line, for a person: `origin search|timeline|get|sources|remember|
+//! correct|forget|restore`, readable on a terminal, `--json` for scripts; and `origin mcp`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::Value;
+
+use crate::cli::AgentsArgs;
+use crate::exit::Exit;
+use crate::tools::archive::{Archive, EntryArgs, SearchArgs, SourceArg, TimelineArgs, ToolError};
+
+/// `origin search`.
+#[derive(Debug, Args)]
+pub struct SearchCmd {
+    /// Words or phrases; every word must occur.
+    pub query: Option<String>,
+    /// all, entries or events.
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// memory, knowledge or cognition.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// 30m, 24h, 7d, 2w, a date, or ISO 8601.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// 30m, 24h, 7d, 2w, a date, or ISO 8601.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// claude-code, codex, cursor, zcode or grok.
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Project name.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Also search tool calls and tool results.
+    #[arg(long)]
+    pub include_tools: bool,
+    /// 1 to 100 (default 20).
+    #[arg(long)]
+    pub limit: Option<i64>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    agents: AgentsArgs,
+}
+
+/// `origin timeline`.
+#[derive(Debug, Args)]
+pub struct TimelineCmd {
+    /// Sessions active since (default 7d).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Sessions started before.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// claude-code, codex, cursor, zcode or grok.
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Project name.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// A session id: list its events.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// With --session: also tool calls, results, injected context and system events.
+    #[arg(long)]
+    pub include_tools: bool,
+    /// 1 to 500 (default 50).
+    #[arg(long)]
+    pub limit: Option<i64>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    agents: AgentsArgs,
+}
+
+/// `origin get` / `origin sources`.
+#[derive(Debug, Args)]
+pub struct IdCmd {
+    /// An entry id (ent_…) or an event id (<source>:…).
+    pub id: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `origin remember`.
+#[derive(Debug, Args)]
+pub struct RememberCmd {
+    /// One self-contained statement.
+    pub text: String,
+    /// memory, knowledge or cognition (default memory).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Cite an event by id (repeatable).
+    #[arg(long = "cite", value_name = "EVENT_ID")]
+    pub cite: Vec<String>,
+    /// Cite the most recent message containing this quote (repeatable).
+    #[arg(long = "quote", value_name = "TEXT")]
+    pub quote: Vec<String>,
+    /// 0 to 1.
+    #[arg(long, default_value_t = 1.0)]
+    pub confidence: f64,
+    /// Project name.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// When it starts to hold.
+    #[arg(long)]
+    pub valid_from: Option<String>,
+    /// When it stops holding.
+    #[arg(long)]
+    pub valid_to: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    agents: AgentsArgs,
+}
+
+/// `origin correct`.
+#[derive(Debug, Args)]
+pub struct CorrectCmd {
+    /// The entry's current version.
+    pub id: String,
+    /// The corrected statement.
+    pub text: String,
+    /// A new kind.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// More sources: an event id (repeatable).
+    #[arg(long = "cite", value_name = "EVENT_ID")]
+    pub cite: Vec<String>,
+    /// More sources: a quote (repeatable).
+    #[arg(long = "quote", value_name = "TEXT")]
+    pub quote: Vec<String>,
+    /// A new confidence.
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// New validity start.
+    #[arg(long)]
+    pub valid_from: Option<String>,
+    /// New validity end.
+    #[arg(long)]
+    pub valid_to: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    agents: AgentsArgs,
+}
+
+/// `origin forget`.
+#[derive(Debug, Args)]
+pub struct ForgetCmd {
+    /// An entry id or an event id.
+    pub id: String,
+    /// Why (kept with the record).
+    #[arg(long)]
+    pub reason: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `origin restore`.
+#[derive(Debug, Args)]
+pub struct RestoreCmd {
+    /// The tombstone (tmb_…).
+    pub tombstone: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn open(home: &Path, agents: &AgentsArgs) -> Result<Archive> {
+    let homes = crate::ingest_cmd::homes(agents.agents_home.as_deref())?;
+    Archive::open(home, homes, agents.recorded_home.as_deref()).with_context(|| format!("opening the store in {}", home.display()))
+}
+
+fn print(result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
+    match result {
+        Ok(v) => {
+            if json {
+                println!("{v}");
+            } else {
+                println!("{}", crate::show::readable(&v));
+            }
+            Ok(Exit::Ok)
+        }
+        Err(e) => {
+            eprintln!("origin: {e}");
+            Ok(Exit::Failed)
+        }
+    }
+}
+
+fn source_args(cite: &[String], quote: &[String]) -> Vec<SourceArg> {
+    cite.iter()
+        .map(|c| SourceArg { event_id: Some(c.clone()), quote: None })
+        .chain(quote.iter().map(|q| SourceArg { event_id: None, quote: Some(q.clone()) }))
+        .collect()
+}
+
+/// `origin mcp`.
+pub fn mcp(home: &Path, agents: &AgentsArgs) -> Result<Exit> {
+    let archive = Arc::new(open(home, agents)?);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("starting the async runtime")?;
+    rt.block_on(crate::tools::mcp::serve_stdio(archive))?;
+    Ok(Exit::Ok)
+}
+
+/// `origin search`.
+pub fn search(home: &Path, c: SearchCmd) -> Result<Exit> {
+    let a = open(home, &c.agents)?;
+    let args = SearchArgs {
+        query: c.query,
+        scope: c.scope,
+        kind: c.kind,
+        since: c.since,
+        until: c.until,
+        source: c.source,
+        project: c.project,
+        include_tools: c.include_tools,
+        limit: c.limit,
+    };
+    print(a.search(&args), c.json)
+}
+
+/// `origin timeline`.
+pub fn timeline(home: &Path, c: TimelineCmd) -> Result<Exit> {
+    let a = open(home, &c.agents)?;
+    let args = TimelineArgs {
+        since: c.since,
+        until: c.until,
+        source: c.source,
+        project: c.project,
+        session: c.session,
+        include_tools: c.include_tools,
+        limit: c.limit,
+    };
+    print(a.timeline(&args), c.json)
+}
+
+/// `origin get`.
+pub fn get(home: &Path, c: IdCmd) -> Result<Exit> {
+    print(open(home, &AgentsArgs::default())?.get(&c.id), c.json)
+}
+
+/// `origin sources`.
+pub fn sources(home: &Path, c: IdCmd) -> Result<Exit> {
+    print(open(home, &AgentsArgs::default())?.sources(&c.id), c.json)
+}
+
+/// `origin remember`.
+pub fn remember(home: &Path, c: RememberCmd) -> Result<Exit> {
+    let a = open(home, &c.agents)?;
+    let args = EntryArgs {
+        id: None,
+        kind: c.kind,
+        text: Some(c.text),
+        sources: source_args(&c.cite, &c.quote),
+        confidence: Some(c.confidence),
+        project: c.project,
+        valid_from: c.valid_from,
+        valid_to: c.valid_to,
+    };
+    print(a.remember(&args, "user"), c.json)
+}
+
+/// `origin correct`.
+pub fn correct(home: &Path, c: CorrectCmd) -> Result<Exit> {
+    let a = open(home, &c.agents)?;
+    let args = EntryArgs {
+        id: Some(c.id),
+        kind: c.kind,
+        text: Some(c.text),
+        sources: source_args(&c.cite, &c.quote),
+        confidence: c.confidence,
+        project: None,
+        valid_from: c.valid_from,
+        valid_to: c.valid_to,
+    };
+    print(a.correct(&args, "user"), c.json)
+}
+
+/// `origin forget`.
+pub fn forget(home: &Path, c: ForgetCmd) -> Result<Exit> {
+    print(open(home, &AgentsArgs::default())?.forget(&c.id, &c.reason, "user"), c.json)
+}
+
+/// `origin restore`.
+pub fn restore(home: &Path, c: RestoreCmd) -> Result<Exit> {
+    print(open(home, &AgentsArgs::default())?.restore(&c.tombstone, "user"), c.json)
+}
