@@ -384,7 +384,7 @@ impl Ingester {
             let mut cursor_in_window = (pos - window_start) as usize;
             let mut ls = 0usize; // start of the current line within the window
             let mut complete_any = false;
-            while let Some(nl) = window[cursor_in_window..].iter().position(|&b| b == b'\n') {
+            while let Some(nl) = memchr::memchr(b'\n', &window[cursor_in_window..]) {
                 let end = cursor_in_window + nl + 1;
                 let line = &window[ls..end - 1];
                 let parsed = if giant || line.len() > LINE_SIZE_BYTES_MAX {
@@ -647,7 +647,7 @@ fn newline_after(bytes: &Bytes, mut from: u64, len: u64) -> io::Result<bool> {
         if w.is_empty() {
             return Ok(false);
         }
-        if w.contains(&b'\n') {
+        if memchr::memchr(b'\n', &w).is_some() {
             return Ok(true);
         }
         from += w.len() as u64;

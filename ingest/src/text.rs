@@ -39,6 +39,10 @@ pub fn cut_text(text: String) -> (String, u64) {
 
 /// Cuts `text` to `max` characters, with a marker when anything was cut.
 pub fn cut_chars(text: String, max: usize) -> (String, u64) {
+    // A text of at most `max` bytes has at most `max` characters: nothing to count.
+    if text.len() <= max {
+        return (text, 0);
+    }
     match text.char_indices().nth(max) {
         None => (text, 0),
         Some((byte, _)) => {

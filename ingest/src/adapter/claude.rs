@@ -109,7 +109,7 @@ impl Adapter for Claude {
                 push(0, Role::System, EventKind::System, text);
             }
             "attachment" => {
-                let a = v.get("attachment").cloned().unwrap_or(Value::Null);
+                let a = v.get("attachment").unwrap_or(&Value::Null);
                 if str_of(&a, "type") == Some("queued_command") {
                     let text = str_of(&a, "prompt").unwrap_or_default().to_owned();
                     push(0, Role::User, EventKind::Message, text);
@@ -118,7 +118,7 @@ impl Adapter for Claude {
                 }
             }
             _ => {
-                let message = v.get("message").cloned().unwrap_or(Value::Null);
+                let message = v.get("message").unwrap_or(&Value::Null);
                 let role = if str_of(&message, "role") == Some("assistant") || ty == "assistant" { Role::Assistant } else { Role::User };
                 match message.get("content") {
                     Some(Value::String(s)) => {
