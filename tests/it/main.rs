@@ -11,3 +11,4 @@ mod ingest_bad_input;
 mod ingest_processes;
 mod ingest_memory;
 mod ingest_freshness;
+mod mcp_stdio;

@@ -818,8 +818,10 @@ impl Archive {
             if !known {
                 return Err(ToolError::unknown(id));
             }
-            let Some(plan) = inner.state.forget_plan(id) else {
-                return Ok(json!({ "tombstone": null, "forgotten_entries": [], "excluded_events": 0 }));
+            let plan = match inner.state.forget_plan(id) {
+                Some(p) if !p.is_empty() => p,
+                // Everything was hidden already: nothing is recorded.
+                _ => return Ok(json!({ "tombstone": null, "forgotten_entries": [], "excluded_events": 0 })),
             };
             Body::Forgotten(Forgotten {
                 tombstone: format!("tmb_{}", random_hex(8)?),

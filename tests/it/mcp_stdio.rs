@@ -1,0 +1,219 @@
+//! `origin mcp` over stdio, driven by rmcp's client: the tools, their errors, and several
+//! servers on one store.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use origin_tests::origin_bin;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+fn sample() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home")
+}
+
+fn server_command(home: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(origin_bin());
+    cmd.arg("--home")
+        .arg(home)
+        .arg("mcp")
+        .arg("--agents-home")
+        .arg(sample())
+        .args(["--recorded-home", "/home/dev"])
+        .env("TZ", "Asia/Shanghai")
+        .env("ORIGIN_WATCH_INTERVAL_MS", "0")
+        .env("ORIGIN_DEVICE", "laptop")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("GROK_HOME")
+        .env_remove("ZCODE_HOME");
+    cmd
+}
+
+async fn connect(home: &Path, client: &str) -> RunningService<RoleClient, ClientConfig> {
+    let transport = TokioChildProcess::new(server_command(home)).expect("spawn origin mcp");
+    let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new(client, "1.0"));
+    info.serve(transport).await.expect("initialize")
+}
+
+async fn call(c: &RunningService<RoleClient, ClientConfig>, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else { panic!("arguments must be an object") };
+    c.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args)).await.expect("tools/call must not be a protocol error")
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("")
+}
+
+fn ok(r: &CallToolResult) -> Value {
+    assert_ne!(r.is_error, Some(true), "unexpected tool error: {}", text(r));
+    serde_json::from_str(&text(r)).expect("one JSON text item")
+}
+
+fn err(r: &CallToolResult) -> String {
+    assert_eq!(r.is_error, Some(true), "expected a tool error, got {}", text(r));
+    text(r)
+}
+
+fn ingest(home: &Path) {
+    let out = Command::new(origin_bin())
+        .arg("--home")
+        .arg(home)
+        .args(["ingest", "--agents-home"])
+        .arg(sample())
+        .args(["--recorded-home", "/home/dev"])
+        .output()
+        .expect("origin ingest");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seven_tools_answer_as_the_spec_says() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let c = connect(dir.path(), "claude-code").await;
+    let info = c.peer_info().expect("server info");
+    assert!(info.instructions.as_deref().unwrap_or("").contains("cite entry ids"), "instructions");
+    let tools = c.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    assert_eq!(names, ["correct", "forget", "get", "remember", "search", "sources", "timeline"]);
+
+    // search, in Chinese, with times in the server's zone (TZ=Asia/Shanghai).
+    let found = ok(&call(&c, "search", json!({ "query": "库存", "limit": 5 })).await);
+    let events = found["events"].as_array().expect("events");
+    assert!(!events.is_empty(), "{found}");
+    for e in events {
+        assert!(e["time"].as_str().expect("time").ends_with("+08:00"), "{e}");
+        assert!(e["snippet"].as_str().expect("snippet").contains("[库存]"), "{e}");
+        assert!(e["text"].as_str().expect("text").chars().count() <= 400 + 40);
+    }
+    let event_id = events[0]["id"].as_str().expect("id").to_owned();
+
+    // get and sources of an event.
+    let ev = ok(&call(&c, "get", json!({ "id": event_id })).await);
+    assert_eq!(ev["id"], event_id.as_str());
+    assert!(ev.get("cwd").is_some() && ev.get("git_branch").is_some() && ev.get("agent_version").is_some());
+    let src = ok(&call(&c, "sources", json!({ "id": event_id })).await);
+    let s0 = &src.as_array().expect("list")[0];
+    assert_eq!(s0["event_id"], event_id.as_str());
+    assert!(s0["line"].as_u64().expect("line") >= 1);
+    assert!(s0["original_file"].as_str().is_some());
+
+    // remember with a quote-only source; author is <client>@<device>.
+    let quote = "同步上周开始偶尔重复入库";
+    let rem = ok(&call(&c, "remember", json!({ "kind": "knowledge", "text": "Inventory sync sometimes books stock twice since last week.", "confidence": 0.8, "sources": [{ "quote": quote }] })).await);
+    let entry = &rem["entry"];
+    let id = entry["id"].as_str().expect("entry id").to_owned();
+    assert!(id.starts_with("ent_") && id.len() >= 16);
+    assert_eq!(entry["author"], "claude-code@laptop");
+    assert_eq!(entry["status"], "active");
+    assert_eq!(entry["root"], id.as_str());
+    assert!(entry["created"].as_str().expect("created").ends_with("+08:00"));
+    let got = ok(&call(&c, "get", json!({ "id": id })).await);
+    assert_eq!(got["sources"][0]["quote"], quote);
+    assert_eq!(got["history"].as_array().expect("history").len(), 1);
+
+    // correct, then correcting the superseded version names the current one.
+    let corrected = ok(&call(&c, "correct", json!({ "id": id, "text": "Inventory sync books stock twice when two imports overlap." })).await);
+    let new_id = corrected["entry"]["id"].as_str().expect("new id").to_owned();
+    assert_eq!(corrected["entry"]["supersedes"], id.as_str());
+    let again = err(&call(&c, "correct", json!({ "id": id, "text": "x" })).await);
+    assert_eq!(again, format!("Entry {id} was already corrected; its current version is {new_id}. Correct that one instead."));
+
+    // forget the entry: every version hidden; then it is forgotten everywhere.
+    let f = ok(&call(&c, "forget", json!({ "id": new_id, "reason": "the user asked" })).await);
+    assert!(f["tombstone"].as_str().expect("tombstone").starts_with("tmb_"));
+    assert_eq!(f["forgotten_entries"].as_array().expect("list").len(), 2);
+    assert_eq!(err(&call(&c, "get", json!({ "id": id })).await), format!("{id} has been forgotten."));
+    let f2 = ok(&call(&c, "forget", json!({ "id": new_id, "reason": "again" })).await);
+    assert_eq!(f2["tombstone"], Value::Null);
+
+    // errors with the spec's texts.
+    assert_eq!(err(&call(&c, "get", json!({ "id": "ent_0123456789ab" })).await), "Unknown entry or event ent_0123456789ab.");
+    let nq = err(&call(&c, "remember", json!({ "text": "t", "confidence": 1, "sources": [{ "quote": "no message says this 9f8e7d" }] })).await);
+    assert_eq!(nq, "No event contains the quote \"no message says this 9f8e7d\". Search for the event and cite its id instead.");
+    // The entry's forget hid the event it cited: it cannot be cited any more.
+    let fe = err(&call(&c, "remember", json!({ "text": "t", "confidence": 1, "sources": [{ "event_id": event_id }] })).await);
+    assert_eq!(fe, format!("Event {event_id} has been forgotten and cannot be cited."));
+    let other = ok(&call(&c, "search", json!({ "query": "selectAll", "limit": 1 })).await)["events"][0]["id"].as_str().expect("another event").to_owned();
+    let qe = err(&call(&c, "remember", json!({ "text": "t", "confidence": 1, "sources": [{ "event_id": other, "quote": "not in that event 4c3b" }] })).await);
+    assert_eq!(qe, format!("Quote not found in event {other}: \"not in that event 4c3b\""));
+
+    // timeline: sessions, then one session's events.
+    let tl = ok(&call(&c, "timeline", json!({ "since": "2025-01-01", "limit": 3 })).await);
+    let sessions = tl["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 3);
+    let sid = sessions[0]["session"].as_str().expect("session").to_owned();
+    let one = ok(&call(&c, "timeline", json!({ "session": sid, "limit": 500 })).await);
+    assert!(!one["events"].as_array().expect("events").is_empty());
+    c.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_arguments_are_tool_errors_naming_the_argument() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let c = connect(dir.path(), "codex").await;
+    let huge = "x".repeat(100_000);
+    let cases = [
+        ("search", json!({ "limit": 0 }), "limit"),
+        ("search", json!({ "limit": 101 }), "limit"),
+        ("search", json!({ "limit": "ten" }), "limit"),
+        ("search", json!({ "limit": 2.5 }), "limit"),
+        ("search", json!({ "scope": "everything" }), "scope"),
+        ("search", json!({ "kind": "opinion" }), "kind"),
+        ("search", json!({ "since": "yesterday" }), "since"),
+        ("search", json!({ "source": "vim" }), "source"),
+        ("search", json!({ "include_tools": "yes" }), "include_tools"),
+        ("search", json!({ "query": huge }), "query"),
+        ("search", json!({ "colour": "blue" }), "colour"),
+        ("timeline", json!({ "limit": 501 }), "limit"),
+        ("timeline", json!({ "until": "13/45/2026" }), "until"),
+        ("get", json!({}), "id"),
+        ("get", json!({ "id": 42 }), "id"),
+        ("get", json!({ "id": "ent_xyz" }), "id"),
+        ("sources", json!({ "id": "nosource:1" }), "id"),
+        ("remember", json!({ "text": "t", "sources": [{ "quote": "q" }] }), "confidence"),
+        ("remember", json!({ "text": "t", "confidence": 2, "sources": [{ "quote": "q" }] }), "confidence"),
+        ("remember", json!({ "text": "", "confidence": 1, "sources": [{ "quote": "q" }] }), "text"),
+        ("remember", json!({ "text": "t", "confidence": 1, "sources": [] }), "sources"),
+        ("remember", json!({ "text": "t", "confidence": 1, "sources": "q" }), "sources"),
+        ("remember", json!({ "text": "t", "confidence": 1, "sources": [{}] }), "sources[0]"),
+        ("remember", json!({ "text": "t", "confidence": 1, "sources": [{ "event_id": 7 }] }), "sources[0].event_id"),
+        ("remember", json!({ "text": huge, "confidence": 1, "sources": [{ "quote": "q" }] }), "text"),
+        ("correct", json!({ "id": "ent_0123456789ab" }), "text"),
+        ("forget", json!({ "id": "ent_0123456789ab", "reason": "" }), "reason"),
+        ("forget", json!({ "id": "ent_0123456789ab" }), "reason"),
+    ];
+    for (tool, args, arg) in cases {
+        let r = call(&c, tool, args.clone()).await;
+        let msg = err(&r);
+        assert!(msg.contains(&format!("`{arg}`")), "{tool} {args}: {msg} does not name `{arg}`");
+    }
+    let unknown = err(&call(&c, "recall", json!({})).await);
+    assert!(unknown.contains("recall"), "{unknown}");
+    c.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_servers_on_one_store_see_each_others_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let a = connect(dir.path(), "claude-code").await;
+    let b = connect(dir.path(), "cursor").await;
+    let ev = ok(&call(&a, "search", json!({ "query": "库存", "limit": 1 })).await)["events"][0]["id"].as_str().expect("id").to_owned();
+    let rem = ok(&call(&a, "remember", json!({ "text": "Zebra-crossing octopus decision 51b2.", "confidence": 1, "sources": [{ "event_id": ev }] })).await);
+    let id = rem["entry"]["id"].as_str().expect("id").to_owned();
+    let seen = ok(&call(&b, "search", json!({ "query": "octopus 51b2", "scope": "entries" })).await);
+    assert_eq!(seen["entries"][0]["id"], id.as_str(), "a remember in one server is found by search in another: {seen}");
+    ok(&call(&b, "forget", json!({ "id": id, "reason": "test" })).await);
+    let gone = ok(&call(&a, "search", json!({ "query": "octopus 51b2", "scope": "entries" })).await);
+    assert_eq!(gone["entries"].as_array().expect("entries").len(), 0, "a forget in one hides it in all: {gone}");
+    assert_eq!(err(&call(&a, "get", json!({ "id": id })).await), format!("{id} has been forgotten."));
+    a.cancel().await.expect("close");
+    b.cancel().await.expect("close");
+}
