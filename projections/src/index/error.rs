@@ -21,7 +21,9 @@ pub enum IndexError {
     },
     /// A file of the index is not what the index wrote. The index is a projection: delete its
     /// directory and rebuild it from the journal.
-    #[error("index file {path} is damaged at byte {position}: {reason} (delete the index folder to rebuild it from the journal)")]
+    #[error(
+        "index file {path} is damaged at byte {position}: {reason} (delete the index folder to rebuild it from the journal)"
+    )]
     Corrupt {
         /// The damaged file (`<memory>` for a segment held in memory).
         path: PathBuf,

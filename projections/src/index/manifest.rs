@@ -114,6 +114,14 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn index_manifest_decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+            let _ = Manifest::decode(&bytes);
+        }
+    }
 
     #[test]
     fn index_manifest_round_trip_and_damage() {

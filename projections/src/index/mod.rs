@@ -214,7 +214,11 @@ impl Index {
         index.mark = manifest.mark;
         index.next_segment_id = manifest.next_segment_id;
         for &id in &manifest.segments {
-            let segment = Segment::open(&dir.join(segment::file_name(id)), id)?;
+            let path = dir.join(segment::file_name(id));
+            if !path.exists() {
+                return Err(IndexError::corrupt(&path, 0, "the manifest lists this segment but the file is missing"));
+            }
+            let segment = Segment::open(&path, id)?;
             for row in segment.docs().rows() {
                 if !index.doc_ids.insert(row.doc) {
                     return Err(IndexError::corrupt(
@@ -297,7 +301,11 @@ impl Index {
                 Ok(())
             })?;
             if segment.doc_count() != self.memory.docs.len() {
-                return Err(IndexError::corrupt(segment.path(), 0, "segment read back with a different document count"));
+                return Err(IndexError::corrupt(
+                    segment.path(),
+                    0,
+                    "segment read back with a different document count",
+                ));
             }
             self.next_segment_id += 1;
             self.segments.push(Arc::new(segment));

@@ -132,11 +132,8 @@ fn add_part(text: &str, quoted: bool, clauses: &mut Vec<Clause>) {
 pub(crate) fn clause(text: &str) -> Option<Clause> {
     let tokens = tokenize(text);
     let first = tokens.iter().find(|t| t.kind != TokenKind::Unigram)?.position;
-    let terms = tokens
-        .into_iter()
-        .filter(|t| t.kind != TokenKind::Unigram)
-        .map(|t| (t.term, t.position - first))
-        .collect();
+    let terms =
+        tokens.into_iter().filter(|t| t.kind != TokenKind::Unigram).map(|t| (t.term, t.position - first)).collect();
     Some(Clause { terms })
 }
 

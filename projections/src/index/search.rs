@@ -101,10 +101,7 @@ struct Ranked {
 impl Ord for Ranked {
     /// `Greater` ranks first.
     fn cmp(&self, o: &Self) -> Ordering {
-        self.score
-            .total_cmp(&o.score)
-            .then(self.time_unix_ms.cmp(&o.time_unix_ms))
-            .then(o.doc.cmp(&self.doc))
+        self.score.total_cmp(&o.score).then(self.time_unix_ms.cmp(&o.time_unix_ms)).then(o.doc.cmp(&self.doc))
     }
 }
 
@@ -219,11 +216,8 @@ pub(crate) fn search(
         full_ordinals.push(matched);
     }
     let full_count = full.offered;
-    let mut hits: Vec<Hit> = full
-        .into_sorted()
-        .into_iter()
-        .map(|r| Hit { doc: r.doc, score: r.score, matched: Match::All })
-        .collect();
+    let mut hits: Vec<Hit> =
+        full.into_sorted().into_iter().map(|r| Hit { doc: r.doc, score: r.score, matched: Match::All }).collect();
     if full_count >= limit || query.partial.is_empty() {
         return Ok(hits);
     }
@@ -252,9 +246,7 @@ pub(crate) fn search(
             }
         }
     }
-    hits.extend(
-        partial.into_sorted().into_iter().map(|r| Hit { doc: r.doc, score: r.score, matched: Match::Partial }),
-    );
+    hits.extend(partial.into_sorted().into_iter().map(|r| Hit { doc: r.doc, score: r.score, matched: Match::Partial }));
     Ok(hits)
 }
 

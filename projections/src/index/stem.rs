@@ -13,6 +13,7 @@ pub(crate) const STEM_PREFIX: char = '\u{1}';
 
 /// English stop words (Snowball's list, with the fragments contractions split into).
 /// Sorted, for binary search.
+#[rustfmt::skip]
 const STOP_WORDS: &[&str] = &[
     "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
     "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",

@@ -53,9 +53,19 @@ pub(crate) struct Token {
 /// A folded text with the way back to the original's bytes.
 struct Folded {
     text: String,
-    /// `(folded start, original start, original end)` per non-empty folded cluster, in order;
-    /// empty when the text was ASCII (the map is then the identity).
-    chunks: Vec<(usize, usize, usize)>,
+    /// Pieces of the folded text in order; empty when the text was ASCII (the map is then
+    /// the identity).
+    chunks: Vec<Chunk>,
+}
+
+/// A piece of folded text and the original bytes it came from.
+#[derive(Clone, Copy)]
+struct Chunk {
+    folded_start: usize,
+    original_start: usize,
+    original_end: usize,
+    /// An ASCII run: folded byte `i` of the piece is original byte `i` (lower-cased).
+    identity: bool,
 }
 
 impl Folded {
@@ -63,21 +73,40 @@ impl Folded {
         if original.is_ascii() {
             return Folded { text: original.to_ascii_lowercase(), chunks: Vec::new() };
         }
+        let bytes = original.as_bytes();
         let mut text = String::with_capacity(original.len());
         let mut chunks = Vec::new();
-        for (start, cluster) in original.grapheme_indices(true) {
-            let folded_start = text.len();
-            for c in cluster.nfkc() {
-                match c {
-                    '\u{FE0E}' | '\u{FE0F}' => {}
-                    '\u{2019}' => text.push('\''),
-                    c if c.is_ascii() => text.push(c.to_ascii_lowercase()),
-                    c => text.extend(c.to_lowercase()),
+        let mut i = 0;
+        while i < bytes.len() {
+            // An ASCII run, less its last character when a non-ASCII one follows (it may take
+            // combining marks: `e` + U+0301 is one cluster).
+            let run_end = bytes[i..].iter().position(|b| !b.is_ascii()).map_or(bytes.len(), |p| i + p);
+            let ascii_end = if run_end < bytes.len() && run_end > i { run_end - 1 } else { run_end };
+            if ascii_end > i {
+                chunks.push(Chunk {
+                    folded_start: text.len(),
+                    original_start: i,
+                    original_end: ascii_end,
+                    identity: true,
+                });
+                text.extend(original[i..ascii_end].chars().map(|c| c.to_ascii_lowercase()));
+                i = ascii_end;
+            }
+            if i >= bytes.len() {
+                break;
+            }
+            // Then clusters up to the next ASCII byte (never inside a UTF-8 sequence).
+            let stretch_end = bytes[i + 1..].iter().position(|b| b.is_ascii()).map_or(bytes.len(), |p| i + 1 + p);
+            for (offset, cluster) in original[i..stretch_end].grapheme_indices(true) {
+                let folded_start = text.len();
+                fold_cluster(&mut text, cluster);
+                if text.len() > folded_start {
+                    let original_start = i + offset;
+                    let original_end = original_start + cluster.len();
+                    chunks.push(Chunk { folded_start, original_start, original_end, identity: false });
                 }
             }
-            if text.len() > folded_start {
-                chunks.push((folded_start, start, start + cluster.len()));
-            }
+            i = stretch_end;
         }
         Folded { text, chunks }
     }
@@ -87,11 +116,35 @@ impl Folded {
         if self.chunks.is_empty() {
             return (start, end);
         }
-        let find = |b: usize| {
-            let i = self.chunks.partition_point(|c| c.0 <= b);
-            self.chunks[i.saturating_sub(1)]
-        };
-        (find(start).1, find(end - 1).2)
+        let find = |b: usize| self.chunks[self.chunks.partition_point(|c| c.folded_start <= b).saturating_sub(1)];
+        let first = find(start);
+        let last = find(end - 1);
+        let s = if first.identity { first.original_start + (start - first.folded_start) } else { first.original_start };
+        let e = if last.identity { last.original_start + (end - last.folded_start) } else { last.original_end };
+        (s, e)
+    }
+}
+
+/// Appends the folded form of one grapheme cluster.
+fn fold_cluster(text: &mut String, cluster: &str) {
+    let mut chars = cluster.chars();
+    if let (Some(c), None) = (chars.next(), chars.next())
+        && unicode_normalization::is_nfkc_quick(std::iter::once(c)) == unicode_normalization::IsNormalized::Yes
+    {
+        fold_char(text, c);
+        return;
+    }
+    for c in cluster.nfkc() {
+        fold_char(text, c);
+    }
+}
+
+fn fold_char(text: &mut String, c: char) {
+    match c {
+        '\u{FE0E}' | '\u{FE0F}' => {}
+        '\u{2019}' => text.push('\''),
+        c if c.is_ascii() => text.push(c.to_ascii_lowercase()),
+        c => text.extend(c.to_lowercase()),
     }
 }
 
@@ -293,6 +346,32 @@ mod tests {
         }
         let first = &tokenize(text)[0];
         assert_eq!(&text[first.start..first.end], "Ｒｕｓｔ");
+    }
+
+    #[test]
+    fn index_token_ranges_survive_mixed_ascii_and_combining_marks() {
+        let text = "Cafe\u{301} ＲＵＳＴ e\u{301}te\u{301} don’t 東京 x\u{1F680}y Ａb";
+        let shown: Vec<(String, &str)> = tokenize(text)
+            .into_iter()
+            .filter(|t| t.kind != TokenKind::Unigram)
+            .map(|t| (t.term, &text[t.start..t.end]))
+            .collect();
+        let expected: Vec<(String, &str)> = [
+            ("café", "Cafe\u{301}"),
+            ("rust", "ＲＵＳＴ"),
+            ("été", "e\u{301}te\u{301}"),
+            ("don", "don"),
+            ("t", "t"),
+            ("東京", "東京"),
+            ("x", "x"),
+            ("\u{1F680}", "\u{1F680}"),
+            ("y", "y"),
+            ("ab", "Ａb"),
+        ]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b))
+        .collect();
+        assert_eq!(shown, expected);
     }
 
     #[test]

@@ -124,13 +124,8 @@ impl Segment {
             return Err(bad(footer_start + 48, "body CRC mismatch (the file is damaged)"));
         }
         // Sections: in order, within the body.
-        let offsets = [
-            footer.docs_offset,
-            footer.strings_offset,
-            footer.postings_offset,
-            footer.fst_offset,
-            footer_start as u64,
-        ];
+        let offsets =
+            [footer.docs_offset, footer.strings_offset, footer.postings_offset, footer.fst_offset, footer_start as u64];
         if footer.docs_offset != HEADER_SIZE_BYTES as u64 || offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err(bad(footer_start, "section offsets out of order"));
         }
@@ -158,15 +153,7 @@ impl Segment {
         if fst.len() != footer.term_count as usize {
             return Err(bad(footer_start + 36, "term count does not match the dictionary"));
         }
-        Ok(Segment {
-            id,
-            path,
-            backing,
-            docs,
-            fst,
-            postings: postings_at..fst_at,
-            size_bytes: len as u64,
-        })
+        Ok(Segment { id, path, backing, docs, fst, postings: postings_at..fst_at, size_bytes: len as u64 })
     }
 
     /// This segment's id.
@@ -202,9 +189,7 @@ impl Segment {
             .ok()
             .and_then(|o| bytes.get(o..))
             .filter(|b| !b.is_empty())
-            .ok_or_else(|| {
-                IndexError::corrupt(&self.path, self.postings.end as u64, "term points past the postings")
-            })
+            .ok_or_else(|| IndexError::corrupt(&self.path, self.postings.end as u64, "term points past the postings"))
     }
 
     /// The postings at `offset` (a value of the term dictionary).

@@ -22,7 +22,12 @@ pub(crate) enum Target<'a> {
 
 /// Encodes a segment from its documents and a callback that feeds the encoder its terms in
 /// byte order, and opens the result.
-pub(crate) fn write_segment<F>(target: Target<'_>, id: SegmentId, docs: &DocTable, terms: F) -> Result<Segment, IndexError>
+pub(crate) fn write_segment<F>(
+    target: Target<'_>,
+    id: SegmentId,
+    docs: &DocTable,
+    terms: F,
+) -> Result<Segment, IndexError>
 where
     F: FnOnce(&mut dyn FnMut(&str, &Postings) -> Result<(), IndexError>) -> Result<(), IndexError>,
 {
@@ -64,7 +69,5 @@ where
 
 /// Fsyncs a directory, so a rename in it survives a power cut.
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), IndexError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| IndexError::io("fsync", dir, e))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| IndexError::io("fsync", dir, e))
 }
