@@ -115,6 +115,16 @@ pub enum JournalCommand {
         #[arg(long, value_name = "DIR")]
         to: PathBuf,
     },
+    /// Rebuild the projections from the journal (saved as the store's snapshot); with --until,
+    /// the state as it was then, into a separate folder for inspection.
+    Replay {
+        /// Stop at an offset (records below it) or a time (a date or ISO 8601).
+        #[arg(long, value_name = "OFFSET|TIME")]
+        until: Option<String>,
+        /// Where the state as of --until goes (required with --until).
+        #[arg(long, value_name = "DIR")]
+        to: Option<PathBuf>,
+    },
     /// Rewrite sealed segments, merging small neighbours; verifies before replacing anything.
     Compact {
         /// Largest merged segment, in bytes.
@@ -170,6 +180,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Journal(JournalCommand::Verify(f)) => journal_cmd::verify(&journal_dir, f.json),
         Command::Journal(JournalCommand::Dump { from, limit, json }) => journal_cmd::dump(&journal_dir, from, limit, json),
         Command::Journal(JournalCommand::Salvage { to }) => journal_cmd::salvage(&journal_dir, &to),
+        Command::Journal(JournalCommand::Replay { until, to }) => journal_cmd::replay(&home, &journal_dir, until.as_deref(), to.as_deref()),
         Command::Journal(JournalCommand::Compact { segment_size }) => journal_cmd::compact(&journal_dir, segment_size),
         Command::Journal(JournalCommand::Stress { records, size, threads, segment_size, quiet }) => {
             journal_cmd::stress(&journal_dir, records, size, threads, segment_size, quiet)

@@ -77,6 +77,8 @@ enum DocRef {
 
 struct Inner {
     state: State,
+    /// The offset the saved snapshot reflects.
+    saved_to: u64,
     index: Index,
     indexed_to: u64,
     docs: Vec<DocRef>,
@@ -237,12 +239,15 @@ impl Archive {
             ingester = ingester.with_recorded_home(r);
         }
         let freshness = Freshness::new(Arc::new(ingester));
+        let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
+        let (state, _opened) = State::open(&journal, &origin_engine::vfs::OsFs, &snapshot_path)?;
         let archive = Archive {
             home: home.to_path_buf(),
             journal,
             freshness,
             inner: Mutex::new(Inner {
-                state: State::new(),
+                saved_to: state.read_to(),
+                state,
                 index: Index::in_memory(),
                 indexed_to: 0,
                 docs: Vec::new(),
@@ -313,6 +318,21 @@ impl Archive {
             inner.docs.push(r);
         }
         inner.indexed_to = next.max(from);
+        Ok(())
+    }
+
+    /// Saves the state's snapshot if it reflects records the saved one does not (so the next
+    /// start replays only what follows).
+    pub fn save_snapshot(&self) -> Result<(), ToolError> {
+        let mut inner = guard(&self.inner);
+        if inner.state.read_to() == inner.saved_to {
+            return Ok(());
+        }
+        let dir = self.home.join("projections");
+        std::fs::create_dir_all(&dir).map_err(store_error)?;
+        let path = dir.join(origin_projections::state::SNAPSHOT_FILE_NAME);
+        inner.state.save_snapshot(&self.journal, &origin_engine::vfs::OsFs, &path).map_err(store_error)?;
+        inner.saved_to = inner.state.read_to();
         Ok(())
     }
 

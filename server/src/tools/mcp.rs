@@ -361,11 +361,14 @@ impl ServerHandler for Server {
 pub async fn serve_stdio(archive: Arc<Archive>) -> anyhow::Result<()> {
     let freshness = archive.freshness().clone();
     freshness.start();
-    let service = Server::new(archive).serve(rmcp::transport::stdio()).await?;
+    let service = Server::new(archive.clone()).serve(rmcp::transport::stdio()).await?;
     let ended = service.waiting().await;
     let finished = freshness.on_exit(origin_ingest::freshness::EXIT_INGEST_BUDGET);
     if !finished {
         eprintln!("origin: the last ingest did not finish within 5 s; the next start picks up the rest");
+    }
+    if let Err(e) = archive.sync().and_then(|()| archive.save_snapshot()) {
+        eprintln!("origin: saving the projections snapshot failed ({e}); the next start rebuilds it from the journal");
     }
     ended?;
     Ok(())
