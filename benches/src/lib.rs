@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod agentlogs;
+
 /// A fresh temporary directory on a real disk: under `ORIGIN_BENCH_DIR` if set, else
 /// `/work/scratch` if it exists, else the system temp dir. Removed when dropped.
 pub fn scratch_dir() -> std::io::Result<tempfile::TempDir> {
