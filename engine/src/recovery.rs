@@ -93,13 +93,25 @@ pub fn scan_frames(
                         stop: Stop::Bad { pos, reason: "record offset out of sequence" },
                     };
                 }
+                // Offsets never reach the end of u64 in a real journal; a frame claiming the last
+                // one (a crafted or damaged header, or verify resuming at such a frame) is damage,
+                // not something to count past.
+                let Some(after) = next_offset.checked_add(1) else {
+                    return Scan {
+                        end_pos: pos,
+                        next_offset,
+                        records,
+                        sparse,
+                        stop: Stop::Bad { pos, reason: "record offset at the end of the offset space" },
+                    };
+                };
                 if last_sparse_pos.is_none_or(|l| pos >= l + SPARSE_INDEX_INTERVAL_BYTES) {
                     sparse.push((next_offset, pos));
                     last_sparse_pos = Some(pos);
                 }
                 visit(&f, pos);
                 records += 1;
-                next_offset += 1;
+                next_offset = after;
                 pos += f.frame_len as u64;
             }
             Check::Incomplete => {
@@ -182,6 +194,23 @@ mod tests {
             b[last_start + bit / 8] ^= 1 << (bit % 8);
             assert!(matches!(classify_tail(&b, last_start, 2, "x"), Tail::Corrupt(_)), "flip of bit {bit} called torn");
         }
+    }
+
+    /// Found by `cargo fuzz run frame` (fuzz/regressions/frame/): a valid record frame whose
+    /// offset is u64::MAX, expected there, made the scan's `next_offset += 1` overflow (a
+    /// panic with overflow checks, a wrap to 0 without).
+    #[test]
+    fn a_record_at_the_last_offset_is_damage_not_an_overflow() {
+        let bytes: [u8; 38] = [
+            0x26, 0x00, 0x00, 0x00, 0xa6, 0x1c, 0x48, 0xe5, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0xff, 0x00, 0x00, 0x00, 0x7c, 0x0f, 0xc3, 0xa5,
+        ];
+        assert!(matches!(check_frame(&bytes), Check::Valid(f) if f.offset == u64::MAX));
+        let scan = scan_frames(&bytes, 64, 64, u64::MAX, None, |_, _| panic!("no record is visited"));
+        assert_eq!(scan.stop, Stop::Bad { pos: 64, reason: "record offset at the end of the offset space" });
+        assert_eq!((scan.records, scan.next_offset, scan.end_pos), (0, u64::MAX, 64));
+        // Never a torn tail: the frame is whole, so it is never cut.
+        assert!(matches!(classify_tail(&bytes, 0, u64::MAX, "x"), Tail::Corrupt(_)));
     }
 
     #[test]

@@ -34,16 +34,20 @@ pub fn items(content: &str) -> Vec<Item> {
     }
     let mut headings: Vec<(usize, String)> = Vec::new();
     let mut out = Vec::new();
-    let mut index = 0usize;
+    // Items are numbered per heading path, across the whole file: a heading path that comes
+    // back later goes on counting, so no two items share a key.
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut current: Option<String> = None;
     let mut in_fence = false;
     let path = |headings: &[(usize, String)]| headings.iter().map(|(_, h)| h.as_str()).collect::<Vec<_>>().join(" / ");
-    let flush = |current: &mut Option<String>, out: &mut Vec<Item>, index: &mut usize, headings: &[(usize, String)]| {
+    let flush = |current: &mut Option<String>, out: &mut Vec<Item>, index: &mut std::collections::HashMap<String, usize>, headings: &[(usize, String)]| {
         if let Some(text) = current.take() {
             let text = text.trim().to_owned();
             if !text.is_empty() {
-                out.push(Item { key: format!("{}#{}", path(headings), index), text });
-                *index += 1;
+                let p = path(headings);
+                let n = index.entry(p.clone()).or_insert(0);
+                out.push(Item { key: format!("{p}#{n}"), text });
+                *n += 1;
             }
         }
     };
@@ -73,7 +77,6 @@ pub fn items(content: &str) -> Vec<Item> {
                 headings.pop();
             }
             headings.push((level, trimmed[level..].trim().to_owned()));
-            index = 0;
             continue;
         }
         if trimmed.trim().is_empty() {
@@ -180,5 +183,19 @@ mod tests {
         assert_eq!(a[0].key, b[0].key);
         assert_ne!(a[0].text, b[0].text);
         assert_eq!(a[1], b[1]);
+    }
+
+    /// Found by `cargo fuzz run memory_items` (fuzz/regressions/memory_items/): a heading path
+    /// that came back later in the file restarted the numbering, so two items got one key (the
+    /// importer recorded two entries under one key and replay lost track of the second).
+    #[test]
+    fn items_under_a_repeated_heading_path_get_distinct_keys() {
+        for text in ["# *\n*\n# *\n\u{7}", "# demo\n## Tests\n- a\n## Build\n- b\n## Tests\n- c\n"] {
+            let items = items(text);
+            let mut keys: Vec<&str> = items.iter().map(|i| i.key.as_str()).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), items.len(), "duplicate keys in {items:?}");
+        }
     }
 }
