@@ -12,3 +12,4 @@ mod ingest_processes;
 mod ingest_memory;
 mod ingest_freshness;
 mod mcp_stdio;
+mod mcp_python;

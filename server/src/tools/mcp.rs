@@ -133,8 +133,14 @@ fn entry_args(args: &Args, with_id: bool) -> Result<EntryArgs, ToolError> {
     })
 }
 
+/// Set by [`fix_arguments`] when a call's `arguments` was not a JSON object.
+const NOT_AN_OBJECT: &str = "\u{0}origin: arguments not an object";
+
 /// Runs one tool call against the archive. `agent` is the client's name.
 pub fn call(archive: &Archive, name: &str, args: &Args, agent: &str) -> Result<Value, ToolError> {
+    if let Some(Value::String(what)) = args.get(NOT_AN_OBJECT) {
+        return Err(ToolError::invalid("arguments", format!("must be an object of named arguments, not {what}")));
+    }
     match name {
         "search" => {
             check_known(name, args, &["query", "scope", "kind", "since", "until", "source", "project", "include_tools", "limit"])?;
@@ -357,11 +363,62 @@ impl ServerHandler for Server {
     }
 }
 
+/// A `tools/call` line whose `arguments` is not an object would be refused by the protocol
+/// layer before any tool sees it (as "method not found"); the spec wants a tool error. Such a
+/// line is rewritten so the call reaches [`call`], which answers with the tool error.
+pub fn fix_arguments(line: &str) -> Option<String> {
+    if !line.contains("tools/call") {
+        return None;
+    }
+    let mut v: Value = serde_json::from_str(line).ok()?;
+    if v.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let args = v.get_mut("params")?.get_mut("arguments")?;
+    if args.is_object() || args.is_null() {
+        return None;
+    }
+    let what = type_name(args);
+    *args = json!({ NOT_AN_OBJECT: what });
+    Some(v.to_string())
+}
+
+/// Longest line read from the client (rmcp's own limit applies after this).
+const LINE_BYTES_MAX: usize = 64 * 1024 * 1024;
+
 /// Serves MCP on stdin/stdout until the client closes it, then ingests once more (5 s at most).
 pub async fn serve_stdio(archive: Arc<Archive>) -> anyhow::Result<()> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
     let freshness = archive.freshness().clone();
     freshness.start();
-    let service = Server::new(archive.clone()).serve(rmcp::transport::stdio()).await?;
+    // Lines pass from stdin to the protocol through a pipe, with `fix_arguments` applied.
+    let (mut feed, server_in) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin());
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match (&mut lines).take(LINE_BYTES_MAX as u64).read_until(b'\n', &mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let fixed = std::str::from_utf8(&buf).ok().and_then(fix_arguments);
+            let out = match &fixed {
+                Some(f) => {
+                    let mut b = f.clone().into_bytes();
+                    b.push(b'\n');
+                    b
+                }
+                None => buf.clone(),
+            };
+            if feed.write_all(&out).await.is_err() {
+                break;
+            }
+        }
+        // Closing the pipe ends the session, as the end of stdin does.
+        let _ = feed.shutdown().await;
+    });
+    let service = Server::new(archive.clone()).serve((server_in, tokio::io::stdout())).await?;
     let ended = service.waiting().await;
     let finished = freshness.on_exit(origin_ingest::freshness::EXIT_INGEST_BUDGET);
     if !finished {
@@ -372,4 +429,21 @@ pub async fn serve_stdio(archive: Arc<Archive>) -> anyhow::Result<()> {
     }
     ended?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_that_are_not_an_object_reach_the_tool_as_an_error() {
+        let line = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":[1,2]}}"#;
+        let fixed: Value = serde_json::from_str(&fix_arguments(line).expect("rewritten")).expect("json");
+        assert_eq!(fixed["params"]["arguments"][NOT_AN_OBJECT], "a list");
+        assert_eq!(fixed["id"], 2);
+        let ok = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}"#;
+        assert_eq!(fix_arguments(ok), None);
+        assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#), None);
+        assert_eq!(fix_arguments("not json tools/call"), None);
+    }
 }
