@@ -613,6 +613,13 @@ impl Journal {
             return Err(replicate(e));
         }
         self.catch_up(TailMode::Repair)?;
+        // Offsets never approach the end of u64 in a real store; a header claiming otherwise
+        // (damage, or a crafted file) must not wrap the offsets around.
+        let records: u64 = batch.iter().map(|p| p.records.len() as u64).sum();
+        if self.active_state().3.checked_add(records + 1).is_none() {
+            let path = self.active_state().1;
+            return Err(Error::corrupt(path, 40, "offsets would run past the end of the offset space"));
+        }
         let time = now_unix_ms();
         let (mut file, mut path, mut end_pos, mut next_offset, mut last_sparse) = self.active_state();
         let mut buf = Vec::with_capacity(batch.iter().map(|p| p.size).sum::<usize>() + FRAME_OVERHEAD);
@@ -1201,6 +1208,24 @@ mod tests {
             let got = j.read_vec(0, usize::MAX).expect("read");
             assert_eq!(got.iter().map(|r| r.payload[0]).collect::<Vec<_>>(), (0..50).collect::<Vec<_>>());
         }
+    }
+
+    /// Found by reading after fuzzing: a journal whose segment starts at offset u64::MAX
+    /// opened fine, and the next append wrapped the offsets around.
+    #[test]
+    fn an_append_that_would_run_past_the_last_offset_is_refused() {
+        let fs = SimFs::new(8);
+        let dir = Path::new("/s/journal");
+        vfs_create_dir(&fs, dir);
+        create_segment(&fs, dir, [1; 16], 0, u64::MAX).expect("segment");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open");
+        let e = j.append(vec![NewRecord::scratch(vec![1])]).expect_err("refused");
+        assert!(e.is_corruption(), "{e}");
+        assert_eq!(j.next_offset(), u64::MAX);
+    }
+
+    fn vfs_create_dir(fs: &SimFs, dir: &Path) {
+        crate::vfs::Vfs::create_dir_all(fs, dir).expect("mkdir");
     }
 
     #[test]
