@@ -51,6 +51,8 @@ pub enum Command {
     Forget(crate::tools_cmd::ForgetCmd),
     /// Lift a tombstone made by forget.
     Restore(crate::tools_cmd::RestoreCmd),
+    /// List every tombstone (forget), lifted ones included.
+    Tombstones(JsonFlag),
 }
 
 /// Where agents keep their logs (for commands that ingest first).
@@ -177,6 +179,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Correct(c) => crate::tools_cmd::correct(&home, c),
         Command::Forget(c) => crate::tools_cmd::forget(&home, c),
         Command::Restore(c) => crate::tools_cmd::restore(&home, c),
+        Command::Tombstones(f) => crate::tools_cmd::tombstones(&home, f.json),
         Command::Journal(JournalCommand::Verify(f)) => journal_cmd::verify(&journal_dir, f.json),
         Command::Journal(JournalCommand::Dump { from, limit, json }) => journal_cmd::dump(&journal_dir, from, limit, json),
         Command::Journal(JournalCommand::Salvage { to }) => journal_cmd::salvage(&journal_dir, &to),

@@ -297,3 +297,8 @@ pub fn forget(home: &Path, c: ForgetCmd) -> Result<Exit> {
 pub fn restore(home: &Path, c: RestoreCmd) -> Result<Exit> {
     print(open(home, &AgentsArgs::default())?.restore(&c.tombstone, "user"), c.json)
 }
+
+/// `origin tombstones`.
+pub fn tombstones(home: &Path, json: bool) -> Result<Exit> {
+    print(open(home, &AgentsArgs::default())?.tombstones(), json)
+}

@@ -13,3 +13,4 @@ mod ingest_memory;
 mod ingest_freshness;
 mod mcp_stdio;
 mod mcp_python;
+mod cli_forget_restore;

@@ -458,6 +458,13 @@ impl State {
         self.tombstones.get(id)
     }
 
+    /// Every tombstone, lifted ones included, oldest first.
+    pub fn tombstones(&self) -> Vec<TombstoneRef<'_>> {
+        let mut all: Vec<TombstoneRef<'_>> = self.tombstones.all.keys().filter_map(|id| self.tombstones.get(id)).collect();
+        all.sort_by(|a, b| (a.forgotten.time_unix_ms, &a.forgotten.tombstone).cmp(&(b.forgotten.time_unix_ms, &b.forgotten.tombstone)));
+        all
+    }
+
     /// What a forget of `id` would hide now, leaving out what is hidden already: for an entry
     /// version, every version of its entry and every event they cite; for an event, itself and
     /// every version of every entry with a version citing it. `None` for an unknown id; an

@@ -859,6 +859,32 @@ impl Archive {
         Ok(out)
     }
 
+    /// `origin tombstones`: every forget, oldest first, with what it hides and whether it was
+    /// lifted.
+    pub fn tombstones(&self) -> ToolResult {
+        self.sync()?;
+        let inner = guard(&self.inner);
+        let list: Vec<Value> = inner
+            .state
+            .tombstones()
+            .iter()
+            .map(|t| {
+                let f = t.forgotten;
+                json!({
+                    "tombstone": f.tombstone,
+                    "target": f.target,
+                    "reason": f.reason,
+                    "author": f.author,
+                    "time": self.time(f.time_unix_ms),
+                    "forgotten_entries": f.hidden_entries,
+                    "excluded_events": f.hidden_events.len(),
+                    "restored": t.restored.map(|r| json!({ "author": r.author, "time": self.time(r.time_unix_ms) })),
+                })
+            })
+            .collect();
+        Ok(Value::Array(list))
+    }
+
     /// `origin restore`: lifts a tombstone (CLI and admin only; no tool).
     pub fn restore(&self, tombstone: &str, author: &str) -> ToolResult {
         if !is_tombstone_id(tombstone) {

@@ -1,0 +1,53 @@
+//! The CLI's forget, tombstone listing and restore, end to end on the real binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use origin_tests::origin_bin;
+use serde_json::Value;
+
+fn origin(home: &Path, args: &[&str]) -> Output {
+    Command::new(origin_bin())
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .env("ORIGIN_WATCH_INTERVAL_MS", "0")
+        .env("HOME", "/nonexistent-origin-test-home")
+        .output()
+        .expect("run origin")
+}
+
+fn json(out: Output) -> Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+#[test]
+fn forget_hides_an_event_and_restore_brings_it_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
+    let out = origin(home, &["ingest", "--agents-home", sample.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
+    assert!(out.status.success());
+    let found = json(origin(home, &["search", "库存", "--json", "--limit", "1"]));
+    let id = found["events"][0]["id"].as_str().expect("an event").to_owned();
+    let f = json(origin(home, &["forget", &id, "--reason", "pasted a secret", "--json"]));
+    let tmb = f["tombstone"].as_str().expect("tombstone").to_owned();
+    assert_eq!(f["excluded_events"], 1);
+    let gone = origin(home, &["get", &id]);
+    assert!(!gone.status.success());
+    assert_eq!(String::from_utf8_lossy(&gone.stderr).trim(), format!("origin: {id} has been forgotten."));
+    let list = json(origin(home, &["tombstones", "--json"]));
+    assert_eq!(list[0]["tombstone"], tmb.as_str());
+    assert_eq!(list[0]["reason"], "pasted a secret");
+    assert_eq!(list[0]["author"].as_str().expect("author").split('@').next(), Some("user"));
+    assert_eq!(list[0]["restored"], Value::Null);
+    json(origin(home, &["restore", &tmb, "--json"]));
+    let back = json(origin(home, &["get", &id, "--json"]));
+    assert_eq!(back["id"], id.as_str());
+    let list = json(origin(home, &["tombstones", "--json"]));
+    assert!(list[0]["restored"].is_object(), "{list}");
+    let bad = origin(home, &["restore", "tmb_000000000000", "--json"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("Unknown tombstone tmb_000000000000."));
+}
