@@ -217,3 +217,53 @@ async fn several_servers_on_one_store_see_each_others_writes() {
     a.cancel().await.expect("close");
     b.cancel().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_shows_one_winner_and_its_loser_is_concurrent() {
+    use origin_engine::record::{Body, Citation, EntryKind, EntryVersion};
+    use origin_engine::{Journal, NewRecord, Options};
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let event_id = {
+        let c = connect(dir.path(), "claude-code").await;
+        let id = ok(&call(&c, "search", json!({ "query": "库存", "limit": 1 })).await)["events"][0]["id"].as_str().expect("id").to_owned();
+        c.cancel().await.expect("close");
+        id
+    };
+    // Two corrections of one version, as two devices or two racing processes write them.
+    let v1 = EntryVersion {
+        id: "ent_00000000000000a1".into(),
+        root: "ent_00000000000000a1".into(),
+        supersedes: None,
+        kind: EntryKind::Knowledge,
+        text: "Stock is booked once per import.".into(),
+        confidence: 0.5,
+        project: None,
+        author: "codex@desktop".into(),
+        created_unix_ms: 1_792_000_000_000,
+        valid_from_unix_ms: None,
+        valid_to_unix_ms: None,
+        sources: vec![Citation { event_id: event_id.clone(), quote: None }],
+        imported: false,
+    };
+    let a = EntryVersion { id: "ent_00000000000000b2".into(), supersedes: Some(v1.id.clone()), text: "Fork A".into(), created_unix_ms: v1.created_unix_ms + 10, ..v1.clone() };
+    let b = EntryVersion { id: "ent_00000000000000c3".into(), supersedes: Some(v1.id.clone()), text: "Fork B".into(), created_unix_ms: v1.created_unix_ms + 20, ..v1.clone() };
+    {
+        let j = Journal::open(dir.path().join("journal"), Options::default()).expect("open");
+        let recs = [Body::Remembered(v1.clone()), Body::Corrected(b.clone()), Body::Corrected(a.clone())];
+        j.append(recs.iter().map(|r| NewRecord::new(r).expect("encode")).collect()).expect("append");
+    }
+    let c = connect(dir.path(), "claude-code").await;
+    let winner = ok(&call(&c, "get", json!({ "id": b.id })).await);
+    assert_eq!(winner["entry"]["status"], "active", "the later-created correction wins: {winner}");
+    let loser = ok(&call(&c, "get", json!({ "id": a.id })).await);
+    assert_eq!(loser["entry"]["status"], "superseded");
+    assert_eq!(loser["entry"]["concurrent"], true);
+    assert_eq!(loser["entry"]["superseded_by"], b.id.as_str());
+    let history = winner["history"].as_array().expect("history");
+    assert_eq!(history.len(), 3, "every version, forks included: {history:?}");
+    assert_eq!(history[0]["id"], v1.id.as_str());
+    let again = err(&call(&c, "correct", json!({ "id": a.id, "text": "x" })).await);
+    assert_eq!(again, format!("Entry {} was already corrected; its current version is {}. Correct that one instead.", a.id, b.id));
+    c.cancel().await.expect("close");
+}
