@@ -284,11 +284,22 @@ impl Archive {
         inner.state.catch_up(&self.journal).map_err(store_error)?;
         let from = inner.indexed_to;
         let mut pending: Vec<(DocRef, DocMeta, String)> = Vec::new();
+        let mut undecodable = None;
         let next = self
             .journal
             .read_from(from, |r| {
-                if let Ok((_, body)) = r.decode() {
-                    match body {
+                use origin_engine::RecordKind as K;
+                let indexed = matches!(K::from_u8(r.kind), Some(K::Ingested | K::Remembered | K::Corrected | K::Imported));
+                if !indexed {
+                    return Ok(ControlFlow::Continue(()));
+                }
+                match r.decode() {
+                    Err(e) => {
+                        // Never skip a record the index needs: stop here and report it.
+                        undecodable = Some(e);
+                        return Ok(ControlFlow::Break(()));
+                    }
+                    Ok((_, body)) => match body {
                         Body::Ingested(b) => {
                             for e in b.events {
                                 let meta = DocMeta::event(&b.source, &e);
@@ -304,11 +315,14 @@ impl Archive {
                             }
                         }
                         _ => {}
-                    }
+                    },
                 }
                 Ok(ControlFlow::Continue(()))
             })
             .map_err(store_error)?;
+        if let Some(e) = undecodable {
+            return Err(store_error(e));
+        }
         for (r, meta, text) in pending {
             let doc = inner.docs.len() as DocId;
             inner.index.add(doc, &meta, &text).map_err(store_error)?;
