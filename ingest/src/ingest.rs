@@ -34,6 +34,9 @@ pub enum IngestError {
     /// The journal refused.
     #[error(transparent)]
     Journal(#[from] origin_engine::Error),
+    /// A worker thread failed outside any file (a bug: reported, never hidden).
+    #[error("{0}")]
+    Worker(String),
     /// The store's ingest lock could not be taken.
     #[error("ingest lock {path}: {source}")]
     Lock {
@@ -67,6 +70,24 @@ pub struct SourceRun {
     /// Files or folders that could not be read (the run went on without them).
     pub problems: Vec<String>,
 }
+
+impl SourceRun {
+    /// Adds what another worker did for the same source (files found are counted once, by the
+    /// run itself).
+    fn add(&mut self, o: SourceRun) {
+        self.files_read += o.files_read;
+        self.lines += o.lines;
+        self.events += o.events;
+        self.malformed += o.malformed;
+        self.cut += o.cut;
+        self.bytes += o.bytes;
+        self.memory_versions += o.memory_versions;
+        self.problems.extend(o.problems);
+    }
+}
+
+/// Most threads one run reads files with.
+const INGEST_WORKERS_MAX: usize = 8;
 
 /// What one run did.
 #[derive(Clone, Debug, Default)]
@@ -238,7 +259,7 @@ impl Ingester {
 
     /// Reads every new complete line of every log file (or only of the files in `only`), and
     /// imports changed native memory files.
-    pub fn run(&self, only: Option<&HashSet<PathBuf>>, progress: &mut dyn FnMut(Progress)) -> Result<RunSummary, IngestError> {
+    pub fn run(&self, only: Option<&HashSet<PathBuf>>, progress: &mut (dyn FnMut(Progress) + Send)) -> Result<RunSummary, IngestError> {
         let lock_file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -256,22 +277,47 @@ impl Ingester {
             (n + 1, b + std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0))
         });
         progress(Progress::Found { files: total.0, total_bytes: total.1 });
-        for (adapter, (source, files, problems)) in self.adapters.iter().zip(found) {
+        let mut work: Vec<(usize, LogFile)> = Vec::new();
+        for (ai, (source, files, problems)) in found.into_iter().enumerate() {
             let run = summary.sources.entry(source.id()).or_default();
             run.files_found = files.len() as u64;
             run.problems.extend(problems);
-            for file in files {
-                if only.is_some_and(|o| !o.contains(&file.path)) {
-                    continue;
-                }
-                if let Err(e) = self.ingest_file(&mut cursors, adapter.as_ref(), &file, run, progress) {
-                    match e {
-                        FileError::Journal(e) => return Err(e.into()),
-                        FileError::Io(e) => run.problems.push(format!("{}: {e}", file.key)),
-                    }
-                }
+            work.extend(files.into_iter().filter(|f| only.is_none_or(|o| o.contains(&f.path))).map(|f| (ai, f)));
+        }
+        // Files are independent (one cursor each, under the ingest lock): read them on every
+        // core. Each worker applies its own records to a copy of the cursors; afterwards the
+        // cursors catch up with the journal, which holds everything every worker appended.
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(INGEST_WORKERS_MAX).min(work.len()).max(1);
+        let base = cursors.clone();
+        let progress = Mutex::new(progress);
+        let results: Vec<Result<BTreeMap<&'static str, SourceRun>, IngestError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|w| {
+                    let (base, work, progress) = (&base, &work, &progress);
+                    scope.spawn(move || -> Result<BTreeMap<&'static str, SourceRun>, IngestError> {
+                        let mut local = base.clone();
+                        let mut runs: BTreeMap<&'static str, SourceRun> = BTreeMap::new();
+                        for (_, (ai, file)) in work.iter().enumerate().filter(|(i, _)| i % workers == w) {
+                            let run = runs.entry(file.source.id()).or_default();
+                            let mut report = |p: Progress| (guard(progress))(p);
+                            match self.ingest_file(&mut local, self.adapters[*ai].as_ref(), file, run, &mut report) {
+                                Ok(()) => {}
+                                Err(FileError::Journal(e)) => return Err(e.into()),
+                                Err(FileError::Io(e)) => run.problems.push(format!("{}: {e}", file.key)),
+                            }
+                        }
+                        Ok(runs)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(IngestError::Worker("an ingest worker panicked".into())))).collect()
+        });
+        for r in results {
+            for (id, run) in r? {
+                summary.sources.entry(id).or_default().add(run);
             }
         }
+        cursors.catch_up(&self.journal)?;
         let projects = self.project_dirs(&cursors);
         for adapter in &self.adapters {
             let run = summary.sources.entry(adapter.source().id()).or_default();
