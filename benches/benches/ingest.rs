@@ -292,15 +292,17 @@ fn main() {
                     format!("{:.0}", per_s(o.lines, o.elapsed)),
                     format!("{:.0}", per_s(events, o.elapsed)),
                     format!("{:.2}x", om / bm),
-                    format!("{:.1}", cpu_mb(o.split.on_cpu)),
+                    // Ingest reads files on every core: count the whole process's CPU time.
+                    format!("{:.1}", cpu_mb(o.user + o.sys)),
                     secs(&o.split),
                     format!("{:.2} + {:.2}", o.user.as_secs_f64(), o.sys.as_secs_f64()),
                 ],
             ],
         )
     );
-    println!("MB = 10^6 bytes of log input. Ingest runs on one thread, so its MB/s is its MB/s per core; MB per CPU-second divides");
-    println!("by the thread's time on a CPU (/proc/thread-self/schedstat), which leaves out waiting for a CPU and blocking on I/O.");
+    println!("MB = 10^6 bytes of log input. The baseline runs on one thread; ingest reads files on every core. MB per CPU-second");
+    println!("divides by CPU time: the baseline thread's (/proc/thread-self/schedstat), and the whole process's user + sys for Origin.");
+    println!("The wall split is the calling thread's; for Origin that thread mostly waits for its workers.");
     println!("Per-run details here and below come from the median run (/proc/self/stat for user + sys, /proc/self/io for writes).\n");
     let x = |n: u64| format!("{n} ({:.2}x)", n as f64 / corpus.bytes as f64);
     println!(
@@ -325,5 +327,6 @@ fn main() {
     println!();
     let goal = |met: bool| if met { "met" } else { "NOT met" };
     println!("goal Origin/baseline >= 0.5x: {} ({:.2}x)", goal(om / bm >= 0.5), om / bm);
-    println!("goal Origin > 100 MB/s per core: {} ({om:.1} MB/s)", goal(om > 100.0));
+    let per_core = corpus.bytes as f64 / 1e6 / (o.user + o.sys).as_secs_f64();
+    println!("goal Origin > 100 MB/s per core: {} ({per_core:.1} MB per CPU-second of the process; {om:.1} MB/s wall)", goal(per_core > 100.0));
 }
