@@ -35,6 +35,16 @@ pub const QUOTE_CHARS_MAX: usize = 2_000;
 pub const SOURCES_MAX: usize = 50;
 /// Longest query.
 pub const QUERY_CHARS_MAX: usize = 2_000;
+/// Longest project name or session id accepted as an argument.
+pub const NAME_CHARS_MAX: usize = 500;
+
+/// Checks an optional name-like argument (project, session) against [`NAME_CHARS_MAX`].
+fn name_arg(arg: &str, value: &Option<String>) -> Result<(), ToolError> {
+    match value {
+        Some(v) if v.chars().count() > NAME_CHARS_MAX => Err(ToolError::invalid(arg, format!("is longer than {NAME_CHARS_MAX} characters"))),
+        _ => Ok(()),
+    }
+}
 
 /// A failure the caller can act on: becomes a tool error with this exact text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -404,6 +414,7 @@ impl Archive {
     /// `search`.
     pub fn search(&self, a: &SearchArgs) -> ToolResult {
         let limit = limit_arg(a.limit, 20, 100)?;
+        name_arg("project", &a.project)?;
         let scope = match a.scope.as_deref().unwrap_or("all") {
             "all" => None,
             "entries" => Some(Scope::Entry),
@@ -508,6 +519,8 @@ impl Archive {
     /// `timeline`.
     pub fn timeline(&self, a: &TimelineArgs) -> ToolResult {
         let limit = limit_arg(a.limit, 50, 500)?;
+        name_arg("project", &a.project)?;
+        name_arg("session", &a.session)?;
         let source = source_arg(&a.source)?;
         let since = self.time_arg("since", &Some(a.since.clone().unwrap_or_else(|| "7d".to_owned())))?;
         let until = self.time_arg("until", &a.until)?;
@@ -735,6 +748,7 @@ impl Archive {
     pub fn remember(&self, a: &EntryArgs, agent: &str) -> ToolResult {
         let text = Self::check_entry_text(a.text.as_deref())?;
         let kind = parse_kind(a.kind.as_deref().unwrap_or("memory"))?;
+        name_arg("project", &a.project)?;
         let confidence = Self::check_confidence(a.confidence.ok_or_else(|| ToolError::invalid("confidence", "is required (a number from 0 to 1)"))?)?;
         if a.sources.is_empty() {
             return Err(ToolError::invalid("sources", "needs at least one source ({ event_id, quote })"));
