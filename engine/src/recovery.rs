@@ -41,6 +41,10 @@ pub struct Scan {
     pub stop: Stop,
 }
 
+fn stopped(end_pos: u64, next_offset: u64, records: u64, sparse: Vec<(u64, u64)>, stop: Stop) -> Scan {
+    Scan { end_pos, next_offset, records, sparse, stop }
+}
+
 /// Scans frames in `bytes` (a whole segment file, or a window of it starting at file position
 /// `base_pos`) from file position `pos`, expecting offsets to continue from `next_offset`.
 /// `last_sparse_pos` is the position of the last sparse entry already kept.
@@ -58,52 +62,28 @@ pub fn scan_frames(
     let end = base_pos + bytes.len() as u64;
     loop {
         if pos == end {
-            return Scan { end_pos: pos, next_offset, records, sparse, stop: Stop::End };
+            return stopped(pos, next_offset, records, sparse, Stop::End);
         }
         let at = &bytes[(pos - base_pos) as usize..];
         match check_frame(at) {
             Check::Valid(f) => {
                 if f.kind == KIND_SEAL {
                     if f.offset != next_offset {
-                        return Scan {
-                            end_pos: pos,
-                            next_offset,
-                            records,
-                            sparse,
-                            stop: Stop::Bad { pos, reason: "seal names the wrong next offset" },
-                        };
+                        return stopped(pos, next_offset, records, sparse, Stop::Bad { pos, reason: "seal names the wrong next offset" });
                     }
                     if pos + f.frame_len as u64 != end {
-                        return Scan {
-                            end_pos: pos,
-                            next_offset,
-                            records,
-                            sparse,
-                            stop: Stop::Bad { pos: pos + f.frame_len as u64, reason: "bytes after the seal" },
-                        };
+                        return stopped(pos, next_offset, records, sparse, Stop::Bad { pos: pos + f.frame_len as u64, reason: "bytes after the seal" });
                     }
-                    return Scan { end_pos: pos, next_offset, records, sparse, stop: Stop::Sealed { next_offset, seal_pos: pos } };
+                    return stopped(pos, next_offset, records, sparse, Stop::Sealed { next_offset, seal_pos: pos });
                 }
                 if f.offset != next_offset {
-                    return Scan {
-                        end_pos: pos,
-                        next_offset,
-                        records,
-                        sparse,
-                        stop: Stop::Bad { pos, reason: "record offset out of sequence" },
-                    };
+                    return stopped(pos, next_offset, records, sparse, Stop::Bad { pos, reason: "record offset out of sequence" });
                 }
                 // Offsets never reach the end of u64 in a real journal; a frame claiming the last
                 // one (a crafted or damaged header, or verify resuming at such a frame) is damage,
                 // not something to count past.
                 let Some(after) = next_offset.checked_add(1) else {
-                    return Scan {
-                        end_pos: pos,
-                        next_offset,
-                        records,
-                        sparse,
-                        stop: Stop::Bad { pos, reason: "record offset at the end of the offset space" },
-                    };
+                    return stopped(pos, next_offset, records, sparse, Stop::Bad { pos, reason: "record offset at the end of the offset space" });
                 };
                 if last_sparse_pos.is_none_or(|l| pos >= l + SPARSE_INDEX_INTERVAL_BYTES) {
                     sparse.push((next_offset, pos));
@@ -115,10 +95,10 @@ pub fn scan_frames(
                 pos += f.frame_len as u64;
             }
             Check::Incomplete => {
-                return Scan { end_pos: pos, next_offset, records, sparse, stop: Stop::Bad { pos, reason: "frame cut short" } };
+                return stopped(pos, next_offset, records, sparse, Stop::Bad { pos, reason: "frame cut short" });
             }
             Check::Invalid(reason) => {
-                return Scan { end_pos: pos, next_offset, records, sparse, stop: Stop::Bad { pos, reason } };
+                return stopped(pos, next_offset, records, sparse, Stop::Bad { pos, reason });
             }
         }
     }

@@ -32,6 +32,21 @@ pub struct EventMeta {
 }
 
 impl EventMeta {
+    /// The locator of `event`, brought by the record at `offset` from `source`, at `index` in
+    /// that record's events.
+    pub fn of(source: &str, event: &origin_engine::record::Event, offset: u64, index: u32) -> EventMeta {
+        EventMeta {
+            id: event.id.clone(),
+            source: source.to_owned(),
+            session: event.session.clone(),
+            time_unix_ms: event.time_unix_ms,
+            kind: event.kind,
+            role: event.role,
+            offset,
+            index,
+        }
+    }
+
     /// The key that orders events within a session: time, then journal position.
     pub(crate) fn order_key(&self) -> (i64, u64, u32) {
         (self.time_unix_ms, self.offset, self.index)

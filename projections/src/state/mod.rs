@@ -189,17 +189,7 @@ impl State {
         for (i, e) in b.events.iter().enumerate() {
             // A record's payload is at most 64 MiB, so it holds far fewer than 2^32 events.
             let index = u32::try_from(i).unwrap_or(u32::MAX);
-            let meta = EventMeta {
-                id: e.id.clone(),
-                source: b.source.clone(),
-                session: e.session.clone(),
-                time_unix_ms: e.time_unix_ms,
-                kind: e.kind,
-                role: e.role,
-                offset,
-                index,
-            };
-            self.put_event(meta, e.project.as_deref());
+            self.put_event(EventMeta::of(&b.source, e, offset, index), e.project.as_deref());
         }
         for c in &b.sessions {
             if c.session.is_empty() {
@@ -224,17 +214,7 @@ impl State {
 
     fn imported(&mut self, offset: u64, b: &Imported) {
         let e = &b.event;
-        let meta = EventMeta {
-            id: e.id.clone(),
-            source: b.source.clone(),
-            session: e.session.clone(),
-            time_unix_ms: e.time_unix_ms,
-            kind: e.kind,
-            role: e.role,
-            offset,
-            index: 0,
-        };
-        self.put_event(meta, e.project.as_deref());
+        self.put_event(EventMeta::of(&b.source, e, offset, 0), e.project.as_deref());
         for v in &b.entries {
             self.entries.insert(offset, v);
         }
