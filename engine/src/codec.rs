@@ -5,8 +5,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::limits::RECORD_PAYLOAD_DECODED_SIZE_MAX;
-use crate::record::{Body, RecordKind, RecordOrigin};
+use crate::limits::{EVENT_CHUNK_SIZE_BYTES, EVENT_CHUNKS_MAX, RECORD_PAYLOAD_DECODED_SIZE_MAX};
+use crate::record::{Body, Event, Ingested, IngestedHead, RecordKind, RecordOrigin};
 
 /// Codec id written in segment headers: bincode 2.0.1, standard configuration (little-endian,
 /// variable-length integers), payload = `(Option<RecordOrigin>, body)`.
@@ -29,11 +29,50 @@ fn from_bytes<T: DeserializeOwned>(bytes: &[u8], offset: u64) -> Result<T> {
     Ok(v)
 }
 
+/// Compresses one event chunk: its decoded size (u32 LE), then an LZ4 block. LZ4, not zstd:
+/// the ingest benchmark measured zstd level 1 spending a fifth of ingest's CPU on these
+/// chunks (64 KiB each, mostly the same text the raw lines' frame already compressed), and
+/// reading one event decompresses a chunk, which LZ4 does several times faster.
+fn compress_chunk(plain: &[u8], out: &mut Vec<u8>) -> Result<usize> {
+    let size = u32::try_from(plain.len()).map_err(|_| Error::Invalid("an event chunk over 4 GiB".into()))?;
+    let start = out.len();
+    out.extend_from_slice(&size.to_le_bytes());
+    let bound = lz4_flex::block::get_maximum_output_size(plain.len());
+    out.resize(start + 4 + bound, 0);
+    let n = lz4_flex::block::compress_into(plain, &mut out[start + 4..]).map_err(|e| Error::Invalid(format!("lz4: {e}")))?;
+    out.truncate(start + 4 + n);
+    Ok(4 + n)
+}
+
+/// Decompresses one event chunk (see [`compress_chunk`]), refusing sizes over the limit
+/// before allocating.
+fn decompress_chunk(stored: &[u8], out: &mut Vec<u8>, offset: u64) -> Result<()> {
+    let bad = |reason: String| Error::Decode { offset, reason };
+    let size_bytes: [u8; 4] = stored.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| bad("event chunk shorter than its size".into()))?;
+    let size = u32::from_le_bytes(size_bytes) as usize;
+    if size > RECORD_PAYLOAD_DECODED_SIZE_MAX {
+        return Err(bad(format!("event chunk claims {size} bytes decompressed")));
+    }
+    out.clear();
+    out.resize(size, 0);
+    let n = lz4_flex::block::decompress_into(&stored[4..], out).map_err(|e| bad(format!("event chunk: {e}")))?;
+    if n != size {
+        return Err(bad(format!("event chunk decompresses to {n} bytes, not the {size} it claims")));
+    }
+    Ok(())
+}
+
+/// True if the journal should offer this record's payload to zstd: every kind but `ingested`
+/// version 2, whose payload holds its own zstd frames (compressing them again only costs).
+pub fn compress_payload(kind: u8, kind_version: u8) -> bool {
+    !(kind == RecordKind::Ingested as u8 && kind_version == 2)
+}
+
 /// Encodes a body (and the origin of a record received from another store) as a payload.
 pub fn encode(origin: Option<&RecordOrigin>, body: &Body) -> Result<Vec<u8>> {
     match body {
         Body::Scratch(b) => Ok(b.clone()),
-        Body::Ingested(v) => to_bytes(&(origin, v)),
+        Body::Ingested(v) => encode_ingested(origin, v),
         Body::Remembered(v) | Body::Corrected(v) => to_bytes(&(origin, v)),
         Body::Forgotten(v) => to_bytes(&(origin, v)),
         Body::Restored(v) => to_bytes(&(origin, v)),
@@ -44,10 +83,204 @@ pub fn encode(origin: Option<&RecordOrigin>, body: &Body) -> Result<Vec<u8>> {
     }
 }
 
+/// What an `ingested` payload (version 2) says before its raw lines and event chunks.
+type IngestedWireHead = (Option<RecordOrigin>, IngestedHead, Vec<ChunkEntry>);
+
+/// One event chunk: how many events it holds and its stored (compressed) size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+struct ChunkEntry {
+    events: u32,
+    stored_size: u32,
+}
+
+/// `ingested` version 2 (FORMAT.md, "Ingested records in detail"): `u32` head size, the head
+/// (bincode: origin, [`IngestedHead`], chunk table), the raw lines' zstd frame as it is, then
+/// the events in LZ4 blocks of about [`EVENT_CHUNK_SIZE_BYTES`] each, so one event is read
+/// by decompressing its chunk alone.
+fn encode_ingested(origin: Option<&RecordOrigin>, v: &Ingested) -> Result<Vec<u8>> {
+    let mut chunks: Vec<ChunkEntry> = Vec::new();
+    let mut stored: Vec<u8> = Vec::new();
+    let mut plain: Vec<u8> = Vec::new();
+    let mut pending: u32 = 0;
+    for (i, e) in v.events.iter().enumerate() {
+        bincode::serde::encode_into_std_write(e, &mut plain, config())
+            .map_err(|e| Error::Invalid(format!("event does not encode: {e}")))?;
+        pending += 1;
+        if plain.len() >= EVENT_CHUNK_SIZE_BYTES || i + 1 == v.events.len() {
+            let n = compress_chunk(&plain, &mut stored)?;
+            let stored_size = u32::try_from(n).map_err(|_| Error::Invalid("an event chunk over 4 GiB".into()))?;
+            chunks.push(ChunkEntry { events: pending, stored_size });
+            plain.clear();
+            pending = 0;
+        }
+    }
+    if chunks.len() > EVENT_CHUNKS_MAX {
+        return Err(Error::Invalid(format!("{} event chunks; the most is {EVENT_CHUNKS_MAX}", chunks.len())));
+    }
+    let head = to_bytes(&(origin, v.head(), &chunks))?;
+    let head_size = u32::try_from(head.len()).map_err(|_| Error::Invalid("an ingested head over 4 GiB".into()))?;
+    let mut out = Vec::with_capacity(4 + head.len() + v.raw_zstd.len() + stored.len());
+    out.extend_from_slice(&head_size.to_le_bytes());
+    out.extend_from_slice(&head);
+    out.extend_from_slice(&v.raw_zstd);
+    out.extend_from_slice(&stored);
+    Ok(out)
+}
+
+/// An `ingested` payload opened without decompressing its events: the head, the raw lines'
+/// zstd frame, and one event (or all) decoded on demand. Version 1 payloads, which have no
+/// chunks, are decoded whole when opened.
+#[derive(Debug)]
+pub struct IngestedView<'a> {
+    origin: Option<RecordOrigin>,
+    head: IngestedHead,
+    raw_zstd: &'a [u8],
+    /// Per chunk: index of its first event, number of events, stored bytes.
+    chunks: Vec<(u64, u32, &'a [u8])>,
+    /// A version 1 payload, decoded whole.
+    whole: Option<Ingested>,
+    offset: u64,
+}
+
+impl<'a> IngestedView<'a> {
+    /// Opens the payload of an `ingested` record of schema `kind_version` at `offset`.
+    pub fn open(kind_version: u8, payload: &'a [u8], offset: u64) -> Result<IngestedView<'a>> {
+        let bad = |reason: String| Error::Decode { offset, reason };
+        match kind_version {
+            1 => {
+                let (origin, v): (Option<RecordOrigin>, Ingested) = from_bytes(payload, offset)?;
+                Ok(IngestedView { origin, head: v.head(), raw_zstd: &[], chunks: Vec::new(), whole: Some(v), offset })
+            }
+            2 => {
+                let size_bytes: [u8; 4] =
+                    payload.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| bad("ingested payload shorter than its head size".into()))?;
+                let head_size = u32::from_le_bytes(size_bytes) as usize;
+                let head_bytes = payload.get(4..4 + head_size).ok_or_else(|| bad(format!("ingested head of {head_size} bytes runs past the payload")))?;
+                let (origin, head, table): IngestedWireHead = from_bytes(head_bytes, offset)?;
+                if table.len() > EVENT_CHUNKS_MAX {
+                    return Err(bad(format!("{} event chunks", table.len())));
+                }
+                let mut at = 4 + head_size;
+                let raw_end = usize::try_from(head.raw_zstd_size).ok().and_then(|n| at.checked_add(n)).filter(|&e| e <= payload.len());
+                let raw_end = raw_end.ok_or_else(|| bad(format!("raw lines of {} bytes run past the payload", head.raw_zstd_size)))?;
+                let raw_zstd = &payload[at..raw_end];
+                at = raw_end;
+                let mut chunks = Vec::with_capacity(table.len());
+                let mut first = 0u64;
+                for (i, c) in table.iter().enumerate() {
+                    if c.events == 0 {
+                        return Err(bad(format!("event chunk {i} holds no events")));
+                    }
+                    let end = at + c.stored_size as usize;
+                    let bytes = payload.get(at..end).ok_or_else(|| bad(format!("event chunk {i} runs past the payload")))?;
+                    chunks.push((first, c.events, bytes));
+                    first += u64::from(c.events);
+                    at = end;
+                }
+                if at != payload.len() {
+                    return Err(bad(format!("{} bytes after the last event chunk", payload.len() - at)));
+                }
+                if first != head.event_count {
+                    return Err(bad(format!("the chunks hold {first} events, the head says {}", head.event_count)));
+                }
+                Ok(IngestedView { origin, head, raw_zstd, chunks, whole: None, offset })
+            }
+            v => Err(bad(format!("ingested version {v} is not one this build reads"))),
+        }
+    }
+
+    /// The origin of a record received from another store.
+    pub fn origin(&self) -> Option<&RecordOrigin> {
+        self.origin.as_ref()
+    }
+
+    /// Everything but the raw lines and events.
+    pub fn head(&self) -> &IngestedHead {
+        &self.head
+    }
+
+    /// The raw lines, one zstd frame (what the mirror holds for this record).
+    pub fn raw_zstd(&self) -> &[u8] {
+        match &self.whole {
+            Some(v) => &v.raw_zstd,
+            None => self.raw_zstd,
+        }
+    }
+
+    fn chunk_events(&self, bytes: &[u8], count: u32) -> Result<Vec<Event>> {
+        let mut plain = Vec::new();
+        decompress_chunk(bytes, &mut plain, self.offset)?;
+        let mut events = Vec::with_capacity(count as usize);
+        let mut rest: &[u8] = &plain;
+        for _ in 0..count {
+            let (e, used): (Event, usize) = bincode::serde::decode_from_slice(rest, config())
+                .map_err(|e| Error::Decode { offset: self.offset, reason: format!("event chunk: {e}") })?;
+            events.push(e);
+            rest = &rest[used..];
+        }
+        if !rest.is_empty() {
+            return Err(Error::Decode { offset: self.offset, reason: format!("{} bytes after an event chunk's events", rest.len()) });
+        }
+        Ok(events)
+    }
+
+    /// The event at `index` (decompressing only its chunk); `None` past the last.
+    pub fn event(&self, index: u64) -> Result<Option<Event>> {
+        if let Some(v) = &self.whole {
+            return Ok(usize::try_from(index).ok().and_then(|i| v.events.get(i)).cloned());
+        }
+        let at = self.chunks.partition_point(|c| c.0 <= index);
+        let Some(&(first, count, bytes)) = at.checked_sub(1).and_then(|i| self.chunks.get(i)) else { return Ok(None) };
+        if index >= first + u64::from(count) {
+            return Ok(None);
+        }
+        let mut events = self.chunk_events(bytes, count)?;
+        Ok(Some(events.swap_remove((index - first) as usize)))
+    }
+
+    /// Every event, in order.
+    pub fn events(&self) -> Result<Vec<Event>> {
+        if let Some(v) = &self.whole {
+            return Ok(v.events.clone());
+        }
+        let mut out = Vec::with_capacity(self.head.event_count.min(1 << 20) as usize);
+        for &(_, count, bytes) in &self.chunks {
+            out.extend(self.chunk_events(bytes, count)?);
+        }
+        Ok(out)
+    }
+
+    /// The whole record.
+    pub fn into_ingested(self) -> Result<Ingested> {
+        if let Some(v) = self.whole {
+            return Ok(v);
+        }
+        let events = self.events()?;
+        let h = self.head;
+        Ok(Ingested {
+            source: h.source,
+            path: h.path,
+            mirror: h.mirror,
+            file_version: h.file_version,
+            byte_start: h.byte_start,
+            byte_end: h.byte_end,
+            line_start: h.line_start,
+            line_end: h.line_end,
+            prefix_hash: h.prefix_hash,
+            raw_zstd: self.raw_zstd.to_vec(),
+            events,
+            sessions: h.sessions,
+            malformed_lines: h.malformed_lines,
+            cut_lines: h.cut_lines,
+            state: h.state,
+        })
+    }
+}
+
 /// Decodes a payload of the given kind and schema version.
 pub fn decode(kind: u8, kind_version: u8, payload: &[u8], offset: u64) -> Result<(Option<RecordOrigin>, Body)> {
     let kind = RecordKind::from_u8(kind).ok_or_else(|| Error::Decode { offset, reason: format!("unknown record kind {kind}") })?;
-    if kind_version != kind.current_version() {
+    if !kind.reads_version(kind_version) {
         return Err(Error::Decode {
             offset,
             reason: format!("{} version {kind_version} is not one this build reads", kind.name()),
@@ -59,7 +292,11 @@ pub fn decode(kind: u8, kind_version: u8, payload: &[u8], offset: u64) -> Result
     }
     match kind {
         RecordKind::Scratch => Ok((None, Body::Scratch(payload.to_vec()))),
-        RecordKind::Ingested => with(payload, offset, Body::Ingested),
+        RecordKind::Ingested => {
+            let view = IngestedView::open(kind_version, payload, offset)?;
+            let origin = view.origin.clone();
+            Ok((origin, Body::Ingested(view.into_ingested()?)))
+        }
         RecordKind::Remembered => with(payload, offset, Body::Remembered),
         RecordKind::Corrected => with(payload, offset, Body::Corrected),
         RecordKind::Forgotten => with(payload, offset, Body::Forgotten),
@@ -201,6 +438,75 @@ mod tests {
                 assert_eq!(got, body);
                 if kind != RecordKind::Scratch {
                     assert_eq!(got_origin.as_ref(), o);
+                }
+            }
+        }
+    }
+
+    fn big_ingested(events: usize) -> Ingested {
+        let Body::Ingested(mut b) = sample_bodies().remove(0) else { unreachable!() };
+        let base = b.events[0].clone();
+        b.events = (0..events)
+            .map(|i| Event {
+                id: format!("claude-code:{i}"),
+                text: format!("event {i}: {}", "発布 release workflow ".repeat(i % 300)),
+                cwd: Some(format!("/home/dev/p{}", i % 3)),
+                line: i as u64 + 1,
+                ..base.clone()
+            })
+            .collect();
+        b
+    }
+
+    #[test]
+    fn ingested_version_2_reads_any_one_event_without_the_others() {
+        let b = big_ingested(2_000);
+        let bytes = encode(None, &Body::Ingested(b.clone())).expect("encodes");
+        let view = IngestedView::open(2, &bytes, 9).expect("opens");
+        assert!(view.chunks.len() > 10, "events span many chunks: {}", view.chunks.len());
+        assert_eq!(view.head(), &b.head());
+        assert_eq!(view.head().cwds, vec!["/home/dev/p0", "/home/dev/p1", "/home/dev/p2"]);
+        assert_eq!(view.raw_zstd(), &b.raw_zstd[..]);
+        for i in [0usize, 1, 399, 1000, 1999] {
+            assert_eq!(view.event(i as u64).expect("event"), Some(b.events[i].clone()), "event {i}");
+        }
+        assert_eq!(view.event(2_000).expect("past the end"), None);
+        assert_eq!(view.events().expect("events"), b.events);
+        assert!(!compress_payload(RecordKind::Ingested as u8, 2));
+        assert!(compress_payload(RecordKind::Ingested as u8, 1));
+    }
+
+    #[test]
+    fn ingested_version_1_payloads_still_decode() {
+        let b = big_ingested(30);
+        let v1 = to_bytes(&(None::<RecordOrigin>, &b)).expect("v1");
+        let (_, got) = decode(RecordKind::Ingested as u8, 1, &v1, 0).expect("decodes v1");
+        assert_eq!(got, Body::Ingested(b.clone()));
+        let view = IngestedView::open(1, &v1, 0).expect("opens v1");
+        assert_eq!(view.event(29).expect("event"), Some(b.events[29].clone()));
+        assert_eq!(view.raw_zstd(), &b.raw_zstd[..]);
+        assert!(decode(RecordKind::Ingested as u8, 3, &v1, 0).is_err());
+    }
+
+    #[test]
+    fn damaged_ingested_version_2_payloads_are_errors() {
+        let b = big_ingested(300);
+        let bytes = encode(None, &Body::Ingested(b)).expect("encodes");
+        // Cut anywhere: never a panic, and an error unless nothing was cut.
+        for cut in (0..bytes.len()).step_by(97) {
+            assert!(decode(RecordKind::Ingested as u8, 2, &bytes[..cut], 0).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(RecordKind::Ingested as u8, 2, &longer, 0).is_err());
+        // A flipped byte: either an error or (inside text) a different but well-formed record.
+        for at in (0..bytes.len()).step_by(211) {
+            let mut b2 = bytes.clone();
+            b2[at] ^= 0x5a;
+            let _ = decode(RecordKind::Ingested as u8, 2, &b2, 0);
+            if let Ok(v) = IngestedView::open(2, &b2, 0) {
+                for i in 0..300 {
+                    let _ = v.event(i);
                 }
             }
         }

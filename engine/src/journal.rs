@@ -531,7 +531,8 @@ impl Journal {
                     r.payload.len()
                 )));
             }
-            let (flags, stored) = codec::compress(r.payload);
+            let (flags, stored) =
+                if codec::compress_payload(r.kind, r.kind_version) { codec::compress(r.payload) } else { (0, r.payload) };
             size += stored.len() + FRAME_OVERHEAD;
             prepared.push((r.kind, r.kind_version, flags, stored));
         }

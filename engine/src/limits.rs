@@ -18,6 +18,13 @@ pub const COMPRESS_SIZE_BYTES_MIN: usize = 4 * 1024;
 /// zstd level used for record payloads (fast; the journal is write-heavy).
 pub const COMPRESS_LEVEL: i32 = 1;
 
+/// An `ingested` record's events are compressed in chunks closed once they reach this many
+/// encoded bytes, so reading one event decompresses about this much.
+pub const EVENT_CHUNK_SIZE_BYTES: usize = 65536;
+/// Most event chunks one `ingested` record may hold (a payload of at most 16 MiB stored
+/// holds far fewer).
+pub const EVENT_CHUNKS_MAX: usize = 1 << 16;
+
 /// Most records one append call may carry.
 pub const APPEND_RECORDS_MAX: usize = 65_536;
 /// A group commit stops taking queued requests once its batch holds this many bytes;

@@ -54,9 +54,21 @@ impl RecordKind {
         RecordKind::ALL.into_iter().find(|k| *k as u8 == b)
     }
 
-    /// The payload schema version this build writes.
+    /// The payload schema version this build writes. Readers decode every version listed in
+    /// FORMAT.md ("Records"): `ingested` 1 and 2, every other kind 1.
     pub fn current_version(self) -> u8 {
-        1
+        match self {
+            RecordKind::Ingested => 2,
+            _ => 1,
+        }
+    }
+
+    /// True if this build decodes payloads of this kind at `version`.
+    pub fn reads_version(self, version: u8) -> bool {
+        match self {
+            RecordKind::Ingested => version == 1 || version == 2,
+            _ => version == 1,
+        }
     }
 
     /// Lower-case name, for dumps.
@@ -194,6 +206,77 @@ pub struct Ingested {
     /// The adapter's state for this file after the batch (JSON), so the next batch of this
     /// file, in any process, parses on from where this one stopped.
     pub state: Vec<u8>,
+}
+
+impl Ingested {
+    /// What the record says besides its raw lines and events: what a reader that needs
+    /// neither (ingest cursors) decodes, without decompressing anything.
+    pub fn head(&self) -> IngestedHead {
+        let mut cwds: Vec<String> = Vec::new();
+        for e in &self.events {
+            if let Some(c) = &e.cwd
+                && !cwds.contains(c)
+            {
+                cwds.push(c.clone());
+            }
+        }
+        IngestedHead {
+            source: self.source.clone(),
+            path: self.path.clone(),
+            mirror: self.mirror.clone(),
+            file_version: self.file_version,
+            byte_start: self.byte_start,
+            byte_end: self.byte_end,
+            line_start: self.line_start,
+            line_end: self.line_end,
+            prefix_hash: self.prefix_hash,
+            sessions: self.sessions.clone(),
+            malformed_lines: self.malformed_lines,
+            cut_lines: self.cut_lines,
+            state: self.state.clone(),
+            event_count: self.events.len() as u64,
+            cwds,
+            raw_zstd_size: self.raw_zstd.len() as u64,
+        }
+    }
+}
+
+/// The fields of an [`Ingested`] record other than its raw lines and events, and two
+/// summaries of those: how many events, and their distinct working directories.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IngestedHead {
+    /// See [`Ingested::source`].
+    pub source: String,
+    /// See [`Ingested::path`].
+    pub path: String,
+    /// See [`Ingested::mirror`].
+    pub mirror: String,
+    /// See [`Ingested::file_version`].
+    pub file_version: u32,
+    /// See [`Ingested::byte_start`].
+    pub byte_start: u64,
+    /// See [`Ingested::byte_end`].
+    pub byte_end: u64,
+    /// See [`Ingested::line_start`].
+    pub line_start: u64,
+    /// See [`Ingested::line_end`].
+    pub line_end: u64,
+    /// See [`Ingested::prefix_hash`].
+    pub prefix_hash: u64,
+    /// See [`Ingested::sessions`].
+    pub sessions: Vec<SessionChange>,
+    /// See [`Ingested::malformed_lines`].
+    pub malformed_lines: u64,
+    /// See [`Ingested::cut_lines`].
+    pub cut_lines: u64,
+    /// See [`Ingested::state`].
+    pub state: Vec<u8>,
+    /// Number of events.
+    pub event_count: u64,
+    /// The distinct working directories of the events, in order of first appearance.
+    pub cwds: Vec<String>,
+    /// Size of the raw lines' zstd frame (what the record adds to its mirror).
+    pub raw_zstd_size: u64,
 }
 
 /// The three kinds of entry.

@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
 
-use origin_engine::record::{Body, EntryVersion, RecordKind};
+use origin_engine::codec::IngestedView;
+use origin_engine::record::{Body, EntryVersion, IngestedHead, RecordKind};
 use origin_engine::Journal;
 
 /// Where reading of one log file stopped.
@@ -97,17 +98,15 @@ impl Cursors {
         let from = self.read_to;
         let mut err = None;
         let next = journal.read_from(from, |r| {
-            if matches!(
-                RecordKind::from_u8(r.kind),
-                Some(RecordKind::Ingested | RecordKind::Imported | RecordKind::Corrected)
-            ) {
-                match r.decode() {
-                    Ok((_, body)) => self.apply(r.offset, &body),
-                    Err(e) => {
-                        err = Some(e);
-                        return Ok(ControlFlow::Break(()));
-                    }
-                }
+            let result = match RecordKind::from_u8(r.kind) {
+                // The head is all cursors need: nothing is decompressed.
+                Some(RecordKind::Ingested) => IngestedView::open(r.kind_version, r.payload, r.offset).map(|v| self.ingested(r.offset, v.head())),
+                Some(RecordKind::Imported | RecordKind::Corrected) => r.decode().map(|(_, body)| self.apply(r.offset, &body)),
+                _ => Ok(()),
+            };
+            if let Err(e) = result {
+                err = Some(e);
+                return Ok(ControlFlow::Break(()));
             }
             Ok(ControlFlow::Continue(()))
         })?;
@@ -122,36 +121,7 @@ impl Cursors {
     pub fn apply(&mut self, offset: u64, body: &Body) {
         self.read_to = self.read_to.max(offset + 1);
         match body {
-            Body::Ingested(b) => {
-                let key = (b.source.clone(), b.path.clone());
-                let totals = self.totals.entry(b.source.clone()).or_default();
-                let cur = self.files.entry(key).or_insert_with(|| {
-                    totals.files += 1;
-                    FileCursor::default()
-                });
-                if b.file_version != cur.version {
-                    *cur = FileCursor { version: b.file_version, ..FileCursor::default() };
-                }
-                cur.byte_end = b.byte_end;
-                cur.line_end = b.line_end;
-                cur.prefix_hash = b.prefix_hash;
-                cur.state = b.state.clone();
-                cur.mirror = b.mirror.clone();
-                cur.mirror_size += b.raw_zstd.len() as u64;
-                cur.offsets.push(offset);
-                totals.lines += b.line_end - b.line_start;
-                totals.events += b.events.len() as u64;
-                totals.malformed += b.malformed_lines;
-                totals.cut += b.cut_lines;
-                totals.bytes += b.byte_end - b.byte_start;
-                for e in &b.events {
-                    if let Some(cwd) = &e.cwd {
-                        if !self.cwds.contains(cwd) {
-                            self.cwds.insert(cwd.clone());
-                        }
-                    }
-                }
-            }
+            Body::Ingested(b) => self.ingested(offset, &b.head()),
             Body::Imported(b) => {
                 let totals = self.totals.entry(b.source.clone()).or_default();
                 totals.memory_versions += 1;
@@ -182,6 +152,36 @@ impl Cursors {
             }
             Body::Corrected(v) => self.corrected(v),
             _ => {}
+        }
+    }
+
+    fn ingested(&mut self, offset: u64, b: &IngestedHead) {
+        self.read_to = self.read_to.max(offset + 1);
+        let key = (b.source.clone(), b.path.clone());
+        let totals = self.totals.entry(b.source.clone()).or_default();
+        let cur = self.files.entry(key).or_insert_with(|| {
+            totals.files += 1;
+            FileCursor::default()
+        });
+        if b.file_version != cur.version {
+            *cur = FileCursor { version: b.file_version, ..FileCursor::default() };
+        }
+        cur.byte_end = b.byte_end;
+        cur.line_end = b.line_end;
+        cur.prefix_hash = b.prefix_hash;
+        cur.state = b.state.clone();
+        cur.mirror = b.mirror.clone();
+        cur.mirror_size += b.raw_zstd_size;
+        cur.offsets.push(offset);
+        totals.lines += b.line_end - b.line_start;
+        totals.events += b.event_count;
+        totals.malformed += b.malformed_lines;
+        totals.cut += b.cut_lines;
+        totals.bytes += b.byte_end - b.byte_start;
+        for cwd in &b.cwds {
+            if !self.cwds.contains(cwd) {
+                self.cwds.insert(cwd.clone());
+            }
         }
     }
 

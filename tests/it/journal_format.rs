@@ -1,15 +1,20 @@
-//! The committed format-1 journal still reads, record for record: a format change that breaks
-//! old stores fails here. `ORIGIN_WRITE_FIXTURES=1` rewrites the fixture (only when the
-//! format version changes, together with FORMAT.md).
+//! The committed journals still read, record for record: a format change that breaks old
+//! stores fails here. `journal-v1` holds every kind at its first version (`ingested` 1);
+//! `journal-v1-ingested-v2` the same bodies as this build writes them (`ingested` 2).
+//! `ORIGIN_WRITE_FIXTURES=1` rewrites only the newest fixture (when a kind's version changes,
+//! add a new fixture beside the old ones, together with FORMAT.md); old ones never change.
 
 use std::path::{Path, PathBuf};
 
 use origin_engine::record::*;
 use origin_engine::{Access, Journal, NewRecord, Options};
 
-fn fixture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/journal-v1/journal")
+fn fixture_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name).join("journal")
 }
+
+/// The newest fixture: what `ORIGIN_WRITE_FIXTURES=1` writes.
+const NEWEST: &str = "journal-v1-ingested-v2";
 
 fn sample_bodies() -> Vec<Body> {
     let ev = Event {
@@ -124,11 +129,12 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-#[test]
-fn format_1_journal_fixture_still_reads_record_for_record() {
+/// Reads the fixture `name` and checks every record decodes to the sample bodies, with the
+/// `ingested` record at `ingested_version`.
+fn check_fixture(name: &str, ingested_version: u8) {
     let bodies = sample_bodies();
-    if std::env::var_os("ORIGIN_WRITE_FIXTURES").is_some() {
-        let dir = fixture_dir();
+    if name == NEWEST && std::env::var_os("ORIGIN_WRITE_FIXTURES").is_some() {
+        let dir = fixture_dir(name);
         let _ = std::fs::remove_dir_all(&dir);
         let opts = Options { segment_size_bytes_max: 4096, new_store_identity: Some(([0x0f; 16], 0)), ..Options::default() };
         let j = Journal::open(&dir, opts).expect("create fixture");
@@ -139,7 +145,7 @@ fn format_1_journal_fixture_still_reads_record_for_record() {
         let _ = std::fs::remove_file(dir.join("LOCK"));
     }
     let tmp = tempfile::tempdir().expect("tempdir");
-    copy_dir(&fixture_dir(), tmp.path());
+    copy_dir(&fixture_dir(name), tmp.path());
     let report = origin_engine::verify::verify_dir(tmp.path()).expect("verify fixture");
     assert!(report.is_clean(), "{report:?}");
     assert!(report.segments.len() >= 2, "the fixture spans a sealed segment");
@@ -149,8 +155,20 @@ fn format_1_journal_fixture_still_reads_record_for_record() {
     assert_eq!(records.len(), bodies.len());
     for (r, want) in records.iter().zip(&bodies) {
         assert_eq!(r.kind, want.kind() as u8);
+        let version = if want.kind() == RecordKind::Ingested { ingested_version } else { 1 };
+        assert_eq!(r.kind_version, version, "record {} ({})", r.offset, want.kind().name());
         let (origin, got) = origin_engine::codec::decode(r.kind, r.kind_version, &r.payload, r.offset).expect("decode");
         assert_eq!(origin, None);
         assert_eq!(&got, want, "record {} ({})", r.offset, want.kind().name());
     }
+}
+
+#[test]
+fn format_1_journal_fixture_still_reads_record_for_record() {
+    check_fixture("journal-v1", 1);
+}
+
+#[test]
+fn journal_fixture_with_ingested_version_2_reads_record_for_record() {
+    check_fixture(NEWEST, 2);
 }

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
-use origin_engine::record::{Body, Event, EventKind, Role};
+use origin_engine::codec::IngestedView;
+use origin_engine::record::{Body, Event, EventKind, RecordKind, Role};
 use origin_engine::Journal;
 
 use crate::state::error::{Error, Result};
@@ -100,15 +101,29 @@ pub(crate) fn event_in<'a>(body: &'a Body, meta: &EventMeta) -> Result<&'a Event
     }
 }
 
-/// Reads one event in full from the journal.
+/// Reads one event in full from the journal: for an `ingested` record, only the chunk that
+/// holds it is decompressed.
 pub(crate) fn decode(journal: &Journal, meta: &EventMeta) -> Result<Event> {
-    match body_at(journal, meta.offset)? {
-        Some(body) => event_in(&body, meta).cloned(),
-        None => Err(Error::Inconsistent {
-            id: meta.id.clone(),
-            offset: meta.offset,
-            index: meta.index,
-            reason: "the journal has no record at that offset".into(),
-        }),
-    }
+    let inconsistent = |reason: String| Error::Inconsistent { id: meta.id.clone(), offset: meta.offset, index: meta.index, reason };
+    let mut out: Option<Result<Event>> = None;
+    journal.read_from(meta.offset, |r| {
+        if r.offset != meta.offset {
+            return Ok(ControlFlow::Break(()));
+        }
+        out = Some(if r.kind == RecordKind::Ingested as u8 {
+            match IngestedView::open(r.kind_version, r.payload, r.offset).and_then(|v| v.event(u64::from(meta.index))) {
+                Ok(Some(e)) if e.id == meta.id => Ok(e),
+                Ok(Some(e)) => Err(inconsistent(format!("the event there is {}", e.id))),
+                Ok(None) => Err(inconsistent("the record has no event at that index".into())),
+                Err(e) => Err(e.into()),
+            }
+        } else {
+            match r.decode() {
+                Ok((_, body)) => event_in(&body, meta).cloned(),
+                Err(e) => Err(e.into()),
+            }
+        });
+        Ok(ControlFlow::Break(()))
+    })?;
+    out.unwrap_or_else(|| Err(inconsistent("the journal has no record at that offset".into())))
 }

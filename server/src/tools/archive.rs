@@ -653,24 +653,26 @@ impl Archive {
     fn provenance(&self, meta: &origin_projections::EventMeta, quote: Option<String>) -> ToolResult {
         let recs = self.journal.read_vec(meta.offset, 1).map_err(store_error)?;
         let r = recs.first().ok_or_else(|| store_error(format!("record {} is missing", meta.offset)))?;
-        let (_, body) = origin_engine::codec::decode(r.kind, r.kind_version, &r.payload, r.offset).map_err(store_error)?;
         let mirrors = origin_ingest::mirror::Mirrors::new(self.home.join("raw"));
-        let (original, mirror, line, raw, time) = match body {
-            Body::Ingested(b) => {
-                let e = b.events.get(meta.index as usize).ok_or_else(|| store_error("event position does not hold"))?;
-                let raw_bytes = zstd::decode_all(&b.raw_zstd[..]).map_err(store_error)?;
-                let want = e.line.saturating_sub(b.line_start) as usize;
-                let raw_line = raw_bytes.split(|&c| c == b'\n').nth(want).unwrap_or_default();
-                (
-                    b.path.clone(),
-                    Value::String(mirrors.display_path(&b.mirror).to_string_lossy().into_owned()),
-                    e.line,
-                    String::from_utf8_lossy(raw_line).into_owned(),
-                    e.time_unix_ms,
-                )
+        let (original, mirror, line, raw, time) = if r.kind == origin_engine::RecordKind::Ingested as u8 {
+            let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(store_error)?;
+            let e = view.event(u64::from(meta.index)).map_err(store_error)?.ok_or_else(|| store_error("event position does not hold"))?;
+            let h = view.head();
+            let raw_bytes = zstd::decode_all(view.raw_zstd()).map_err(store_error)?;
+            let want = e.line.saturating_sub(h.line_start) as usize;
+            let raw_line = raw_bytes.split(|&c| c == b'\n').nth(want).unwrap_or_default();
+            (
+                h.path.clone(),
+                Value::String(mirrors.display_path(&h.mirror).to_string_lossy().into_owned()),
+                e.line,
+                String::from_utf8_lossy(raw_line).into_owned(),
+                e.time_unix_ms,
+            )
+        } else {
+            match origin_engine::codec::decode(r.kind, r.kind_version, &r.payload, r.offset).map_err(store_error)?.1 {
+                Body::Imported(b) => (b.path.clone(), Value::Null, 1, b.event.text.clone(), b.event.time_unix_ms),
+                _ => return Err(store_error("an event points at a record that holds no events")),
             }
-            Body::Imported(b) => (b.path.clone(), Value::Null, 1, b.event.text.clone(), b.event.time_unix_ms),
-            _ => return Err(store_error("an event points at a record that holds no events")),
         };
         Ok(json!({
             "event_id": meta.id,
