@@ -170,9 +170,17 @@ impl Bytes {
     }
 
     fn read(&self, pos: u64, len: u64) -> io::Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_into(pos, len, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Reads `len` bytes at `pos` into `buf` (reused: it grows, and is zeroed, only past its
+    /// largest size so far).
+    fn read_into(&self, pos: u64, len: u64, buf: &mut Vec<u8>) -> io::Result<()> {
         match self {
             Bytes::Disk(f, _) => {
-                let mut buf = vec![0u8; len as usize];
+                buf.resize(len as usize, 0);
                 let mut done = 0;
                 while done < buf.len() {
                     let n = f.read_at(&mut buf[done..], pos + done as u64)?;
@@ -183,12 +191,14 @@ impl Bytes {
                     }
                     done += n;
                 }
-                Ok(buf)
+                Ok(())
             }
             Bytes::Mem(v) => {
                 let start = (pos as usize).min(v.len());
                 let end = ((pos + len) as usize).min(v.len());
-                Ok(v[start..end].to_vec())
+                buf.clear();
+                buf.extend_from_slice(&v[start..end]);
+                Ok(())
             }
         }
     }
@@ -297,10 +307,11 @@ impl Ingester {
                     scope.spawn(move || -> Result<BTreeMap<&'static str, SourceRun>, IngestError> {
                         let mut local = base.clone();
                         let mut runs: BTreeMap<&'static str, SourceRun> = BTreeMap::new();
+                        let mut window_buf = Vec::new();
                         for (_, (ai, file)) in work.iter().enumerate().filter(|(i, _)| i % workers == w) {
                             let run = runs.entry(file.source.id()).or_default();
                             let mut report = |p: Progress| (guard(progress))(p);
-                            match self.ingest_file(&mut local, self.adapters[*ai].as_ref(), file, run, &mut report) {
+                            match self.ingest_file(&mut local, self.adapters[*ai].as_ref(), file, run, &mut report, &mut window_buf) {
                                 Ok(()) => {}
                                 Err(FileError::Journal(e)) => return Err(e.into()),
                                 Err(FileError::Io(e)) => run.problems.push(format!("{}: {e}", file.key)),
@@ -382,6 +393,7 @@ impl Ingester {
         file: &LogFile,
         run: &mut SourceRun,
         progress: &mut dyn FnMut(Progress),
+        window_buf: &mut Vec<u8>,
     ) -> Result<(), FileError> {
         let source = file.source.id();
         let key = (source.to_owned(), file.key.clone());
@@ -421,13 +433,16 @@ impl Ingester {
         let mut read_any = false;
         while pos < len {
             let window_start = if giant { pos } else { line_start };
-            let window = bytes.read(window_start, (len - window_start).min(WINDOW_BYTES))?;
+            bytes.read_into(window_start, (len - window_start).min(WINDOW_BYTES), window_buf)?;
+            let window: &[u8] = window_buf;
             if window.is_empty() {
                 break;
             }
             let window_end = window_start + window.len() as u64;
-            let mut batch = Batch::new(pos, line_no);
             let mut cursor_in_window = (pos - window_start) as usize;
+            // The batch's raw bytes are `window[raw_from..cursor_in_window]`.
+            let mut raw_from = cursor_in_window;
+            let mut batch = Batch::new(pos, line_no);
             let mut ls = 0usize; // start of the current line within the window
             let mut complete_any = false;
             while let Some(nl) = memchr::memchr(b'\n', &window[cursor_in_window..]) {
@@ -449,24 +464,26 @@ impl Ingester {
                     Some(Line::Malformed(_)) => batch.malformed += 1,
                     None => {}
                 }
-                batch.raw.extend_from_slice(&window[cursor_in_window..end]);
                 batch.lines += 1;
                 line_no += 1;
                 cursor_in_window = end;
                 ls = end;
                 complete_any = true;
-                if batch.raw.len() >= BATCH_RAW_BYTES_MAX {
+                if end - raw_from >= BATCH_RAW_BYTES_MAX {
                     pos = window_start + end as u64;
-                    head = extend_head(head, &batch.raw);
+                    let raw = &window[raw_from..end];
+                    head = extend_head(head, raw);
                     let done = std::mem::replace(&mut batch, Batch::new(pos, line_no));
-                    self.append_batch(cursors, file, &mut cur, &mut state, None, done, &head, run)?;
+                    self.append_batch(cursors, file, &mut cur, &mut state, None, done, raw, &head, run)?;
+                    raw_from = end;
                     read_any = true;
                 }
             }
-            if !batch.raw.is_empty() {
+            if cursor_in_window > raw_from {
                 pos = window_start + cursor_in_window as u64;
-                head = extend_head(head, &batch.raw);
-                self.append_batch(cursors, file, &mut cur, &mut state, None, batch, &head, run)?;
+                let raw = &window[raw_from..cursor_in_window];
+                head = extend_head(head, raw);
+                self.append_batch(cursors, file, &mut cur, &mut state, None, batch, raw, &head, run)?;
                 read_any = true;
             }
             let rest = &window[cursor_in_window..];
@@ -488,11 +505,10 @@ impl Ingester {
                     giant_start = window_start + ls as u64;
                 }
                 for chunk in rest.chunks(BATCH_RAW_BYTES_MAX) {
-                    let mut b = Batch::new(pos, line_no);
-                    b.raw = chunk.to_vec();
+                    let b = Batch::new(pos, line_no);
                     pos += chunk.len() as u64;
-                    head = extend_head(head, &b.raw);
-                    self.append_batch(cursors, file, &mut cur, &mut state, Some(giant_start), b, &head, run)?;
+                    head = extend_head(head, chunk);
+                    self.append_batch(cursors, file, &mut cur, &mut state, Some(giant_start), b, chunk, &head, run)?;
                 }
                 read_any = true;
                 continue;
@@ -517,6 +533,7 @@ impl Ingester {
         state: &mut State,
         partial_line_start: Option<u64>,
         batch: Batch,
+        raw: &[u8],
         head: &[u8],
         run: &mut SourceRun,
     ) -> Result<(), FileError> {
@@ -524,8 +541,8 @@ impl Ingester {
             Some(p) => state.insert(PARTIAL_LINE_KEY.into(), Value::from(p)),
             None => state.remove(PARTIAL_LINE_KEY),
         };
-        let raw_zstd = compress_raw(&batch.raw).map_err(FileError::Io)?;
-        let byte_end = batch.byte_start + batch.raw.len() as u64;
+        let raw_zstd = compress_raw(raw).map_err(FileError::Io)?;
+        let byte_end = batch.byte_start + raw.len() as u64;
         let body = Body::Ingested(Ingested {
             source: file.source.id().to_owned(),
             path: file.key.clone(),
@@ -571,9 +588,8 @@ impl Ingester {
         for &offset in &cur.offsets {
             let recs = self.journal.read_vec(offset, 1).map_err(FileError::Journal)?;
             let Some(r) = recs.first() else { continue };
-            if let Ok((_, Body::Ingested(b))) = origin_engine::codec::decode(r.kind, r.kind_version, &r.payload, r.offset) {
-                frames.extend_from_slice(&b.raw_zstd);
-            }
+            let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(FileError::Journal)?;
+            frames.extend_from_slice(view.raw_zstd());
         }
         self.mirrors.write_at(&cur.mirror, 0, &frames).map_err(FileError::Io)
     }
@@ -673,7 +689,6 @@ struct Batch {
     byte_start: u64,
     line_start: u64,
     lines: u64,
-    raw: Vec<u8>,
     events: Vec<Event>,
     sessions: Vec<origin_engine::record::SessionChange>,
     malformed: u64,
@@ -682,7 +697,7 @@ struct Batch {
 
 impl Batch {
     fn new(byte_start: u64, line_start: u64) -> Batch {
-        Batch { byte_start, line_start, lines: 0, raw: Vec::new(), events: Vec::new(), sessions: Vec::new(), malformed: 0, cut: 0 }
+        Batch { byte_start, line_start, lines: 0, events: Vec::new(), sessions: Vec::new(), malformed: 0, cut: 0 }
     }
 }
 

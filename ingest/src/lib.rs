@@ -16,6 +16,7 @@ pub mod adapter;
 pub mod cursor;
 pub mod freshness;
 pub mod ingest;
+pub mod json;
 pub mod memory;
 pub mod mirror;
 pub mod limits;

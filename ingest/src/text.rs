@@ -31,6 +31,24 @@ pub fn content_text(v: &Value) -> String {
     }
 }
 
+/// [`content_text`] of a [`Json`](crate::json::Json) value.
+pub fn content_text_json(v: &crate::json::Json<'_>) -> String {
+    use crate::json::Json;
+    match v {
+        Json::String(s) => s.to_string(),
+        Json::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Json::String(s) => Some(s.to_string()),
+                _ => b.str_of("text").map(str::to_owned),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Json::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
 /// Cuts `text` to the event text limit; returns the text (with a marker if cut) and how many
 /// characters were cut.
 pub fn cut_text(text: String) -> (String, u64) {

@@ -8,12 +8,19 @@ use origin_engine::record::{EventKind, Role, SessionChange};
 use serde_json::Value;
 
 use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use crate::json::{Json, Shape};
 use crate::source::{Homes, Source};
-use crate::text::{str_of, content_text, event, first_prompt, parse_time, project_of};
+use crate::text::{content_text_json as content_text, event, first_prompt, parse_time, project_of};
 use crate::walk;
 
 /// The Claude Code adapter.
 pub struct Claude;
+
+/// What a line is parsed into: `toolUseResult` repeats a tool's output (often its whole text)
+/// in another shape, and `signature` (of thinking) and `usage` are never read, so they are
+/// left out; a tool call's `input` is kept as the JSON text the agent wrote, which is its
+/// event text.
+const CLAUDE_SHAPE: Shape<'static> = Shape { skip: &["toolUseResult", "signature", "usage"], raw: &["input"] };
 
 /// The session's title so far: last `custom-title` > last `ai-title` > last `summary`.
 fn title_of(state: &State) -> Option<String> {
@@ -45,13 +52,13 @@ impl Adapter for Claude {
     }
 
     fn parse_line(&self, _file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
-        let v: Value = match serde_json::from_slice(line) {
-            Ok(v @ Value::Object(_)) => v,
+        let v = match Json::parse(line, CLAUDE_SHAPE) {
+            Ok(v @ Json::Object(_)) => v,
             Ok(_) => return Line::Malformed("not a JSON object".into()),
             Err(e) => return Line::Malformed(format!("invalid JSON: {e}")),
         };
-        let Some(ty) = str_of(&v, "type") else { return Line::Malformed("no type".into()) };
-        let session = str_of(&v, "sessionId").map(str::to_owned).or_else(|| state.get("session").and_then(Value::as_str).map(str::to_owned));
+        let Some(ty) = v.str_of("type") else { return Line::Malformed("no type".into()) };
+        let session = v.str_of("sessionId").map(str::to_owned).or_else(|| state.get("session").and_then(Value::as_str).map(str::to_owned));
         let mut out = Parsed::default();
         match ty {
             "custom-title" | "ai-title" | "summary" => {
@@ -60,7 +67,7 @@ impl Adapter for Claude {
                     "ai-title" => ("ai_title", "aiTitle"),
                     _ => ("summary", "summary"),
                 };
-                if let Some(t) = str_of(&v, field) {
+                if let Some(t) = v.str_of(field) {
                     state.insert(key.into(), Value::String(t.to_owned()));
                 }
                 if let Some(s) = session.as_ref().filter(|_| !state.contains_key("session")) {
@@ -76,10 +83,10 @@ impl Adapter for Claude {
             // and types this build does not know: nothing to index, nothing wrong.
             _ => return Line::Parsed(out),
         }
-        let (Some(uuid), Some(session)) = (str_of(&v, "uuid"), session) else {
+        let (Some(uuid), Some(session)) = (v.str_of("uuid"), session) else {
             return Line::Malformed(format!("{ty} line without uuid or sessionId"));
         };
-        let Some(time) = str_of(&v, "timestamp").and_then(parse_time) else {
+        let Some(time) = v.str_of("timestamp").and_then(parse_time) else {
             return Line::Malformed(format!("{ty} line without a valid timestamp"));
         };
         // A title line seen before the session was known (a legacy `summary` has no sessionId)
@@ -89,12 +96,12 @@ impl Adapter for Claude {
                 out.sessions.push(SessionChange { session: session.clone(), project: None, title: Some(title), first_prompt: None, parent: None });
             }
         }
-        let cwd = str_of(&v, "cwd");
-        let branch = str_of(&v, "gitBranch");
-        let version = str_of(&v, "version");
-        let sidechain = v.get("isSidechain").and_then(Value::as_bool).unwrap_or(false);
-        let meta_line = v.get("isMeta").and_then(Value::as_bool).unwrap_or(false)
-            || v.get("isCompactSummary").and_then(Value::as_bool).unwrap_or(false);
+        let cwd = v.str_of("cwd");
+        let branch = v.str_of("gitBranch");
+        let version = v.str_of("version");
+        let sidechain = v.get("isSidechain").and_then(Json::as_bool).unwrap_or(false);
+        let meta_line = v.get("isMeta").and_then(Json::as_bool).unwrap_or(false)
+            || v.get("isCompactSummary").and_then(Json::as_bool).unwrap_or(false);
         let mut push = |n: usize, role: Role, kind: EventKind, text: String| {
             let id = if n == 0 { format!("claude-code:{uuid}") } else { format!("claude-code:{uuid}:{n}") };
             let mut e = event(id, time, &session, cwd, role, kind, text, line_no);
@@ -105,49 +112,47 @@ impl Adapter for Claude {
         let mut prompt: Option<String> = None;
         match ty {
             "system" => {
-                let text = str_of(&v, "content").map(str::to_owned).or_else(|| str_of(&v, "subtype").map(str::to_owned)).unwrap_or_default();
+                let text = v.str_of("content").map(str::to_owned).or_else(|| v.str_of("subtype").map(str::to_owned)).unwrap_or_default();
                 push(0, Role::System, EventKind::System, text);
             }
             "attachment" => {
-                let a = v.get("attachment").unwrap_or(&Value::Null);
-                if str_of(&a, "type") == Some("queued_command") {
-                    let text = str_of(&a, "prompt").unwrap_or_default().to_owned();
+                let a = v.member("attachment");
+                if a.str_of("type") == Some("queued_command") {
+                    let text = a.str_of("prompt").unwrap_or_default().to_owned();
                     push(0, Role::User, EventKind::Message, text);
                 } else {
                     push(0, Role::System, EventKind::Meta, a.to_string());
                 }
             }
             _ => {
-                let message = v.get("message").unwrap_or(&Value::Null);
-                let role = if str_of(&message, "role") == Some("assistant") || ty == "assistant" { Role::Assistant } else { Role::User };
+                let message = v.member("message");
+                let role = if message.str_of("role") == Some("assistant") || ty == "assistant" { Role::Assistant } else { Role::User };
                 match message.get("content") {
-                    Some(Value::String(s)) => {
+                    Some(Json::String(s)) => {
                         let kind = if meta_line || is_wrapper(s) { EventKind::Meta } else { EventKind::Message };
                         if kind == EventKind::Message && role == Role::User && !sidechain {
-                            prompt = Some(s.clone());
+                            prompt = Some(s.to_string());
                         }
-                        push(0, role, kind, s.clone());
+                        push(0, role, kind, s.to_string());
                     }
-                    Some(Value::Array(blocks)) => {
+                    Some(Json::Array(blocks)) => {
                         for (n, b) in blocks.iter().enumerate() {
-                            let (r, kind, text) = match str_of(b, "type") {
+                            let (r, kind, text) = match b.str_of("type") {
                                 Some("text") => {
-                                    let t = str_of(b, "text").unwrap_or_default().to_owned();
+                                    let t = b.str_of("text").unwrap_or_default().to_owned();
                                     let k = if meta_line || is_wrapper(&t) { EventKind::Meta } else { EventKind::Message };
                                     if k == EventKind::Message && role == Role::User && !sidechain && prompt.is_none() {
                                         prompt = Some(t.clone());
                                     }
                                     (role, k, t)
                                 }
-                                Some("thinking") => (role, EventKind::Meta, str_of(b, "thinking").unwrap_or_default().to_owned()),
+                                Some("thinking") => (role, EventKind::Meta, b.str_of("thinking").unwrap_or_default().to_owned()),
                                 Some("tool_use") | Some("server_tool_use") => {
-                                    let name = str_of(b, "name").unwrap_or("tool");
-                                    let input = b.get("input").map(Value::to_string).unwrap_or_default();
+                                    let name = b.str_of("name").unwrap_or("tool");
+                                    let input = b.get("input").map(Json::to_string).unwrap_or_default();
                                     (Role::Assistant, EventKind::ToolUse, format!("{name} {input}"))
                                 }
-                                Some("tool_result") => {
-                                    (Role::User, EventKind::ToolResult, content_text(b.get("content").unwrap_or(&Value::Null)))
-                                }
+                                Some("tool_result") => (Role::User, EventKind::ToolResult, content_text(b.member("content"))),
                                 Some("image") => (role, EventKind::Meta, "[image]".to_owned()),
                                 _ => (role, EventKind::Meta, b.to_string()),
                             };

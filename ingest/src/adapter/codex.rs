@@ -70,11 +70,22 @@ use serde_json::Value;
 
 use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
 use crate::source::{Homes, Source};
-use crate::text::{str_of, event, first_prompt, parse_time, project_of};
+use crate::json::{Json, Shape};
+use crate::text::{event, first_prompt, parse_time, project_of};
+
+static NULL: Json<'static> = Json::Null;
+
+/// The string member `key` of a JSON object.
+fn str_of<'a>(v: &'a Json<'_>, key: &str) -> Option<&'a str> {
+    v.str_of(key)
+}
 use crate::walk;
 
 /// The Codex adapter.
 pub struct Codex;
+
+/// What a line is parsed into: encrypted reasoning and the base instructions are never read.
+const CODEX_SHAPE: Shape<'static> = Shape { skip: &["encrypted_content", "base_instructions"], raw: &[] };
 
 /// The side file of thread names.
 const SESSION_INDEX: &str = "session_index.jsonl";
@@ -138,20 +149,20 @@ fn thread_id_of(path: &Path) -> Option<String> {
 
 /// Text of message-like content parts: texts joined with `\n`, images as `[image]`; also
 /// whether any text part is injected context.
-fn content_text(content: &Value) -> (String, bool) {
+fn content_text(content: &Json<'_>) -> (String, bool) {
     let mut parts = Vec::new();
     let mut injected = false;
     match content {
-        Value::String(s) => {
+        Json::String(s) => {
             injected = is_injected(s);
-            parts.push(s.clone());
+            parts.push(s.to_string());
         }
-        Value::Array(items) => {
+        Json::Array(items) => {
             for item in items {
                 match item {
-                    Value::String(s) => {
+                    Json::String(s) => {
                         injected |= is_injected(s);
-                        parts.push(s.clone());
+                        parts.push(s.to_string());
                     }
                     _ => match (str_of(item, "type"), str_of(item, "text")) {
                         (_, Some(text)) => {
@@ -171,37 +182,37 @@ fn content_text(content: &Value) -> (String, bool) {
 
 /// Text of a tool output: a string (unwrapping the `{output, metadata}` JSON form), content
 /// items, or anything else as JSON.
-fn output_text(v: &Value) -> String {
+fn output_text(v: &Json<'_>) -> String {
     match v {
-        Value::String(s) => {
+        Json::String(s) => {
             if s.trim_start().starts_with('{') {
-                if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(s) {
-                    if let Some(Value::String(out)) = m.get("output") {
-                        let code = m.get("metadata").and_then(|md| md.get("exit_code")).and_then(Value::as_i64);
+                if let Ok(Json::Object(m)) = Json::parse(s.as_bytes(), Shape::default()) {
+                    if let Some(Json::String(out)) = m.get("output") {
+                        let code = m.get("metadata").and_then(|md| md.get("exit_code")).and_then(Json::as_i64);
                         return match code {
                             Some(c) if c != 0 => format!("{out}\n[exit code {c}]"),
-                            _ => out.clone(),
+                            _ => out.to_string(),
                         };
                     }
                 }
             }
-            s.clone()
+            s.to_string()
         }
-        Value::Array(_) => content_text(v).0,
-        Value::Object(m) => match m.get("content").or_else(|| m.get("output")) {
+        Json::Array(_) => content_text(v).0,
+        Json::Object(m) => match m.get("content").or_else(|| m.get("output")) {
             Some(inner) => output_text(inner),
             None => v.to_string(),
         },
-        Value::Null => String::new(),
+        Json::Null => String::new(),
         other => other.to_string(),
     }
 }
 
 /// A JSON value as call arguments: a string as is, anything else as JSON.
-fn as_text(v: &Value) -> String {
+fn as_text(v: &Json<'_>) -> String {
     match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
+        Json::String(s) => s.to_string(),
+        Json::Null => String::new(),
         other => other.to_string(),
     }
 }
@@ -212,11 +223,11 @@ fn join_name(name: &str, rest: String) -> String {
 
 /// What one response item is, if it is indexed: role, kind, text, and whether it is a
 /// candidate first prompt.
-fn response_item(p: &Value) -> Option<(Role, EventKind, String, bool)> {
+fn response_item(p: &Json<'_>) -> Option<(Role, EventKind, String, bool)> {
     let ty = str_of(p, "type")?;
     match ty {
         "message" => {
-            let (text, injected) = content_text(p.get("content").unwrap_or(&Value::Null));
+            let (text, injected) = content_text(p.get("content").unwrap_or(&NULL));
             if text.trim().is_empty() {
                 return None;
             }
@@ -230,7 +241,7 @@ fn response_item(p: &Value) -> Option<(Role, EventKind, String, bool)> {
         "reasoning" => {
             let mut parts = Vec::new();
             for key in ["summary", "content"] {
-                if let Some(Value::Array(items)) = p.get(key) {
+                if let Some(Json::Array(items)) = p.get(key) {
                     parts.extend(items.iter().filter_map(|i| str_of(i, "text")).filter(|t| !t.trim().is_empty()).map(str::to_owned));
                 }
             }
@@ -243,17 +254,17 @@ fn response_item(p: &Value) -> Option<(Role, EventKind, String, bool)> {
             Some((Role::Assistant, EventKind::ToolUse, join_name(name, args), false))
         }
         "local_shell_call" => {
-            let action = p.get("action").unwrap_or(&Value::Null);
+            let action = p.get("action").unwrap_or(&NULL);
             let cmd = match action.get("command") {
-                Some(Value::Array(words)) if words.iter().all(Value::is_string) => {
-                    words.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")
+                Some(Json::Array(words)) if words.iter().all(Json::is_string) => {
+                    words.iter().filter_map(Json::as_str).collect::<Vec<_>>().join(" ")
                 }
                 _ => as_text(action),
             };
             Some((Role::Assistant, EventKind::ToolUse, join_name("local_shell", cmd), false))
         }
         "web_search_call" => {
-            let action = p.get("action").unwrap_or(&Value::Null);
+            let action = p.get("action").unwrap_or(&NULL);
             let what = str_of(action, "query").or_else(|| str_of(action, "url")).map(str::to_owned).unwrap_or_else(|| as_text(action));
             Some((Role::Assistant, EventKind::ToolUse, join_name("web_search", what), false))
         }
@@ -262,7 +273,7 @@ fn response_item(p: &Value) -> Option<(Role, EventKind, String, bool)> {
             Some((Role::Assistant, EventKind::ToolUse, join_name("image_generation", prompt), false))
         }
         _ if ty.ends_with("_output") => {
-            Some((Role::User, EventKind::ToolResult, output_text(p.get("output").unwrap_or(&Value::Null)), false))
+            Some((Role::User, EventKind::ToolResult, output_text(p.get("output").unwrap_or(&NULL)), false))
         }
         _ if ty.ends_with("_call") => {
             let name = str_of(p, "name").unwrap_or_else(|| ty.trim_end_matches("_call"));
@@ -289,7 +300,7 @@ fn is_index(file: &LogFile) -> bool {
 }
 
 /// One `session_index.jsonl` line: a title.
-fn index_line(v: &Value) -> Line {
+fn index_line(v: &Json<'_>) -> Line {
     let Some(id) = str_of(v, "id").filter(|s| !s.is_empty()) else {
         return Line::Malformed("session index entry without id".into());
     };
@@ -304,7 +315,7 @@ fn index_line(v: &Value) -> Line {
 }
 
 /// A `session_meta` line: state and the session's project and parent.
-fn session_meta(file: &LogFile, state: &mut State, p: &Value) -> Line {
+fn session_meta(file: &LogFile, state: &mut State, p: &Json<'_>) -> Line {
     let mut out = Parsed::default();
     let seen = state.get("meta_seen").and_then(Value::as_bool).unwrap_or(false);
     let id = str_of(p, "id").filter(|s| !s.is_empty()).map(str::to_owned);
@@ -322,12 +333,12 @@ fn session_meta(file: &LogFile, state: &mut State, p: &Value) -> Line {
     state.insert("session".into(), Value::String(session.clone()));
     state.insert("meta_seen".into(), Value::Bool(true));
     refresh(state, p);
-    let parent = p.pointer("/source/subagent/thread_spawn/parent_thread_id").and_then(Value::as_str).map(str::to_owned);
+    let parent = p.pointer("/source/subagent/thread_spawn/parent_thread_id").and_then(Json::as_str).map(str::to_owned);
     out.sessions.push(SessionChange { session, project: state_str(state, "cwd").and_then(project_of), title: None, first_prompt: None, parent });
     Line::Parsed(out)
 }
 
-fn refresh(state: &mut State, p: &Value) {
+fn refresh(state: &mut State, p: &Json<'_>) {
     if let Some(cwd) = str_of(p, "cwd") {
         state.insert("cwd".into(), Value::String(cwd.to_owned()));
     }
@@ -373,8 +384,8 @@ impl Adapter for Codex {
     }
 
     fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
-        let v: Value = match serde_json::from_slice(line) {
-            Ok(v @ Value::Object(_)) => v,
+        let v = match Json::parse(line, CODEX_SHAPE) {
+            Ok(v @ Json::Object(_)) => v,
             Ok(_) => return Line::Malformed("not a JSON object".into()),
             Err(e) => return Line::Malformed(format!("invalid JSON: {e}")),
         };

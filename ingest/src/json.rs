@@ -1,0 +1,360 @@
+//! A JSON value that borrows from the line it was parsed from: the adapters of the two
+//! largest logs (Claude Code, Codex) read every line through it.
+//!
+//! Why not `serde_json::Value`: the ingest benchmark's profile showed a `Value` tree, which
+//! allocates every string and a B-tree per object and is then dropped, costing as much as the
+//! rest of parsing. [`Json`] keeps strings without escapes as slices of the line, objects as
+//! small vectors in the order written, and leaves out, unparsed, the top-level fields a caller
+//! names (Claude's `toolUseResult` repeats a tool's whole output). It is parsed by
+//! `serde_json`, so what is valid JSON is decided there.
+//!
+//! The accessors have `serde_json::Value`'s names and meanings (`get`, `as_str`, `pointer`,
+//! ...), so adapter code reads the same. Serializing a [`Json`] (for tool input shown as text)
+//! writes compact JSON with keys in the order the agent wrote them.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+
+/// A parsed JSON value borrowing from its input.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Json<'a> {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number.
+    Number(serde_json::Number),
+    /// A string, borrowed when it had no escapes.
+    String(Cow<'a, str>),
+    /// An array.
+    Array(Vec<Json<'a>>),
+    /// An object, keys in the order written (a repeated key: the last one wins in [`Json::get`]).
+    Object(Object<'a>),
+    /// A member named in [`Shape::raw`]: its JSON text exactly as written, unparsed.
+    Raw(&'a str),
+}
+
+/// Which members [`Json::parse`] leaves out or keeps as text, wherever they appear.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Shape<'s> {
+    /// Members left out (their values are still checked to be valid JSON).
+    pub skip: &'s [&'s str],
+    /// Members kept as their JSON text ([`Json::Raw`]).
+    pub raw: &'s [&'s str],
+}
+
+/// The members of a JSON object, in the order written.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Object<'a>(pub Vec<(Cow<'a, str>, Json<'a>)>);
+
+impl<'a> Object<'a> {
+    /// The value of `key` (the last, if the key repeats).
+    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+static NULL: Json<'static> = Json::Null;
+
+impl<'a> Json<'a> {
+    /// Parses `bytes` as one JSON value of the given shape.
+    pub fn parse(bytes: &'a [u8], shape: Shape<'_>) -> serde_json::Result<Json<'a>> {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let v = Seed { shape }.deserialize(&mut de)?;
+        de.end()?;
+        Ok(v)
+    }
+
+    /// The member `key` of an object.
+    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
+        match self {
+            Json::Object(o) => o.get(key),
+            _ => None,
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Json::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The number as an `i64`, if it is an integer in range.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Json::Number(n) => n.as_i64(),
+            _ => None,
+        }
+    }
+
+    /// The number as a `u64`, if it is a non-negative integer in range.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Json::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+
+    /// The items, if this is an array.
+    pub fn as_array(&self) -> Option<&Vec<Json<'a>>> {
+        match self {
+            Json::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// True for an object.
+    pub fn is_object(&self) -> bool {
+        matches!(self, Json::Object(_))
+    }
+
+    /// True for a string.
+    pub fn is_string(&self) -> bool {
+        matches!(self, Json::String(_))
+    }
+
+    /// True for `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Json::Null)
+    }
+
+    /// The value at a JSON pointer (`/a/b/0`), as `serde_json::Value::pointer`.
+    pub fn pointer(&self, pointer: &str) -> Option<&Json<'a>> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        let rest = pointer.strip_prefix('/')?;
+        rest.split('/').map(|t| t.replace("~1", "/").replace("~0", "~")).try_fold(self, |v, token| match v {
+            Json::Object(o) => o.get(&token),
+            Json::Array(a) => token.parse::<usize>().ok().and_then(|i| a.get(i)),
+            _ => None,
+        })
+    }
+
+    /// The string member `key` of an object.
+    pub fn str_of(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Json::as_str)
+    }
+
+    /// The member `key`, or `null`.
+    pub fn member(&self, key: &str) -> &Json<'a> {
+        self.get(key).unwrap_or(&NULL)
+    }
+}
+
+impl fmt::Display for Json<'_> {
+    /// Compact JSON, keys in the order written; a [`Json::Raw`] as written.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Json::Raw(text) = self {
+            return f.write_str(text);
+        }
+        let s = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        f.write_str(&s)
+    }
+}
+
+impl Serialize for Json<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Json::Null => s.serialize_unit(),
+            Json::Bool(b) => s.serialize_bool(*b),
+            Json::Number(n) => n.serialize(s),
+            Json::String(v) => s.serialize_str(v),
+            Json::Array(a) => {
+                let mut seq = s.serialize_seq(Some(a.len()))?;
+                for v in a {
+                    seq.serialize_element(v)?;
+                }
+                seq.end()
+            }
+            Json::Object(o) => {
+                let mut map = s.serialize_map(Some(o.0.len()))?;
+                for (k, v) in &o.0 {
+                    map.serialize_entry(k.as_ref(), v)?;
+                }
+                map.end()
+            }
+            Json::Raw(text) => match serde_json::value::RawValue::from_string((*text).to_owned()) {
+                Ok(raw) => raw.serialize(s),
+                Err(e) => Err(serde::ser::Error::custom(e)),
+            },
+        }
+    }
+}
+
+/// A string that borrows from the input when it can.
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de> de::Deserialize<'de> for Str<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The visitor of any value of a shape.
+struct ValueVisitor<'s> {
+    shape: Shape<'s>,
+}
+
+impl<'de> Visitor<'de> for ValueVisitor<'_> {
+    type Value = Json<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Json<'de>, E> {
+        Ok(Json::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(v.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Json<'de>, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number))
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Borrowed(v)))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(v.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(v)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+        while let Some(v) = seq.next_element_seed(Seed { shape: self.shape })? {
+            out.push(v);
+        }
+        Ok(Json::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Str(k)) = map.next_key::<Str<'de>>()? {
+            if self.shape.skip.contains(&k.as_ref()) {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            let v = if self.shape.raw.contains(&k.as_ref()) {
+                Json::Raw(map.next_value::<&'de serde_json::value::RawValue>()?.get())
+            } else {
+                map.next_value_seed(Seed { shape: self.shape })?
+            };
+            out.push((k, v));
+        }
+        Ok(Json::Object(Object(out)))
+    }
+}
+
+struct Seed<'s> {
+    shape: Shape<'s>,
+}
+
+impl<'de> DeserializeSeed<'de> for Seed<'_> {
+    type Value = Json<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
+        d.deserialize_any(ValueVisitor { shape: self.shape })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn json_borrows_plain_strings_and_owns_escaped_ones() {
+        let line = br#"{"a":"plain","b":"line\nbreak","c":[1,-2,3.5,true,null],"d":{"e":"x"}}"#;
+        let v = Json::parse(line, Shape::default()).expect("parses");
+        assert!(matches!(v.get("a"), Some(Json::String(Cow::Borrowed("plain")))));
+        assert!(matches!(v.get("b"), Some(Json::String(Cow::Owned(s))) if s == "line\nbreak"));
+        assert_eq!(v.pointer("/c/1").and_then(Json::as_i64), Some(-2));
+        assert_eq!(v.pointer("/d/e").and_then(Json::as_str), Some("x"));
+        assert_eq!(v.pointer("/c/9"), None);
+        assert_eq!(v.to_string(), String::from_utf8(line.to_vec()).unwrap());
+    }
+
+    #[test]
+    fn json_skips_and_keeps_raw_the_named_members_at_any_depth() {
+        let line = br#"{"big":{"x":"y"},"keep":{"big":1,"in":{"b": 2, "a":"\u00e9"}},"n":2}"#;
+        let shape = Shape { skip: &["big"], raw: &["in"] };
+        let v = Json::parse(line, shape).expect("parses");
+        assert_eq!(v.get("big"), None);
+        assert_eq!(v.pointer("/keep/big"), None);
+        assert_eq!(v.pointer("/keep/in"), Some(&Json::Raw(r#"{"b": 2, "a":"\u00e9"}"#)));
+        assert_eq!(v.pointer("/keep/in").map(Json::to_string).as_deref(), Some(r#"{"b": 2, "a":"\u00e9"}"#));
+        assert_eq!(v.get("n").and_then(Json::as_u64), Some(2));
+        // Skipped and raw members must still be valid JSON.
+        assert!(Json::parse(br#"{"big":{"x":},"n":2}"#, shape).is_err());
+        assert!(Json::parse(br#"{"in":{"x":},"n":2}"#, shape).is_err());
+        assert!(Json::parse(br#"{"n":2} x"#, shape).is_err());
+    }
+
+    #[test]
+    fn json_keeps_the_last_of_a_repeated_key() {
+        let v = Json::parse(br#"{"k":1,"k":2}"#, Shape::default()).expect("parses");
+        assert_eq!(v.get("k").and_then(Json::as_i64), Some(2));
+    }
+
+    proptest! {
+        /// Whatever serde_json accepts as a Value, Json accepts, with the same members.
+        #[test]
+        fn json_agrees_with_serde_json_value(bytes in proptest::collection::vec(any::<u8>(), 0..64), s in "[ -~\u{4e00}-\u{4e10}]{0,40}") {
+            for input in [bytes.clone(), serde_json::to_vec(&serde_json::json!({"s": s, "a": [s.clone(), 1]})).unwrap()] {
+                let ours = Json::parse(&input, Shape::default());
+                let theirs: serde_json::Result<serde_json::Value> = serde_json::from_slice(&input);
+                prop_assert_eq!(ours.is_ok(), theirs.is_ok());
+                if let (Ok(o), Ok(t)) = (ours, theirs) {
+                    let back: serde_json::Value = serde_json::from_str(&o.to_string()).unwrap();
+                    prop_assert_eq!(back, t);
+                }
+            }
+        }
+    }
+}
