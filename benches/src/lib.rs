@@ -4,6 +4,11 @@ use std::path::{Path, PathBuf};
 
 pub mod agentlogs;
 
+/// The allocator the `origin` binary uses (server/src/main.rs), so that what the benchmarks
+/// measure is what the product runs; baselines in the same process get it too.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A fresh temporary directory on a real disk: under `ORIGIN_BENCH_DIR` if set, else
 /// `/work/scratch` if it exists, else the system temp dir. Removed when dropped.
 pub fn scratch_dir() -> std::io::Result<tempfile::TempDir> {

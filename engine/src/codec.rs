@@ -37,9 +37,9 @@ fn compress_chunk(plain: &[u8], out: &mut Vec<u8>) -> Result<usize> {
     let size = u32::try_from(plain.len()).map_err(|_| Error::Invalid("an event chunk over 4 GiB".into()))?;
     let start = out.len();
     out.extend_from_slice(&size.to_le_bytes());
-    let bound = lz4_flex::block::get_maximum_output_size(plain.len());
+    let bound = lz4::block::compress_bound(plain.len()).map_err(|e| Error::Invalid(format!("lz4: {e}")))?;
     out.resize(start + 4 + bound, 0);
-    let n = lz4_flex::block::compress_into(plain, &mut out[start + 4..]).map_err(|e| Error::Invalid(format!("lz4: {e}")))?;
+    let n = lz4::block::compress_to_buffer(plain, None, false, &mut out[start + 4..]).map_err(|e| Error::Invalid(format!("lz4: {e}")))?;
     out.truncate(start + 4 + n);
     Ok(4 + n)
 }
@@ -55,7 +55,7 @@ fn decompress_chunk(stored: &[u8], out: &mut Vec<u8>, offset: u64) -> Result<()>
     }
     out.clear();
     out.resize(size, 0);
-    let n = lz4_flex::block::decompress_into(&stored[4..], out).map_err(|e| bad(format!("event chunk: {e}")))?;
+    let n = lz4::block::decompress_to_buffer(&stored[4..], Some(size as i32), out).map_err(|e| bad(format!("event chunk: {e}")))?;
     if n != size {
         return Err(bad(format!("event chunk decompresses to {n} bytes, not the {size} it claims")));
     }
