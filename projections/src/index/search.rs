@@ -4,15 +4,29 @@
 //! Scores use statistics of the whole index (document count, average length, document
 //! frequency summed over segments) and sum term contributions in query order, so a document
 //! scores the same whichever segment holds it: flushing and merging never change results.
+//!
+//! Speed comes from not looking at documents that cannot make the list:
+//! - Full matches intersect the terms' postings from the rarest term, seeking the others;
+//!   once `limit` documents are held, a candidate whose blocks' bounds (largest frequency,
+//!   shortest length) cannot beat the weakest held score is skipped with the rest of its
+//!   blocks, undecoded.
+//! - Partial matches are a top-k over the union of the partial terms, by MaxScore: terms whose
+//!   bounds together cannot reach the weakest held score only add to candidates the others
+//!   found.
+//! - The caller's visibility predicate (which looks up strings) is asked only about documents
+//!   that would enter the list.
+//!
+//! Pruning compares bounds with a margin of one part in a million, more than any rounding,
+//! so it never drops a document a full scan would have kept: the results are those of scoring
+//! every document (the linear-scan property tests check it).
 
-use std::borrow::Cow;
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 use super::doc::{DocRow, DocTable};
 use super::memory::MemorySegment;
-use super::postings::Postings;
-use super::query::{Clause, Query};
+use super::postings::{BlockError, END, PostingCursor};
+use super::query::Query;
 use super::segment::Segment;
 use super::{DocId, Filters, Hit, IndexError, Match, Scope};
 
@@ -20,11 +34,44 @@ use super::{DocId, Filters, Hit, IndexError, Match, Scope};
 const K1: f64 = 1.2;
 /// BM25 length normalisation.
 const B: f64 = 0.75;
+/// A bound is inflated by this much before it is compared, against rounding.
+const BOUND_MARGIN: f64 = 1e-6;
 
 /// A segment as search sees it.
 pub(crate) enum View<'a> {
     Memory(&'a MemorySegment),
     Disk(&'a Segment),
+}
+
+/// A term's cursor in one view, with what it takes to report a damaged block.
+struct Term<'a> {
+    cursor: PostingCursor<'a>,
+    segment: Option<&'a Segment>,
+    offset: u64,
+}
+
+impl Term<'_> {
+    fn err(&self, e: BlockError) -> IndexError {
+        match self.segment {
+            Some(s) => s.postings_error(self.offset, e),
+            None => IndexError::Invalid(format!("in-memory postings: {}", e.reason)),
+        }
+    }
+
+    fn next(&mut self) -> Result<u32, IndexError> {
+        self.cursor.next().map_err(|e| self.err(e))
+    }
+
+    fn seek(&mut self, target: u32) -> Result<u32, IndexError> {
+        self.cursor.seek(target).map_err(|e| self.err(e))
+    }
+
+    fn positions(&mut self) -> Result<Vec<u32>, IndexError> {
+        match self.cursor.positions() {
+            Ok(p) => Ok(p.to_vec()),
+            Err(e) => Err(self.err(e)),
+        }
+    }
 }
 
 impl View<'_> {
@@ -35,10 +82,20 @@ impl View<'_> {
         }
     }
 
-    fn postings(&self, term: &str, positions: bool) -> Result<Option<Cow<'_, Postings>>, IndexError> {
+    fn term(&self, term: &str, positions: bool) -> Result<Option<Term<'_>>, IndexError> {
         match self {
-            View::Memory(m) => Ok(m.terms.get(term).map(Cow::Borrowed)),
-            View::Disk(s) => Ok(s.postings(term, positions)?.map(Cow::Owned)),
+            View::Memory(m) => Ok(m.terms.get(term).map(|p| Term {
+                cursor: PostingCursor::memory(p, m.docs.lengths(), positions),
+                segment: None,
+                offset: 0,
+            })),
+            View::Disk(s) => match s.term_block(term)? {
+                None => Ok(None),
+                Some((t, offset)) => {
+                    let cursor = PostingCursor::disk(t, s.docs().lengths(), positions).map_err(|e| s.postings_error(offset, e))?;
+                    Ok(Some(Term { cursor, segment: Some(s), offset }))
+                }
+            },
         }
     }
 
@@ -119,23 +176,39 @@ impl PartialEq for Ranked {
 
 impl Eq for Ranked {}
 
-/// The best `k` of what is offered, and how many were offered.
+/// The best `k` visible documents offered.
 struct TopK {
     k: usize,
     heap: BinaryHeap<Reverse<Ranked>>,
-    offered: usize,
 }
 
 impl TopK {
     fn new(k: usize) -> TopK {
-        TopK { k, heap: BinaryHeap::with_capacity(k.min(1024) + 1), offered: 0 }
+        TopK { k, heap: BinaryHeap::with_capacity(k.min(1024) + 1) }
     }
 
-    fn offer(&mut self, r: Ranked) {
-        self.offered += 1;
+    fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// The weakest score held once `k` are held: what a candidate must beat (or tie).
+    fn threshold(&self) -> Option<f64> {
         if self.heap.len() < self.k {
-            self.heap.push(Reverse(r));
-        } else if self.heap.peek().is_some_and(|w| r > w.0) {
+            return None;
+        }
+        self.heap.peek().map(|w| f64::from(w.0.score))
+    }
+
+    /// Offers a candidate; `visible` is asked only if it would enter.
+    fn offer(&mut self, r: Ranked, visible: &dyn Fn(DocId) -> bool) {
+        if self.k == 0 {
+            return;
+        }
+        if self.heap.len() < self.k {
+            if visible(r.doc) {
+                self.heap.push(Reverse(r));
+            }
+        } else if self.heap.peek().is_some_and(|w| r > w.0) && visible(r.doc) {
             self.heap.pop();
             self.heap.push(Reverse(r));
         }
@@ -146,6 +219,11 @@ impl TopK {
         v.sort_unstable_by(|a, b| b.cmp(a));
         v
     }
+}
+
+/// True if a bound (a sum of term bounds) cannot reach `threshold`.
+fn below(bound: f64, threshold: Option<f64>) -> bool {
+    threshold.is_some_and(|t| bound * (1.0 + BOUND_MARGIN) < t)
 }
 
 /// Collection statistics for BM25.
@@ -160,6 +238,8 @@ impl Stats {
         (1.0 + (self.doc_count - df + 0.5) / (df + 0.5)).ln()
     }
 
+    /// A term's BM25 contribution; grows with `tf`, shrinks with `length`, so at a block's
+    /// (largest frequency, shortest length) it bounds every document of the block.
     fn term(&self, idf: f64, tf: u32, length: u32) -> f64 {
         let tf = f64::from(tf);
         let norm = 1.0 - B + B * f64::from(length) / self.avg_length;
@@ -175,19 +255,6 @@ fn doc_freqs(views: &[View<'_>], terms: &[String]) -> Result<Vec<u64>, IndexErro
         }
     }
     Ok(dfs)
-}
-
-/// True if the document at index `at[j]` of each clause term's postings holds the clause.
-fn clause_holds(clause: &Clause, postings: &[Cow<'_, Postings>], at: &[usize]) -> bool {
-    if clause.terms.len() == 1 {
-        return true;
-    }
-    let first = postings[0].positions_of(at[0]);
-    first.iter().any(|&p0| {
-        clause.terms.iter().enumerate().skip(1).all(|(j, (_, rel))| {
-            p0.checked_add(*rel).is_some_and(|p| postings[j].positions_of(at[j]).binary_search(&p).is_ok())
-        })
-    })
 }
 
 /// Runs a query over `views`.
@@ -208,14 +275,15 @@ pub(crate) fn search(
     // Full matches.
     let idfs: Vec<f64> = doc_freqs(views, &query.terms)?.into_iter().map(|df| stats.idf(df)).collect();
     let mut full = TopK::new(limit);
-    // Per view, the ordinals that hold every clause (excluded from partial matches).
+    // Per view, the ordinals that hold every clause (excluded from partial matches). Needed
+    // only if fewer than `limit` full matches are found, and then nothing was skipped.
     let mut full_ordinals: Vec<Vec<u32>> = Vec::with_capacity(views.len());
     for view in views {
         let mut matched = Vec::new();
         full_view(view, query, filters, visible, &stats, &idfs, &mut full, &mut matched)?;
         full_ordinals.push(matched);
     }
-    let full_count = full.offered;
+    let full_count = full.len();
     let mut hits: Vec<Hit> =
         full.into_sorted().into_iter().map(|r| Hit { doc: r.doc, score: r.score, matched: Match::All }).collect();
     if full_count >= limit || query.partial.is_empty() {
@@ -226,28 +294,40 @@ pub(crate) fn search(
     let idfs: Vec<f64> = doc_freqs(views, &query.partial)?.into_iter().map(|df| stats.idf(df)).collect();
     let mut partial = TopK::new(limit - hits.len());
     for (view, full_ordinals) in views.iter().zip(&full_ordinals) {
-        let docs = view.docs();
-        let Some(filter) = DocFilter::compile(filters, docs) else { continue };
-        let mut scores: HashMap<u32, f64> = HashMap::new();
-        for (term, &idf) in query.partial.iter().zip(&idfs) {
-            let Some(p) = view.postings(term, false)? else { continue };
-            let lengths = docs.lengths();
-            for (&ord, &tf) in p.ordinals.iter().zip(&p.tfs) {
-                *scores.entry(ord).or_insert(0.0) += stats.term(idf, tf, lengths[ord as usize]);
-            }
-        }
-        for (ord, score) in scores {
-            if full_ordinals.binary_search(&ord).is_ok() {
-                continue;
-            }
-            let row = docs.row(ord);
-            if filter.pass(row) && visible(row.doc) {
-                partial.offer(Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc });
-            }
-        }
+        partial_view(view, query, filters, visible, &stats, &idfs, &mut partial, full_ordinals)?;
     }
     hits.extend(partial.into_sorted().into_iter().map(|r| Hit { doc: r.doc, score: r.score, matched: Match::Partial }));
     Ok(hits)
+}
+
+/// True if every clause of more than one term holds at the cursors' current document (all
+/// standing on it).
+fn phrases_hold(query: &Query, slots: &[usize], terms: &mut [Term<'_>]) -> Result<bool, IndexError> {
+    for clause in &query.clauses {
+        if clause.terms.len() < 2 {
+            continue;
+        }
+        let mut positions: Vec<Vec<u32>> = Vec::with_capacity(clause.terms.len());
+        for (j, _) in clause.terms.iter().enumerate() {
+            let slot = slots[clause_term_index(query, clause, j)];
+            positions.push(terms[slot].positions()?);
+        }
+        let holds = positions[0].iter().any(|&p0| {
+            clause.terms.iter().enumerate().skip(1).all(|(j, (_, rel))| {
+                p0.checked_add(*rel).is_some_and(|p| positions[j].binary_search(&p).is_ok())
+            })
+        });
+        if !holds {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The index in `query.terms` of the `j`th term of `clause`.
+fn clause_term_index(query: &Query, clause: &super::query::Clause, j: usize) -> usize {
+    // Every clause term is one of the distinct terms.
+    query.terms.iter().position(|t| *t == clause.terms[j].0).unwrap_or(0)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -262,62 +342,160 @@ fn full_view(
     matched: &mut Vec<u32>,
 ) -> Result<(), IndexError> {
     let docs = view.docs();
-    // Every clause's postings; a missing term means no document here holds every clause.
-    let mut clauses: Vec<Vec<Cow<'_, Postings>>> = Vec::with_capacity(query.clauses.len());
-    for clause in &query.clauses {
-        let positions = clause.terms.len() > 1;
-        let mut ps = Vec::with_capacity(clause.terms.len());
-        for (term, _) in &clause.terms {
-            match view.postings(term, positions)? {
-                Some(p) => ps.push(p),
-                None => return Ok(()),
-            }
+    // No document here passes the filters: its full matches matter to nothing (partial
+    // matches are filtered the same way).
+    let Some(filter) = DocFilter::compile(filters, docs) else { return Ok(()) };
+    let lengths = docs.lengths();
+    // A cursor per distinct term, with positions where a phrase needs them; a term missing
+    // here means no document here holds every clause.
+    let mut terms: Vec<Term<'_>> = Vec::with_capacity(query.terms.len());
+    for term in &query.terms {
+        let positions = query.clauses.iter().any(|c| c.terms.len() > 1 && c.terms.iter().any(|(t, _)| t == term));
+        match view.term(term, positions)? {
+            Some(t) => terms.push(t),
+            None => return Ok(()),
         }
-        clauses.push(ps);
     }
-    // Each distinct query term's postings, for its frequency.
-    let by_term: Vec<&Postings> = query
-        .terms
-        .iter()
-        .map(|t| {
-            let (c, j) = query
-                .clauses
-                .iter()
-                .enumerate()
-                .find_map(|(c, cl)| cl.terms.iter().position(|(u, _)| u == t).map(|j| (c, j)))
-                .unwrap_or((0, 0)); // every distinct term comes from a clause
-            clauses[c][j].as_ref()
-        })
-        .collect();
-    let filter = DocFilter::compile(filters, docs);
-    // Drive from the shortest list.
-    let Some(driver) = by_term.iter().min_by_key(|p| p.len()) else { return Ok(()) };
-    let mut at: Vec<Vec<usize>> = clauses.iter().map(|c| vec![0; c.len()]).collect();
-    'docs: for &ord in &driver.ordinals {
-        for (c, clause) in query.clauses.iter().enumerate() {
-            for (j, p) in clauses[c].iter().enumerate() {
-                match p.find(ord) {
-                    Some(i) => at[c][j] = i,
-                    None => continue 'docs,
+    let slots: Vec<usize> = (0..terms.len()).collect();
+    let mut order: Vec<usize> = (0..terms.len()).collect();
+    order.sort_by_key(|&t| terms[t].cursor.len());
+    let driver = order[0];
+    loop {
+        let mut cand = terms[driver].cursor.doc();
+        if cand == END {
+            return Ok(());
+        }
+        // Leapfrog until every cursor stands on one document.
+        let mut i = 1;
+        while i < order.len() {
+            let d = terms[order[i]].seek(cand)?;
+            if d == END {
+                return Ok(());
+            }
+            if d > cand {
+                cand = terms[driver].seek(d)?;
+                if cand == END {
+                    return Ok(());
                 }
+                i = 1;
+                continue;
             }
-            if !clause_holds(clause, &clauses[c], &at[c]) {
-                continue 'docs;
+            i += 1;
+        }
+        let threshold = top.threshold();
+        if threshold.is_some() {
+            let bound: f64 = terms
+                .iter()
+                .zip(idfs)
+                .map(|(t, &idf)| {
+                    let b = t.cursor.block_info();
+                    stats.term(idf, b.max_tf, b.min_len)
+                })
+                .sum();
+            if below(bound, threshold) {
+                // Nothing up to the end of the first block to end can make the list.
+                let next = terms.iter().map(|t| t.cursor.block_info().last).min().unwrap_or(END).saturating_add(1);
+                terms[driver].seek(next)?;
+                continue;
             }
         }
-        matched.push(ord);
-        let row = docs.row(ord);
-        if !filter.as_ref().is_some_and(|f| f.pass(row)) || !visible(row.doc) {
-            continue;
-        }
-        let length = docs.lengths()[ord as usize];
-        let mut score = 0.0;
-        for (p, &idf) in by_term.iter().zip(idfs) {
-            if let Some(i) = p.find(ord) {
-                score += stats.term(idf, p.tfs[i], length);
+        if phrases_hold(query, &slots, &mut terms)? {
+            matched.push(cand);
+            let row = docs.row(cand);
+            if filter.pass(row) {
+                let length = lengths[cand as usize];
+                let mut score = 0.0;
+                for (t, &idf) in terms.iter().zip(idfs) {
+                    score += stats.term(idf, t.cursor.tf(), length);
+                }
+                top.offer(Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc }, visible);
             }
         }
-        top.offer(Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc });
+        terms[driver].next()?;
     }
-    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn partial_view(
+    view: &View<'_>,
+    query: &Query,
+    filters: &Filters,
+    visible: &dyn Fn(DocId) -> bool,
+    stats: &Stats,
+    idfs: &[f64],
+    top: &mut TopK,
+    full_ordinals: &[u32],
+) -> Result<(), IndexError> {
+    let docs = view.docs();
+    let Some(filter) = DocFilter::compile(filters, docs) else { return Ok(()) };
+    let lengths = docs.lengths();
+    // (index in query.partial, cursor, bound over all its blocks), weakest bound first.
+    let mut terms: Vec<(usize, Term<'_>, f64)> = Vec::new();
+    for (qi, term) in query.partial.iter().enumerate() {
+        if let Some(t) = view.term(term, false)? {
+            let ub = t.cursor.blocks().iter().map(|b| stats.term(idfs[qi], b.max_tf, b.min_len)).fold(0.0, f64::max);
+            terms.push((qi, t, ub));
+        }
+    }
+    if terms.is_empty() {
+        return Ok(());
+    }
+    terms.sort_by(|a, b| a.2.total_cmp(&b.2));
+    // prefix[j]: the bounds of the j weakest terms together.
+    let mut prefix = vec![0.0f64; terms.len() + 1];
+    for (j, t) in terms.iter().enumerate() {
+        prefix[j + 1] = prefix[j] + t.2;
+    }
+    let mut contrib: Vec<Option<f64>> = vec![None; query.partial.len()];
+    loop {
+        let threshold = top.threshold();
+        // Terms 0..essential cannot make the list on their own: candidates come from the rest.
+        let mut essential = 0;
+        while essential < terms.len() && below(prefix[essential + 1], threshold) {
+            essential += 1;
+        }
+        if essential == terms.len() {
+            return Ok(());
+        }
+        let cand = terms[essential..].iter().map(|t| t.1.cursor.doc()).min().unwrap_or(END);
+        if cand == END {
+            return Ok(());
+        }
+        let length = lengths[cand as usize];
+        contrib.iter_mut().for_each(|c| *c = None);
+        let mut sum = 0.0;
+        for (qi, t, _) in &terms[essential..] {
+            if t.cursor.doc() == cand {
+                let c = stats.term(idfs[*qi], t.cursor.tf(), length);
+                contrib[*qi] = Some(c);
+                sum += c;
+            }
+        }
+        let mut hopeless = false;
+        for j in (0..essential).rev() {
+            if below(sum + prefix[j + 1], threshold) {
+                hopeless = true;
+                break;
+            }
+            let (qi, t, _) = &mut terms[j];
+            if t.seek(cand)? == cand {
+                let c = stats.term(idfs[*qi], t.cursor.tf(), length);
+                contrib[*qi] = Some(c);
+                sum += c;
+            }
+        }
+        if !hopeless && full_ordinals.binary_search(&cand).is_err() {
+            let row = docs.row(cand);
+            if filter.pass(row) {
+                // Summed in query order, as a scan would.
+                let score: f64 = contrib.iter().flatten().sum();
+                top.offer(Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc }, visible);
+            }
+        }
+        for (_, t, _) in &mut terms[essential..] {
+            if t.cursor.doc() == cand {
+                t.next()?;
+            }
+        }
+    }
 }

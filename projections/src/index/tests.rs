@@ -531,6 +531,87 @@ proptest! {
     }
 }
 
+/// Words of the pruning corpus: a few common, many rare, so that lists span many blocks and
+/// scores spread.
+const PRUNE_WORDS: &[&str] = &[
+    "the", "index", "release", "tag", "master", "cache", "retry", "journal", "segment", "offset", "token", "parser",
+    "发布", "流程", "タワー", "분석", "zebra", "quartz", "lumen", "ember", "flint", "onyx", "basalt", "cobalt",
+];
+
+/// A document of the pruning corpus: `seed` picks words with a skew (low indices often).
+fn prune_text(seed: u64, len: usize) -> String {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut words = Vec::with_capacity(len);
+    for _ in 0..len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let r = (x % 1000) as f64 / 1000.0;
+        let i = ((r * r * r) * PRUNE_WORDS.len() as f64) as usize;
+        words.push(PRUNE_WORDS[i.min(PRUNE_WORDS.len() - 1)]);
+    }
+    words.join(if seed % 5 == 0 { "\n" } else { " " })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    /// Pruning never changes results: for any limit, a search returns exactly the first
+    /// `limit` hits of the same search with a limit no pruning can act on, whatever the
+    /// segment layout (lists of hundreds of documents, spanning many blocks), filters and
+    /// visibility.
+    #[test]
+    fn index_top_k_equals_the_unpruned_ranking_cut_to_the_limit(
+        doc_count in 150usize..700,
+        seed in any::<u64>(),
+        commit_every in 40usize..400,
+        merge in any::<bool>(),
+        queries in proptest::collection::vec((0usize..PRUNE_WORDS.len(), 0usize..PRUNE_WORDS.len(), 0u8..4), 1..6),
+        limits in proptest::collection::vec(1usize..40, 1..4),
+        hide_every in 2u32..9,
+    ) {
+        let mut index = Index::in_memory();
+        for i in 0..doc_count {
+            let text = prune_text(seed ^ i as u64, 1 + (seed as usize ^ i) % 30);
+            let m = DocMeta {
+                scope: Scope::Event,
+                kind: 0,
+                tool: i % 7 == 0,
+                time_unix_ms: ((seed as usize ^ (i * 31)) % 50) as i64,
+                source: None,
+                project: (i % 3 == 0).then(|| "a".to_string()),
+            };
+            index.add(i as DocId, &m, &text).unwrap();
+            if (i + 1) % commit_every == 0 {
+                index.commit(i as u64).unwrap();
+            }
+        }
+        if merge {
+            index.commit(u64::from(u32::MAX)).unwrap();
+            index.merge_all().unwrap();
+        }
+        let visible = |d: DocId| d % hide_every != 1;
+        for (a, b, shape) in &queries {
+            let text = match shape {
+                0 => PRUNE_WORDS[*a].to_string(),
+                1 => format!("{} {}", PRUNE_WORDS[*a], PRUNE_WORDS[*b]),
+                2 => format!("\"{} {}\"", PRUNE_WORDS[*a], PRUNE_WORDS[*b]),
+                _ => format!("how does {} relate to {}", PRUNE_WORDS[*a], PRUNE_WORDS[*b]),
+            };
+            let query = parse_query(&text).unwrap();
+            for f in [Filters::default(), Filters { include_tools: true, project: Some("a".into()), ..Filters::default() }] {
+                let all_hits = index.search(&query, &f, &visible, 5000).unwrap();
+                prop_assert!(all_hits.len() < 5000);
+                for &limit in &limits {
+                    let hits = index.search(&query, &f, &visible, limit).unwrap();
+                    let want: Vec<Hit> = all_hits.iter().take(limit).copied().collect();
+                    prop_assert_eq!(&hits, &want, "query {:?} limit {} filters {:?}", text, limit, f);
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Segments on disk
 

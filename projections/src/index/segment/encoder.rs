@@ -77,7 +77,7 @@ impl<'d, W: Write> Encoder<'d, W> {
         }
         let value = self.out.written - self.postings_offset;
         self.block.clear();
-        encode_block(&mut self.block, p);
+        encode_block(&mut self.block, p, lengths);
         self.fst.insert(term.as_bytes(), value).map_err(io::Error::other)?;
         let block = std::mem::take(&mut self.block);
         self.out.put(&block)?;

@@ -11,8 +11,10 @@ pub use reader::Segment;
 pub(crate) const MAGIC: &[u8; 8] = b"ORGNINDX";
 /// Last bytes of every segment file.
 pub(crate) const FOOTER_MAGIC: &[u8; 8] = b"ORGNIEND";
-/// The segment format this build writes and reads.
-pub(crate) const FORMAT_VERSION: u16 = 1;
+/// The segment format this build writes and reads (2: term blocks in blocks of 128 documents
+/// with a directory of skip and score bounds; a segment of format 1 is refused, and the index,
+/// a projection, is rebuilt).
+pub(crate) const FORMAT_VERSION: u16 = 2;
 /// Header size.
 pub(crate) const HEADER_SIZE_BYTES: usize = 32;
 /// Footer size.

@@ -11,7 +11,7 @@ use super::{FOOTER_SIZE_BYTES, FORMAT_VERSION, Footer, HEADER_SIZE_BYTES, MAGIC,
 use crate::index::IndexError;
 use crate::index::doc::{DocTable, ROW_SIZE_BYTES};
 use crate::index::limits::{SEGMENT_DOCS_MAX, SEGMENT_SIZE_BYTES_MAX};
-use crate::index::postings::{Postings, block_doc_count, decode_block};
+use crate::index::postings::{BlockError, Postings, TermBlock, block_doc_count};
 
 /// The bytes of a segment.
 enum Backing {
@@ -192,30 +192,41 @@ impl Segment {
             .ok_or_else(|| IndexError::corrupt(&self.path, self.postings.end as u64, "term points past the postings"))
     }
 
-    /// The postings at `offset` (a value of the term dictionary).
-    pub(crate) fn postings_at(&self, offset: u64, positions: bool) -> Result<Postings, IndexError> {
-        let block = self.block(offset)?;
-        decode_block(block, self.docs.lengths(), positions).map_err(|e| {
-            let at = self.postings.start as u64 + offset + e.at as u64;
-            IndexError::corrupt(&self.path, at, e.reason)
-        })
+    fn block_error(&self, offset: u64, e: BlockError) -> IndexError {
+        let at = self.postings.start as u64 + offset + e.at as u64;
+        IndexError::corrupt(&self.path, at, e.reason)
     }
 
-    /// The postings of `term`, if this segment holds it.
-    pub(crate) fn postings(&self, term: &str, positions: bool) -> Result<Option<Postings>, IndexError> {
+    /// The term block at `offset` (a value of the term dictionary), opened.
+    pub(crate) fn term_block_at(&self, offset: u64) -> Result<TermBlock<'_>, IndexError> {
+        let block = self.block(offset)?;
+        TermBlock::open(block, self.docs.len()).map_err(|e| self.block_error(offset, e))
+    }
+
+    /// The term block of `term`, opened, if this segment holds it; with the offset that
+    /// positions its errors.
+    pub(crate) fn term_block(&self, term: &str) -> Result<Option<(TermBlock<'_>, u64)>, IndexError> {
         match self.fst.get(term.as_bytes()) {
             None => Ok(None),
-            Some(offset) => self.postings_at(offset, positions).map(Some),
+            Some(offset) => self.term_block_at(offset).map(|t| Some((t, offset))),
         }
+    }
+
+    /// Every document of the term block at `offset`, decoded (merges, tests).
+    pub(crate) fn postings_at(&self, offset: u64, positions: bool) -> Result<Postings, IndexError> {
+        let t = self.term_block_at(offset)?;
+        t.decode_all(self.docs.lengths(), positions).map_err(|e| self.block_error(offset, e))
+    }
+
+    /// A postings error of the term block at `offset` as an index error.
+    pub(crate) fn postings_error(&self, offset: u64, e: BlockError) -> IndexError {
+        self.block_error(offset, e)
     }
 
     /// How many documents of this segment hold `term`.
     pub(crate) fn doc_freq(&self, term: &str) -> Result<u32, IndexError> {
         let Some(offset) = self.fst.get(term.as_bytes()) else { return Ok(0) };
         let block = self.block(offset)?;
-        block_doc_count(block, self.docs.len()).map_err(|e| {
-            let at = self.postings.start as u64 + offset + e.at as u64;
-            IndexError::corrupt(&self.path, at, e.reason)
-        })
+        block_doc_count(block, self.docs.len()).map_err(|e| self.block_error(offset, e))
     }
 }
