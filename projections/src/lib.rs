@@ -1,6 +1,13 @@
-//! placeholder
+//! Read models rebuilt from the journal: entries, tombstones, sessions and event locators
+//! ([`state`]), and the multilingual text index over events and entries ([`index`], fed and
+//! kept on disk by [`catalog`]).
+//!
+//! What it does not do: write to the journal, read agents' logs, or speak MCP. Every
+//! projection can be deleted and rebuilt from the journal with the same answers.
 
+pub mod catalog;
 pub mod state;
 pub use state::{Entry, EntryFilter, EntryStatus, EventMeta, Hides, HistoryItem, Lookup, Opened, Session, SessionFilter, SnapshotUse, State, Until};
 pub mod index;
-pub use index::{DocId, DocMeta, Filters, Hit, Index, IndexError, Match, Query, QueryError, Scope, parse_query, snippet};
+pub use catalog::{Catalog, CatalogError, CatalogOpened, Committed, PlannedMerge, is_searchable};
+pub use index::{Candidate, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, Query, QueryError, Scope, parse_query, snippet};

@@ -1,5 +1,7 @@
-//! A segment's document table: per document (by segment ordinal) its id, metadata and length
-//! in tokens; `source` and `project` strings are interned per segment.
+//! A segment's document table: per document (by segment ordinal) its id, metadata, record
+//! locator and length in tokens; `source` and `project` strings are interned per segment.
+//! Keys are held here for documents being added (the in-memory segment); an on-disk segment
+//! reads them from its file when asked.
 
 use std::collections::HashMap;
 
@@ -9,7 +11,7 @@ use super::{DocId, DocMeta, Scope};
 /// `source` or `project` absent.
 pub(crate) const NO_STRING: u32 = u32::MAX;
 /// Bytes of one encoded row.
-pub(crate) const ROW_SIZE_BYTES: usize = 28;
+pub(crate) const ROW_SIZE_BYTES: usize = 40;
 /// Row flag bit: a tool call or tool result.
 const FLAG_TOOL: u8 = 1;
 
@@ -25,6 +27,10 @@ pub(crate) struct DocRow {
     pub source: u32,
     /// Index into the segment's strings, or [`NO_STRING`].
     pub project: u32,
+    /// [`DocMeta::record`].
+    pub record: u64,
+    /// [`DocMeta::position`].
+    pub position: u32,
 }
 
 /// The documents of one segment, in ordinal order.
@@ -36,6 +42,8 @@ pub(crate) struct DocTable {
     strings: Vec<String>,
     string_ids: HashMap<String, u32>,
     token_count: u64,
+    /// Keys by ordinal, for tables being built (empty for a table decoded from a segment).
+    keys: Vec<String>,
 }
 
 impl DocTable {
@@ -82,7 +90,7 @@ impl DocTable {
 
     /// Checks metadata a caller passes in.
     pub(crate) fn check_meta(meta: &DocMeta) -> Result<(), String> {
-        for (name, s) in [("source", &meta.source), ("project", &meta.project)] {
+        for (name, s) in [("source", &meta.source), ("project", &meta.project), ("key", &Some(meta.key.clone()))] {
             if let Some(s) = s
                 && s.len() > META_STRING_SIZE_BYTES_MAX
             {
@@ -105,16 +113,25 @@ impl DocTable {
             time_unix_ms: meta.time_unix_ms,
             source,
             project,
+            record: meta.record,
+            position: meta.position,
         };
+        self.keys.push(meta.key.clone());
         self.push_row(row, length)
     }
 
-    /// Appends another table's row, re-interning its strings; returns its ordinal.
-    pub(crate) fn push_from(&mut self, other: &DocTable, ordinal: u32) -> u32 {
+    /// Appends another table's row with its key, re-interning its strings; returns its ordinal.
+    pub(crate) fn push_from(&mut self, other: &DocTable, ordinal: u32, key: &str) -> u32 {
         let mut row = *other.row(ordinal);
         row.source = self.intern(other.string(row.source));
         row.project = self.intern(other.string(row.project));
+        self.keys.push(key.to_owned());
         self.push_row(row, other.lengths[ordinal as usize])
+    }
+
+    /// The key of a document of a table being built.
+    pub(crate) fn key(&self, ordinal: u32) -> Option<&str> {
+        self.keys.get(ordinal as usize).map(String::as_str)
     }
 
     fn push_row(&mut self, row: DocRow, length: u32) -> u32 {
@@ -126,6 +143,7 @@ impl DocTable {
     }
 
     /// The metadata of a document, as it was added.
+    #[cfg(test)]
     pub(crate) fn meta(&self, ordinal: u32) -> DocMeta {
         let row = self.row(ordinal);
         DocMeta {
@@ -135,10 +153,28 @@ impl DocTable {
             time_unix_ms: row.time_unix_ms,
             source: self.string(row.source).map(str::to_string),
             project: self.string(row.project).map(str::to_string),
+            key: self.key(ordinal).unwrap_or_default().to_string(),
+            record: row.record,
+            position: row.position,
         }
     }
 
-    /// The rows section (FORMAT.md: 28 bytes per document).
+    /// The keys section (FORMAT.md): `len + 1` offsets (u64) into the key bytes, then the
+    /// bytes. Only for a table being built, which holds every key.
+    pub(crate) fn encode_keys(&self, out: &mut Vec<u8>) {
+        assert_eq!(self.keys.len(), self.rows.len(), "a key per document");
+        let mut at = 0u64;
+        out.extend_from_slice(&at.to_le_bytes());
+        for k in &self.keys {
+            at += k.len() as u64;
+            out.extend_from_slice(&at.to_le_bytes());
+        }
+        for k in &self.keys {
+            out.extend_from_slice(k.as_bytes());
+        }
+    }
+
+    /// The rows section (FORMAT.md: 40 bytes per document).
     pub(crate) fn encode_rows(&self, out: &mut Vec<u8>) {
         for (row, &length) in self.rows.iter().zip(&self.lengths) {
             out.extend_from_slice(&row.doc.to_le_bytes());
@@ -150,6 +186,8 @@ impl DocTable {
             out.extend_from_slice(&row.source.to_le_bytes());
             out.extend_from_slice(&row.project.to_le_bytes());
             out.extend_from_slice(&length.to_le_bytes());
+            out.extend_from_slice(&row.record.to_le_bytes());
+            out.extend_from_slice(&row.position.to_le_bytes());
         }
     }
 
@@ -219,6 +257,8 @@ impl DocTable {
             if length > super::limits::DOC_TOKENS_MAX {
                 return Err((at + 24, "document length out of range".into()));
             }
+            let mut record = [0u8; 8];
+            record.copy_from_slice(&r[28..36]);
             let row = DocRow {
                 doc: u32_le(0),
                 scope,
@@ -227,6 +267,8 @@ impl DocTable {
                 time_unix_ms: i64::from_le_bytes(time),
                 source,
                 project,
+                record: u64::from_le_bytes(record),
+                position: u32_le(36),
             };
             t.push_row(row, length);
         }

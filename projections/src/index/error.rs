@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use super::DocId;
 
+/// The reason given when the manifest lists a segment whose file is missing.
+pub(crate) const MISSING_SEGMENT: &str = "the manifest lists this segment but the file is missing";
+
 /// What can go wrong in the text index.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
@@ -52,5 +55,10 @@ impl IndexError {
     /// True for damage found in a file (as opposed to an I/O failure or a bad call).
     pub fn is_corruption(&self) -> bool {
         matches!(self, IndexError::Corrupt { .. })
+    }
+
+    /// True if the manifest lists a segment whose file is not there.
+    pub(crate) fn is_missing_segment(&self) -> bool {
+        matches!(self, IndexError::Corrupt { reason, .. } if reason == MISSING_SEGMENT)
     }
 }

@@ -30,8 +30,10 @@ pub struct SegmentInfo {
 }
 
 /// When to merge: segments fall into tiers by document count (powers of `merge_factor`);
-/// `merge_factor` segments of one tier are merged, smallest tier first; beyond
-/// `segments_max` segments, the `merge_factor` smallest are merged whatever their tiers.
+/// a run of `merge_factor` neighbouring segments of one tier is merged, smallest tier first;
+/// beyond `segments_max` segments, the run of `merge_factor` neighbours with the fewest
+/// documents is merged whatever their tiers. Only neighbours (in document order) are merged,
+/// so every segment keeps holding a contiguous run of document ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MergePolicy {
     /// Segments merged at once (at least 2).
@@ -47,7 +49,7 @@ impl Default for MergePolicy {
 }
 
 impl MergePolicy {
-    /// The segments to merge next, if any.
+    /// The segments to merge next, if any; `segments` are in document order.
     pub fn pick(&self, segments: &[SegmentInfo]) -> Option<Vec<SegmentId>> {
         let factor = self.merge_factor.max(2);
         if segments.len() < factor {
@@ -62,16 +64,22 @@ impl MergePolicy {
             }
             t
         };
-        let mut sorted: Vec<SegmentInfo> = segments.to_vec();
-        sorted.sort_by_key(|s| (tier(s), s.doc_count, s.id));
-        for group in sorted.chunk_by(|a, b| tier(a) == tier(b)) {
-            if group.len() >= factor {
-                return Some(group[..factor].iter().map(|s| s.id).collect());
+        // The lowest tier with `factor` neighbours in a row.
+        let mut best: Option<(u32, usize)> = None;
+        for start in 0..=segments.len() - factor {
+            let run = &segments[start..start + factor];
+            let t = tier(&run[0]);
+            if run.iter().all(|s| tier(s) == t) && best.is_none_or(|(bt, _)| t < bt) {
+                best = Some((t, start));
             }
         }
+        if let Some((_, start)) = best {
+            return Some(segments[start..start + factor].iter().map(|s| s.id).collect());
+        }
         if segments.len() > self.segments_max {
-            sorted.sort_by_key(|s| (s.doc_count, s.id));
-            return Some(sorted[..factor].iter().map(|s| s.id).collect());
+            let start = (0..=segments.len() - factor)
+                .min_by_key(|&i| segments[i..i + factor].iter().map(|s| u64::from(s.doc_count)).sum::<u64>())?;
+            return Some(segments[start..start + factor].iter().map(|s| s.id).collect());
         }
         None
     }
@@ -110,7 +118,7 @@ pub fn merge(job: &MergeJob) -> Result<Merged, IndexError> {
     for s in &job.inputs {
         bases.push(docs.len());
         for ord in 0..s.doc_count() {
-            docs.push_from(s.docs(), ord);
+            docs.push_from(s.docs(), ord, s.key(ord)?);
         }
     }
     let target = match &job.dir {
@@ -159,12 +167,18 @@ mod tests {
     }
 
     #[test]
-    fn index_merge_policy_merges_a_full_tier_smallest_first() {
+    fn index_merge_policy_merges_neighbours_of_a_tier_smallest_first() {
         let p = MergePolicy { merge_factor: 3, segments_max: 10 };
         assert_eq!(p.pick(&[info(1, 100), info(2, 1)]), None);
-        assert_eq!(p.pick(&[info(1, 100), info(2, 1), info(3, 2), info(4, 1)]), Some(vec![2, 4, 3]));
+        assert_eq!(p.pick(&[info(1, 100), info(2, 1), info(3, 2), info(4, 1)]), Some(vec![2, 3, 4]));
+        // Three small ones, but not neighbours: nothing.
+        assert_eq!(p.pick(&[info(1, 1), info(2, 90), info(3, 2), info(4, 95), info(5, 1)]), None);
+        // Two tiers with full runs: the lower one.
+        assert_eq!(p.pick(&[info(1, 30), info(2, 40), info(3, 50), info(4, 1), info(5, 2), info(6, 1)]), Some(vec![4, 5, 6]));
         assert_eq!(p.pick(&[info(1, 100), info(2, 1), info(3, 9), info(4, 30)]), None);
         let many: Vec<SegmentInfo> = (0..11).map(|i| info(i, 3u32.pow(i as u32 % 10))).collect();
-        assert!(p.pick(&many).is_some());
+        let picked = p.pick(&many).expect("over segments_max");
+        assert_eq!(picked.len(), 3);
+        assert!(picked.windows(2).all(|w| w[1] == w[0] + 1), "neighbours: {picked:?}");
     }
 }

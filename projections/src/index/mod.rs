@@ -18,11 +18,14 @@
 //! ```
 //! use origin_projections::index::{DocMeta, Filters, Index, Match, Scope, parse_query};
 //! let mut index = Index::in_memory();
-//! let meta = DocMeta { scope: Scope::Entry, kind: 0, tool: false, time_unix_ms: 1, source: None, project: None };
+//! let meta = DocMeta {
+//!     scope: Scope::Entry, kind: 0, tool: false, time_unix_ms: 1, source: None, project: None,
+//!     key: "ent_3f9a1c2b7d4e".into(), record: 12, position: 0,
+//! };
 //! index.add(7, &meta, "Releases are tagged from master once CI passes").unwrap();
 //! let query = parse_query("how do we cut a release of the app?").unwrap();
 //! let hits = index.search(&query, &Filters::default(), &|_| true, 20).unwrap();
-//! assert_eq!((hits[0].doc, hits[0].matched), (7, Match::Partial));
+//! assert_eq!((hits[0].doc, hits[0].matched, hits[0].key.as_str()), (7, Match::Partial, "ent_3f9a1c2b7d4e"));
 //! ```
 //!
 //! Invariants callers may rely on:
@@ -33,7 +36,10 @@
 //! - A document the predicate rejects, or the filters exclude, is never returned.
 //! - A damaged segment or manifest is an error ([`IndexError::Corrupt`]) on open, never wrong
 //!   results; the index is a projection, so the fix is to delete it and rebuild it.
-//! - One process writes an index directory at a time (the caller holds the store's lock).
+//! - Document ids rise in the order documents are added; segments hold neighbouring runs of
+//!   them and only neighbours are merged.
+//! - One process writes an index directory at a time (the caller holds a lock); others may
+//!   read it and [`Index::reload`] what the writer committed.
 
 mod doc;
 mod error;
@@ -84,7 +90,9 @@ pub enum Scope {
     Event = 2,
 }
 
-/// What filters see of a document.
+/// What the index keeps of a document besides its text: what filters see, and where it
+/// came from (returned with every hit, so a caller needs no map of its own from document
+/// ids back to its records).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DocMeta {
     /// Entry or event.
@@ -100,11 +108,19 @@ pub struct DocMeta {
     pub source: Option<String>,
     /// Project, if known.
     pub project: Option<String>,
+    /// The caller's name for the document (an event id, an entry version id); at most
+    /// [`limits::META_STRING_SIZE_BYTES_MAX`] bytes.
+    pub key: String,
+    /// The journal offset of the record it came from.
+    pub record: u64,
+    /// Its place in that record (an event's index among the record's events).
+    pub position: u32,
 }
 
 impl DocMeta {
-    /// The metadata of an event read from `source`. Tool calls and tool results are tools.
-    pub fn event(source: &str, event: &Event) -> DocMeta {
+    /// The metadata of an event read from `source`, event `position` of the record at
+    /// journal offset `record`. Tool calls and tool results are tools.
+    pub fn event(source: &str, event: &Event, record: u64, position: u32) -> DocMeta {
         DocMeta {
             scope: Scope::Event,
             kind: event.kind as u8,
@@ -112,11 +128,14 @@ impl DocMeta {
             time_unix_ms: event.time_unix_ms,
             source: Some(source.to_string()),
             project: event.project.clone(),
+            key: event.id.clone(),
+            record,
+            position,
         }
     }
 
-    /// The metadata of an entry version.
-    pub fn entry(version: &EntryVersion) -> DocMeta {
+    /// The metadata of an entry version written by the record at journal offset `record`.
+    pub fn entry(version: &EntryVersion, record: u64) -> DocMeta {
         DocMeta {
             scope: Scope::Entry,
             kind: version.kind as u8,
@@ -124,8 +143,24 @@ impl DocMeta {
             time_unix_ms: version.created_unix_ms,
             source: None,
             project: version.project.clone(),
+            key: version.id.clone(),
+            record,
+            position: 0,
         }
     }
+}
+
+/// A document a search is about to return, as the caller's visibility predicate sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate<'a> {
+    /// Its id.
+    pub doc: DocId,
+    /// Its key ([`DocMeta::key`]).
+    pub key: &'a str,
+    /// Its record ([`DocMeta::record`]).
+    pub record: u64,
+    /// Its place in the record ([`DocMeta::position`]).
+    pub position: u32,
 }
 
 /// Which documents a search may return. The default admits everything but tool events.
@@ -157,7 +192,7 @@ pub enum Match {
 }
 
 /// One search result.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Hit {
     /// The document.
     pub doc: DocId,
@@ -165,17 +200,29 @@ pub struct Hit {
     pub score: f32,
     /// Full or partial match.
     pub matched: Match,
+    /// Its key ([`DocMeta::key`]).
+    pub key: String,
+    /// Its record ([`DocMeta::record`]).
+    pub record: u64,
+    /// Its place in the record ([`DocMeta::position`]).
+    pub position: u32,
 }
 
 /// The text index: an in-memory segment for new documents and immutable segments, in a
 /// directory or (for [`Index::in_memory`]) in memory.
+///
+/// Document ids rise: each document added has an id above every id the index holds. So each
+/// segment holds a contiguous run of the additions, segments are kept in the order of their
+/// documents, and merges combine neighbours only; no set of ids is kept to refuse repeats.
 pub struct Index {
     dir: Option<PathBuf>,
     memory: MemorySegment,
+    /// In document order: each segment's ids are above the previous segment's.
     segments: Vec<Arc<Segment>>,
     next_segment_id: SegmentId,
     mark: Option<u64>,
-    doc_ids: HashSet<DocId>,
+    /// The largest id in the index (segments and memory), if any.
+    last_doc: Option<DocId>,
     stems: Stems,
 }
 
@@ -190,6 +237,12 @@ impl std::fmt::Debug for Index {
     }
 }
 
+/// The first and last document id of a segment (it holds at least one document).
+fn range_of(s: &Segment) -> (DocId, DocId) {
+    let rows = s.docs().rows();
+    (rows.first().map_or(0, |r| r.doc), rows.last().map_or(0, |r| r.doc))
+}
+
 impl Index {
     /// An empty index that keeps its segments in memory (for tests and hubs without disk).
     pub fn in_memory() -> Index {
@@ -199,68 +252,141 @@ impl Index {
             segments: Vec::new(),
             next_segment_id: 0,
             mark: None,
-            doc_ids: HashSet::new(),
+            last_doc: None,
             stems: Stems::new(),
         }
     }
 
-    /// Opens the index in `dir`, creating it if needed. Every listed segment is verified;
-    /// files the manifest does not list (left by a crash) are deleted.
+    /// Opens the index in `dir`, creating it if needed, for the one process that writes it.
+    /// Every listed segment is verified; files the manifest does not list (left by a crash or
+    /// by a merge) are deleted.
     pub fn open(dir: &Path) -> Result<Index, IndexError> {
+        let index = Index::open_shared(dir)?;
+        index.remove_leftovers()?;
+        Ok(index)
+    }
+
+    /// Opens the index in `dir` (creating it if needed) without touching files the manifest
+    /// does not list: for a process that may share the directory with a writer.
+    pub fn open_shared(dir: &Path) -> Result<Index, IndexError> {
         fs::create_dir_all(dir).map_err(|e| IndexError::io("create", dir, e))?;
-        let manifest = Manifest::read(dir)?.unwrap_or_default();
         let mut index = Index::in_memory();
         index.dir = Some(dir.to_path_buf());
-        index.mark = manifest.mark;
-        index.next_segment_id = manifest.next_segment_id;
-        for &id in &manifest.segments {
-            let path = dir.join(segment::file_name(id));
-            if !path.exists() {
-                return Err(IndexError::corrupt(&path, 0, "the manifest lists this segment but the file is missing"));
-            }
-            let segment = Segment::open(&path, id)?;
-            for row in segment.docs().rows() {
-                if !index.doc_ids.insert(row.doc) {
-                    return Err(IndexError::corrupt(
-                        segment.path(),
-                        0,
-                        format!("document {} is also in another segment", row.doc),
-                    ));
-                }
-            }
-            index.segments.push(Arc::new(segment));
-        }
-        let listed: HashSet<String> = manifest.segments.iter().map(|&id| segment::file_name(id)).collect();
+        index.reload()?;
+        Ok(index)
+    }
+
+    /// Deletes segment files the manifest does not list and unfinished writes: only while no
+    /// other process writes the directory.
+    pub fn remove_leftovers(&self) -> Result<(), IndexError> {
+        let Some(dir) = &self.dir else { return Ok(()) };
+        let listed: HashSet<String> = self.segments.iter().map(|s| segment::file_name(s.id())).collect();
         let entries = fs::read_dir(dir).map_err(|e| IndexError::io("list", dir, e))?;
         for entry in entries {
             let entry = entry.map_err(|e| IndexError::io("list", dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let leftover = (name.ends_with(".segment") && !listed.contains(&name)) || name.ends_with(".tmp");
             if leftover {
-                fs::remove_file(entry.path()).map_err(|e| IndexError::io("remove", entry.path(), e))?;
+                match fs::remove_file(entry.path()) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(IndexError::io("remove", entry.path(), e)),
+                }
             }
         }
-        Ok(index)
-    }
-
-    /// Adds a document. Its id must be new to the index.
-    pub fn add(&mut self, doc: DocId, meta: &DocMeta, text: &str) -> Result<(), IndexError> {
-        if self.doc_ids.contains(&doc) {
-            return Err(IndexError::DuplicateDoc(doc));
-        }
-        self.memory.add(doc, meta, text, &self.stems)?;
-        self.doc_ids.insert(doc);
         Ok(())
     }
 
-    /// True if `doc` was added.
-    pub fn contains(&self, doc: DocId) -> bool {
-        self.doc_ids.contains(&doc)
+    /// Reads the manifest again (another process may have committed or merged) and takes its
+    /// segments, opening and verifying only those it did not hold already. The in-memory
+    /// segment is kept; a caller whose documents the new segments now hold clears it with
+    /// [`Index::clear_memory`]. Returns true if the segments or the mark changed.
+    pub fn reload(&mut self) -> Result<bool, IndexError> {
+        // A writer's merge deletes its inputs after writing the manifest: a listed file that
+        // vanished between reading the manifest and opening the file means a newer manifest.
+        let mut tries = 0;
+        loop {
+            match self.reload_once() {
+                Err(e) if tries < 8 && e.is_missing_segment() => tries += 1,
+                other => return other,
+            }
+        }
+    }
+
+    fn reload_once(&mut self) -> Result<bool, IndexError> {
+        let Some(dir) = self.dir.clone() else { return Ok(false) };
+        let manifest = Manifest::read(&dir)?.unwrap_or_default();
+        let same = manifest.mark == self.mark
+            && manifest.segments.len() == self.segments.len()
+            && manifest.segments.iter().zip(&self.segments).all(|(id, s)| *id == s.id());
+        if same {
+            self.next_segment_id = self.next_segment_id.max(manifest.next_segment_id);
+            return Ok(false);
+        }
+        let mut segments = Vec::with_capacity(manifest.segments.len());
+        for &id in &manifest.segments {
+            if let Some(s) = self.segments.iter().find(|s| s.id() == id) {
+                segments.push(s.clone());
+                continue;
+            }
+            let path = dir.join(segment::file_name(id));
+            if !path.exists() {
+                return Err(IndexError::corrupt(&path, 0, error::MISSING_SEGMENT));
+            }
+            segments.push(Arc::new(Segment::open(&path, id)?));
+        }
+        // In document order, without overlaps: each segment's first id above the previous
+        // segment's last.
+        segments.sort_by_key(|s| range_of(s).0);
+        for w in segments.windows(2) {
+            if range_of(&w[0]).1 >= range_of(&w[1]).0 {
+                return Err(IndexError::corrupt(
+                    w[1].path(),
+                    0,
+                    format!("its documents overlap those of segment {}", w[0].id()),
+                ));
+            }
+        }
+        self.segments = segments;
+        self.mark = manifest.mark;
+        self.next_segment_id = self.next_segment_id.max(manifest.next_segment_id);
+        let disk_last = self.segments.last().map(|s| range_of(s).1);
+        self.last_doc = match (disk_last, self.memory_last()) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(true)
+    }
+
+    fn memory_last(&self) -> Option<DocId> {
+        self.memory.docs.rows().last().map(|r| r.doc)
+    }
+
+    /// Drops the documents of the in-memory segment (they are in the segments now, or will be
+    /// added again).
+    pub fn clear_memory(&mut self) {
+        self.memory = MemorySegment::default();
+        self.last_doc = self.segments.last().map(|s| range_of(s).1);
+    }
+
+    /// Adds a document. Its id must be above every id the index holds.
+    pub fn add(&mut self, doc: DocId, meta: &DocMeta, text: &str) -> Result<(), IndexError> {
+        if self.last_doc.is_some_and(|last| doc <= last) {
+            return Err(IndexError::DuplicateDoc(doc));
+        }
+        self.memory.add(doc, meta, text, &self.stems)?;
+        self.last_doc = Some(doc);
+        Ok(())
+    }
+
+    /// The largest document id in the index: the next one added must be above it.
+    pub fn last_doc(&self) -> Option<DocId> {
+        self.last_doc
     }
 
     /// Documents in the index.
     pub fn doc_count(&self) -> usize {
-        self.doc_ids.len()
+        self.segments.iter().map(|s| s.doc_count() as usize).sum::<usize>() + self.memory.docs.len() as usize
     }
 
     /// Documents waiting in the in-memory segment (commit when it grows large).
@@ -336,7 +462,7 @@ impl Index {
         .write(dir)
     }
 
-    /// The immutable segments, oldest first.
+    /// The immutable segments, in document order.
     pub fn segments(&self) -> Vec<SegmentInfo> {
         self.segments
             .iter()
@@ -344,18 +470,23 @@ impl Index {
             .collect()
     }
 
-    /// A merge of the given segments, to run with [`merge`] (on any thread) and install with
-    /// [`Index::install_merge`].
+    /// A merge of the given segments, which must be neighbours (in document order), to run
+    /// with [`merge`] (on any thread) and install with [`Index::install_merge`].
     pub fn plan_merge(&mut self, ids: &[SegmentId]) -> Result<MergeJob, IndexError> {
-        let mut inputs = Vec::with_capacity(ids.len());
+        let at = |id: &SegmentId| self.segments.iter().position(|s| s.id() == *id);
+        let mut places = Vec::with_capacity(ids.len());
         for id in ids {
-            let s = self.segments.iter().find(|s| s.id() == *id);
-            let s = s.ok_or_else(|| IndexError::Invalid(format!("no segment {id} to merge")))?;
-            if inputs.iter().any(|i: &Arc<Segment>| i.id() == *id) {
+            let p = at(id).ok_or_else(|| IndexError::Invalid(format!("no segment {id} to merge")))?;
+            if places.contains(&p) {
                 return Err(IndexError::Invalid(format!("segment {id} named twice")));
             }
-            inputs.push(s.clone());
+            places.push(p);
         }
+        places.sort_unstable();
+        if places.windows(2).any(|w| w[1] != w[0] + 1) {
+            return Err(IndexError::Invalid("only neighbouring segments can be merged".into()));
+        }
+        let inputs: Vec<Arc<Segment>> = places.iter().map(|&p| self.segments[p].clone()).collect();
         let output = self.next_segment_id;
         self.next_segment_id += 1;
         Ok(MergeJob { inputs, output, dir: self.dir.clone() })
@@ -379,7 +510,7 @@ impl Index {
         let before = self.segments.clone();
         self.segments.retain(|s| !merged.inputs.contains(&s.id()));
         self.segments.push(merged.segment);
-        self.segments.sort_by_key(|s| s.id());
+        self.segments.sort_by_key(|s| range_of(s).0);
         if let Err(e) = self.write_manifest() {
             self.segments = before;
             return Err(e);
@@ -411,7 +542,7 @@ impl Index {
         &self,
         query: &Query,
         filters: &Filters,
-        visible: &dyn Fn(DocId) -> bool,
+        visible: &dyn Fn(&Candidate<'_>) -> bool,
         limit: usize,
     ) -> Result<Vec<Hit>, IndexError> {
         if limit > limits::SEARCH_LIMIT_MAX {

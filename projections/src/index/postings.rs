@@ -613,18 +613,6 @@ impl<'a> PostingCursor<'a> {
         &self.blocks
     }
 
-    /// Moves to the first document of the first block that ends at or after `target` without
-    /// decoding the blocks before it: for skipping past blocks no document of which can score
-    /// enough. Returns the current document.
-    pub(crate) fn skip_blocks_to(&mut self, target: u32) -> Result<u32, BlockError> {
-        if self.doc != END && self.blocks[self.block].last < target {
-            let from = self.block + 1;
-            let b = from + self.blocks[from..].partition_point(|x| x.last < target);
-            self.load(b)?;
-        }
-        Ok(self.doc)
-    }
-
     /// The current document's positions (empty if the cursor was opened without them).
     pub(crate) fn positions(&mut self) -> Result<&[u32], BlockError> {
         if !self.want_positions || self.doc == END {
@@ -734,7 +722,8 @@ mod tests {
         let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
         let mut c = PostingCursor::disk(t, &lengths, false).unwrap();
         let second_block_first = p.ordinals[BLOCK_DOCS];
-        assert_eq!(c.skip_blocks_to(p.ordinals[BLOCK_DOCS - 1] + 1).unwrap(), second_block_first);
+        assert_eq!(c.seek(p.ordinals[BLOCK_DOCS - 1] + 1).unwrap(), second_block_first);
+        assert_eq!(c.block_info().last, p.ordinals[2 * BLOCK_DOCS - 1]);
     }
 
     proptest! {

@@ -28,7 +28,7 @@ use super::memory::MemorySegment;
 use super::postings::{BlockError, END, PostingCursor};
 use super::query::Query;
 use super::segment::Segment;
-use super::{DocId, Filters, Hit, IndexError, Match, Scope};
+use super::{Candidate, DocId, Filters, Hit, IndexError, Match, Scope};
 
 /// BM25 term-frequency saturation.
 const K1: f64 = 1.2;
@@ -105,6 +105,19 @@ impl View<'_> {
             View::Disk(s) => s.doc_freq(term),
         }
     }
+
+    fn key(&self, ordinal: u32) -> Result<&str, IndexError> {
+        match self {
+            View::Memory(m) => m.docs.key(ordinal).ok_or_else(|| IndexError::Invalid(format!("no key at ordinal {ordinal}"))),
+            View::Disk(s) => s.key(ordinal),
+        }
+    }
+
+    /// What the visibility predicate and the hit say of the document at `ordinal`.
+    fn candidate(&self, ordinal: u32) -> Result<Candidate<'_>, IndexError> {
+        let row = self.docs().row(ordinal);
+        Ok(Candidate { doc: row.doc, key: self.key(ordinal)?, record: row.record, position: row.position })
+    }
 }
 
 /// Filters resolved against one segment's strings.
@@ -147,12 +160,15 @@ impl DocFilter {
     }
 }
 
-/// A candidate's rank: higher score, then more recent, then smaller id first.
+/// A candidate's rank: higher score, then more recent, then smaller id first; and where it
+/// is (its view and ordinal), to read its key.
 #[derive(Clone, Copy, Debug)]
 struct Ranked {
     score: f32,
     time_unix_ms: i64,
     doc: DocId,
+    view: usize,
+    ordinal: u32,
 }
 
 impl Ord for Ranked {
@@ -199,19 +215,19 @@ impl TopK {
         self.heap.peek().map(|w| f64::from(w.0.score))
     }
 
-    /// Offers a candidate; `visible` is asked only if it would enter.
-    fn offer(&mut self, r: Ranked, visible: &dyn Fn(DocId) -> bool) {
+    /// Offers a candidate of `view`; `visible` is asked only if it would enter.
+    fn offer(&mut self, r: Ranked, view: &View<'_>, visible: &dyn Fn(&Candidate<'_>) -> bool) -> Result<(), IndexError> {
         if self.k == 0 {
-            return;
+            return Ok(());
         }
-        if self.heap.len() < self.k {
-            if visible(r.doc) {
-                self.heap.push(Reverse(r));
+        let enters = self.heap.len() < self.k || self.heap.peek().is_some_and(|w| r > w.0);
+        if enters && visible(&view.candidate(r.ordinal)?) {
+            if self.heap.len() >= self.k {
+                self.heap.pop();
             }
-        } else if self.heap.peek().is_some_and(|w| r > w.0) && visible(r.doc) {
-            self.heap.pop();
             self.heap.push(Reverse(r));
         }
+        Ok(())
     }
 
     fn into_sorted(self) -> Vec<Ranked> {
@@ -262,7 +278,7 @@ pub(crate) fn search(
     views: &[View<'_>],
     query: &Query,
     filters: &Filters,
-    visible: &dyn Fn(DocId) -> bool,
+    visible: &dyn Fn(&Candidate<'_>) -> bool,
     limit: usize,
 ) -> Result<Vec<Hit>, IndexError> {
     let doc_count: u64 = views.iter().map(|v| u64::from(v.docs().len())).sum();
@@ -278,14 +294,16 @@ pub(crate) fn search(
     // Per view, the ordinals that hold every clause (excluded from partial matches). Needed
     // only if fewer than `limit` full matches are found, and then nothing was skipped.
     let mut full_ordinals: Vec<Vec<u32>> = Vec::with_capacity(views.len());
-    for view in views {
+    for (v, view) in views.iter().enumerate() {
         let mut matched = Vec::new();
-        full_view(view, query, filters, visible, &stats, &idfs, &mut full, &mut matched)?;
+        full_view(v, view, query, filters, visible, &stats, &idfs, &mut full, &mut matched)?;
         full_ordinals.push(matched);
     }
     let full_count = full.len();
-    let mut hits: Vec<Hit> =
-        full.into_sorted().into_iter().map(|r| Hit { doc: r.doc, score: r.score, matched: Match::All }).collect();
+    let mut hits = Vec::with_capacity(limit.min(1024));
+    for r in full.into_sorted() {
+        hits.push(hit(views, r, Match::All)?);
+    }
     if full_count >= limit || query.partial.is_empty() {
         return Ok(hits);
     }
@@ -293,11 +311,18 @@ pub(crate) fn search(
     // Partial matches fill the rest.
     let idfs: Vec<f64> = doc_freqs(views, &query.partial)?.into_iter().map(|df| stats.idf(df)).collect();
     let mut partial = TopK::new(limit - hits.len());
-    for (view, full_ordinals) in views.iter().zip(&full_ordinals) {
-        partial_view(view, query, filters, visible, &stats, &idfs, &mut partial, full_ordinals)?;
+    for (v, (view, full_ordinals)) in views.iter().zip(&full_ordinals).enumerate() {
+        partial_view(v, view, query, filters, visible, &stats, &idfs, &mut partial, full_ordinals)?;
     }
-    hits.extend(partial.into_sorted().into_iter().map(|r| Hit { doc: r.doc, score: r.score, matched: Match::Partial }));
+    for r in partial.into_sorted() {
+        hits.push(hit(views, r, Match::Partial)?);
+    }
     Ok(hits)
+}
+
+fn hit(views: &[View<'_>], r: Ranked, matched: Match) -> Result<Hit, IndexError> {
+    let c = views[r.view].candidate(r.ordinal)?;
+    Ok(Hit { doc: r.doc, score: r.score, matched, key: c.key.to_owned(), record: c.record, position: c.position })
 }
 
 /// True if every clause of more than one term holds at the cursors' current document (all
@@ -332,10 +357,11 @@ fn clause_term_index(query: &Query, clause: &super::query::Clause, j: usize) -> 
 
 #[allow(clippy::too_many_arguments)]
 fn full_view(
+    v: usize,
     view: &View<'_>,
     query: &Query,
     filters: &Filters,
-    visible: &dyn Fn(DocId) -> bool,
+    visible: &dyn Fn(&Candidate<'_>) -> bool,
     stats: &Stats,
     idfs: &[f64],
     top: &mut TopK,
@@ -408,7 +434,8 @@ fn full_view(
                 for (t, &idf) in terms.iter().zip(idfs) {
                     score += stats.term(idf, t.cursor.tf(), length);
                 }
-                top.offer(Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc }, visible);
+                let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
+                top.offer(r, view, visible)?;
             }
         }
         terms[driver].next()?;
@@ -417,10 +444,11 @@ fn full_view(
 
 #[allow(clippy::too_many_arguments)]
 fn partial_view(
+    v: usize,
     view: &View<'_>,
     query: &Query,
     filters: &Filters,
-    visible: &dyn Fn(DocId) -> bool,
+    visible: &dyn Fn(&Candidate<'_>) -> bool,
     stats: &Stats,
     idfs: &[f64],
     top: &mut TopK,
@@ -489,7 +517,8 @@ fn partial_view(
             if filter.pass(row) {
                 // Summed in query order, as a scan would.
                 let score: f64 = contrib.iter().flatten().sum();
-                top.offer(Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc }, visible);
+                let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
+                top.offer(r, view, visible)?;
             }
         }
         for (_, t, _) in &mut terms[essential..] {

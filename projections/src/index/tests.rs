@@ -11,14 +11,24 @@ use super::token::tokenize;
 use super::*;
 
 fn meta(time_unix_ms: i64) -> DocMeta {
-    DocMeta { scope: Scope::Event, kind: 0, tool: false, time_unix_ms, source: None, project: None }
+    DocMeta {
+        scope: Scope::Event,
+        kind: 0,
+        tool: false,
+        time_unix_ms,
+        source: None,
+        project: None,
+        key: format!("claude-code:{time_unix_ms}"),
+        record: time_unix_ms as u64,
+        position: 1,
+    }
 }
 
 fn q(s: &str) -> Query {
     parse_query(s).unwrap()
 }
 
-fn all(_: DocId) -> bool {
+fn all(_: &Candidate<'_>) -> bool {
     true
 }
 
@@ -180,7 +190,7 @@ fn search_puts_partial_matches_after_every_full_match() {
     let index =
         index_of(&[&long, "zebras", "x y", "x z", "y z", "w x", "releases released releasing", "nothing related"]);
     let hits = search(&index, "release zebra", 10);
-    assert_eq!(hits[0], Hit { doc: 0, score: hits[0].score, matched: Match::All });
+    assert_eq!((hits[0].doc, hits[0].matched), (0, Match::All));
     assert_eq!(hits.iter().map(|h| h.doc).collect::<BTreeSet<_>>(), set(&[0, 1, 6]));
     assert!(hits[1..].iter().all(|h| h.matched == Match::Partial));
     assert!(hits[1].score > hits[0].score, "a partial match may score more and still come after");
@@ -214,7 +224,7 @@ fn search_answers_a_question_in_other_words() {
 #[test]
 fn search_partial_matches_respect_filters_and_visibility() {
     let index = index_of(&["release notes", "releases", "released"]);
-    let hits = index.search(&q("release workflow"), &Filters::default(), &|d| d != 1, 10).unwrap();
+    let hits = index.search(&q("release workflow"), &Filters::default(), &|c| c.doc != 1, 10).unwrap();
     assert_eq!(hits.iter().map(|h| h.doc).collect::<BTreeSet<_>>(), BTreeSet::from([0, 2]));
     let f = Filters { since_unix_ms: Some(2), ..Filters::default() };
     let hits = index.search(&q("release workflow"), &f, &all, 10).unwrap();
@@ -237,6 +247,9 @@ fn search_applies_every_filter() {
                 time_unix_ms: 10,
                 source: None,
                 project: Some("a".into()),
+                key: String::new(),
+                record: 0,
+                position: 0,
             },
         ),
         (
@@ -248,6 +261,9 @@ fn search_applies_every_filter() {
                 time_unix_ms: 20,
                 source: Some("codex".into()),
                 project: Some("a".into()),
+                key: String::new(),
+                record: 0,
+                position: 0,
             },
         ),
         (
@@ -259,6 +275,9 @@ fn search_applies_every_filter() {
                 time_unix_ms: 30,
                 source: Some("claude-code".into()),
                 project: None,
+                key: String::new(),
+                record: 0,
+                position: 0,
             },
         ),
         (
@@ -270,6 +289,9 @@ fn search_applies_every_filter() {
                 time_unix_ms: 40,
                 source: Some("claude-code".into()),
                 project: Some("b".into()),
+                key: String::new(),
+                record: 0,
+                position: 0,
             },
         ),
     ];
@@ -290,7 +312,7 @@ fn search_applies_every_filter() {
     assert_eq!(run(Filters { source: Some("claude-code".into()), ..Filters::default() }), set(&[4]));
     assert_eq!(run(Filters { source: Some("grok".into()), ..Filters::default() }), set(&[]));
     assert_eq!(run(Filters { project: Some("a".into()), ..Filters::default() }), set(&[1, 2]));
-    let hidden = |d: DocId| d != 2;
+    let hidden = |c: &Candidate<'_>| c.doc != 2;
     let hits: BTreeSet<DocId> =
         index.search(&q("deploy"), &Filters::default(), &hidden, 10).unwrap().into_iter().map(|h| h.doc).collect();
     assert_eq!(hits, set(&[1, 4]));
@@ -383,6 +405,9 @@ fn build_doc(i: usize, d: &(Vec<(usize, usize)>, u8, bool, i64, u8, u8, bool)) -
             time_unix_ms: *time,
             source: pick(*source, ["codex", "claude-code"]),
             project: pick(*project, ["a", "b"]),
+            key: String::new(),
+            record: 0,
+            position: 0,
         },
         text,
         pieces: pieces.iter().map(|p| p.0).collect(),
@@ -505,7 +530,7 @@ proptest! {
             index.commit(99).unwrap();
             index.merge_all().unwrap();
         }
-        let visible = |id: DocId| docs.iter().any(|d| d.id == id && d.visible);
+        let visible = |c: &Candidate<'_>| docs.iter().any(|d| d.id == c.doc && d.visible);
         let everything = Filters { include_tools: true, ..Filters::default() };
         let filters: Vec<Filters> = std::iter::once(everything).chain(filters.into_iter().map(filters_of)).collect();
         for shape in &queries {
@@ -580,6 +605,9 @@ proptest! {
                 time_unix_ms: ((seed as usize ^ (i * 31)) % 50) as i64,
                 source: None,
                 project: (i % 3 == 0).then(|| "a".to_string()),
+                key: String::new(),
+                record: 0,
+                position: 0,
             };
             index.add(i as DocId, &m, &text).unwrap();
             if (i + 1) % commit_every == 0 {
@@ -590,7 +618,7 @@ proptest! {
             index.commit(u64::from(u32::MAX)).unwrap();
             index.merge_all().unwrap();
         }
-        let visible = |d: DocId| d % hide_every != 1;
+        let visible = |c: &Candidate<'_>| c.doc % hide_every != 1;
         for (a, b, shape) in &queries {
             let text = match shape {
                 0 => PRUNE_WORDS[*a].to_string(),
@@ -604,7 +632,7 @@ proptest! {
                 prop_assert!(all_hits.len() < 5000);
                 for &limit in &limits {
                     let hits = index.search(&query, &f, &visible, limit).unwrap();
-                    let want: Vec<Hit> = all_hits.iter().take(limit).copied().collect();
+                    let want: Vec<Hit> = all_hits.iter().take(limit).cloned().collect();
                     prop_assert_eq!(&hits, &want, "query {:?} limit {} filters {:?}", text, limit, f);
                 }
             }
@@ -637,6 +665,9 @@ fn corpus() -> Vec<(DocId, DocMeta, String)> {
                 time_unix_ms: 1000 + (i as i64 % 4),
                 source: (i % 3 != 0).then(|| "claude-code".to_string()),
                 project: (i % 2 == 0).then(|| "demo-app".to_string()),
+                key: if i % 3 == 0 { format!("ent_{i:012x}") } else { format!("claude-code:发布-{i}") },
+                record: 7_000_000_000 + i as u64,
+                position: (i * 3) as u32,
             };
             (100 + i as DocId, m, t.to_string())
         })
@@ -663,7 +694,7 @@ fn results(index: &Index) -> Vec<Vec<Hit>> {
     for query in QUERIES {
         for f in [Filters::default(), Filters { include_tools: true, scope: Some(Scope::Event), ..Filters::default() }]
         {
-            out.push(index.search(&q(query), &f, &|d| d != 103, 20).unwrap());
+            out.push(index.search(&q(query), &f, &|c| c.doc != 103, 20).unwrap());
         }
     }
     out
@@ -691,11 +722,12 @@ fn index_segment_round_trip_keeps_results_identical() {
     assert_eq!(index.mark(), Some(42));
     assert_eq!(index.doc_count(), docs.len());
     assert_eq!(results(&index), before);
-    // Metadata comes back as it went in.
+    // Metadata and keys come back as they went in.
     let seg = &index.segments[0];
     for (ord, (id, m, _)) in docs.iter().enumerate() {
         assert_eq!(seg.docs().row(ord as u32).doc, *id);
-        assert_eq!(&seg.docs().meta(ord as u32), m);
+        assert_eq!(seg.key(ord as u32).unwrap(), m.key);
+        assert_eq!(&DocMeta { key: m.key.clone(), ..seg.docs().meta(ord as u32) }, m);
     }
 }
 
@@ -921,9 +953,10 @@ fn index_doc_meta_from_records() {
         agent_version: None,
         line: 1,
     };
-    let m = DocMeta::event("codex", &event);
+    let m = DocMeta::event("codex", &event, 41, 3);
     assert!(m.tool && m.scope == Scope::Event && m.kind == EventKind::ToolResult as u8);
     assert_eq!(m.source.as_deref(), Some("codex"));
+    assert_eq!((m.key.as_str(), m.record, m.position), (event.id.as_str(), 41, 3));
     let v = EntryVersion {
         id: "ent_1".into(),
         root: "ent_1".into(),
@@ -939,6 +972,55 @@ fn index_doc_meta_from_records() {
         sources: Vec::new(),
         imported: false,
     };
-    let m = DocMeta::entry(&v);
+    let m = DocMeta::entry(&v, 77);
     assert!(!m.tool && m.scope == Scope::Entry && m.kind == EntryKind::Knowledge as u8 && m.time_unix_ms == 9);
+    assert_eq!((m.key.as_str(), m.record, m.position), ("ent_1", 77, 0));
+}
+
+#[test]
+fn index_refuses_ids_that_do_not_rise_and_merges_of_non_neighbours() {
+    let mut index = Index::in_memory();
+    index.add(5, &meta(1), "one").unwrap();
+    assert!(matches!(index.add(5, &meta(1), "again"), Err(IndexError::DuplicateDoc(5))));
+    assert!(matches!(index.add(4, &meta(1), "lower"), Err(IndexError::DuplicateDoc(4))));
+    index.commit(1).unwrap();
+    for (doc, text) in [(6, "two"), (7, "three")] {
+        index.add(doc, &meta(2), text).unwrap();
+        index.commit(u64::from(doc)).unwrap();
+    }
+    assert_eq!(index.last_doc(), Some(7));
+    let ids: Vec<SegmentId> = index.segments().iter().map(|s| s.id).collect();
+    assert_eq!(ids.len(), 3);
+    assert!(index.plan_merge(&[ids[0], ids[2]]).is_err(), "not neighbours");
+    let job = index.plan_merge(&[ids[2], ids[1]]).unwrap();
+    index.install_merge(merge(&job).unwrap()).unwrap();
+    assert_eq!(index.segments().len(), 2);
+    assert_eq!(full(&index, "three"), [7]);
+    assert!(matches!(index.add(7, &meta(3), "again"), Err(IndexError::DuplicateDoc(7))));
+}
+
+/// Two handles on one directory, as two processes: what one commits or merges, the other
+/// takes with `reload`, reusing the segments it had open.
+#[test]
+fn index_reload_takes_what_another_handle_committed_and_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Index::open(dir.path()).unwrap();
+    let mut reader = Index::open(dir.path()).unwrap();
+    writer.add(1, &meta(1), "release workflow").unwrap();
+    writer.commit(10).unwrap();
+    assert!(!reader.reload().unwrap() || reader.mark() == Some(10));
+    assert_eq!(reader.mark(), Some(10));
+    assert_eq!(full(&reader, "release"), [1]);
+    assert!(!reader.reload().unwrap(), "nothing changed");
+    writer.add(2, &meta(2), "release notes").unwrap();
+    writer.commit(20).unwrap();
+    writer.merge_all().unwrap();
+    assert!(reader.reload().unwrap());
+    assert_eq!(reader.segments().len(), 1);
+    assert_eq!(found(&reader, "release"), set(&[1, 2]));
+    // The reader's own documents wait in memory until it clears them.
+    reader.add(3, &meta(3), "release candidate").unwrap();
+    assert_eq!(found(&reader, "release"), set(&[1, 2, 3]));
+    reader.clear_memory();
+    assert_eq!(reader.last_doc(), Some(2));
 }

@@ -275,6 +275,17 @@ impl State {
         }
     }
 
+    /// Passes over a record of a kind the state does not read (see [`State::reads_kind`]).
+    pub fn pass(&mut self, offset: u64) {
+        self.read_to = self.read_to.max(offset + 1);
+    }
+
+    /// True for the record kinds the state decodes; a caller that reads the journal itself
+    /// applies those ([`State::apply`]) and passes over the rest ([`State::pass`]).
+    pub fn reads_kind(kind: u8) -> bool {
+        is_read(kind)
+    }
+
     /// Reads records after [`read_to`](State::read_to) up to `until`; returns how many.
     fn read(&mut self, journal: &Journal, until: Until) -> Result<u64> {
         let mut err = None;
@@ -402,6 +413,19 @@ impl State {
     pub fn entry_is_listed(&self, id: &str, now_unix_ms: i64) -> bool {
         self.tombstones.hidden_by(id).is_none()
             && self.entries.view(id).is_some_and(|e| e.status == EntryStatus::Active && !e.is_expired(now_unix_ms))
+    }
+
+    /// True if a document of the text index may be shown now: for an event, it is the
+    /// event's latest copy (the record and position the state holds for its id) and not
+    /// hidden; for an entry version, [`State::entry_is_listed`].
+    pub fn doc_is_listed(&self, scope: crate::index::Scope, key: &str, record: u64, position: u32, now_unix_ms: i64) -> bool {
+        match scope {
+            crate::index::Scope::Entry => self.entry_is_listed(key, now_unix_ms),
+            crate::index::Scope::Event => {
+                self.events.by_id.get(key).is_some_and(|m| m.offset == record && m.index == position)
+                    && self.tombstones.hidden_by(key).is_none()
+            }
+        }
     }
 
     /// Current entries (see the listing rule in the module docs), most recently written

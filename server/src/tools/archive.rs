@@ -1,7 +1,6 @@
 //! The operations behind the seven tools and the CLI: one store (journal, projections, text
 //! index, ingest freshness), answering in the spec's JSON shapes.
 
-use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -11,7 +10,9 @@ use jiff::Zoned;
 use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Forgotten, Restored};
 use origin_engine::{Journal, NewRecord, Options};
 use origin_ingest::{Freshness, Homes, Ingester};
-use origin_projections::{DocId, DocMeta, Entry, EntryFilter, Filters, Index, Lookup, Match, Scope, SessionFilter, State};
+use origin_projections::catalog::{self, CatalogOpened, Committed};
+use origin_projections::index::MergePolicy;
+use origin_projections::{Catalog, Entry, EntryFilter, Filters, Index, Lookup, Match, Scope, SessionFilter, State};
 use serde_json::{json, Value};
 
 use super::conventions::{cut, format_time, is_entry_id, is_event_id, is_tombstone_id, parse_time_arg};
@@ -78,23 +79,16 @@ fn store_error(e: impl std::fmt::Display) -> ToolError {
     ToolError(format!("The Origin store failed: {e}"))
 }
 
-/// What a document of the text index stands for.
-#[derive(Clone, Debug)]
-enum DocRef {
-    Event(String),
-    Entry(String),
-}
-
 struct Inner {
     state: State,
     /// The offset the saved snapshot reflects.
     saved_to: u64,
-    index: Index,
-    indexed_to: u64,
-    docs: Vec<DocRef>,
-    /// The latest document of each event id (a re-ingested event replaces the earlier one).
-    event_doc: HashMap<String, DocId>,
+    /// The text index (on disk, shared with the store's other processes).
+    catalog: Catalog,
 }
+
+/// Records read per step of a catch-up: between steps, the text index may commit.
+const SYNC_STEP_RECORDS: usize = 256;
 
 /// Arguments of `search`.
 #[derive(Debug, Default, Clone)]
@@ -251,18 +245,15 @@ impl Archive {
         let freshness = Freshness::new(Arc::new(ingester));
         let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
         let (state, _opened) = State::open(&journal, &origin_engine::vfs::OsFs, &snapshot_path)?;
+        let (catalog, opened) = Catalog::open(&home.join("projections").join("index"), &journal)?;
+        if let CatalogOpened::Rebuilt { reason } = &opened {
+            eprintln!("origin: rebuilding the text index from the journal: {reason}");
+        }
         let archive = Archive {
             home: home.to_path_buf(),
             journal,
             freshness,
-            inner: Mutex::new(Inner {
-                saved_to: state.read_to(),
-                state,
-                index: Index::in_memory(),
-                indexed_to: 0,
-                docs: Vec::new(),
-                event_doc: HashMap::new(),
-            }),
+            inner: Mutex::new(Inner { saved_to: state.read_to(), state, catalog }),
             device: origin_ingest::ingest::device_name(),
             tz: super::conventions::local_tz(),
         };
@@ -288,67 +279,81 @@ impl Archive {
     }
 
     /// Catches the projections and the text index up with the journal (records any process
-    /// wrote).
+    /// wrote): each record is decoded once for both. The text index writes a segment whenever
+    /// enough documents wait in memory.
     pub fn sync(&self) -> Result<(), ToolError> {
         let mut inner = guard(&self.inner);
-        inner.state.catch_up(&self.journal).map_err(store_error)?;
-        let from = inner.indexed_to;
-        let mut pending: Vec<(DocRef, DocMeta, String)> = Vec::new();
-        let mut undecodable = None;
-        let next = self
-            .journal
-            .read_from(from, |r| {
-                use origin_engine::RecordKind as K;
-                let indexed = matches!(K::from_u8(r.kind), Some(K::Ingested | K::Remembered | K::Corrected | K::Imported));
-                if !indexed {
-                    return Ok(ControlFlow::Continue(()));
-                }
-                match r.decode() {
-                    Err(e) => {
-                        // Never skip a record the index needs: stop here and report it.
-                        undecodable = Some(e);
-                        return Ok(ControlFlow::Break(()));
+        self.journal.refresh().map_err(store_error)?;
+        loop {
+            inner.catalog.refresh().map_err(store_error)?;
+            let Inner { state, catalog, .. } = &mut *inner;
+            let from = state.read_to().min(catalog.read_to());
+            let mut failed: Option<ToolError> = None;
+            let mut read = 0usize;
+            let mut stopped = false;
+            self.journal
+                .read_from(from, |r| {
+                    read += 1;
+                    let for_state = r.offset >= state.read_to() && State::reads_kind(r.kind);
+                    let for_catalog = r.offset >= catalog.read_to() && catalog::reads_kind(r.kind);
+                    if for_state || for_catalog {
+                        // Never skip a record a projection needs: stop here and report it.
+                        let body = match r.decode() {
+                            Ok((_, body)) => body,
+                            Err(e) => {
+                                failed = Some(store_error(e));
+                                return Ok(ControlFlow::Break(()));
+                            }
+                        };
+                        if for_state {
+                            state.apply(r.offset, &body);
+                        }
+                        if for_catalog && let Err(e) = catalog.apply(r.offset, &body) {
+                            failed = Some(store_error(e));
+                            return Ok(ControlFlow::Break(()));
+                        }
                     }
-                    Ok((_, body)) => match body {
-                        Body::Ingested(b) => {
-                            for e in b.events {
-                                let meta = DocMeta::event(&b.source, &e);
-                                pending.push((DocRef::Event(e.id.clone()), meta, e.text));
-                            }
-                        }
-                        Body::Remembered(v) | Body::Corrected(v) => {
-                            pending.push((DocRef::Entry(v.id.clone()), DocMeta::entry(&v), v.text.clone()));
-                        }
-                        Body::Imported(b) => {
-                            for v in b.entries {
-                                pending.push((DocRef::Entry(v.id.clone()), DocMeta::entry(&v), v.text.clone()));
-                            }
-                        }
-                        _ => {}
-                    },
-                }
-                Ok(ControlFlow::Continue(()))
-            })
-            .map_err(store_error)?;
-        if let Some(e) = undecodable {
-            return Err(store_error(e));
-        }
-        for (r, meta, text) in pending {
-            let doc = inner.docs.len() as DocId;
-            inner.index.add(doc, &meta, &text).map_err(store_error)?;
-            if let DocRef::Event(id) = &r {
-                inner.event_doc.insert(id.clone(), doc);
+                    if !for_state {
+                        state.pass(r.offset);
+                    }
+                    if !for_catalog {
+                        catalog.pass(r.offset);
+                    }
+                    stopped = read >= SYNC_STEP_RECORDS || catalog.wants_commit();
+                    Ok(if stopped { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+                })
+                .map_err(store_error)?;
+            if let Some(e) = failed {
+                return Err(e);
             }
-            inner.docs.push(r);
+            if inner.catalog.wants_commit() && inner.catalog.commit().map_err(store_error)? == Committed::Superseded {
+                // Another process wrote these documents first: read on from its mark.
+                continue;
+            }
+            if !stopped {
+                return Ok(());
+            }
         }
-        inner.indexed_to = next.max(from);
-        Ok(())
     }
 
-    /// Saves the state's snapshot if it reflects records the saved one does not (so the next
-    /// start replays only what follows).
+    /// One merge of the text index's segments, if the policy calls for one and this process
+    /// can write the index: planned and installed under the store's lock, run without it, so
+    /// the tools keep answering meanwhile. Returns true if a merge was done.
+    pub fn merge_step(&self) -> Result<bool, ToolError> {
+        let planned = guard(&self.inner).catalog.plan_merge(&MergePolicy::default()).map_err(store_error)?;
+        let Some(planned) = planned else { return Ok(false) };
+        let merged = origin_projections::index::merge(&planned.job).map_err(store_error)?;
+        guard(&self.inner).catalog.install_merge(merged, planned).map_err(store_error)?;
+        Ok(true)
+    }
+
+    /// Saves the state's snapshot if it reflects records the saved one does not, and writes the
+    /// text index's in-memory documents (so the next start replays and indexes only what
+    /// follows).
     pub fn save_snapshot(&self) -> Result<(), ToolError> {
         let mut inner = guard(&self.inner);
+        // Another process may hold the index's lock: then its documents stay for it to write.
+        inner.catalog.commit().map_err(store_error)?;
         if inner.state.read_to() == inner.saved_to {
             return Ok(());
         }
@@ -447,18 +452,10 @@ impl Archive {
         let query = origin_projections::parse_query(q).map_err(|e| ToolError::invalid("query", e))?;
         let mut out_entries = Vec::new();
         let mut out_events = Vec::new();
-        let visible = |doc: DocId| -> bool {
-            match inner.docs.get(doc as usize) {
-                Some(DocRef::Entry(id)) => inner.state.entry_is_listed(id, now_ms),
-                Some(DocRef::Event(id)) => {
-                    inner.event_doc.get(id) == Some(&doc)
-                        && inner.state.is_hidden(id).is_none()
-                        && matches!(inner.state.event(id), Lookup::Found(_))
-                }
-                None => false,
-            }
-        };
-        if scope != Some(Scope::Event) {
+        let state = &inner.state;
+        let matched = |m: Match| json!(if m == Match::All { "all" } else { "partial" });
+        if scope != Some(Scope::Event) && source.is_none() {
+            // Entries have no source: a source filter asks for events only.
             let filters = Filters {
                 scope: Some(Scope::Entry),
                 kind: kind.map(|k| k as u8),
@@ -468,20 +465,18 @@ impl Archive {
                 project: a.project.clone(),
                 include_tools: false,
             };
-            // Entries have no source: a source filter asks for events only.
-            if source.is_none() {
-                for hit in inner.index.search(&query, &filters, &visible, limit).map_err(store_error)? {
-                    if let Some(DocRef::Entry(id)) = inner.docs.get(hit.doc as usize) {
-                        if let Lookup::Found(e) = inner.state.entry(id) {
-                            let mut j = self.entry_json(&e);
-                            j["match"] = json!(if hit.matched == Match::All { "all" } else { "partial" });
-                            out_entries.push(j);
-                        }
-                    }
+            let visible = |c: &origin_projections::Candidate<'_>| state.doc_is_listed(Scope::Entry, c.key, c.record, c.position, now_ms);
+            for hit in inner.catalog.search(&query, &filters, &visible, limit).map_err(store_error)? {
+                if let Lookup::Found(e) = state.entry(&hit.key) {
+                    let mut j = self.entry_json(&e);
+                    j["match"] = matched(hit.matched);
+                    out_entries.push(j);
                 }
             }
         }
         if scope != Some(Scope::Entry) && kind.is_none() {
+            // Messages always; tool calls and results only when asked (the filter does that);
+            // injected context, reasoning, system events and memory versions are not indexed.
             let filters = Filters {
                 scope: Some(Scope::Event),
                 kind: None,
@@ -491,25 +486,13 @@ impl Archive {
                 project: a.project.clone(),
                 include_tools: a.include_tools,
             };
-            let searchable = |doc: DocId| -> bool {
-                if !visible(doc) {
-                    return false;
-                }
-                // Messages always; tool calls and results only when asked (the filter does
-                // that); injected context, reasoning, system events and memory versions never.
-                let Some(DocRef::Event(id)) = inner.docs.get(doc as usize) else { return false };
-                match inner.state.event(id) {
-                    Lookup::Found(m) => matches!(m.kind, EventKind::Message | EventKind::ToolUse | EventKind::ToolResult),
-                    _ => false,
-                }
-            };
-            for hit in inner.index.search(&query, &filters, &searchable, limit).map_err(store_error)? {
-                let Some(DocRef::Event(id)) = inner.docs.get(hit.doc as usize) else { continue };
-                let Lookup::Found(meta) = inner.state.event(id) else { continue };
-                let Lookup::Found(e) = inner.state.event_body(&self.journal, id).map_err(store_error)? else { continue };
+            let visible = |c: &origin_projections::Candidate<'_>| state.doc_is_listed(Scope::Event, c.key, c.record, c.position, now_ms);
+            for hit in inner.catalog.search(&query, &filters, &visible, limit).map_err(store_error)? {
+                let Lookup::Found(meta) = state.event(&hit.key) else { continue };
+                let Lookup::Found(e) = state.event_body(&self.journal, &hit.key).map_err(store_error)? else { continue };
                 let mut j = self.event_json(&meta.source, &e, SEARCH_TEXT_CHARS);
                 j["snippet"] = json!(Index::snippet(&e.text, &query));
-                j["match"] = json!(if hit.matched == Match::All { "all" } else { "partial" });
+                j["match"] = matched(hit.matched);
                 out_events.push(j);
             }
         }

@@ -383,6 +383,60 @@ pub fn fix_arguments(line: &str) -> Option<String> {
     Some(v.to_string())
 }
 
+/// How often the background thread looks for segments of the text index to merge.
+const MERGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The background merging of the text index's segments; stops when asked.
+struct Merges {
+    stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Merges {
+    fn stop(mut self) {
+        let (lock, cv) = &*self.stop;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Merges the text index's segments in the background, as the policy calls for, so that
+/// searches keep reading few segments.
+fn spawn_merges(archive: Arc<Archive>) -> Merges {
+    let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let flag = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("origin-merge".into())
+        .spawn(move || {
+            let (lock, cv) = &*flag;
+            loop {
+                let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                let (stopped, _) = cv.wait_timeout(stopped, MERGE_INTERVAL).unwrap_or_else(|p| p.into_inner());
+                if *stopped {
+                    return;
+                }
+                drop(stopped);
+                // One merge at a time until none is called for; a failure is reported and
+                // tried again later (the index stays correct without merges).
+                loop {
+                    match archive.merge_step() {
+                        Ok(true) => continue,
+                        Ok(false) => break,
+                        Err(e) => {
+                            eprintln!("origin: merging the text index failed ({e}); trying again later");
+                            break;
+                        }
+                    }
+                }
+            }
+        })
+        .ok();
+    Merges { stop, thread }
+}
+
 /// Longest line read from the client (rmcp's own limit applies after this).
 const LINE_BYTES_MAX: usize = 64 * 1024 * 1024;
 
@@ -418,8 +472,10 @@ pub async fn serve_stdio(archive: Arc<Archive>) -> anyhow::Result<()> {
         // Closing the pipe ends the session, as the end of stdin does.
         let _ = feed.shutdown().await;
     });
+    let merges = spawn_merges(archive.clone());
     let service = Server::new(archive.clone()).serve((server_in, tokio::io::stdout())).await?;
     let ended = service.waiting().await;
+    merges.stop();
     let finished = freshness.on_exit(origin_ingest::freshness::EXIT_INGEST_BUDGET);
     if !finished {
         eprintln!("origin: the last ingest did not finish within 5 s; the next start picks up the rest");

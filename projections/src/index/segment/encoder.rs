@@ -1,4 +1,4 @@
-//! Encodes a segment into any `Write`: header, document rows, strings, postings, term
+//! Encodes a segment into any `Write`: header, document rows, strings, keys, postings, term
 //! dictionary (fst), footer; a running CRC covers everything before the footer.
 
 use std::io::{self, Write};
@@ -32,6 +32,7 @@ pub(crate) struct Encoder<'d, W: Write> {
     last_term: Option<Vec<u8>>,
     postings_offset: u64,
     strings_offset: u64,
+    keys_offset: u64,
     term_count: u32,
 }
 
@@ -47,6 +48,10 @@ impl<'d, W: Write> Encoder<'d, W> {
         bytes.clear();
         docs.encode_strings(&mut bytes);
         out.put(&bytes)?;
+        let keys_offset = out.written;
+        bytes.clear();
+        docs.encode_keys(&mut bytes);
+        out.put(&bytes)?;
         let postings_offset = out.written;
         Ok(Encoder {
             out,
@@ -56,6 +61,7 @@ impl<'d, W: Write> Encoder<'d, W> {
             last_term: None,
             postings_offset,
             strings_offset,
+            keys_offset,
             term_count: 0,
         })
     }
@@ -95,6 +101,7 @@ impl<'d, W: Write> Encoder<'d, W> {
         let footer = Footer {
             docs_offset: HEADER_SIZE_BYTES as u64,
             strings_offset: self.strings_offset,
+            keys_offset: self.keys_offset,
             postings_offset: self.postings_offset,
             fst_offset,
             doc_count: self.docs.len(),

@@ -18,7 +18,7 @@ pub(crate) const FORMAT_VERSION: u16 = 2;
 /// Header size.
 pub(crate) const HEADER_SIZE_BYTES: usize = 32;
 /// Footer size.
-pub(crate) const FOOTER_SIZE_BYTES: usize = 64;
+pub(crate) const FOOTER_SIZE_BYTES: usize = 72;
 
 /// A segment's number within its index; also its file name.
 pub type SegmentId = u64;
@@ -45,6 +45,7 @@ pub(crate) fn encode_header(id: SegmentId) -> [u8; HEADER_SIZE_BYTES] {
 pub(crate) struct Footer {
     pub docs_offset: u64,
     pub strings_offset: u64,
+    pub keys_offset: u64,
     pub postings_offset: u64,
     pub fst_offset: u64,
     pub doc_count: u32,
@@ -59,22 +60,23 @@ impl Footer {
         let mut f = [0u8; FOOTER_SIZE_BYTES];
         f[0..8].copy_from_slice(&self.docs_offset.to_le_bytes());
         f[8..16].copy_from_slice(&self.strings_offset.to_le_bytes());
-        f[16..24].copy_from_slice(&self.postings_offset.to_le_bytes());
-        f[24..32].copy_from_slice(&self.fst_offset.to_le_bytes());
-        f[32..36].copy_from_slice(&self.doc_count.to_le_bytes());
-        f[36..40].copy_from_slice(&self.term_count.to_le_bytes());
-        f[40..48].copy_from_slice(&self.token_count.to_le_bytes());
-        f[48..52].copy_from_slice(&self.body_crc.to_le_bytes());
-        let crc = crc32fast::hash(&f[0..52]);
-        f[52..56].copy_from_slice(&crc.to_le_bytes());
-        f[56..64].copy_from_slice(FOOTER_MAGIC);
+        f[16..24].copy_from_slice(&self.keys_offset.to_le_bytes());
+        f[24..32].copy_from_slice(&self.postings_offset.to_le_bytes());
+        f[32..40].copy_from_slice(&self.fst_offset.to_le_bytes());
+        f[40..44].copy_from_slice(&self.doc_count.to_le_bytes());
+        f[44..48].copy_from_slice(&self.term_count.to_le_bytes());
+        f[48..56].copy_from_slice(&self.token_count.to_le_bytes());
+        f[56..60].copy_from_slice(&self.body_crc.to_le_bytes());
+        let crc = crc32fast::hash(&f[0..60]);
+        f[60..64].copy_from_slice(&crc.to_le_bytes());
+        f[64..72].copy_from_slice(FOOTER_MAGIC);
         f
     }
 
     /// Decodes a footer; `Err` names the byte within the footer and the reason.
     pub(crate) fn decode(f: &[u8; FOOTER_SIZE_BYTES]) -> Result<Footer, (usize, &'static str)> {
-        if &f[56..64] != FOOTER_MAGIC {
-            return Err((56, "footer magic missing (file truncated or not an index segment)"));
+        if &f[64..72] != FOOTER_MAGIC {
+            return Err((64, "footer magic missing (file truncated or not an index segment)"));
         }
         let u64_at = |o: usize| {
             let mut b = [0u8; 8];
@@ -82,18 +84,19 @@ impl Footer {
             u64::from_le_bytes(b)
         };
         let u32_at = |o: usize| u32::from_le_bytes([f[o], f[o + 1], f[o + 2], f[o + 3]]);
-        if crc32fast::hash(&f[0..52]) != u32_at(52) {
-            return Err((52, "footer CRC mismatch"));
+        if crc32fast::hash(&f[0..60]) != u32_at(60) {
+            return Err((60, "footer CRC mismatch"));
         }
         Ok(Footer {
             docs_offset: u64_at(0),
             strings_offset: u64_at(8),
-            postings_offset: u64_at(16),
-            fst_offset: u64_at(24),
-            doc_count: u32_at(32),
-            term_count: u32_at(36),
-            token_count: u64_at(40),
-            body_crc: u32_at(48),
+            keys_offset: u64_at(16),
+            postings_offset: u64_at(24),
+            fst_offset: u64_at(32),
+            doc_count: u32_at(40),
+            term_count: u32_at(44),
+            token_count: u64_at(48),
+            body_crc: u32_at(56),
         })
     }
 }

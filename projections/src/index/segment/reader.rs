@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::{FOOTER_SIZE_BYTES, FORMAT_VERSION, Footer, HEADER_SIZE_BYTES, MAGIC, SegmentId};
 use crate::index::IndexError;
 use crate::index::doc::{DocTable, ROW_SIZE_BYTES};
-use crate::index::limits::{SEGMENT_DOCS_MAX, SEGMENT_SIZE_BYTES_MAX};
+use crate::index::limits::{META_STRING_SIZE_BYTES_MAX, SEGMENT_DOCS_MAX, SEGMENT_SIZE_BYTES_MAX};
 use crate::index::postings::{BlockError, Postings, TermBlock, block_doc_count};
 
 /// The bytes of a segment.
@@ -49,6 +49,9 @@ pub struct Segment {
     docs: DocTable,
     fst: fst::Map<Slice>,
     postings: Range<usize>,
+    /// The keys section: offsets, then bytes.
+    key_offsets: Range<usize>,
+    key_bytes: Range<usize>,
     size_bytes: u64,
 }
 
@@ -124,26 +127,58 @@ impl Segment {
             return Err(bad(footer_start + 48, "body CRC mismatch (the file is damaged)"));
         }
         // Sections: in order, within the body.
-        let offsets =
-            [footer.docs_offset, footer.strings_offset, footer.postings_offset, footer.fst_offset, footer_start as u64];
+        let offsets = [
+            footer.docs_offset,
+            footer.strings_offset,
+            footer.keys_offset,
+            footer.postings_offset,
+            footer.fst_offset,
+            footer_start as u64,
+        ];
         if footer.docs_offset != HEADER_SIZE_BYTES as u64 || offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err(bad(footer_start, "section offsets out of order"));
         }
-        let [docs_at, strings_at, postings_at, fst_at, _] = offsets.map(|o| o as usize);
+        let [docs_at, strings_at, keys_at, postings_at, fst_at, _] = offsets.map(|o| o as usize);
         if footer.doc_count > SEGMENT_DOCS_MAX
             || (strings_at - docs_at) as u64 != u64::from(footer.doc_count) * ROW_SIZE_BYTES as u64
         {
             return Err(bad(footer_start + 32, "document count does not match the rows section"));
         }
-        let docs = DocTable::decode(&bytes[docs_at..strings_at], &bytes[strings_at..postings_at])
+        let docs = DocTable::decode(&bytes[docs_at..strings_at], &bytes[strings_at..keys_at])
             .map_err(|(at, reason)| bad(docs_at + at, &reason))?;
+        // Keys: doc_count + 1 rising offsets, the last one the size of the key bytes; each
+        // key's UTF-8 and length are checked when it is read.
+        let offsets_size = (docs.len() as usize + 1) * 8;
+        if postings_at - keys_at < offsets_size {
+            return Err(bad(keys_at, "keys section shorter than its offsets"));
+        }
+        let key_offsets = keys_at..keys_at + offsets_size;
+        let key_bytes = keys_at + offsets_size..postings_at;
+        let offset_at = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[key_offsets.start + 8 * i..key_offsets.start + 8 * i + 8]);
+            u64::from_le_bytes(b)
+        };
+        let mut prev = 0u64;
+        for i in 0..=docs.len() as usize {
+            let o = offset_at(i);
+            if (i == 0 && o != 0) || o < prev || o - prev > META_STRING_SIZE_BYTES_MAX as u64 {
+                return Err(bad(key_offsets.start + 8 * i, "key offsets do not rise by key lengths"));
+            }
+            prev = o;
+        }
+        if prev != key_bytes.len() as u64 {
+            return Err(bad(key_offsets.end - 8, "key offsets do not end at the keys' size"));
+        }
         if docs.token_count() != footer.token_count {
             return Err(bad(footer_start + 40, "token count does not match the documents"));
         }
-        let mut seen = std::collections::HashSet::with_capacity(docs.len() as usize);
-        for (i, row) in docs.rows().iter().enumerate() {
-            if !seen.insert(row.doc) {
-                return Err(bad(docs_at + i * ROW_SIZE_BYTES, &format!("document {} stored twice", row.doc)));
+        if docs.len() == 0 {
+            return Err(bad(footer_start + 40, "a segment without documents"));
+        }
+        for (i, w) in docs.rows().windows(2).enumerate() {
+            if w[1].doc <= w[0].doc {
+                return Err(bad(docs_at + (i + 1) * ROW_SIZE_BYTES, &format!("document ids do not rise at {}", w[1].doc)));
             }
         }
         let backing = Arc::new(backing);
@@ -153,7 +188,17 @@ impl Segment {
         if fst.len() != footer.term_count as usize {
             return Err(bad(footer_start + 36, "term count does not match the dictionary"));
         }
-        Ok(Segment { id, path, backing, docs, fst, postings: postings_at..fst_at, size_bytes: len as u64 })
+        Ok(Segment {
+            id,
+            path,
+            backing,
+            docs,
+            fst,
+            postings: postings_at..fst_at,
+            key_offsets,
+            key_bytes,
+            size_bytes: len as u64,
+        })
     }
 
     /// This segment's id.
@@ -181,6 +226,27 @@ impl Segment {
 
     pub(crate) fn fst(&self) -> &fst::Map<Slice> {
         &self.fst
+    }
+
+    /// The key of the document at `ordinal`.
+    pub(crate) fn key(&self, ordinal: u32) -> Result<&str, IndexError> {
+        let bytes = self.backing.bytes();
+        let i = ordinal as usize;
+        if i >= self.docs.len() as usize {
+            return Err(IndexError::Invalid(format!("no document at ordinal {ordinal}")));
+        }
+        let at = |i: usize| {
+            let o = self.key_offsets.start + 8 * i;
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[o..o + 8]);
+            u64::from_le_bytes(b) as usize
+        };
+        // The offsets were checked on open: rising, within the key bytes.
+        let (a, b) = (at(i), at(i + 1));
+        let raw = &bytes[self.key_bytes.start + a..self.key_bytes.start + b];
+        std::str::from_utf8(raw).map_err(|_| {
+            IndexError::corrupt(&self.path, (self.key_bytes.start + a) as u64, "a document key is not UTF-8")
+        })
     }
 
     fn block(&self, offset: u64) -> Result<&[u8], IndexError> {

@@ -1,0 +1,576 @@
+//! The text index of a store, as a projection of its journal: every searchable event and
+//! every entry version, fed record by record, kept on disk with the journal offset it
+//! reflects, and shared by every process that has the store open.
+//!
+//! - **What is indexed.** Events of kinds [`is_searchable`] (messages, tool calls, tool
+//!   results) from `ingested` records; every entry version of `remembered`, `corrected` and
+//!   `imported` records. A document's key is the event or version id, its locator the record
+//!   offset and the event's index in it, so a search hit says where it came from; whether it
+//!   may be shown (hidden, replaced, superseded, expired) is the caller's question to the
+//!   state ([`crate::State::doc_is_listed`]).
+//! - **On disk.** `dir` holds the index ([`Index`]) and a file naming the journal (store id,
+//!   epoch) it reflects. The index's mark is the journal offset its segments cover; on open,
+//!   what follows is fed again into memory. An index of another journal, ahead of this one, of
+//!   an older format, or damaged is deleted and rebuilt: it is a cache.
+//! - **Many processes.** Any may read the directory; the one holding `dir/lock` writes it (a
+//!   commit, a merge, a rebuild). A process that sees the manifest move (another committed)
+//!   drops its in-memory documents and feeds the journal again from the new mark.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::ErrorKind;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use origin_engine::record::{Body, EventKind, RecordKind};
+use origin_engine::segment::StoreId;
+use origin_engine::Journal;
+
+use crate::index::{merge, Candidate, DocId, DocMeta, Filters, Hit, Index, IndexError, MergeJob, MergePolicy, Merged, Query};
+
+/// The in-memory documents are written as a segment once there are this many.
+pub const COMMIT_DOCS: u32 = 50_000;
+/// The file that names the journal an index directory reflects.
+const IDENTITY_FILE: &str = "journal";
+/// The writer's lock file.
+const LOCK_FILE: &str = "lock";
+const IDENTITY_MAGIC: &[u8; 8] = b"ORGNIJNL";
+
+/// True for the event kinds the text index holds (search looks for nothing else).
+pub fn is_searchable(kind: EventKind) -> bool {
+    matches!(kind, EventKind::Message | EventKind::ToolUse | EventKind::ToolResult)
+}
+
+/// True for the record kinds the catalog decodes.
+pub fn reads_kind(kind: u8) -> bool {
+    matches!(
+        RecordKind::from_u8(kind),
+        Some(RecordKind::Ingested | RecordKind::Remembered | RecordKind::Corrected | RecordKind::Imported)
+    )
+}
+
+/// What [`Catalog::open`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CatalogOpened {
+    /// An index was there and is used; the journal after `mark` is fed again.
+    Loaded {
+        /// The journal offset its segments cover.
+        mark: u64,
+    },
+    /// There was none: everything is fed from the journal.
+    Fresh,
+    /// One was there but could not be used, and was deleted.
+    Rebuilt {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Errors of the catalog.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The index failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// The journal failed (or a record the index needs could not be decoded).
+    #[error(transparent)]
+    Journal(#[from] origin_engine::Error),
+    /// A file of the catalog could not be read or written.
+    #[error("catalog {op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> CatalogError {
+    let path = path.to_path_buf();
+    move |source| CatalogError::Io { op, path, source }
+}
+
+/// What a commit did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Committed {
+    /// The in-memory documents are in a new segment.
+    Written,
+    /// Nothing to write.
+    Nothing,
+    /// Another process holds the writer's lock: the documents stay in memory.
+    Busy,
+    /// Another process committed first: the in-memory documents were dropped, and the
+    /// journal after the new mark must be fed again ([`Catalog::read_to`] moved back).
+    Superseded,
+}
+
+/// A merge planned under the writer's lock, to run on any thread ([`merge`]) and install with
+/// [`Catalog::install_merge`]. The lock is held until then.
+pub struct PlannedMerge {
+    /// The merge to run.
+    pub job: MergeJob,
+    lock: File,
+}
+
+/// The text index of a store.
+pub struct Catalog {
+    dir: Option<PathBuf>,
+    index: Index,
+    /// The offset after the last record fed.
+    read_to: u64,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog").field("dir", &self.dir).field("read_to", &self.read_to).field("index", &self.index).finish()
+    }
+}
+
+fn identity_bytes(store: StoreId, epoch: u64) -> Vec<u8> {
+    let mut b = Vec::with_capacity(36);
+    b.extend_from_slice(IDENTITY_MAGIC);
+    b.extend_from_slice(&store);
+    b.extend_from_slice(&epoch.to_le_bytes());
+    let crc = crc32fast::hash(&b);
+    b.extend_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// Takes the writer's lock of `dir`: waiting for it, or (`wait` false) only if it is free.
+fn lock(dir: &Path, wait: bool) -> Result<Option<File>, CatalogError> {
+    let path = dir.join(LOCK_FILE);
+    let f = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io("open", &path))?;
+    if wait {
+        f.lock().map_err(io("lock", &path))?;
+        return Ok(Some(f));
+    }
+    match f.try_lock() {
+        Ok(()) => Ok(Some(f)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(io("lock", &path)(e)),
+    }
+}
+
+impl Catalog {
+    /// An empty catalog in memory (tests, and stores opened read-only).
+    pub fn in_memory() -> Catalog {
+        Catalog { dir: None, index: Index::in_memory(), read_to: 0 }
+    }
+
+    /// Opens the catalog in `dir` for `journal`'s store, creating it if needed; an index that
+    /// cannot be used is deleted (under the writer's lock) and built again from the journal.
+    pub fn open(dir: &Path, journal: &Journal) -> Result<(Catalog, CatalogOpened), CatalogError> {
+        fs::create_dir_all(dir).map_err(io("create", dir))?;
+        let identity = identity_bytes(journal.store_id(), journal.epoch());
+        let id_path = dir.join(IDENTITY_FILE);
+        let found = match fs::read(&id_path) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(io("read", &id_path)(e)),
+        };
+        let problem = match found {
+            Some(b) if b == identity => match Index::open_shared(dir) {
+                Ok(index) => match index.mark() {
+                    Some(m) if m > journal.next_offset() => {
+                        Some(format!("it reflects journal offset {m} but the journal ends at {}", journal.next_offset()))
+                    }
+                    _ => {
+                        let read_to = index.mark().unwrap_or(0);
+                        let c = Catalog { dir: Some(dir.to_path_buf()), index, read_to };
+                        // Clean up what a crashed writer left, if no one is writing now.
+                        if let Some(_lock) = lock(dir, false)? {
+                            c.index.remove_leftovers()?;
+                        }
+                        let opened = match c.index.mark() {
+                            Some(mark) => CatalogOpened::Loaded { mark },
+                            None => CatalogOpened::Fresh,
+                        };
+                        return Ok((c, opened));
+                    }
+                },
+                Err(e) if e.is_corruption() => Some(e.to_string()),
+                Err(e) => return Err(e.into()),
+            },
+            Some(_) => Some("it belongs to another journal (store id or epoch differ), or its journal file is damaged".into()),
+            None => None,
+        };
+        // Start over: no index, or one that cannot be used.
+        let _lock = lock(dir, true)?;
+        let entries = fs::read_dir(dir).map_err(io("list", dir))?;
+        for entry in entries {
+            let entry = entry.map_err(io("list", dir))?;
+            let name = entry.file_name();
+            if name != LOCK_FILE {
+                fs::remove_file(entry.path()).map_err(io("remove", &entry.path()))?;
+            }
+        }
+        fs::write(&id_path, &identity).map_err(io("write", &id_path))?;
+        let index = Index::open(dir)?;
+        let opened = match problem {
+            Some(reason) => CatalogOpened::Rebuilt { reason },
+            None => CatalogOpened::Fresh,
+        };
+        Ok((Catalog { dir: Some(dir.to_path_buf()), index, read_to: 0 }, opened))
+    }
+
+    /// The offset after the last record fed.
+    pub fn read_to(&self) -> u64 {
+        self.read_to
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Takes what another process committed or merged. If the mark moved, the in-memory
+    /// documents are dropped and [`Catalog::read_to`] goes back to the new mark (feed the
+    /// journal again from there). Returns true if it did.
+    pub fn refresh(&mut self) -> Result<bool, CatalogError> {
+        let before = self.index.mark();
+        if !self.index.reload()? || self.index.mark() == before {
+            // Nothing new, or only a merge: the in-memory documents still follow the mark.
+            return Ok(false);
+        }
+        self.index.clear_memory();
+        self.read_to = self.index.mark().unwrap_or(0);
+        Ok(true)
+    }
+
+    fn next_doc(&self) -> Result<DocId, CatalogError> {
+        match self.index.last_doc() {
+            None => Ok(0),
+            Some(d) => d.checked_add(1).ok_or_else(|| IndexError::Invalid("the index holds 2^32 documents".into()).into()),
+        }
+    }
+
+    /// Feeds one record at `offset` (records in offset order; one below
+    /// [`Catalog::read_to`] was fed already and is ignored).
+    pub fn apply(&mut self, offset: u64, body: &Body) -> Result<(), CatalogError> {
+        if offset < self.read_to {
+            return Ok(());
+        }
+        match body {
+            Body::Ingested(b) => {
+                for (i, e) in b.events.iter().enumerate() {
+                    if is_searchable(e.kind) {
+                        // A record's payload is at most 64 MiB: far fewer than 2^32 events.
+                        let position = u32::try_from(i).unwrap_or(u32::MAX);
+                        let doc = self.next_doc()?;
+                        self.index.add(doc, &DocMeta::event(&b.source, e, offset, position), &e.text)?;
+                    }
+                }
+            }
+            Body::Remembered(v) | Body::Corrected(v) => {
+                let doc = self.next_doc()?;
+                self.index.add(doc, &DocMeta::entry(v, offset), &v.text)?;
+            }
+            Body::Imported(b) => {
+                for v in &b.entries {
+                    let doc = self.next_doc()?;
+                    self.index.add(doc, &DocMeta::entry(v, offset), &v.text)?;
+                }
+            }
+            _ => {}
+        }
+        self.read_to = offset + 1;
+        Ok(())
+    }
+
+    /// Passes over a record the catalog does not read.
+    pub fn pass(&mut self, offset: u64) {
+        self.read_to = self.read_to.max(offset + 1);
+    }
+
+    /// Feeds every record after [`Catalog::read_to`] (after [`Catalog::refresh`]); returns
+    /// how many records were read. A record the catalog reads that cannot be decoded is an
+    /// error, and nothing after it is fed.
+    pub fn catch_up(&mut self, journal: &Journal) -> Result<u64, CatalogError> {
+        self.refresh()?;
+        let mut failed: Option<CatalogError> = None;
+        let mut count = 0u64;
+        journal.read_from(self.read_to, |r| {
+            count += 1;
+            if !reads_kind(r.kind) {
+                self.pass(r.offset);
+                return Ok(ControlFlow::Continue(()));
+            }
+            let result = r.decode().map_err(CatalogError::from).and_then(|(_, body)| self.apply(r.offset, &body));
+            match result {
+                Ok(()) => Ok(ControlFlow::Continue(())),
+                Err(e) => {
+                    failed = Some(e);
+                    Ok(ControlFlow::Break(()))
+                }
+            }
+        })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(count),
+        }
+    }
+
+    /// True once enough documents wait in memory to be worth a segment.
+    pub fn wants_commit(&self) -> bool {
+        self.index.memory_doc_count() >= COMMIT_DOCS
+    }
+
+    /// Writes the in-memory documents as a segment with the journal offset they reach, if this
+    /// process can take the writer's lock and nobody committed since it last looked.
+    pub fn commit(&mut self) -> Result<Committed, CatalogError> {
+        let Some(dir) = self.dir.clone() else {
+            self.index.commit(self.read_to)?;
+            return Ok(Committed::Written);
+        };
+        let Some(_lock) = lock(&dir, false)? else { return Ok(Committed::Busy) };
+        if self.refresh()? {
+            return Ok(Committed::Superseded);
+        }
+        if self.index.memory_doc_count() == 0 && self.index.mark() == Some(self.read_to) {
+            return Ok(Committed::Nothing);
+        }
+        self.index.commit(self.read_to)?;
+        Ok(Committed::Written)
+    }
+
+    /// Plans the merge `policy` calls for, taking the writer's lock (held until
+    /// [`Catalog::install_merge`]); `None` if there is none or another process writes.
+    pub fn plan_merge(&mut self, policy: &MergePolicy) -> Result<Option<PlannedMerge>, CatalogError> {
+        let lock_file = match &self.dir {
+            Some(dir) => match lock(dir, false)? {
+                Some(f) => Some(f),
+                None => return Ok(None),
+            },
+            None => None,
+        };
+        if self.refresh()? {
+            // The caller feeds the journal again; the next call plans on the new segments.
+            return Ok(None);
+        }
+        let Some(job) = self.index.plan_merge_by(policy)? else { return Ok(None) };
+        match lock_file {
+            Some(lock) => Ok(Some(PlannedMerge { job, lock })),
+            None => {
+                // In memory: nothing to lock; run it here.
+                let merged = merge(&job)?;
+                self.index.install_merge(merged)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Installs a merge planned with [`Catalog::plan_merge`] and run with [`merge`], then
+    /// releases the writer's lock.
+    pub fn install_merge(&mut self, merged: Merged, planned: PlannedMerge) -> Result<(), CatalogError> {
+        self.index.install_merge(merged)?;
+        drop(planned.lock);
+        Ok(())
+    }
+
+    /// Searches the index (see [`Index::search`]).
+    pub fn search(
+        &self,
+        query: &Query,
+        filters: &Filters,
+        visible: &dyn Fn(&Candidate<'_>) -> bool,
+        limit: usize,
+    ) -> Result<Vec<Hit>, CatalogError> {
+        Ok(self.index.search(query, filters, visible, limit)?)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use origin_engine::record::{EntryKind, EntryVersion, Event, Ingested, Role};
+    use origin_engine::{NewRecord, Options};
+
+    use super::*;
+    use crate::index::{parse_query, Scope};
+
+    fn event(i: u64, kind: EventKind, text: &str) -> Event {
+        Event {
+            id: format!("claude-code:e{i}"),
+            time_unix_ms: 1_000 + i as i64,
+            session: "s1".into(),
+            project: Some("demo".into()),
+            role: Role::User,
+            kind,
+            text: text.into(),
+            text_cut_chars: 0,
+            cwd: None,
+            git_branch: None,
+            agent_version: None,
+            line: i + 1,
+        }
+    }
+
+    fn ingested(events: Vec<Event>) -> Body {
+        Body::Ingested(Ingested {
+            source: "claude-code".into(),
+            path: "/p".into(),
+            mirror: "claude-code/p".into(),
+            file_version: 1,
+            byte_start: 0,
+            byte_end: 1,
+            line_start: 1,
+            line_end: 2,
+            prefix_hash: 0,
+            raw_zstd: Vec::new(),
+            events,
+            sessions: Vec::new(),
+            malformed_lines: 0,
+            cut_lines: 0,
+            state: Vec::new(),
+        })
+    }
+
+    fn entry(id: &str, text: &str) -> Body {
+        Body::Remembered(EntryVersion {
+            id: id.into(),
+            root: id.into(),
+            supersedes: None,
+            kind: EntryKind::Knowledge,
+            text: text.into(),
+            confidence: 1.0,
+            project: None,
+            author: "a@b".into(),
+            created_unix_ms: 5,
+            valid_from_unix_ms: None,
+            valid_to_unix_ms: None,
+            sources: Vec::new(),
+            imported: false,
+        })
+    }
+
+    fn append(j: &Journal, b: &Body) {
+        j.append(vec![NewRecord::new(b).unwrap()]).unwrap();
+    }
+
+    /// The keys found, sorted.
+    fn keys(c: &Catalog, q: &str, scope: Scope) -> Vec<String> {
+        let f = Filters { scope: Some(scope), include_tools: true, ..Filters::default() };
+        let mut k: Vec<String> = c.search(&parse_query(q).unwrap(), &f, &|_| true, 50).unwrap().into_iter().map(|h| h.key).collect();
+        k.sort();
+        k
+    }
+
+    #[test]
+    fn catalog_indexes_searchable_events_and_entries_and_picks_up_after_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        append(
+            &j,
+            &ingested(vec![
+                event(1, EventKind::Message, "release workflow"),
+                event(2, EventKind::Meta, "release thinking"),
+                event(3, EventKind::ToolResult, "release output"),
+            ]),
+        );
+        append(&j, &entry("ent_000000000001", "release entry"));
+        let idx = dir.path().join("index");
+        let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+        assert_eq!(opened, CatalogOpened::Fresh);
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "release", Scope::Event), ["claude-code:e1", "claude-code:e3"], "meta events are not indexed");
+        assert_eq!(keys(&c, "release", Scope::Entry), ["ent_000000000001"]);
+        let hits = c.search(&parse_query("workflow").unwrap(), &Filters::default(), &|_| true, 5).unwrap();
+        assert_eq!((hits[0].record, hits[0].position), (0, 0));
+        assert_eq!(c.commit().unwrap(), Committed::Written);
+        append(&j, &ingested(vec![event(4, EventKind::Message, "release after commit")]));
+        c.catch_up(&j).unwrap();
+        drop(c);
+        // Reopened: the committed part from disk, the rest fed again from the journal.
+        let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+        assert_eq!(opened, CatalogOpened::Loaded { mark: 2 });
+        assert_eq!(c.read_to(), 2);
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "release", Scope::Event), ["claude-code:e1", "claude-code:e3", "claude-code:e4"]);
+        assert_eq!(c.index().doc_count(), 4);
+    }
+
+    /// Two catalogs on one directory, as two processes: each feeds what the other has not
+    /// committed; after one commits, the other takes the segment and feeds on from its mark,
+    /// and both answer alike, without a document twice.
+    #[test]
+    fn catalog_two_processes_share_one_index_without_duplicates() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        let idx = dir.path().join("index");
+        let (mut a, _) = Catalog::open(&idx, &j).unwrap();
+        let (mut b, _) = Catalog::open(&idx, &j).unwrap();
+        for i in 0..6u64 {
+            append(&j, &ingested(vec![event(i, EventKind::Message, &format!("shared words {i}"))]));
+            a.catch_up(&j).unwrap();
+            b.catch_up(&j).unwrap();
+            if i == 2 {
+                assert_eq!(a.commit().unwrap(), Committed::Written);
+                // B's in-memory documents were committed by A: B is told, and feeds on.
+                assert_eq!(b.commit().unwrap(), Committed::Superseded);
+                assert_eq!(b.read_to(), 3);
+                b.catch_up(&j).unwrap();
+                assert_eq!(b.commit().unwrap(), Committed::Nothing);
+            }
+            if i == 4 {
+                assert_eq!(b.commit().unwrap(), Committed::Written);
+            }
+        }
+        for c in [&mut a, &mut b] {
+            c.catch_up(&j).unwrap();
+            let k = keys(c, "shared words", Scope::Event);
+            assert_eq!(k.len(), 6, "{k:?}");
+            assert_eq!(c.index().doc_count(), 6);
+        }
+        // While one holds the writer's lock, the other's commit waits its turn.
+        let planned = a.plan_merge(&MergePolicy { merge_factor: 2, segments_max: 4 }).unwrap().expect("two segments");
+        append(&j, &ingested(vec![event(9, EventKind::Message, "shared words 9")]));
+        b.catch_up(&j).unwrap();
+        assert_eq!(b.commit().unwrap(), Committed::Busy);
+        let merged = merge(&planned.job).unwrap();
+        a.install_merge(merged, planned).unwrap();
+        assert_eq!(b.commit().unwrap(), Committed::Written);
+        a.catch_up(&j).unwrap();
+        assert_eq!(keys(&a, "shared words", Scope::Event).len(), 7);
+        assert_eq!(a.index().doc_count(), 7);
+    }
+
+    #[test]
+    fn catalog_rebuilds_an_index_it_cannot_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        append(&j, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
+        let idx = dir.path().join("index");
+        let (mut c, _) = Catalog::open(&idx, &j).unwrap();
+        c.catch_up(&j).unwrap();
+        c.commit().unwrap();
+        drop(c);
+        // A damaged segment.
+        let seg = fs::read_dir(&idx).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "segment")).unwrap();
+        let mut bytes = fs::read(&seg).unwrap();
+        bytes[40] ^= 0xff;
+        fs::write(&seg, &bytes).unwrap();
+        let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+        assert!(matches!(&opened, CatalogOpened::Rebuilt { reason } if reason.contains("damaged")), "{opened:?}");
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "workflow", Scope::Event), ["claude-code:e1"]);
+        c.commit().unwrap();
+        drop(c);
+        // The index of another journal.
+        let other = Journal::open(dir.path().join("other"), Options::default()).unwrap();
+        append(&other, &ingested(vec![event(7, EventKind::Message, "another store")]));
+        let (mut c, opened) = Catalog::open(&idx, &other).unwrap();
+        assert!(matches!(&opened, CatalogOpened::Rebuilt { reason } if reason.contains("another journal")), "{opened:?}");
+        c.catch_up(&other).unwrap();
+        assert!(keys(&c, "workflow", Scope::Event).is_empty());
+        assert_eq!(keys(&c, "another", Scope::Event), ["claude-code:e7"]);
+        c.commit().unwrap();
+        // An unfinished write another process left behind is cleaned up.
+        fs::write(idx.join("00000000000000000099.segment.tmp"), b"half").unwrap();
+        drop(c);
+        let (_c, opened) = Catalog::open(&idx, &other).unwrap();
+        assert_eq!(opened, CatalogOpened::Loaded { mark: 1 });
+        assert!(!idx.join("00000000000000000099.segment.tmp").exists());
+    }
+}
