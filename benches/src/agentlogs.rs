@@ -289,9 +289,16 @@ impl Gen {
         format!("{}-{}-{}-{}-{}", self.hex(8), self.hex(4), self.hex(4), self.hex(4), self.hex(12))
     }
 
+    /// An identifier: from the project's words half the time, else made of vocabulary words
+    /// (so identifiers are as many and as skewed as words).
     fn ident(&mut self) -> String {
-        let a = self.pick(IDENTS);
-        if self.chance(50) { format!("{a}_{}", self.pick(IDENTS)) } else { a.to_owned() }
+        if self.chance(50) {
+            let a = self.pick(IDENTS);
+            return if self.chance(50) { format!("{a}_{}", self.pick(IDENTS)) } else { a.to_owned() };
+        }
+        let v = &crate::vocab::vocab().english;
+        let a = v.draw(&mut self.rng).replace('-', "_");
+        if self.chance(50) { format!("{a}_{}", v.draw(&mut self.rng).replace('-', "_")) } else { a }
     }
 
     fn type_name(&mut self) -> String {
@@ -308,13 +315,15 @@ impl Gen {
         format!("{}/{}/{}/{}.{ext}", project_cwd(p), self.pick(DIRS), self.pick(IDENTS), self.pick(IDENTS))
     }
 
-    /// English prose of about `bytes`, with inline code now and then.
+    /// English prose of about `bytes`, with inline code now and then: words drawn from the
+    /// Zipfian vocabulary of [`crate::vocab`].
     fn prose(&mut self, bytes: usize) -> String {
+        let v = &crate::vocab::vocab().english;
         let mut s = String::with_capacity(bytes + 64);
         while s.len() < bytes {
             let n = self.range(6, 20);
             for i in 0..n {
-                let w = self.pick(WORDS);
+                let w = v.draw(&mut self.rng);
                 if i == 0 {
                     s.push_str(&w[..1].to_uppercase());
                     s.push_str(&w[1..]);
@@ -332,12 +341,20 @@ impl Gen {
         s
     }
 
-    /// Chinese or Japanese text of about `bytes`, with identifiers as people write them.
+    /// Chinese, Japanese or Korean text of about `bytes`, with identifiers as people write
+    /// them: a fifth from hand-written sentences, the rest drawn from the vocabularies of
+    /// [`crate::vocab`].
     fn cjk(&mut self, bytes: usize) -> String {
-        let pool = if self.chance(60) { ZH } else { JA };
+        let which = self.below(10);
         let mut s = String::with_capacity(bytes + 64);
         while s.len() < bytes {
-            s.push_str(self.pick(pool));
+            match which {
+                0..=5 if self.chance(20) => s.push_str(self.pick(ZH)),
+                0..=5 => self.chinese_sentence(&mut s),
+                6..=8 if self.chance(20) => s.push_str(self.pick(JA)),
+                6..=8 => self.japanese_sentence(&mut s),
+                _ => self.korean_sentence(&mut s),
+            }
             if self.chance(25) {
                 s.push_str(" `");
                 s.push_str(&self.ident());
@@ -350,7 +367,41 @@ impl Gen {
         s
     }
 
-    /// A message text: 10% Chinese or Japanese, else English; counted in `stats`.
+    fn chinese_sentence(&mut self, s: &mut String) {
+        let v = &crate::vocab::vocab().chinese;
+        let n = self.range(4, 14);
+        for i in 0..n {
+            s.push_str(v.draw(&mut self.rng));
+            if i + 1 < n && self.chance(12) {
+                s.push('，');
+            }
+        }
+        s.push('。');
+    }
+
+    fn japanese_sentence(&mut self, s: &mut String) {
+        let v = &crate::vocab::vocab().japanese;
+        let n = self.range(3, 9);
+        for _ in 0..n {
+            s.push_str(v.draw(&mut self.rng));
+            s.push_str(self.pick(crate::vocab::JA_PARTICLES));
+        }
+        s.push('。');
+    }
+
+    fn korean_sentence(&mut self, s: &mut String) {
+        let v = &crate::vocab::vocab().korean;
+        let n = self.range(3, 10);
+        for i in 0..n {
+            if i > 0 {
+                s.push(' ');
+            }
+            s.push_str(v.draw(&mut self.rng));
+        }
+        s.push_str(". ");
+    }
+
+    /// A message text: 10% Chinese, Japanese or Korean, else English; counted in `stats`.
     fn message(&mut self, bytes: usize, stats: &mut LineStats) -> String {
         stats.messages += 1;
         if self.chance(10) {
@@ -770,6 +821,21 @@ const JA: &[&str] = &[
     "コミットする前にすべてのテストが通ることを確認します。",
     "このモジュールを読み込み、書き込み、復旧の三つに分けます。",
 ];
+
+/// The technical words prose starts from (the most common words of the vocabulary).
+pub fn common_words() -> &'static [&'static str] {
+    WORDS
+}
+
+/// The hand-written Chinese sentences.
+pub fn chinese_sentences() -> &'static [&'static str] {
+    ZH
+}
+
+/// The hand-written Japanese sentences.
+pub fn japanese_sentences() -> &'static [&'static str] {
+    JA
+}
 
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]

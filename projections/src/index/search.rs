@@ -84,7 +84,7 @@ impl View<'_> {
 
     fn term(&self, term: &str, positions: bool) -> Result<Option<Term<'_>>, IndexError> {
         match self {
-            View::Memory(m) => Ok(m.terms.get(term).map(|p| Term {
+            View::Memory(m) => Ok(m.postings(term).map(|p| Term {
                 cursor: PostingCursor::memory(p, m.docs.lengths(), positions),
                 segment: None,
                 offset: 0,
@@ -101,7 +101,7 @@ impl View<'_> {
 
     fn doc_freq(&self, term: &str) -> Result<u32, IndexError> {
         match self {
-            View::Memory(m) => Ok(m.terms.get(term).map_or(0, |p| p.len() as u32)),
+            View::Memory(m) => Ok(m.postings(term).map_or(0, |p| p.len() as u32)),
             View::Disk(s) => s.doc_freq(term),
         }
     }

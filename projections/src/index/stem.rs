@@ -49,29 +49,25 @@ impl Stems {
     /// stand for it).
     pub(crate) fn partial_term(&self, token: &Token) -> Option<String> {
         match token.kind {
-            TokenKind::Word => {
-                if is_stop_word(&token.term) {
-                    return None;
-                }
-                let stem = self.stemmer.stem(&token.term);
-                let mut key = String::with_capacity(1 + stem.len());
-                key.push(STEM_PREFIX);
-                key.push_str(&stem);
-                Some(key)
-            }
+            TokenKind::Word => self.stem_word(&token.term),
             TokenKind::Lone | TokenKind::Bigram => Some(token.term.clone()),
             TokenKind::Unigram => None,
         }
     }
 
-    /// The stem term of a document's word, or none (stop words, CJK tokens): what the index
+    /// The stem term of a word (already folded), or none for a stop word: what the index
     /// stores beside the word itself.
-    pub(crate) fn stem_term(&self, token: &Token) -> Option<String> {
-        match token.kind {
-            TokenKind::Word => self.partial_term(token),
-            _ => None,
+    pub(crate) fn stem_word(&self, word: &str) -> Option<String> {
+        if is_stop_word(word) {
+            return None;
         }
+        let stem = self.stemmer.stem(word);
+        let mut key = String::with_capacity(1 + stem.len());
+        key.push(STEM_PREFIX);
+        key.push_str(&stem);
+        Some(key)
     }
+
 }
 
 #[cfg(test)]

@@ -204,8 +204,96 @@ fn cut(term: &str) -> &str {
     &term[..end]
 }
 
+/// One token as [`for_each_token`] hands it over: borrowed, nothing allocated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TokenRef<'a> {
+    /// The folded term.
+    pub term: &'a str,
+    /// Word position in the text (0-based).
+    pub position: u32,
+    /// What it is.
+    pub kind: TokenKind,
+    /// Byte range in the original text.
+    pub start: usize,
+    /// End of that range (exclusive).
+    pub end: usize,
+}
+
+/// True for the bytes that end a word in any text: ASCII bytes other than letters and digits.
+fn is_ascii_break(b: u8) -> bool {
+    b < 0x80 && !b.is_ascii_alphanumeric()
+}
+
+/// True if the text may be cut at byte `i`: an ASCII byte other than a letter or digit, not
+/// followed by a non-ASCII character (which could be a mark or joiner that Unicode attaches
+/// to it, changing the word boundaries around it).
+fn is_cut(bytes: &[u8], i: usize) -> bool {
+    is_ascii_break(bytes[i]) && bytes.get(i + 1).is_none_or(|&n| n < 0x80)
+}
+
+/// Calls `emit` for every token of `text`, in order: the tokens [`tokenize_whole`] gives,
+/// without allocating for ASCII words.
+///
+/// Why this is [`tokenize_whole`]: an ASCII byte other than a letter or digit ends a word
+/// (rule 3 of the module docs cuts words at it, and it is never part of a CJK run); when an
+/// ASCII byte follows it, no Unicode rule reaches across it either (word boundaries look at
+/// the characters next to it, and only marks and joiners, which are not ASCII, attach to a
+/// character before them). So the text is cut there into chunks, each tokenized on its own:
+/// a chunk of ASCII letters and digits is one word, already in NFKC, lower-cased by byte; any
+/// other chunk goes through the full rules. A property test compares both on mixed scripts.
+pub(crate) fn for_each_token(text: &str, emit: &mut dyn FnMut(TokenRef<'_>)) {
+    let bytes = text.as_bytes();
+    let mut position = 0u32;
+    let mut lower = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if is_cut(bytes, i) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut plain = true;
+        while i < bytes.len() && !is_cut(bytes, i) {
+            plain &= bytes[i].is_ascii_alphanumeric();
+            i += 1;
+        }
+        if position >= DOC_TOKENS_MAX {
+            return;
+        }
+        let chunk = &text[start..i];
+        if plain {
+            lower.clear();
+            lower.push_str(cut(chunk));
+            lower.make_ascii_lowercase();
+            emit(TokenRef { term: &lower, position, kind: TokenKind::Word, start, end: i });
+            position += 1;
+            continue;
+        }
+        let mut next = position;
+        for t in tokenize_whole(chunk) {
+            let p = position + t.position;
+            if p >= DOC_TOKENS_MAX {
+                return;
+            }
+            emit(TokenRef { term: &t.term, position: p, kind: t.kind, start: start + t.start, end: start + t.end });
+            next = p + 1;
+        }
+        position = next;
+    }
+}
+
 /// Tokenizes `text`: at most [`DOC_TOKENS_MAX`] positions; later tokens are dropped.
 pub(crate) fn tokenize(text: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    for_each_token(text, &mut |t| {
+        out.push(Token { term: t.term.to_string(), position: t.position, kind: t.kind, start: t.start, end: t.end })
+    });
+    out
+}
+
+/// Tokenizes `text` by the rules of the module docs applied to the whole text at once (what
+/// [`for_each_token`] does chunk by chunk).
+pub(crate) fn tokenize_whole(text: &str) -> Vec<Token> {
     let folded = Folded::new(text);
     let s = folded.text.as_str();
     let mut out = Tokens { tokens: Vec::new(), position: 0, folded: &folded };
@@ -382,7 +470,36 @@ mod tests {
         assert_eq!(t[0].term.len(), TERM_SIZE_BYTES_MAX);
     }
 
+    /// Pieces of every kind the rules treat specially, for texts that mix them.
+    const MIXED: &[&str] = &[
+        "release", "Release", "ＲＥＬＥＡＳＥ", "e\u{301}", "café", "naïve", "don't", "don’t", "record.rs", "parse_query",
+        "3,000", "3.14", "发布", "流程", "東京タワー", "ﾀﾜｰ", "한국어", "🚀", "👍🏽", "❤️", "#\u{FE0F}\u{20E3}", "ﬁle", "Ⅻ", "x\u{200D}y",
+        "'\u{301}", "٣", "Ǆ", "ß", "İ", "\u{1F1EF}\u{1F1F5}", "a\u{30A2}b", "中a", "a中",
+    ];
+    const GLUE: &[&str] = &["", " ", "\n", ".", ",", "'", "’", "-", "_", "/", "(", "）", "\u{3000}", "\t"];
+
     proptest! {
+        /// The chunked tokenizer gives exactly the tokens (terms, positions, kinds) of the
+        /// whole-text rules on texts that mix every script and special case. Ranges may be
+        /// narrower: the whole-text rules map a token back to whole grapheme clusters, so a
+        /// mark after a space brings the space along; a chunk starts after the space.
+        #[test]
+        fn index_token_chunked_equals_whole_text_rules(parts in proptest::collection::vec((0..MIXED.len(), 0..GLUE.len()), 0..24), text in "\\PC{0,60}") {
+            let mut mixed = String::new();
+            for (p, g) in parts {
+                mixed.push_str(MIXED[p]);
+                mixed.push_str(GLUE[g]);
+            }
+            for t in [mixed, text] {
+                let (a, b) = (tokenize(&t), tokenize_whole(&t));
+                let shape = |v: &[Token]| v.iter().map(|x| (x.term.clone(), x.position, x.kind)).collect::<Vec<_>>();
+                prop_assert_eq!(shape(&a), shape(&b), "{:?}", t);
+                for (x, y) in a.iter().zip(&b) {
+                    prop_assert!(y.start <= x.start && x.end <= y.end && x.start < x.end, "{:?}: {:?} outside {:?}", t, x, y);
+                }
+            }
+        }
+
         /// Any text tokenizes (and stems) without panicking, positions ascend, and every range
         /// is a non-empty slice of the original on character boundaries.
         #[test]
