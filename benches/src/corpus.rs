@@ -117,8 +117,9 @@ pub struct Located {
     pub event: Event,
 }
 
-/// The first `n` searchable events of a store, in journal order, with the records they are in
-/// (as `(offset, events)` batches, each batch one record).
+/// The searchable events of the first records of a store that hold at least `n` of them, in
+/// journal order, one batch per record (whole records, so that a system fed the records and
+/// one fed the events index the same events).
 pub fn searchable_batches(journal: &Journal, n: u64) -> io::Result<Vec<Vec<Located>>> {
     let mut out: Vec<Vec<Located>> = Vec::new();
     let mut taken = 0u64;
@@ -147,7 +148,7 @@ pub fn searchable_batches(journal: &Journal, n: u64) -> io::Result<Vec<Vec<Locat
             };
             let mut batch = Vec::new();
             for (i, e) in events.into_iter().enumerate() {
-                if taken < n && is_searchable(e.kind) {
+                if is_searchable(e.kind) {
                     batch.push(Located { record: r.offset, position: i as u32, source: view.head().source.clone(), event: e });
                     taken += 1;
                 }

@@ -1,0 +1,601 @@
+//! The text index against SQLite FTS5 and tantivy, built in the same run from the same events:
+//! build speed (durable), query latency by class, CJK recall against a linear scan, cold start
+//! with a snapshot against a full rebuild, and bytes per event. See BENCHMARKS.md.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use origin_benches::corpus::{self, Located};
+use origin_benches::{Rng, fs_type, loadavg, scratch_dir, table};
+use origin_engine::{Access, Journal, NewRecord, Options};
+use origin_projections::catalog::Committed;
+use origin_projections::index::{MergePolicy, merge};
+use origin_projections::{Catalog, Filters, Match, State, parse_query};
+use rusqlite::Connection;
+use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::query::QueryParser;
+use tantivy::schema::{FAST, STORED, STRING, Schema, TEXT, Value};
+use tantivy::{IndexWriter, TantivyDocument, doc};
+
+const SEED: u64 = 0x1a7e_57a9_e10c_0002;
+
+fn queries_per_class() -> usize {
+    std::env::var("ORIGIN_BENCH_QUERIES").ok().and_then(|s| s.parse().ok()).filter(|&n| n > 0).unwrap_or(300)
+}
+
+fn tree_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    for e in entries.flatten() {
+        let ft = e.file_type().expect("type");
+        total += if ft.is_dir() { tree_size(&e.path()) } else { e.metadata().map(|m| m.len()).unwrap_or(0) };
+    }
+    total
+}
+
+/// The raw records holding the benchmark's events, as the journal has them.
+fn records(journal: &Journal, batches: &[Vec<Located>]) -> Vec<(u8, u8, Vec<u8>)> {
+    let mut out = Vec::with_capacity(batches.len());
+    for b in batches {
+        let r = journal.read_vec(b[0].record, 1).expect("read record");
+        out.push((r[0].kind, r[0].kind_version, r[0].payload.clone()));
+    }
+    out
+}
+
+struct Build {
+    secs: f64,
+    index_bytes: u64,
+    other_bytes: u64,
+    note: String,
+}
+
+/// Origin: every record appended to a fresh durable journal (one fdatasync per record, as
+/// ingest does), the catalog fed from the journal as the tools do (decode, tokenize, commit
+/// a segment every 50,000 documents), merges on a second thread as `origin mcp` runs them, a
+/// last commit and the merges the policy still calls for.
+fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
+    let start = Instant::now();
+    let journal = Arc::new(Journal::open(dir.join("journal"), Options::default()).expect("journal"));
+    let (catalog, _) = Catalog::open(&dir.join("index"), &journal).expect("catalog");
+    let catalog = Arc::new(Mutex::new(catalog));
+    let done = Arc::new(AtomicBool::new(false));
+    let merges = {
+        let (catalog, done) = (catalog.clone(), done.clone());
+        std::thread::spawn(move || {
+            let policy = MergePolicy::default();
+            let mut count = 0;
+            loop {
+                let planned = catalog.lock().unwrap().plan_merge(&policy).expect("plan");
+                match planned {
+                    Some(p) => {
+                        let merged = merge(&p.job).expect("merge");
+                        catalog.lock().unwrap().install_merge(merged, p).expect("install");
+                        count += 1;
+                    }
+                    None if done.load(Ordering::SeqCst) => return count,
+                    None => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        })
+    };
+    for (kind, version, payload) in records {
+        journal.append(vec![NewRecord::raw(*kind, *version, payload.clone())]).expect("append");
+        let mut c = catalog.lock().unwrap();
+        c.catch_up(&journal).expect("feed");
+        if c.wants_commit() {
+            assert_eq!(c.commit().expect("commit"), Committed::Written);
+        }
+    }
+    let last = catalog.lock().unwrap().commit().expect("commit");
+    assert!(matches!(last, Committed::Written | Committed::Nothing));
+    done.store(true, Ordering::SeqCst);
+    let merge_count = merges.join().expect("merges");
+    let secs = start.elapsed().as_secs_f64();
+    let segments = catalog.lock().unwrap().index().segments().len();
+    Build {
+        secs,
+        index_bytes: tree_size(&dir.join("index")),
+        other_bytes: tree_size(&dir.join("journal")),
+        note: format!("{segments} segments after {merge_count} merges"),
+    }
+}
+
+fn fts5_open(path: &Path, tokenizer: &str) -> Connection {
+    let conn = Connection::open(path).expect("sqlite");
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).expect("wal");
+    assert_eq!(mode, "wal");
+    conn.execute_batch("PRAGMA synchronous=FULL").expect("sync");
+    let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0)).expect("sync");
+    assert_eq!(sync, 2, "synchronous=FULL");
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS ev USING fts5(text, id UNINDEXED, source UNINDEXED, project UNINDEXED, kind UNINDEXED, time UNINDEXED, tokenize = '{tokenizer}')"
+    ))
+    .expect("create");
+    conn
+}
+
+/// SQLite FTS5 (default `unicode61` tokenizer), one transaction per record's events.
+fn fts5_build(batches: &[Vec<Located>], path: &Path) -> Build {
+    let start = Instant::now();
+    let mut conn = fts5_open(path, "unicode61");
+    let mut n = 0i64;
+    for b in batches {
+        let tx = conn.transaction().expect("tx");
+        {
+            let mut st = tx.prepare_cached("INSERT INTO ev(rowid, text, id, source, project, kind, time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)").expect("prepare");
+            for e in b {
+                st.execute(rusqlite::params![n, e.event.text, e.event.id, e.source, e.event.project, e.event.kind as u8, e.event.time_unix_ms])
+                    .expect("insert");
+                n += 1;
+            }
+        }
+        tx.commit().expect("commit");
+    }
+    let secs = start.elapsed().as_secs_f64();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").expect("checkpoint");
+    drop(conn);
+    Build { secs, index_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0), other_bytes: 0, note: "text stored in the table".into() }
+}
+
+struct Tantivy {
+    index: tantivy::Index,
+    text: tantivy::schema::Field,
+    n: tantivy::schema::Field,
+}
+
+/// tantivy: one indexing thread, the text stored, one commit at the end (durable: it syncs),
+/// then waiting for its merges.
+fn tantivy_build(batches: &[Vec<Located>], dir: &Path) -> (Build, Tantivy) {
+    let start = Instant::now();
+    let mut sb = Schema::builder();
+    let id = sb.add_text_field("id", STRING | STORED);
+    let text = sb.add_text_field("text", TEXT | STORED);
+    let n_field = sb.add_u64_field("n", FAST | STORED);
+    let time = sb.add_i64_field("time", FAST);
+    let schema = sb.build();
+    std::fs::create_dir_all(dir).expect("dir");
+    let index = tantivy::Index::create_in_dir(dir, schema).expect("create");
+    let mut writer: IndexWriter = index.writer_with_num_threads(1, 256_000_000).expect("writer");
+    let mut n = 0u64;
+    for b in batches {
+        for e in b {
+            writer.add_document(doc!(id => e.event.id.as_str(), text => e.event.text.as_str(), n_field => n, time => e.event.time_unix_ms)).expect("add");
+            n += 1;
+        }
+    }
+    writer.commit().expect("commit");
+    writer.wait_merging_threads().expect("merges");
+    let secs = start.elapsed().as_secs_f64();
+    let build = Build { secs, index_bytes: tree_size(dir), other_bytes: 0, note: "text stored".into() };
+    (build, Tantivy { index, text, n: n_field })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Class {
+    Word,
+    Words,
+    Phrase,
+    Zh2,
+    Zh4,
+}
+
+const CLASSES: [Class; 5] = [Class::Word, Class::Words, Class::Phrase, Class::Zh2, Class::Zh4];
+
+impl Class {
+    fn name(self) -> &'static str {
+        match self {
+            Class::Word => "one word",
+            Class::Words => "2-4 words",
+            Class::Phrase => "phrase (2-3 words)",
+            Class::Zh2 => "Chinese, 2 characters",
+            Class::Zh4 => "Chinese, 4 characters",
+        }
+    }
+}
+
+/// A query in each system's syntax.
+#[derive(Clone, Debug)]
+struct Q {
+    origin: String,
+    fts5: String,
+    tantivy: String,
+}
+
+const STOP: &[&str] = &["the", "and", "for", "that", "this", "with", "not", "can", "should", "then", "now", "let", "from", "are", "was"];
+
+fn words_of(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic())).collect()
+}
+
+fn is_han(c: char) -> bool {
+    ('\u{4e00}'..='\u{9fff}').contains(&c)
+}
+
+/// Runs of at least 4 Han characters in a text.
+fn han_runs(text: &str) -> Vec<Vec<char>> {
+    let mut out = Vec::new();
+    let mut cur = Vec::new();
+    for c in text.chars() {
+        if is_han(c) {
+            cur.push(c);
+        } else {
+            if cur.len() >= 4 {
+                out.push(std::mem::take(&mut cur));
+            }
+            cur.clear();
+        }
+    }
+    if cur.len() >= 4 {
+        out.push(cur);
+    }
+    out
+}
+
+fn quote_fts(w: &str) -> String {
+    format!("\"{}\"", w.replace('"', "\"\""))
+}
+
+/// `count` queries of a class, each made from a random event (so that every query finds
+/// something): words that are not stop words, adjacent words for phrases, a slice of a run
+/// of Han characters.
+fn make_queries(events: &[&Located], han_events: &[usize], class: Class, count: usize, rng: &mut Rng) -> Vec<Q> {
+    let mut out = Vec::with_capacity(count);
+    let mut tries = 0;
+    while out.len() < count && tries < count * 200 {
+        tries += 1;
+        let q = match class {
+            Class::Word | Class::Words => {
+                let e = events[rng.below(events.len() as u64) as usize];
+                let words: Vec<String> = words_of(&e.event.text).into_iter().map(str::to_ascii_lowercase).filter(|w| !STOP.contains(&w.as_str())).collect();
+                let k = if class == Class::Word { 1 } else { 2 + rng.below(3) as usize };
+                let mut picked: Vec<String> = Vec::new();
+                for _ in 0..k * 4 {
+                    if words.is_empty() || picked.len() == k {
+                        break;
+                    }
+                    let w = &words[rng.below(words.len() as u64) as usize];
+                    if !picked.contains(w) {
+                        picked.push(w.clone());
+                    }
+                }
+                if picked.len() < k {
+                    continue;
+                }
+                Q { origin: picked.join(" "), fts5: picked.iter().map(|w| quote_fts(w)).collect::<Vec<_>>().join(" "), tantivy: picked.join(" ") }
+            }
+            Class::Phrase => {
+                let e = events[rng.below(events.len() as u64) as usize];
+                // Words separated by exactly one space in the text, so that every system sees
+                // the same adjacent words.
+                let parts: Vec<&str> = e.event.text.split(' ').collect();
+                if parts.len() < 3 {
+                    continue;
+                }
+                let k = 2 + rng.below(2) as usize;
+                let at = rng.below((parts.len() - k + 1) as u64) as usize;
+                let ws: Vec<String> = parts[at..at + k].iter().map(|w| w.to_ascii_lowercase()).collect();
+                if !ws.iter().all(|w| w.len() >= 2 && w.chars().all(|c| c.is_ascii_alphabetic())) {
+                    continue;
+                }
+                let p = ws.join(" ");
+                Q { origin: format!("\"{p}\""), fts5: quote_fts(&p), tantivy: format!("\"{p}\"") }
+            }
+            Class::Zh2 | Class::Zh4 => {
+                if han_events.is_empty() {
+                    break;
+                }
+                let e = events[han_events[rng.below(han_events.len() as u64) as usize]];
+                let runs = han_runs(&e.event.text);
+                if runs.is_empty() {
+                    continue;
+                }
+                let run = &runs[rng.below(runs.len() as u64) as usize];
+                let k = if class == Class::Zh2 { 2 } else { 4 };
+                let at = rng.below((run.len() - k + 1) as u64) as usize;
+                let s: String = run[at..at + k].iter().collect();
+                Q { origin: s.clone(), fts5: quote_fts(&s), tantivy: s }
+            }
+        };
+        out.push(q);
+    }
+    out
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+struct Latency {
+    origin: Vec<f64>,
+    fts5: Vec<f64>,
+    tantivy: Vec<f64>,
+    hits: [u64; 3],
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() {
+    let n = corpus::events_target();
+    let work = scratch_dir().expect("scratch");
+    println!("index: Origin against SQLite FTS5 and tantivy on {n} searchable events (at least), one run");
+    println!("scratch: {} ({}); loadavg before: {}", work.path().display(), fs_type(work.path()), loadavg());
+
+    let t = Instant::now();
+    let c = corpus::store(n, SEED).expect("corpus");
+    println!("corpus: {} bytes of generated logs, {} events ({} searchable), ready in {:.1} s", c.log_bytes, c.events, c.searchable_events, t.elapsed().as_secs_f64());
+    let src = Journal::open(c.store.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("corpus journal");
+    let batches = corpus::searchable_batches(&src, n).expect("events");
+    let events: Vec<&Located> = batches.iter().flatten().collect();
+    let raw = records(&src, &batches);
+    let text_bytes: usize = events.iter().map(|e| e.event.text.len()).sum();
+    let raw_bytes: usize = raw.iter().map(|r| r.2.len()).sum();
+    let han_events: Vec<usize> = events.iter().enumerate().filter(|(_, e)| e.event.text.chars().any(is_han)).map(|(i, _)| i).collect();
+    println!(
+        "events: {} in {} records ({} bytes of record payloads); text {} bytes ({:.0} per event); {} events hold Han characters",
+        events.len(),
+        raw.len(),
+        raw_bytes,
+        text_bytes,
+        text_bytes as f64 / events.len() as f64,
+        han_events.len()
+    );
+    let count = events.len() as f64;
+
+    // ---- build ------------------------------------------------------------------------------
+    let origin_dir = work.path().join("origin");
+    let ob = origin_build(&raw, &origin_dir);
+    eprintln!("Origin built in {:.1} s (loadavg {})", ob.secs, loadavg());
+    let fts_path = work.path().join("fts5.db");
+    let fb = fts5_build(&batches, &fts_path);
+    eprintln!("FTS5 built in {:.1} s (loadavg {})", fb.secs, loadavg());
+    let (tb, tan) = tantivy_build(&batches, &work.path().join("tantivy"));
+    eprintln!("tantivy built in {:.1} s (loadavg {})", tb.secs, loadavg());
+    println!();
+    println!("Build, durable (events/s; MB/s of event text):");
+    let row = |name: &str, b: &Build| {
+        vec![
+            name.to_string(),
+            format!("{:.1}", b.secs),
+            format!("{:.0}", count / b.secs),
+            format!("{:.1}", text_bytes as f64 / 1e6 / b.secs),
+            format!("{:.2}x", (count / b.secs) / (count / fb.secs)),
+            format!("{:.2}x", (count / b.secs) / (count / tb.secs)),
+            format!("{:.0}", b.index_bytes as f64 / count),
+            if b.other_bytes > 0 { format!("{:.0}", b.other_bytes as f64 / count) } else { "-".into() },
+            b.note.clone(),
+        ]
+    };
+    println!(
+        "{}",
+        table(
+            &["system", "seconds", "events/s", "MB/s", "vs FTS5", "vs tantivy", "index bytes/event", "journal bytes/event", "note"],
+            &[row("Origin (journal + catalog)", &ob), row("SQLite FTS5 unicode61", &fb), row("tantivy (1 indexing thread)", &tb)]
+        )
+    );
+
+    // ---- queries ----------------------------------------------------------------------------
+    let journal = Journal::open(origin_dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
+    let (mut catalog, _) = Catalog::open(&origin_dir.join("index"), &journal).expect("catalog");
+    catalog.catch_up(&journal).expect("catch up");
+    assert_eq!(catalog.index().memory_doc_count(), 0, "everything committed");
+    let conn = Connection::open(&fts_path).expect("fts5");
+    let reader = tan.index.reader().expect("reader");
+    let searcher = reader.searcher();
+    let mut qp = QueryParser::for_index(&tan.index, vec![tan.text]);
+    qp.set_conjunction_by_default();
+    let everything = Filters { include_tools: true, ..Filters::default() };
+    let mut rng = Rng::new(SEED ^ 0xface);
+    let per_class = queries_per_class();
+    let mut lat_rows = Vec::new();
+    let mut goal_rows = Vec::new();
+    for class in CLASSES {
+        let qs = make_queries(&events, &han_events, class, per_class, &mut rng);
+        let mut stmt = conn.prepare_cached("SELECT rowid FROM ev WHERE ev MATCH ?1 ORDER BY rank LIMIT 20").expect("prepare");
+        let origin_q = |q: &Q| -> u64 {
+            let query = parse_query(&q.origin).expect("query");
+            catalog.search(&query, &everything, &|_| true, 20).expect("search").len() as u64
+        };
+        let mut fts_q = |q: &Q| -> u64 { stmt.query_map([&q.fts5], |r| r.get::<_, i64>(0)).expect("match").count() as u64 };
+        let tantivy_q = |q: &Q| -> u64 {
+            match qp.parse_query(&q.tantivy) {
+                Ok(query) => searcher.search(&query, &TopDocs::with_limit(20)).expect("search").len() as u64,
+                Err(_) => 0,
+            }
+        };
+        // Warm-up: every query once on each system.
+        for q in &qs {
+            origin_q(q);
+            fts_q(q);
+            tantivy_q(q);
+        }
+        let mut lat = Latency { origin: Vec::new(), fts5: Vec::new(), tantivy: Vec::new(), hits: [0; 3] };
+        for (i, q) in qs.iter().enumerate() {
+            // The order of the systems rotates, so none always runs first.
+            for k in 0..3 {
+                let t = Instant::now();
+                match (i + k) % 3 {
+                    0 => {
+                        lat.hits[0] += origin_q(q);
+                        lat.origin.push(ms(t.elapsed()));
+                    }
+                    1 => {
+                        lat.hits[1] += fts_q(q);
+                        lat.fts5.push(ms(t.elapsed()));
+                    }
+                    _ => {
+                        lat.hits[2] += tantivy_q(q);
+                        lat.tantivy.push(ms(t.elapsed()));
+                    }
+                }
+            }
+        }
+        for v in [&mut lat.origin, &mut lat.fts5, &mut lat.tantivy] {
+            v.sort_by(|a, b| a.total_cmp(b));
+        }
+        let (op50, op99) = (percentile(&lat.origin, 0.5), percentile(&lat.origin, 0.99));
+        let (fp50, fp99) = (percentile(&lat.fts5, 0.5), percentile(&lat.fts5, 0.99));
+        let (tp50, tp99) = (percentile(&lat.tantivy, 0.5), percentile(&lat.tantivy, 0.99));
+        lat_rows.push(vec![
+            class.name().into(),
+            qs.len().to_string(),
+            format!("{op50:.3} / {op99:.3}"),
+            format!("{fp50:.3} / {fp99:.3}"),
+            format!("{tp50:.3} / {tp99:.3}"),
+            format!("{:.2}x / {:.2}x", op50 / fp50, op99 / fp99),
+            format!("{:.2}x / {:.2}x", op50 / tp50, op99 / tp99),
+            format!("{:.1} / {:.1} / {:.1}", lat.hits[0] as f64 / qs.len() as f64, lat.hits[1] as f64 / qs.len() as f64, lat.hits[2] as f64 / qs.len() as f64),
+        ]);
+        goal_rows.push((class, op50, op99, op50 / fp50, op50 / tp50));
+        eprintln!("queries {}: done (loadavg {})", class.name(), loadavg());
+    }
+    println!();
+    println!("Queries, top 20 (ms, p50 / p99; each system ran every query once to warm up, then once timed, in rotating order):");
+    println!(
+        "{}",
+        table(&["class", "queries", "Origin", "FTS5", "tantivy", "Origin / FTS5", "Origin / tantivy", "hits per query (O / F / T)"], &lat_rows)
+    );
+
+    // ---- CJK recall ---------------------------------------------------------------------------
+    // Ground truth by linear scan (substring) over the events that hold Han characters (no
+    // other event can hold a Chinese query); FTS5 trigram is built over those same events.
+    let tri_path = work.path().join("fts5-trigram.db");
+    {
+        let mut tri = fts5_open(&tri_path, "trigram");
+        let tx = tri.transaction().expect("tx");
+        {
+            let mut st = tx.prepare("INSERT INTO ev(rowid, text) VALUES (?1, ?2)").expect("prepare");
+            for &i in &han_events {
+                st.execute(rusqlite::params![i as i64, events[i].event.text]).expect("insert");
+            }
+        }
+        tx.commit().expect("commit");
+    }
+    let tri = Connection::open(&tri_path).expect("trigram");
+    let mut recall_rows = Vec::new();
+    for class in [Class::Zh2, Class::Zh4] {
+        let qs = make_queries(&events, &han_events, class, 100, &mut rng);
+        let (mut truth_total, mut skipped) = (0u64, 0u64);
+        let mut found = [0u64; 4];
+        let mut wrong = 0u64;
+        for q in &qs {
+            let finder = memchr::memmem::Finder::new(q.origin.as_bytes());
+            let truth: HashSet<u64> = han_events.iter().filter(|&&i| finder.find(events[i].event.text.as_bytes()).is_some()).map(|&i| i as u64).collect();
+            if truth.len() > 10_000 {
+                skipped += 1;
+                continue;
+            }
+            truth_total += truth.len() as u64;
+            // Origin: full matches among up to 10,000 hits; documents are numbered in order.
+            let hits = catalog.search(&parse_query(&q.origin).expect("query"), &everything, &|_| true, 10_000).expect("search");
+            let o: HashSet<u64> = hits.iter().filter(|h| h.matched == Match::All).map(|h| u64::from(h.doc)).collect();
+            wrong += o.difference(&truth).count() as u64;
+            found[0] += o.intersection(&truth).count() as u64;
+            let sql = |c: &Connection| -> HashSet<u64> {
+                let mut st = c.prepare_cached("SELECT rowid FROM ev WHERE ev MATCH ?1").expect("prepare");
+                match st.query_map([&q.fts5], |r| r.get::<_, i64>(0)) {
+                    Ok(rows) => rows.filter_map(Result::ok).map(|r| r as u64).collect(),
+                    Err(_) => HashSet::new(),
+                }
+            };
+            found[1] += sql(&conn).intersection(&truth).count() as u64;
+            found[2] += sql(&tri).intersection(&truth).count() as u64;
+            let t: HashSet<u64> = match qp.parse_query(&q.tantivy) {
+                Ok(query) => searcher
+                    .search(&query, &DocSetCollector)
+                    .expect("search")
+                    .into_iter()
+                    .map(|a| {
+                        let d: TantivyDocument = searcher.doc(a).expect("doc");
+                        d.get_first(tan.n).and_then(|v| v.as_u64()).expect("n")
+                    })
+                    .collect(),
+                Err(_) => HashSet::new(),
+            };
+            found[3] += t.intersection(&truth).count() as u64;
+        }
+        let r = |f: u64| if truth_total == 0 { "-".to_string() } else { format!("{:.3}", f as f64 / truth_total as f64) };
+        recall_rows.push(vec![
+            class.name().into(),
+            format!("{} ({} over 10,000 matches left out)", qs.len() as u64 - skipped, skipped),
+            truth_total.to_string(),
+            r(found[0]),
+            wrong.to_string(),
+            r(found[1]),
+            r(found[2]),
+            r(found[3]),
+        ]);
+    }
+    println!();
+    println!("CJK recall against a linear scan (substring) of every event holding Han characters:");
+    println!(
+        "{}",
+        table(&["queries", "count", "true matches", "Origin", "Origin wrong hits", "FTS5 unicode61", "FTS5 trigram", "tantivy default"], &recall_rows)
+    );
+
+    // ---- cold start ---------------------------------------------------------------------------
+    let snapshot = origin_dir.join("state.snap");
+    State::replay(&journal, origin_projections::Until::End).expect("replay").save_snapshot(&journal, &origin_engine::vfs::OsFs, &snapshot).expect("snapshot");
+    let probe = parse_query("release workflow").expect("query");
+    let mut cold = Vec::new();
+    for round in 0..3 {
+        let t = Instant::now();
+        let j = Journal::open(origin_dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
+        let (state, _) = State::open(&j, &origin_engine::vfs::OsFs, &snapshot).expect("state");
+        let (mut cat, _) = Catalog::open(&origin_dir.join("index"), &j).expect("catalog");
+        cat.catch_up(&j).expect("catch up");
+        let hits = cat.search(&probe, &everything, &|_| true, 20).expect("search");
+        let with_snapshot = t.elapsed().as_secs_f64();
+        drop((state, cat));
+        let t = Instant::now();
+        let j = Journal::open(origin_dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
+        let state = State::replay(&j, origin_projections::Until::End).expect("replay");
+        let mut cat = Catalog::in_memory();
+        cat.catch_up(&j).expect("index");
+        let hits2 = cat.search(&probe, &everything, &|_| true, 20).expect("search");
+        let rebuild = t.elapsed().as_secs_f64();
+        assert_eq!(hits.iter().map(|h| &h.key).collect::<Vec<_>>(), hits2.iter().map(|h| &h.key).collect::<Vec<_>>(), "same answer");
+        drop(state);
+        eprintln!("cold start round {}: {with_snapshot:.3} s with the snapshot and index, {rebuild:.1} s rebuilding", round + 1);
+        cold.push((with_snapshot, rebuild));
+    }
+    cold.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (ws, rb) = cold[1];
+    println!();
+    println!("Cold start to a first answer (in process, page cache warm; median of 3):");
+    println!(
+        "{}",
+        table(
+            &["with snapshot + on-disk index", "full rebuild from the journal", "ratio"],
+            &[vec![format!("{ws:.3} s"), format!("{rb:.1} s"), format!("{:.4}x ({:.0}x faster)", ws / rb, rb / ws)]]
+        )
+    );
+
+    // ---- goals --------------------------------------------------------------------------------
+    println!();
+    let goal = |met: bool| if met { "met" } else { "NOT met" };
+    let (ob_rate, fb_rate, tb_rate) = (count / ob.secs, count / fb.secs, count / tb.secs);
+    println!("goal build >= 5x FTS5: {} ({:.2}x)", goal(ob_rate >= 5.0 * fb_rate), ob_rate / fb_rate);
+    println!("goal build >= 1x tantivy: {} ({:.2}x)", goal(ob_rate >= tb_rate), ob_rate / tb_rate);
+    for (class, p50, p99, vf, vt) in goal_rows {
+        println!(
+            "goal {}: p50 < 1 ms {} ({p50:.3}), p99 < 10 ms {} ({p99:.3}), <= 0.5x FTS5 {} ({vf:.2}x), <= 1x tantivy {} ({vt:.2}x)",
+            class.name(),
+            goal(p50 < 1.0),
+            goal(p99 < 10.0),
+            goal(vf <= 0.5),
+            goal(vt <= 1.0)
+        );
+    }
+    println!("loadavg after: {}", loadavg());
+}
