@@ -422,7 +422,7 @@ impl Index {
             let terms = self.memory.sorted_terms();
             let segment = write_segment(target, id, &self.memory.docs, |add| {
                 for (t, p) in terms {
-                    add(t, p)?;
+                    add(t, &p.decode())?;
                 }
                 Ok(())
             })?;

@@ -442,8 +442,8 @@ impl<'a> PosReader<'a> {
 enum Source<'a> {
     /// A term block of an on-disk segment.
     Disk(TermBlock<'a>),
-    /// Postings of the in-memory segment.
-    Memory(&'a Postings),
+    /// Postings decoded for this cursor (of the in-memory segment).
+    Owned(Box<Postings>),
 }
 
 /// Walks one term's postings in ordinal order, a block at a time.
@@ -478,8 +478,16 @@ impl<'a> PostingCursor<'a> {
         Ok(c)
     }
 
-    /// A cursor over in-memory postings, on its first document.
-    pub(crate) fn memory(p: &'a Postings, lengths: &'a [u32], positions: bool) -> PostingCursor<'a> {
+    /// A cursor over postings it owns, on its first document.
+    pub(crate) fn owned(p: Postings, lengths: &'a [u32], positions: bool) -> PostingCursor<'a> {
+        let blocks = Self::memory_blocks(&p, lengths);
+        let want_positions = positions && p.has_positions();
+        let mut c = PostingCursor::with(Source::Owned(Box::new(p)), lengths, blocks, want_positions);
+        let _ = c.load(0);
+        c
+    }
+
+    fn memory_blocks(p: &Postings, lengths: &[u32]) -> Vec<BlockInfo> {
         let mut blocks = Vec::with_capacity(p.len().div_ceil(BLOCK_DOCS));
         for (b, chunk) in p.ordinals.chunks(BLOCK_DOCS).enumerate() {
             let tfs = &p.tfs[b * BLOCK_DOCS..b * BLOCK_DOCS + chunk.len()];
@@ -492,11 +500,7 @@ impl<'a> PostingCursor<'a> {
                 count: chunk.len() as u32,
             });
         }
-        let want_positions = positions && p.has_positions();
-        let mut c = PostingCursor::with(Source::Memory(p), lengths, blocks, want_positions);
-        // Memory postings are checked when built: loading never fails.
-        let _ = c.load(0);
-        c
+        blocks
     }
 
     fn with(source: Source<'a>, lengths: &'a [u32], blocks: Vec<BlockInfo>, want_positions: bool) -> PostingCursor<'a> {
@@ -529,7 +533,7 @@ impl<'a> PostingCursor<'a> {
                 t.decode(b, self.lengths, &mut self.ords, &mut self.tfs)?;
                 self.pos = if self.want_positions { Some(PosReader::new(t, b)) } else { None };
             }
-            Source::Memory(p) => {
+            Source::Owned(p) => {
                 let start = b * BLOCK_DOCS;
                 let end = (start + BLOCK_DOCS).min(p.len());
                 self.ords.clear();
@@ -550,7 +554,7 @@ impl<'a> PostingCursor<'a> {
     pub(crate) fn len(&self) -> u32 {
         match &self.source {
             Source::Disk(t) => t.doc_count,
-            Source::Memory(p) => p.len() as u32,
+            Source::Owned(p) => p.len() as u32,
         }
     }
 
@@ -619,7 +623,7 @@ impl<'a> PostingCursor<'a> {
             return Ok(&[]);
         }
         match &self.source {
-            Source::Memory(p) => {
+            Source::Owned(p) => {
                 let global = self.block * BLOCK_DOCS + self.i;
                 Ok(p.positions_of(global))
             }
@@ -688,7 +692,7 @@ mod tests {
         encode_block(&mut bytes, &p, &lengths);
         let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
         let cursors: Vec<PostingCursor<'_>> =
-            vec![PostingCursor::disk(t, &lengths, true).unwrap(), PostingCursor::memory(&p, &lengths, true)];
+            vec![PostingCursor::disk(t, &lengths, true).unwrap(), PostingCursor::owned(p.clone(), &lengths, true)];
         for mut c in cursors {
             assert_eq!(c.len(), 1000);
             let mut i = 0;

@@ -85,7 +85,7 @@ impl View<'_> {
     fn term(&self, term: &str, positions: bool) -> Result<Option<Term<'_>>, IndexError> {
         match self {
             View::Memory(m) => Ok(m.postings(term).map(|p| Term {
-                cursor: PostingCursor::memory(p, m.docs.lengths(), positions),
+                cursor: PostingCursor::owned(p.decode(), m.docs.lengths(), positions),
                 segment: None,
                 offset: 0,
             })),
