@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 pub mod agentlogs;
 pub mod vocab;
 pub mod corpus;
+pub mod indexbench;
 
 /// The allocator the `origin` binary uses (server/src/main.rs), so that what the benchmarks
 /// measure is what the product runs; baselines in the same process get it too.

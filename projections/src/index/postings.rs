@@ -3,11 +3,12 @@
 //! walks them block by block, skipping what a query does not need.
 //!
 //! A term block splits its documents into blocks of [`BLOCK_DOCS`]. A directory at the
-//! start gives, per block, its last ordinal, where its documents and positions start, and the
-//! largest term frequency and smallest document length in it: enough to skip a block without
-//! decoding it, either because it ends before the document sought or because no document in
-//! it can score high enough (BM25 grows with the frequency and shrinks with the length, so
-//! the pair bounds every document of the block).
+//! start gives, per block, its last ordinal, where its documents and positions start, and its
+//! frontier: the (frequency, length) pairs of its documents that no other document of the
+//! block beats on both (higher frequency, shorter document). BM25 grows with the frequency
+//! and shrinks with the length, so the best score in the block, under any collection
+//! statistics, is that of a frontier point: a search skips a block without decoding it when
+//! it ends before the document sought, or when no document in it can score high enough.
 
 use super::limits::{DOC_TOKENS_MAX, SEGMENT_DOCS_MAX};
 
@@ -17,6 +18,30 @@ const FLAG_POSITIONS: u8 = 1;
 pub(crate) const BLOCK_DOCS: usize = 128;
 /// The ordinal of a cursor past its last document.
 pub(crate) const END: u32 = u32::MAX;
+/// Most frontier points kept per block; a longer frontier is narrowed by merging neighbours
+/// into one point that beats both (their larger frequency, their shorter length): still a
+/// bound, a little looser.
+pub(crate) const FRONTIER_POINTS_MAX: usize = 8;
+
+/// The frontier of a block's (frequency, length) pairs (see the module docs), by rising
+/// length and rising frequency, at most [`FRONTIER_POINTS_MAX`] points.
+pub(crate) fn frontier(pairs: &mut [(u32, u32)]) -> Vec<(u32, u32)> {
+    // By length, the higher frequency first; keep a pair if its frequency beats every shorter.
+    pairs.sort_unstable_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for &(tf, len) in pairs.iter() {
+        if out.last().is_none_or(|&(best, _)| tf > best) {
+            out.push((tf, len));
+        }
+    }
+    while out.len() > FRONTIER_POINTS_MAX {
+        // Merge the pair of neighbours whose lengths are closest.
+        let i = (0..out.len() - 1).min_by_key(|&i| out[i + 1].1 - out[i].1).unwrap_or(0);
+        out[i] = (out[i + 1].0, out[i].1);
+        out.remove(i + 1);
+    }
+    out
+}
 
 /// Decoded postings of one term.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -166,7 +191,7 @@ pub(crate) fn encode_block(out: &mut Vec<u8>, p: &Postings, lengths: &[u32]) {
     for b in 0..block_count {
         let range = b * BLOCK_DOCS..((b + 1) * BLOCK_DOCS).min(p.len());
         let (docs_start, pos_start) = (docs.len(), pos.len());
-        let (mut max_tf, mut min_len) = (0u32, u32::MAX);
+        let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(range.len());
         for i in range.clone() {
             let (ord, tf) = (p.ordinals[i], p.tfs[i]);
             let delta = match prev {
@@ -179,8 +204,7 @@ pub(crate) fn encode_block(out: &mut Vec<u8>, p: &Postings, lengths: &[u32]) {
             put_varint(&mut docs, u64::from(delta));
             put_varint(&mut docs, u64::from(tf));
             prev = Some(ord);
-            max_tf = max_tf.max(tf);
-            min_len = min_len.min(lengths[ord as usize]);
+            pairs.push((tf, lengths[ord as usize]));
             if positions {
                 let mut last: Option<u32> = None;
                 for &x in p.positions_of(i) {
@@ -201,8 +225,16 @@ pub(crate) fn encode_block(out: &mut Vec<u8>, p: &Postings, lengths: &[u32]) {
         if positions {
             put_varint(&mut dir, (pos.len() - pos_start) as u64);
         }
-        put_varint(&mut dir, u64::from(max_tf));
-        put_varint(&mut dir, u64::from(min_len));
+        let points = frontier(&mut pairs);
+        put_varint(&mut dir, points.len() as u64);
+        let (mut tf0, mut len0) = (0u32, 0u32);
+        for (k, &(tf, len)) in points.iter().enumerate() {
+            // Both rise along the frontier: deltas (the first point absolute).
+            let (dt, dl) = if k == 0 { (tf, len) } else { (tf - tf0, len - len0) };
+            put_varint(&mut dir, u64::from(dt));
+            put_varint(&mut dir, u64::from(dl));
+            (tf0, len0) = (tf, len);
+        }
     }
     out.push(if positions { FLAG_POSITIONS } else { 0 });
     put_varint(out, p.len() as u64);
@@ -240,10 +272,12 @@ pub(crate) struct BlockInfo {
     docs_at: u32,
     /// Where its positions start, within the positions section.
     pos_at: u32,
-    /// Largest term frequency of its documents.
-    pub max_tf: u32,
-    /// Smallest length of its documents.
-    pub min_len: u32,
+    /// Its frontier: `frontier[points.0..points.1]` of the term block (or the cursor).
+    points: (u32, u32),
+    /// Largest term frequency of its documents (the frontier's last point).
+    max_tf: u32,
+    /// Smallest length of its documents (the frontier's first point).
+    min_len: u32,
     /// Documents in it.
     count: u32,
 }
@@ -254,6 +288,8 @@ pub(crate) struct TermBlock<'a> {
     /// Number of documents.
     pub doc_count: u32,
     pub blocks: Vec<BlockInfo>,
+    /// Every block's frontier points (tf, length), block after block.
+    pub frontier: Vec<(u32, u32)>,
     docs: &'a [u8],
     /// Empty when the term has no positions.
     positions: &'a [u8],
@@ -297,6 +333,7 @@ impl<'a> TermBlock<'a> {
         };
         let mut d = Bytes::new(dir);
         let mut blocks = Vec::with_capacity(k as usize);
+        let mut frontier = Vec::with_capacity(k as usize * 2);
         let (mut docs_at, mut pos_at) = (0u64, 0u64);
         let mut prev_last: Option<u32> = None;
         let shift = |e: BlockError| BlockError { at: dir_base + e.at, reason: e.reason };
@@ -307,13 +344,36 @@ impl<'a> TermBlock<'a> {
             }
             let docs_size = d.varint().map_err(shift)?;
             let pos_size = if has_positions { d.varint().map_err(shift)? } else { 0 };
-            let max_tf = d.varint_u32(DOC_TOKENS_MAX, "term frequency out of range").map_err(shift)?;
-            let min_len = d.varint_u32(DOC_TOKENS_MAX, "document length out of range").map_err(shift)?;
+            let point_count = d.varint_u32(FRONTIER_POINTS_MAX as u32, "too many frontier points").map_err(shift)?;
+            if point_count == 0 {
+                return Err(shift(d.err("a block without a frontier")));
+            }
+            let first = frontier.len() as u32;
+            let (mut tf, mut len) = (0u32, 0u32);
+            for p in 0..point_count {
+                let dt = d.varint_u32(DOC_TOKENS_MAX, "term frequency out of range").map_err(shift)?;
+                let dl = d.varint_u32(DOC_TOKENS_MAX, "document length out of range").map_err(shift)?;
+                if p > 0 && (dt == 0 || dl == 0) {
+                    return Err(shift(d.err("frontier points do not rise")));
+                }
+                tf = tf.checked_add(dt).filter(|&t| t <= DOC_TOKENS_MAX).ok_or(shift(d.err("term frequency out of range")))?;
+                len = len.checked_add(dl).filter(|&l| l <= DOC_TOKENS_MAX).ok_or(shift(d.err("document length out of range")))?;
+                frontier.push((tf, len));
+            }
+            let (max_tf, min_len) = (tf, frontier[first as usize].1);
             let count = if b + 1 == k as usize { n - (b * BLOCK_DOCS) as u32 } else { BLOCK_DOCS as u32 };
             if max_tf == 0 || docs_at + docs_size > docs.len() as u64 || pos_at + pos_size > positions.len() as u64 {
                 return Err(shift(d.err("block runs past its section")));
             }
-            blocks.push(BlockInfo { last, docs_at: docs_at as u32, pos_at: pos_at as u32, max_tf, min_len, count });
+            blocks.push(BlockInfo {
+                last,
+                docs_at: docs_at as u32,
+                pos_at: pos_at as u32,
+                points: (first, first + point_count),
+                max_tf,
+                min_len,
+                count,
+            });
             docs_at += docs_size;
             pos_at += pos_size;
             prev_last = Some(last);
@@ -321,20 +381,20 @@ impl<'a> TermBlock<'a> {
         if d.at != dir.len() || docs_at != docs.len() as u64 || pos_at != positions.len() as u64 {
             return Err(BlockError { at: dir_base + d.at, reason: "directory does not cover its sections" });
         }
-        Ok(TermBlock { doc_count: n, blocks, docs, positions, has_positions, docs_base, pos_base })
+        Ok(TermBlock { doc_count: n, blocks, frontier, docs, positions, has_positions, docs_base, pos_base })
     }
 
     /// Decodes block `b`'s ordinals and frequencies into `ords` and `tfs` (cleared first),
     /// checking them against the segment's document `lengths`.
-    fn decode(&self, b: usize, lengths: &[u32], ords: &mut Vec<u32>, tfs: &mut Vec<u32>) -> Result<(), BlockError> {
-        let info = &self.blocks[b];
+    fn decode(&self, blocks: &[BlockInfo], b: usize, lengths: &[u32], ords: &mut Vec<u32>, tfs: &mut Vec<u32>) -> Result<(), BlockError> {
+        let info = &blocks[b];
         let start = info.docs_at as usize;
-        let end = self.blocks.get(b + 1).map_or(self.docs.len(), |n| n.docs_at as usize);
+        let end = blocks.get(b + 1).map_or(self.docs.len(), |n| n.docs_at as usize);
         let mut c = Bytes::new(&self.docs[start..end]);
         let shift = |e: BlockError| BlockError { at: self.docs_base + start + e.at, reason: e.reason };
         ords.clear();
         tfs.clear();
-        let mut prev = if b == 0 { None } else { Some(self.blocks[b - 1].last) };
+        let mut prev = if b == 0 { None } else { Some(blocks[b - 1].last) };
         let doc_count = lengths.len().min(SEGMENT_DOCS_MAX as usize) as u32;
         for _ in 0..info.count {
             let delta = c.varint_u32(doc_count, "ordinal out of range").map_err(shift)?;
@@ -367,8 +427,8 @@ impl<'a> TermBlock<'a> {
         let (mut ords, mut tfs) = (Vec::with_capacity(BLOCK_DOCS), Vec::with_capacity(BLOCK_DOCS));
         let mut buf = Vec::new();
         for b in 0..self.blocks.len() {
-            self.decode(b, lengths, &mut ords, &mut tfs)?;
-            let mut pos = PosReader::new(self, b);
+            self.decode(&self.blocks, b, lengths, &mut ords, &mut tfs)?;
+            let mut pos = PosReader::new(self, &self.blocks, b);
             for (&ord, &tf) in ords.iter().zip(&tfs) {
                 if with_positions {
                     pos.read(tf, lengths[ord as usize], &mut buf)?;
@@ -392,9 +452,9 @@ struct PosReader<'a> {
 }
 
 impl<'a> PosReader<'a> {
-    fn new(t: &TermBlock<'a>, b: usize) -> PosReader<'a> {
-        let start = t.blocks[b].pos_at as usize;
-        let end = t.blocks.get(b + 1).map_or(t.positions.len(), |n| n.pos_at as usize);
+    fn new(t: &TermBlock<'a>, blocks: &[BlockInfo], b: usize) -> PosReader<'a> {
+        let start = blocks[b].pos_at as usize;
+        let end = blocks.get(b + 1).map_or(t.positions.len(), |n| n.pos_at as usize);
         PosReader { bytes: Bytes::new(&t.positions[start..end]), base: t.pos_base + start }
     }
 
@@ -452,6 +512,8 @@ pub(crate) struct PostingCursor<'a> {
     lengths: &'a [u32],
     /// Per block (for memory postings: virtual blocks of [`BLOCK_DOCS`]).
     blocks: Vec<BlockInfo>,
+    /// The blocks' frontier points.
+    frontier: Vec<(u32, u32)>,
     /// The block decoded into `ords`/`tfs`, or `usize::MAX`.
     block: usize,
     ords: Vec<u32>,
@@ -470,44 +532,55 @@ pub(crate) struct PostingCursor<'a> {
 
 impl<'a> PostingCursor<'a> {
     /// A cursor over a disk term block, on its first document.
-    pub(crate) fn disk(t: TermBlock<'a>, lengths: &'a [u32], positions: bool) -> Result<PostingCursor<'a>, BlockError> {
-        let blocks = t.blocks.clone();
+    pub(crate) fn disk(mut t: TermBlock<'a>, lengths: &'a [u32], positions: bool) -> Result<PostingCursor<'a>, BlockError> {
+        let blocks = std::mem::take(&mut t.blocks);
+        let frontier = std::mem::take(&mut t.frontier);
         let want_positions = positions && t.has_positions;
-        let mut c = PostingCursor::with(Source::Disk(t), lengths, blocks, want_positions);
+        let mut c = PostingCursor::with(Source::Disk(t), lengths, blocks, frontier, want_positions);
         c.load(0)?;
         Ok(c)
     }
 
     /// A cursor over postings it owns, on its first document.
     pub(crate) fn owned(p: Postings, lengths: &'a [u32], positions: bool) -> PostingCursor<'a> {
-        let blocks = Self::memory_blocks(&p, lengths);
+        let (blocks, frontier) = Self::memory_blocks(&p, lengths);
         let want_positions = positions && p.has_positions();
-        let mut c = PostingCursor::with(Source::Owned(Box::new(p)), lengths, blocks, want_positions);
+        let mut c = PostingCursor::with(Source::Owned(Box::new(p)), lengths, blocks, frontier, want_positions);
         let _ = c.load(0);
         c
     }
 
-    fn memory_blocks(p: &Postings, lengths: &[u32]) -> Vec<BlockInfo> {
+    fn memory_blocks(p: &Postings, lengths: &[u32]) -> (Vec<BlockInfo>, Vec<(u32, u32)>) {
         let mut blocks = Vec::with_capacity(p.len().div_ceil(BLOCK_DOCS));
+        let mut all = Vec::new();
+        let mut pairs = Vec::with_capacity(BLOCK_DOCS);
         for (b, chunk) in p.ordinals.chunks(BLOCK_DOCS).enumerate() {
             let tfs = &p.tfs[b * BLOCK_DOCS..b * BLOCK_DOCS + chunk.len()];
+            pairs.clear();
+            pairs.extend(tfs.iter().zip(chunk).map(|(&tf, &o)| (tf, lengths[o as usize])));
+            let points = frontier(&mut pairs);
+            let first = all.len() as u32;
+            let (max_tf, min_len) = (points[points.len() - 1].0, points[0].1);
+            all.extend_from_slice(&points);
             blocks.push(BlockInfo {
                 last: chunk[chunk.len() - 1],
                 docs_at: (b * BLOCK_DOCS) as u32,
                 pos_at: 0,
-                max_tf: tfs.iter().copied().max().unwrap_or(1),
-                min_len: chunk.iter().map(|&o| lengths[o as usize]).min().unwrap_or(0),
+                points: (first, all.len() as u32),
+                max_tf,
+                min_len,
                 count: chunk.len() as u32,
             });
         }
-        blocks
+        (blocks, all)
     }
 
-    fn with(source: Source<'a>, lengths: &'a [u32], blocks: Vec<BlockInfo>, want_positions: bool) -> PostingCursor<'a> {
+    fn with(source: Source<'a>, lengths: &'a [u32], blocks: Vec<BlockInfo>, frontier: Vec<(u32, u32)>, want_positions: bool) -> PostingCursor<'a> {
         PostingCursor {
             source,
             lengths,
             blocks,
+            frontier,
             block: usize::MAX,
             ords: Vec::with_capacity(BLOCK_DOCS),
             tfs: Vec::with_capacity(BLOCK_DOCS),
@@ -530,8 +603,8 @@ impl<'a> PostingCursor<'a> {
         }
         match &self.source {
             Source::Disk(t) => {
-                t.decode(b, self.lengths, &mut self.ords, &mut self.tfs)?;
-                self.pos = if self.want_positions { Some(PosReader::new(t, b)) } else { None };
+                t.decode(&self.blocks, b, self.lengths, &mut self.ords, &mut self.tfs)?;
+                self.pos = if self.want_positions { Some(PosReader::new(t, &self.blocks, b)) } else { None };
             }
             Source::Owned(p) => {
                 let start = b * BLOCK_DOCS;
@@ -605,16 +678,43 @@ impl<'a> PostingCursor<'a> {
         Ok(self.doc)
     }
 
-    /// The current block's directory entry (frequency and length bounds, last ordinal); past
-    /// the end, an empty block that ends at [`END`].
+    /// The current block's number (the number of blocks once past the end).
     #[inline]
-    pub(crate) fn block_info(&self) -> BlockInfo {
-        self.blocks.get(self.block).copied().unwrap_or(BlockInfo { last: END, docs_at: 0, pos_at: 0, max_tf: 0, min_len: u32::MAX, count: 0 })
+    pub(crate) fn block(&self) -> usize {
+        self.block
     }
 
-    /// Every block's directory entry.
-    pub(crate) fn blocks(&self) -> &[BlockInfo] {
-        &self.blocks
+    /// The last ordinal of the current block ([`END`] past the end).
+    #[inline]
+    pub(crate) fn block_last(&self) -> u32 {
+        self.blocks.get(self.block).map_or(END, |b| b.last)
+    }
+
+    /// Number of blocks.
+    pub(crate) fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// The last ordinal of block `b`.
+    pub(crate) fn last_of(&self, b: usize) -> u32 {
+        self.blocks[b].last
+    }
+
+    /// Block `b`'s frontier points (frequency, length).
+    pub(crate) fn points(&self, b: usize) -> &[(u32, u32)] {
+        let (a, z) = self.blocks[b].points;
+        &self.frontier[a as usize..z as usize]
+    }
+
+    /// Every block's frontier points, block after block.
+    pub(crate) fn all_points(&self) -> &[(u32, u32)] {
+        &self.frontier
+    }
+
+    /// Stands on the first document of block `b` (decoding it), or at the end.
+    pub(crate) fn goto_block(&mut self, b: usize) -> Result<u32, BlockError> {
+        self.load(b)?;
+        Ok(self.doc)
     }
 
     /// The current document's positions (empty if the cursor was opened without them).
@@ -704,8 +804,9 @@ mod tests {
                     // Asked twice, the same positions.
                     assert_eq!(c.positions().unwrap(), p.positions_of(i));
                 }
-                assert!(c.block_info().max_tf >= c.tf());
-                assert!(c.block_info().min_len <= lengths[c.doc() as usize]);
+                // Some frontier point of the block beats (or ties) the document.
+                let (tf, len) = (c.tf(), lengths[c.doc() as usize]);
+                assert!(c.points(c.block()).iter().any(|&(ptf, plen)| ptf >= tf && plen <= len));
                 c.next().unwrap();
                 i += 1;
             }
@@ -727,10 +828,34 @@ mod tests {
         let mut c = PostingCursor::disk(t, &lengths, false).unwrap();
         let second_block_first = p.ordinals[BLOCK_DOCS];
         assert_eq!(c.seek(p.ordinals[BLOCK_DOCS - 1] + 1).unwrap(), second_block_first);
-        assert_eq!(c.block_info().last, p.ordinals[2 * BLOCK_DOCS - 1]);
+        assert_eq!(c.block_last(), p.ordinals[2 * BLOCK_DOCS - 1]);
+        assert_eq!(c.goto_block(3).unwrap(), p.ordinals[3 * BLOCK_DOCS]);
+    }
+
+    #[test]
+    fn index_postings_frontier_keeps_the_pairs_no_other_beats() {
+        assert_eq!(frontier(&mut [(1, 10), (3, 40), (2, 5), (1, 5), (3, 50), (5, 100)]), [(2, 5), (3, 40), (5, 100)]);
+        assert_eq!(frontier(&mut [(4, 7)]), [(4, 7)]);
+        // Too many points: narrowed, and every pair still beaten by some point.
+        let mut pairs: Vec<(u32, u32)> = (1..40).map(|i| (i, i * 3)).collect();
+        let f = frontier(&mut pairs.clone());
+        assert!(f.len() <= FRONTIER_POINTS_MAX);
+        assert!(pairs.iter_mut().all(|&mut (tf, len)| f.iter().any(|&(a, b)| a >= tf && b <= len)));
     }
 
     proptest! {
+        /// Every pair is beaten or tied by a frontier point, and the frontier's points are pairs
+        /// (when not narrowed) or beat pairs (when narrowed).
+        #[test]
+        fn index_postings_frontier_bounds_every_pair(pairs in proptest::collection::vec((1u32..50, 1u32..500), 1..128)) {
+            let f = frontier(&mut pairs.clone());
+            prop_assert!(!f.is_empty() && f.len() <= FRONTIER_POINTS_MAX);
+            prop_assert!(f.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+            for &(tf, len) in &pairs {
+                prop_assert!(f.iter().any(|&(a, b)| a >= tf && b <= len), "({tf}, {len}) beats {f:?}");
+            }
+        }
+
         #[test]
         fn index_postings_decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200), n in 0usize..50) {
             let lengths = vec![20u32; n];

@@ -43,14 +43,36 @@ pub(crate) enum View<'a> {
     Disk(&'a Segment),
 }
 
-/// A term's cursor in one view, with what it takes to report a damaged block.
+/// A term's cursor in one view, with what it takes to report a damaged block, and the bound
+/// of its current block, computed once per block.
 struct Term<'a> {
     cursor: PostingCursor<'a>,
     segment: Option<&'a Segment>,
     offset: u64,
+    bound_of: usize,
+    bound: f64,
 }
 
-impl Term<'_> {
+/// The best BM25 contribution any document of a block can have: its best frontier point.
+fn points_bound(stats: &Stats, idf: f64, points: &[(u32, u32)]) -> f64 {
+    points.iter().map(|&(tf, len)| stats.term(idf, tf, len)).fold(0.0, f64::max)
+}
+
+impl<'a> Term<'a> {
+    fn new(cursor: PostingCursor<'a>, segment: Option<&'a Segment>, offset: u64) -> Term<'a> {
+        Term { cursor, segment, offset, bound_of: usize::MAX, bound: 0.0 }
+    }
+
+    /// The bound of the current block (0 past the end).
+    fn block_bound(&mut self, stats: &Stats, idf: f64) -> f64 {
+        let b = self.cursor.block();
+        if b != self.bound_of {
+            self.bound = if b < self.cursor.block_count() { points_bound(stats, idf, self.cursor.points(b)) } else { 0.0 };
+            self.bound_of = b;
+        }
+        self.bound
+    }
+
     fn err(&self, e: BlockError) -> IndexError {
         match self.segment {
             Some(s) => s.postings_error(self.offset, e),
@@ -84,16 +106,14 @@ impl View<'_> {
 
     fn term(&self, term: &str, positions: bool) -> Result<Option<Term<'_>>, IndexError> {
         match self {
-            View::Memory(m) => Ok(m.postings(term).map(|p| Term {
-                cursor: PostingCursor::owned(p.decode(), m.docs.lengths(), positions),
-                segment: None,
-                offset: 0,
-            })),
+            View::Memory(m) => {
+                Ok(m.postings(term).map(|p| Term::new(PostingCursor::owned(p.decode(), m.docs.lengths(), positions), None, 0)))
+            }
             View::Disk(s) => match s.term_block(term)? {
                 None => Ok(None),
                 Some((t, offset)) => {
                     let cursor = PostingCursor::disk(t, s.docs().lengths(), positions).map_err(|e| s.postings_error(offset, e))?;
-                    Ok(Some(Term { cursor, segment: Some(s), offset }))
+                    Ok(Some(Term::new(cursor, Some(s), offset)))
                 }
             },
         }
@@ -383,6 +403,10 @@ fn full_view(
         }
     }
     let slots: Vec<usize> = (0..terms.len()).collect();
+    // One word (not a phrase that repeats a word, such as a CJK run "ab…ab").
+    if terms.len() == 1 && query.clauses.iter().all(|c| c.terms.len() == 1) {
+        return one_term(v, view, &filter, visible, stats, idfs[0], &mut terms[0], top, matched);
+    }
     let mut order: Vec<usize> = (0..terms.len()).collect();
     order.sort_by_key(|&t| terms[t].cursor.len());
     let driver = order[0];
@@ -410,17 +434,10 @@ fn full_view(
         }
         let threshold = top.threshold();
         if threshold.is_some() {
-            let bound: f64 = terms
-                .iter()
-                .zip(idfs)
-                .map(|(t, &idf)| {
-                    let b = t.cursor.block_info();
-                    stats.term(idf, b.max_tf, b.min_len)
-                })
-                .sum();
+            let bound: f64 = terms.iter_mut().zip(idfs).map(|(t, &idf)| t.block_bound(stats, idf)).sum();
             if below(bound, threshold) {
                 // Nothing up to the end of the first block to end can make the list.
-                let next = terms.iter().map(|t| t.cursor.block_info().last).min().unwrap_or(END).saturating_add(1);
+                let next = terms.iter().map(|t| t.cursor.block_last()).min().unwrap_or(END).saturating_add(1);
                 terms[driver].seek(next)?;
                 continue;
             }
@@ -442,6 +459,56 @@ fn full_view(
     }
 }
 
+/// Full matches of a query of one word, block by block in order of their bounds (best
+/// first), so the held list fills with strong documents early and every block whose best
+/// frontier point cannot beat the weakest of them is skipped, undecoded.
+#[allow(clippy::too_many_arguments)]
+fn one_term(
+    v: usize,
+    view: &View<'_>,
+    filter: &DocFilter,
+    visible: &dyn Fn(&Candidate<'_>) -> bool,
+    stats: &Stats,
+    idf: f64,
+    term: &mut Term<'_>,
+    top: &mut TopK,
+    matched: &mut Vec<u32>,
+) -> Result<(), IndexError> {
+    let docs = view.docs();
+    let lengths = docs.lengths();
+    let mut order: Vec<(f64, usize)> =
+        (0..term.cursor.block_count()).map(|b| (points_bound(stats, idf, term.cursor.points(b)), b)).collect();
+    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (bound, b) in order {
+        if below(bound, top.threshold()) {
+            // Every block after this one is bounded lower still.
+            break;
+        }
+        if term.cursor.block() != b {
+            term.cursor.goto_block(b).map_err(|e| term.err(e))?;
+        }
+        let last = term.cursor.last_of(b);
+        loop {
+            let ord = term.cursor.doc();
+            matched.push(ord);
+            let row = docs.row(ord);
+            if filter.pass(row) {
+                let score = stats.term(idf, term.cursor.tf(), lengths[ord as usize]);
+                let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: ord };
+                top.offer(r, view, visible)?;
+            }
+            // The block's last document: the next block is decoded only if it is not skipped.
+            if ord == last {
+                break;
+            }
+            term.next()?;
+        }
+    }
+    // Blocks came out of order: partial matches look full matches up by binary search.
+    matched.sort_unstable();
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn partial_view(
     v: usize,
@@ -461,7 +528,7 @@ fn partial_view(
     let mut terms: Vec<(usize, Term<'_>, f64)> = Vec::new();
     for (qi, term) in query.partial.iter().enumerate() {
         if let Some(t) = view.term(term, false)? {
-            let ub = t.cursor.blocks().iter().map(|b| stats.term(idfs[qi], b.max_tf, b.min_len)).fold(0.0, f64::max);
+            let ub = points_bound(stats, idfs[qi], t.cursor.all_points());
             terms.push((qi, t, ub));
         }
     }

@@ -1,0 +1,62 @@
+//! Profiling aid for queries: builds Origin's store from the benchmark corpus once (kept in
+//! `<dir>`, rebuilt when its index cannot be opened), then times each query class on Origin
+//! alone. `cargo run --release -p origin-benches --example query_lab -- <dir> [rebuild]`.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::time::Instant;
+
+use origin_benches::corpus;
+use origin_benches::indexbench::{CLASSES, is_han, make_queries, origin_build, records};
+use origin_benches::Rng;
+use origin_engine::{Access, Journal, Options};
+use origin_projections::{Catalog, CatalogOpened, Filters, parse_query};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let dir = std::path::PathBuf::from(args.next().expect("a directory"));
+    let rebuild = args.next().is_some_and(|a| a == "rebuild");
+    let n = corpus::events_target();
+    let c = corpus::store(n, 0x1a7e_57a9_e10c_0002).expect("corpus");
+    let src = Journal::open(c.store.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
+    let batches = corpus::searchable_batches(&src, n).expect("events");
+    let events: Vec<&corpus::Located> = batches.iter().flatten().collect();
+    let han: Vec<usize> = events.iter().enumerate().filter(|(_, e)| e.event.text.chars().any(is_han)).map(|(i, _)| i).collect();
+    let usable = dir.join("journal").exists() && {
+        let j = Journal::open(dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
+        matches!(Catalog::open(&dir.join("index"), &j), Ok((_, CatalogOpened::Loaded { .. })))
+    };
+    if rebuild || !usable {
+        let _ = std::fs::remove_dir_all(&dir);
+        let b = origin_build(&records(&src, &batches), &dir);
+        println!("built in {:.1} s: {} index bytes, {}", b.secs, b.index_bytes, b.note);
+    }
+    let journal = Journal::open(dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
+    let t = Instant::now();
+    let (catalog, _) = Catalog::open(&dir.join("index"), &journal).expect("catalog");
+    println!("catalog opened in {:.3} s", t.elapsed().as_secs_f64());
+    let all = Filters { include_tools: true, ..Filters::default() };
+    let mut rng = Rng::new(0x1a7e_57a9_e10c_0002 ^ 0xface);
+    let only: Option<usize> = std::env::var("LAB_CLASS").ok().and_then(|s| s.parse().ok());
+    let passes: usize = std::env::var("LAB_PASSES").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
+    for (ci, class) in CLASSES.into_iter().enumerate() {
+        let qs = make_queries(&events, &han, class, 300, &mut rng);
+        if only.is_some_and(|o| o != ci) {
+            continue;
+        }
+        let mut times = Vec::new();
+        for pass in 0..passes {
+            for q in &qs {
+                let t = Instant::now();
+                let query = parse_query(&q.origin).expect("query");
+                let hits = catalog.search(&query, &all, &|_| true, 20).expect("search");
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                if pass == passes - 1 {
+                    times.push((ms, q.origin.clone(), hits.len()));
+                }
+            }
+        }
+        times.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let p = |x: f64| times[((times.len() - 1) as f64 * x) as usize].0;
+        println!("{:<24} p50 {:.3} ms  p90 {:.3}  p99 {:.3}  max {:.3} ({:?}, {} hits)", class.name(), p(0.5), p(0.9), p(0.99), times.last().unwrap().0, times.last().unwrap().1, times.last().unwrap().2);
+    }
+}

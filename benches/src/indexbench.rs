@@ -1,0 +1,252 @@
+//! What the index and tools benchmarks share: Origin's durable build of a store from the
+//! corpus's records, and queries made from the corpus's events.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use origin_engine::{Journal, NewRecord, Options};
+use origin_projections::catalog::Committed;
+use origin_projections::index::{MergePolicy, merge};
+use origin_projections::Catalog;
+
+use crate::corpus::Located;
+use crate::Rng;
+
+/// Bytes of all files below `dir`.
+pub fn tree_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    for e in entries.flatten() {
+        let ft = e.file_type().expect("type");
+        total += if ft.is_dir() { tree_size(&e.path()) } else { e.metadata().map(|m| m.len()).unwrap_or(0) };
+    }
+    total
+}
+
+/// The raw records holding the benchmark's events, as the journal has them.
+pub fn records(journal: &Journal, batches: &[Vec<Located>]) -> Vec<(u8, u8, Vec<u8>)> {
+    let mut out = Vec::with_capacity(batches.len());
+    for b in batches {
+        let r = journal.read_vec(b[0].record, 1).expect("read record");
+        out.push((r[0].kind, r[0].kind_version, r[0].payload.clone()));
+    }
+    out
+}
+
+/// What a build took.
+pub struct Build {
+    /// Wall time.
+    pub secs: f64,
+    /// Bytes of the index.
+    pub index_bytes: u64,
+    /// Bytes of anything else it keeps (Origin: the journal).
+    pub other_bytes: u64,
+    /// What else to say.
+    pub note: String,
+}
+
+/// Origin: every record appended to a fresh durable journal (one fdatasync per record, as
+/// ingest does), the catalog fed from the journal as the tools do (decode, tokenize, commit
+/// a segment every 50,000 documents), merges on a second thread as `origin mcp` runs them, a
+/// last commit and the merges the policy still calls for.
+pub fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
+    let start = Instant::now();
+    let journal = Arc::new(Journal::open(dir.join("journal"), Options::default()).expect("journal"));
+    let (catalog, _) = Catalog::open(&dir.join("index"), &journal).expect("catalog");
+    let catalog = Arc::new(Mutex::new(catalog));
+    let done = Arc::new(AtomicBool::new(false));
+    let merges = {
+        let (catalog, done) = (catalog.clone(), done.clone());
+        std::thread::spawn(move || {
+            let policy = MergePolicy::default();
+            let mut count = 0;
+            loop {
+                let planned = catalog.lock().unwrap().plan_merge(&policy).expect("plan");
+                match planned {
+                    Some(p) => {
+                        let merged = merge(&p.job).expect("merge");
+                        catalog.lock().unwrap().install_merge(merged, p).expect("install");
+                        count += 1;
+                    }
+                    None if done.load(Ordering::SeqCst) => return count,
+                    None => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        })
+    };
+    for (kind, version, payload) in records {
+        journal.append(vec![NewRecord::raw(*kind, *version, payload.clone())]).expect("append");
+        let mut c = catalog.lock().unwrap();
+        c.catch_up(&journal).expect("feed");
+        if c.wants_commit() {
+            // Busy while the merge thread holds the index's lock: the documents stay in memory
+            // and the next record tries again, as in `origin mcp`.
+            let r = c.commit().expect("commit");
+            assert!(matches!(r, Committed::Written | Committed::Busy), "{r:?}");
+        }
+    }
+    // The last commit, once a running merge lets go of the lock; then the merges it calls for.
+    loop {
+        match catalog.lock().unwrap().commit().expect("commit") {
+            Committed::Written | Committed::Nothing => break,
+            Committed::Busy => std::thread::sleep(Duration::from_millis(20)),
+            Committed::Superseded => unreachable!("one process"),
+        }
+    }
+    done.store(true, Ordering::SeqCst);
+    let merge_count = merges.join().expect("merges");
+    let secs = start.elapsed().as_secs_f64();
+    let segments = catalog.lock().unwrap().index().segments().len();
+    Build {
+        secs,
+        index_bytes: tree_size(&dir.join("index")),
+        other_bytes: tree_size(&dir.join("journal")),
+        note: format!("{segments} segments after {merge_count} merges"),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// A class of queries.
+pub enum Class {
+    /// One word.
+    Word,
+    /// Two to four words.
+    Words,
+    /// Two or three adjacent words, quoted.
+    Phrase,
+    /// Two Chinese characters.
+    Zh2,
+    /// Four Chinese characters.
+    Zh4,
+}
+
+/// Every class.
+pub const CLASSES: [Class; 5] = [Class::Word, Class::Words, Class::Phrase, Class::Zh2, Class::Zh4];
+
+impl Class {
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Word => "one word",
+            Class::Words => "2-4 words",
+            Class::Phrase => "phrase (2-3 words)",
+            Class::Zh2 => "Chinese, 2 characters",
+            Class::Zh4 => "Chinese, 4 characters",
+        }
+    }
+}
+
+/// A query in each system's syntax.
+#[derive(Clone, Debug)]
+pub struct Q {
+    /// Origin's query.
+    pub origin: String,
+    /// FTS5's MATCH expression.
+    pub fts5: String,
+    /// tantivy's query.
+    pub tantivy: String,
+}
+
+const STOP: &[&str] = &["the", "and", "for", "that", "this", "with", "not", "can", "should", "then", "now", "let", "from", "are", "was"];
+
+fn words_of(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic())).collect()
+}
+
+/// True for a Han character.
+pub fn is_han(c: char) -> bool {
+    ('\u{4e00}'..='\u{9fff}').contains(&c)
+}
+
+/// Runs of at least 4 Han characters in a text.
+fn han_runs(text: &str) -> Vec<Vec<char>> {
+    let mut out = Vec::new();
+    let mut cur = Vec::new();
+    for c in text.chars() {
+        if is_han(c) {
+            cur.push(c);
+        } else {
+            if cur.len() >= 4 {
+                out.push(std::mem::take(&mut cur));
+            }
+            cur.clear();
+        }
+    }
+    if cur.len() >= 4 {
+        out.push(cur);
+    }
+    out
+}
+
+fn quote_fts(w: &str) -> String {
+    format!("\"{}\"", w.replace('"', "\"\""))
+}
+
+/// `count` queries of a class, each made from a random event (so that every query finds
+/// something): words that are not stop words, adjacent words for phrases, a slice of a run
+/// of Han characters.
+pub fn make_queries(events: &[&Located], han_events: &[usize], class: Class, count: usize, rng: &mut Rng) -> Vec<Q> {
+    let mut out = Vec::with_capacity(count);
+    let mut tries = 0;
+    while out.len() < count && tries < count * 200 {
+        tries += 1;
+        let q = match class {
+            Class::Word | Class::Words => {
+                let e = events[rng.below(events.len() as u64) as usize];
+                let words: Vec<String> = words_of(&e.event.text).into_iter().map(str::to_ascii_lowercase).filter(|w| !STOP.contains(&w.as_str())).collect();
+                let k = if class == Class::Word { 1 } else { 2 + rng.below(3) as usize };
+                let mut picked: Vec<String> = Vec::new();
+                for _ in 0..k * 4 {
+                    if words.is_empty() || picked.len() == k {
+                        break;
+                    }
+                    let w = &words[rng.below(words.len() as u64) as usize];
+                    if !picked.contains(w) {
+                        picked.push(w.clone());
+                    }
+                }
+                if picked.len() < k {
+                    continue;
+                }
+                Q { origin: picked.join(" "), fts5: picked.iter().map(|w| quote_fts(w)).collect::<Vec<_>>().join(" "), tantivy: picked.join(" ") }
+            }
+            Class::Phrase => {
+                let e = events[rng.below(events.len() as u64) as usize];
+                // Words separated by exactly one space in the text, so that every system sees
+                // the same adjacent words.
+                let parts: Vec<&str> = e.event.text.split(' ').collect();
+                if parts.len() < 3 {
+                    continue;
+                }
+                let k = 2 + rng.below(2) as usize;
+                let at = rng.below((parts.len() - k + 1) as u64) as usize;
+                let ws: Vec<String> = parts[at..at + k].iter().map(|w| w.to_ascii_lowercase()).collect();
+                if !ws.iter().all(|w| w.len() >= 2 && w.chars().all(|c| c.is_ascii_alphabetic())) {
+                    continue;
+                }
+                let p = ws.join(" ");
+                Q { origin: format!("\"{p}\""), fts5: quote_fts(&p), tantivy: format!("\"{p}\"") }
+            }
+            Class::Zh2 | Class::Zh4 => {
+                if han_events.is_empty() {
+                    break;
+                }
+                let e = events[han_events[rng.below(han_events.len() as u64) as usize]];
+                let runs = han_runs(&e.event.text);
+                if runs.is_empty() {
+                    continue;
+                }
+                let run = &runs[rng.below(runs.len() as u64) as usize];
+                let k = if class == Class::Zh2 { 2 } else { 4 };
+                let at = rng.below((run.len() - k + 1) as u64) as usize;
+                let s: String = run[at..at + k].iter().collect();
+                Q { origin: s.clone(), fts5: quote_fts(&s), tantivy: s }
+            }
+        };
+        out.push(q);
+    }
+    out
+}
+
