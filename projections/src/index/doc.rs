@@ -39,6 +39,8 @@ pub(crate) struct DocTable {
     rows: Vec<DocRow>,
     /// Length of each document in positions (BM25's document length).
     lengths: Vec<u32>,
+    /// Each document's time (what block bounds of recency are made of).
+    times: Vec<i64>,
     strings: Vec<String>,
     string_ids: HashMap<String, u32>,
     token_count: u64,
@@ -61,6 +63,11 @@ impl DocTable {
 
     pub(crate) fn lengths(&self) -> &[u32] {
         &self.lengths
+    }
+
+    /// Each document's time, by ordinal.
+    pub(crate) fn times(&self) -> &[i64] {
+        &self.times
     }
 
     /// Sum of document lengths.
@@ -136,6 +143,7 @@ impl DocTable {
 
     fn push_row(&mut self, row: DocRow, length: u32) -> u32 {
         let ordinal = self.len();
+        self.times.push(row.time_unix_ms);
         self.rows.push(row);
         self.lengths.push(length);
         self.token_count += u64::from(length);

@@ -41,6 +41,7 @@
 //! - One process writes an index directory at a time (the caller holds a lock); others may
 //!   read it and [`Index::reload`] what the writer committed.
 
+mod bm25;
 mod doc;
 mod error;
 pub mod limits;

@@ -10,6 +10,7 @@
 //! statistics, is that of a frontier point: a search skips a block without decoding it when
 //! it ends before the document sought, or when no document in it can score high enough.
 
+use super::bm25;
 use super::limits::{DOC_TOKENS_MAX, SEGMENT_DOCS_MAX};
 
 /// Flag bit of a term block: positions follow the documents.
@@ -21,11 +22,15 @@ pub(crate) const END: u32 = u32::MAX;
 /// Most frontier points kept per block; a longer frontier is narrowed by merging neighbours
 /// into one point that beats both (their larger frequency, their shorter length): still a
 /// bound, a little looser.
-pub(crate) const FRONTIER_POINTS_MAX: usize = 8;
+pub(crate) const FRONTIER_POINTS_MAX: usize = 16;
 
 /// The frontier of a block's (frequency, length) pairs (see the module docs), by rising
 /// length and rising frequency, at most [`FRONTIER_POINTS_MAX`] points.
-pub(crate) fn frontier(pairs: &mut [(u32, u32)]) -> Vec<(u32, u32)> {
+///
+/// Narrowing merges, each time, the neighbours whose merged point scores least under `avg`
+/// (the segment's average length, near what queries will use): points that could hold a
+/// block's best score are kept exact; only ones far below it are merged.
+pub(crate) fn frontier(pairs: &mut [(u32, u32)], avg: f64) -> Vec<(u32, u32)> {
     // By length, the higher frequency first; keep a pair if its frequency beats every shorter.
     pairs.sort_unstable_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
     let mut out: Vec<(u32, u32)> = Vec::new();
@@ -35,9 +40,14 @@ pub(crate) fn frontier(pairs: &mut [(u32, u32)]) -> Vec<(u32, u32)> {
         }
     }
     while out.len() > FRONTIER_POINTS_MAX {
-        // Merge the pair of neighbours whose lengths are closest.
-        let i = (0..out.len() - 1).min_by_key(|&i| out[i + 1].1 - out[i].1).unwrap_or(0);
-        out[i] = (out[i + 1].0, out[i].1);
+        let merged = |i: usize| (out[i + 1].0, out[i].1);
+        let i = (0..out.len() - 1)
+            .min_by(|&a, &b| {
+                let (fa, fb) = (merged(a), merged(b));
+                bm25::tf_part(fa.0, fa.1, avg).total_cmp(&bm25::tf_part(fb.0, fb.1, avg))
+            })
+            .unwrap_or(0);
+        out[i] = merged(i);
         out.remove(i + 1);
     }
     out
@@ -178,20 +188,35 @@ impl<'a> Bytes<'a> {
     }
 }
 
-/// Appends the term block of `p` (FORMAT.md): flags, document count, block count, the block
-/// directory, the documents, the positions. `lengths` are the segment's document lengths.
-pub(crate) fn encode_block(out: &mut Vec<u8>, p: &Postings, lengths: &[u32]) {
+/// Bytes of one directory entry: `last` u32, `docs_end` u32, `positions_end` u32,
+/// `points_end` u32, `max_time` i64, `max_part` f32, 4 bytes reserved (0).
+pub(crate) const DIR_ENTRY_BYTES: usize = 32;
+/// Bytes of one frontier point: frequency u32, length u32.
+const POINT_BYTES: usize = 8;
+
+fn u32_le(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Appends the term block of `p` (FORMAT.md): flags, counts, the fixed-width block directory,
+/// the frontier points, the documents, the positions. `lengths` and `times` are the segment's
+/// document lengths and times, by ordinal; `avg` its average length.
+pub(crate) fn encode_block(out: &mut Vec<u8>, p: &Postings, lengths: &[u32], times: &[i64], avg: f64) {
     assert!(!p.ordinals.is_empty(), "a term block has documents");
     let positions = p.has_positions();
-    let mut dir = Vec::with_capacity(p.len() / BLOCK_DOCS * 8 + 8);
+    let block_count = p.len().div_ceil(BLOCK_DOCS);
+    let mut dir = Vec::with_capacity(block_count * DIR_ENTRY_BYTES);
+    let mut points_bytes = Vec::with_capacity(block_count * 3 * POINT_BYTES);
     let mut docs = Vec::with_capacity(p.len() * 3);
     let mut pos = Vec::with_capacity(if positions { p.positions.len() * 2 } else { 0 });
     let mut prev: Option<u32> = None;
-    let block_count = p.len().div_ceil(BLOCK_DOCS);
+    let mut point_count = 0u32;
+    let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BLOCK_DOCS);
     for b in 0..block_count {
         let range = b * BLOCK_DOCS..((b + 1) * BLOCK_DOCS).min(p.len());
-        let (docs_start, pos_start) = (docs.len(), pos.len());
-        let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(range.len());
+        pairs.clear();
+        let mut max_time = i64::MIN;
+        let mut max_part = 0.0f64;
         for i in range.clone() {
             let (ord, tf) = (p.ordinals[i], p.tfs[i]);
             let delta = match prev {
@@ -205,6 +230,8 @@ pub(crate) fn encode_block(out: &mut Vec<u8>, p: &Postings, lengths: &[u32]) {
             put_varint(&mut docs, u64::from(tf));
             prev = Some(ord);
             pairs.push((tf, lengths[ord as usize]));
+            max_time = max_time.max(times[ord as usize]);
+            max_part = max_part.max(bm25::tf_part(tf, lengths[ord as usize], avg));
             if positions {
                 let mut last: Option<u32> = None;
                 for &x in p.positions_of(i) {
@@ -220,27 +247,26 @@ pub(crate) fn encode_block(out: &mut Vec<u8>, p: &Postings, lengths: &[u32]) {
                 }
             }
         }
-        put_varint(&mut dir, u64::from(p.ordinals[range.end - 1]));
-        put_varint(&mut dir, (docs.len() - docs_start) as u64);
-        if positions {
-            put_varint(&mut dir, (pos.len() - pos_start) as u64);
+        for (tf, len) in frontier(&mut pairs, avg) {
+            points_bytes.extend_from_slice(&tf.to_le_bytes());
+            points_bytes.extend_from_slice(&len.to_le_bytes());
+            point_count += 1;
         }
-        let points = frontier(&mut pairs);
-        put_varint(&mut dir, points.len() as u64);
-        let (mut tf0, mut len0) = (0u32, 0u32);
-        for (k, &(tf, len)) in points.iter().enumerate() {
-            // Both rise along the frontier: deltas (the first point absolute).
-            let (dt, dl) = if k == 0 { (tf, len) } else { (tf - tf0, len - len0) };
-            put_varint(&mut dir, u64::from(dt));
-            put_varint(&mut dir, u64::from(dl));
-            (tf0, len0) = (tf, len);
-        }
+        let end = |n: usize| u32::try_from(n).expect("a term's postings in one segment stay under 4 GiB");
+        dir.extend_from_slice(&p.ordinals[range.end - 1].to_le_bytes());
+        dir.extend_from_slice(&end(docs.len()).to_le_bytes());
+        dir.extend_from_slice(&end(pos.len()).to_le_bytes());
+        dir.extend_from_slice(&point_count.to_le_bytes());
+        dir.extend_from_slice(&max_time.to_le_bytes());
+        dir.extend_from_slice(&bm25::f32_up(max_part).to_le_bytes());
+        dir.extend_from_slice(&[0u8; 4]);
     }
     out.push(if positions { FLAG_POSITIONS } else { 0 });
     put_varint(out, p.len() as u64);
     put_varint(out, block_count as u64);
-    put_varint(out, dir.len() as u64);
+    put_varint(out, u64::from(point_count));
     out.extend_from_slice(&dir);
+    out.extend_from_slice(&points_bytes);
     put_varint(out, docs.len() as u64);
     out.extend_from_slice(&docs);
     if positions {
@@ -263,46 +289,23 @@ pub(crate) fn block_doc_count(bytes: &[u8], doc_count: u32) -> Result<u32, Block
     Ok(n)
 }
 
-/// One block of a term block, as its directory entry says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct BlockInfo {
-    /// Ordinal of its last document.
-    pub last: u32,
-    /// Where its documents start, within the documents section.
-    docs_at: u32,
-    /// Where its positions start, within the positions section.
-    pos_at: u32,
-    /// Its frontier: `frontier[points.0..points.1]` of the term block (or the cursor).
-    points: (u32, u32),
-    /// Largest term frequency of its documents (the frontier's last point).
-    max_tf: u32,
-    /// Smallest length of its documents (the frontier's first point).
-    min_len: u32,
-    /// Documents in it.
-    count: u32,
-}
-
-/// A term block opened for reading: its directory parsed, nothing else decoded.
+/// Where the parts of a term block are, within its bytes.
 #[derive(Clone, Debug)]
-pub(crate) struct TermBlock<'a> {
-    /// Number of documents.
-    pub doc_count: u32,
-    pub blocks: Vec<BlockInfo>,
-    /// Every block's frontier points (tf, length), block after block.
-    pub frontier: Vec<(u32, u32)>,
-    docs: &'a [u8],
-    /// Empty when the term has no positions.
-    positions: &'a [u8],
+struct Layout {
+    doc_count: u32,
+    block_count: usize,
+    dir: std::ops::Range<usize>,
+    points: std::ops::Range<usize>,
+    docs: std::ops::Range<usize>,
+    positions: std::ops::Range<usize>,
     has_positions: bool,
-    /// Byte of the documents section within the term block (for error positions).
-    docs_base: usize,
-    pos_base: usize,
 }
 
-impl<'a> TermBlock<'a> {
-    /// Parses the head and directory of the term block at the start of `bytes`, checking them
-    /// against a segment of `doc_count` documents (every later read is bounds-checked too).
-    pub(crate) fn open(bytes: &'a [u8], doc_count: u32) -> Result<TermBlock<'a>, BlockError> {
+impl Layout {
+    /// Reads the counts and finds the parts of the term block at the start of `bytes`, for a
+    /// segment of `doc_count` documents. The directory is not read here: each entry is
+    /// checked when it is used.
+    fn parse(bytes: &[u8], doc_count: u32) -> Result<Layout, BlockError> {
         let doc_count = doc_count.min(SEGMENT_DOCS_MAX);
         let mut c = Bytes::new(bytes);
         let flags = c.u8()?;
@@ -318,84 +321,171 @@ impl<'a> TermBlock<'a> {
         if k != (n as usize).div_ceil(BLOCK_DOCS) as u64 {
             return Err(c.err("block count does not match the document count"));
         }
-        let dir_len = c.varint()?;
-        let dir = c.take(dir_len)?;
-        let dir_base = c.at - dir.len();
+        let point_count = c.varint()?;
+        if point_count < k || point_count > k * FRONTIER_POINTS_MAX as u64 {
+            return Err(c.err("frontier point count out of range"));
+        }
+        let dir_start = c.at;
+        c.take(k * DIR_ENTRY_BYTES as u64)?;
+        let points_start = c.at;
+        c.take(point_count * POINT_BYTES as u64)?;
+        let points_end = c.at;
         let docs_len = c.varint()?;
-        let docs = c.take(docs_len)?;
-        let docs_base = c.at - docs.len();
-        let (positions, pos_base) = if has_positions {
+        let docs_start = c.at;
+        c.take(docs_len)?;
+        let docs_end = c.at;
+        let positions = if has_positions {
             let l = c.varint()?;
-            let p = c.take(l)?;
-            (p, c.at - p.len())
+            let start = c.at;
+            c.take(l)?;
+            start..c.at
         } else {
-            (&[][..], c.at)
+            c.at..c.at
         };
-        let mut d = Bytes::new(dir);
-        let mut blocks = Vec::with_capacity(k as usize);
-        let mut frontier = Vec::with_capacity(k as usize * 2);
-        let (mut docs_at, mut pos_at) = (0u64, 0u64);
-        let mut prev_last: Option<u32> = None;
-        let shift = |e: BlockError| BlockError { at: dir_base + e.at, reason: e.reason };
-        for b in 0..k as usize {
-            let last = d.varint_u32(doc_count.saturating_sub(1), "ordinal out of range").map_err(shift)?;
-            if prev_last.is_some_and(|p| last <= p) {
-                return Err(shift(d.err("blocks do not ascend")));
-            }
-            let docs_size = d.varint().map_err(shift)?;
-            let pos_size = if has_positions { d.varint().map_err(shift)? } else { 0 };
-            let point_count = d.varint_u32(FRONTIER_POINTS_MAX as u32, "too many frontier points").map_err(shift)?;
-            if point_count == 0 {
-                return Err(shift(d.err("a block without a frontier")));
-            }
-            let first = frontier.len() as u32;
-            let (mut tf, mut len) = (0u32, 0u32);
-            for p in 0..point_count {
-                let dt = d.varint_u32(DOC_TOKENS_MAX, "term frequency out of range").map_err(shift)?;
-                let dl = d.varint_u32(DOC_TOKENS_MAX, "document length out of range").map_err(shift)?;
-                if p > 0 && (dt == 0 || dl == 0) {
-                    return Err(shift(d.err("frontier points do not rise")));
-                }
-                tf = tf.checked_add(dt).filter(|&t| t <= DOC_TOKENS_MAX).ok_or(shift(d.err("term frequency out of range")))?;
-                len = len.checked_add(dl).filter(|&l| l <= DOC_TOKENS_MAX).ok_or(shift(d.err("document length out of range")))?;
-                frontier.push((tf, len));
-            }
-            let (max_tf, min_len) = (tf, frontier[first as usize].1);
-            let count = if b + 1 == k as usize { n - (b * BLOCK_DOCS) as u32 } else { BLOCK_DOCS as u32 };
-            if max_tf == 0 || docs_at + docs_size > docs.len() as u64 || pos_at + pos_size > positions.len() as u64 {
-                return Err(shift(d.err("block runs past its section")));
-            }
-            blocks.push(BlockInfo {
-                last,
-                docs_at: docs_at as u32,
-                pos_at: pos_at as u32,
-                points: (first, first + point_count),
-                max_tf,
-                min_len,
-                count,
-            });
-            docs_at += docs_size;
-            pos_at += pos_size;
-            prev_last = Some(last);
+        Ok(Layout {
+            doc_count: n,
+            block_count: k as usize,
+            dir: dir_start..points_start,
+            points: points_start..points_end,
+            docs: docs_start..docs_end,
+            positions,
+            has_positions,
+        })
+    }
+}
+
+/// One block's directory entry, checked against its neighbours and sections.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Block {
+    /// Ordinal of its last document.
+    pub last: u32,
+    /// Its documents, within the documents section.
+    docs: (usize, usize),
+    /// Its positions, within the positions section.
+    positions: (usize, usize),
+    /// Its frontier points, by number.
+    points: (usize, usize),
+    /// The latest time of its documents.
+    pub max_time: i64,
+    /// The largest BM25 frequency part ([`bm25::tf_part`]) of its documents under the
+    /// segment's own average length, rounded up.
+    pub max_part: f32,
+    /// Documents in it.
+    count: u32,
+}
+
+/// A term's postings as a cursor reads them: the term block's bytes (borrowed from a segment
+/// or owned) and its layout.
+#[derive(Clone, Debug)]
+pub(crate) struct TermBlock<'a> {
+    bytes: std::borrow::Cow<'a, [u8]>,
+    layout: Layout,
+    /// Ordinals are below this (the segment's document count).
+    doc_limit: u32,
+}
+
+impl<'a> TermBlock<'a> {
+    /// Opens the term block at the start of `bytes` (checking its counts and that its parts fit).
+    pub(crate) fn open(bytes: &'a [u8], doc_count: u32) -> Result<TermBlock<'a>, BlockError> {
+        let layout = Layout::parse(bytes, doc_count)?;
+        Ok(TermBlock { bytes: std::borrow::Cow::Borrowed(bytes), layout, doc_limit: doc_count })
+    }
+
+    /// The term block of in-memory postings (encoded here, so it reads back).
+    pub(crate) fn of(p: &Postings, lengths: &[u32], times: &[i64], avg: f64) -> TermBlock<'static> {
+        let mut bytes = Vec::new();
+        encode_block(&mut bytes, p, lengths, times, avg);
+        let layout = Layout::parse(&bytes, lengths.len() as u32).unwrap_or_else(|e| panic!("a block just encoded reads back: {e:?}"));
+        TermBlock { bytes: std::borrow::Cow::Owned(bytes), layout, doc_limit: lengths.len() as u32 }
+    }
+
+    /// Number of documents.
+    pub(crate) fn doc_count(&self) -> u32 {
+        self.layout.doc_count
+    }
+
+    /// Number of blocks.
+    pub(crate) fn block_count(&self) -> usize {
+        self.layout.block_count
+    }
+
+    fn entry(&self, b: usize) -> &[u8] {
+        let at = self.layout.dir.start + b * DIR_ENTRY_BYTES;
+        &self.bytes[at..at + DIR_ENTRY_BYTES]
+    }
+
+    /// The last ordinal of block `b` (unchecked: for searching the directory; a wrong value
+    /// is caught when the block is read).
+    pub(crate) fn last_of(&self, b: usize) -> u32 {
+        u32_le(self.entry(b), 0)
+    }
+
+    /// Block `b`'s directory entry, checked: its parts rise from the previous block's and fit.
+    pub(crate) fn block(&self, b: usize) -> Result<Block, BlockError> {
+        let err = |reason| BlockError { at: self.layout.dir.start + b * DIR_ENTRY_BYTES, reason };
+        let e = self.entry(b);
+        let (last, docs_end, pos_end, points_end) = (u32_le(e, 0), u32_le(e, 4) as usize, u32_le(e, 8) as usize, u32_le(e, 12) as usize);
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&e[16..24]);
+        let max_time = i64::from_le_bytes(t);
+        let max_part = f32::from_bits(u32_le(e, 24));
+        if !(max_part.is_finite() && max_part > 0.0) || e[28..32] != [0; 4] {
+            return Err(err("block bound out of range"));
         }
-        if d.at != dir.len() || docs_at != docs.len() as u64 || pos_at != positions.len() as u64 {
-            return Err(BlockError { at: dir_base + d.at, reason: "directory does not cover its sections" });
+        let (prev_last, docs_start, pos_start, points_start) = if b == 0 {
+            (None, 0, 0, 0)
+        } else {
+            let p = self.entry(b - 1);
+            (Some(u32_le(p, 0)), u32_le(p, 4) as usize, u32_le(p, 8) as usize, u32_le(p, 12) as usize)
+        };
+        if prev_last.is_some_and(|p| last <= p) || last >= self.layout_docs_limit() {
+            return Err(err("block ordinals do not rise within the segment"));
         }
-        Ok(TermBlock { doc_count: n, blocks, frontier, docs, positions, has_positions, docs_base, pos_base })
+        if docs_end <= docs_start || docs_end > self.layout.docs.len() {
+            return Err(err("block documents run past their section"));
+        }
+        if pos_end < pos_start || pos_end > self.layout.positions.len() || (self.layout.has_positions && pos_end == pos_start) {
+            return Err(err("block positions run past their section"));
+        }
+        let points_len = self.layout.points.len() / POINT_BYTES;
+        if points_end <= points_start || points_end - points_start > FRONTIER_POINTS_MAX || points_end > points_len {
+            return Err(err("block frontier out of range"));
+        }
+        if b + 1 == self.layout.block_count && (docs_end != self.layout.docs.len() || pos_end != self.layout.positions.len() || points_end != points_len) {
+            return Err(err("the last block does not end its sections"));
+        }
+        let count = if b + 1 == self.layout.block_count { self.layout.doc_count - (b * BLOCK_DOCS) as u32 } else { BLOCK_DOCS as u32 };
+        Ok(Block { last, docs: (docs_start, docs_end), positions: (pos_start, pos_end), points: (points_start, points_end), max_time, max_part, count })
+    }
+
+    fn layout_docs_limit(&self) -> u32 {
+        // Ordinals are below the segment's document count; the caller passed it to `open`.
+        self.doc_limit
+    }
+
+    /// Frontier point `i` (frequency, length).
+    pub(crate) fn point(&self, i: usize) -> (u32, u32) {
+        let at = self.layout.points.start + i * POINT_BYTES;
+        (u32_le(&self.bytes, at), u32_le(&self.bytes, at + 4))
     }
 
     /// Decodes block `b`'s ordinals and frequencies into `ords` and `tfs` (cleared first),
-    /// checking them against the segment's document `lengths`.
-    fn decode(&self, blocks: &[BlockInfo], b: usize, lengths: &[u32], ords: &mut Vec<u32>, tfs: &mut Vec<u32>) -> Result<(), BlockError> {
-        let info = &blocks[b];
-        let start = info.docs_at as usize;
-        let end = blocks.get(b + 1).map_or(self.docs.len(), |n| n.docs_at as usize);
-        let mut c = Bytes::new(&self.docs[start..end]);
-        let shift = |e: BlockError| BlockError { at: self.docs_base + start + e.at, reason: e.reason };
+    /// checking them against the segment's document `lengths` and the block's entry.
+    fn decode(&self, b: usize, info: &Block, lengths: &[u32], ords: &mut Vec<u32>, tfs: &mut Vec<u32>) -> Result<(), BlockError> {
+        let base = self.layout.docs.start;
+        let bytes = &self.bytes[base + info.docs.0..base + info.docs.1];
+        let mut c = Bytes::new(bytes);
+        let shift = |e: BlockError| BlockError { at: base + info.docs.0 + e.at, reason: e.reason };
         ords.clear();
         tfs.clear();
-        let mut prev = if b == 0 { None } else { Some(blocks[b - 1].last) };
+        let mut prev = if b == 0 { None } else { Some(self.last_of(b - 1)) };
         let doc_count = lengths.len().min(SEGMENT_DOCS_MAX as usize) as u32;
+        let (mut max_tf, mut min_len) = (0u32, u32::MAX);
+        for i in info.points.0..info.points.1 {
+            let (tf, len) = self.point(i);
+            max_tf = max_tf.max(tf);
+            min_len = min_len.min(len);
+        }
         for _ in 0..info.count {
             let delta = c.varint_u32(doc_count, "ordinal out of range").map_err(shift)?;
             let ord = match prev {
@@ -407,14 +497,14 @@ impl<'a> TermBlock<'a> {
                 return Err(shift(c.err("ordinal out of range")));
             }
             let tf = c.varint_u32(DOC_TOKENS_MAX, "term frequency out of range").map_err(shift)?;
-            if tf == 0 || tf > lengths[ord as usize] || tf > info.max_tf || lengths[ord as usize] < info.min_len {
+            if tf == 0 || tf > lengths[ord as usize] || tf > max_tf || lengths[ord as usize] < min_len {
                 return Err(shift(c.err("term frequency out of range")));
             }
             ords.push(ord);
             tfs.push(tf);
             prev = Some(ord);
         }
-        if c.at != end - start || prev != Some(info.last) {
+        if c.at != bytes.len() || prev != Some(info.last) {
             return Err(shift(c.err("block does not end where its directory says")));
         }
         Ok(())
@@ -422,16 +512,17 @@ impl<'a> TermBlock<'a> {
 
     /// Decodes every document (and positions, if asked and stored): for merges and tests.
     pub(crate) fn decode_all(&self, lengths: &[u32], positions: bool) -> Result<Postings, BlockError> {
-        let with_positions = positions && self.has_positions;
+        let with_positions = positions && self.layout.has_positions;
         let mut p = Postings::new(with_positions);
         let (mut ords, mut tfs) = (Vec::with_capacity(BLOCK_DOCS), Vec::with_capacity(BLOCK_DOCS));
         let mut buf = Vec::new();
-        for b in 0..self.blocks.len() {
-            self.decode(&self.blocks, b, lengths, &mut ords, &mut tfs)?;
-            let mut pos = PosReader::new(self, &self.blocks, b);
+        for b in 0..self.layout.block_count {
+            let info = self.block(b)?;
+            self.decode(b, &info, lengths, &mut ords, &mut tfs)?;
+            let mut pos = PosReader::new(self, &info);
             for (&ord, &tf) in ords.iter().zip(&tfs) {
                 if with_positions {
-                    pos.read(tf, lengths[ord as usize], &mut buf)?;
+                    pos.read(&self.bytes, tf, lengths[ord as usize], &mut buf)?;
                     p.push(ord, tf, &buf);
                 } else {
                     p.push(ord, tf, &[]);
@@ -446,83 +537,73 @@ impl<'a> TermBlock<'a> {
 }
 
 /// Reads the positions of one block's documents in order.
-struct PosReader<'a> {
-    bytes: Bytes<'a>,
-    base: usize,
+struct PosReader {
+    /// Within the term block's bytes.
+    at: usize,
+    end: usize,
 }
 
-impl<'a> PosReader<'a> {
-    fn new(t: &TermBlock<'a>, blocks: &[BlockInfo], b: usize) -> PosReader<'a> {
-        let start = blocks[b].pos_at as usize;
-        let end = blocks.get(b + 1).map_or(t.positions.len(), |n| n.pos_at as usize);
-        PosReader { bytes: Bytes::new(&t.positions[start..end]), base: t.pos_base + start }
+impl PosReader {
+    fn new(t: &TermBlock<'_>, info: &Block) -> PosReader {
+        let base = t.layout.positions.start;
+        PosReader { at: base + info.positions.0, end: base + info.positions.1 }
     }
 
     /// Reads the next document's `tf` positions into `out`.
-    fn read(&mut self, tf: u32, length: u32, out: &mut Vec<u32>) -> Result<(), BlockError> {
+    fn read(&mut self, bytes: &[u8], tf: u32, length: u32, out: &mut Vec<u32>) -> Result<(), BlockError> {
         out.clear();
+        let mut r = Bytes { bytes: &bytes[..self.end], at: self.at };
         let mut prev: Option<u32> = None;
         for _ in 0..tf {
-            let delta = self.bytes.varint_u32(DOC_TOKENS_MAX, "position out of range").map_err(|e| self.shift(e))?;
+            let delta = r.varint_u32(DOC_TOKENS_MAX, "position out of range")?;
             let x = match prev {
                 None => delta,
-                Some(p) if delta > 0 => p.checked_add(delta).ok_or(self.shift(self.bytes.err("position overflows")))?,
-                Some(_) => return Err(self.shift(self.bytes.err("positions do not ascend"))),
+                Some(p) if delta > 0 => p.checked_add(delta).ok_or(r.err("position overflows"))?,
+                Some(_) => return Err(r.err("positions do not ascend")),
             };
             if x >= length {
-                return Err(self.shift(self.bytes.err("position past the document's end")));
+                return Err(r.err("position past the document's end"));
             }
             out.push(x);
             prev = Some(x);
         }
+        self.at = r.at;
         Ok(())
     }
 
     /// Skips the next document's `tf` positions.
-    fn skip(&mut self, tf: u32) -> Result<(), BlockError> {
+    fn skip(&mut self, bytes: &[u8], tf: u32) -> Result<(), BlockError> {
+        let mut r = Bytes { bytes: &bytes[..self.end], at: self.at };
         for _ in 0..tf {
-            self.bytes.varint().map_err(|e| self.shift(e))?;
+            r.varint()?;
         }
+        self.at = r.at;
         Ok(())
     }
 
     fn finish(&self) -> Result<(), BlockError> {
-        if self.bytes.at != self.bytes.bytes.len() {
-            return Err(self.shift(self.bytes.err("positions end before their stated length")));
+        if self.at != self.end {
+            return Err(BlockError { at: self.at, reason: "positions end before their stated length" });
         }
         Ok(())
     }
-
-    fn shift(&self, e: BlockError) -> BlockError {
-        BlockError { at: self.base + e.at, reason: e.reason }
-    }
 }
 
-/// Where a cursor's documents come from.
-enum Source<'a> {
-    /// A term block of an on-disk segment.
-    Disk(TermBlock<'a>),
-    /// Postings decoded for this cursor (of the in-memory segment).
-    Owned(Box<Postings>),
-}
-
-/// Walks one term's postings in ordinal order, a block at a time.
+/// Walks one term's postings in ordinal order, a block at a time, reading the directory as it
+/// goes (nothing is decoded before a block is entered).
 pub(crate) struct PostingCursor<'a> {
-    source: Source<'a>,
+    term: TermBlock<'a>,
     lengths: &'a [u32],
-    /// Per block (for memory postings: virtual blocks of [`BLOCK_DOCS`]).
-    blocks: Vec<BlockInfo>,
-    /// The blocks' frontier points.
-    frontier: Vec<(u32, u32)>,
-    /// The block decoded into `ords`/`tfs`, or `usize::MAX`.
+    /// The block decoded into `ords`/`tfs` (the block count once past the end).
     block: usize,
+    info: Option<Block>,
     ords: Vec<u32>,
     tfs: Vec<u32>,
     /// Index of the current document within the block.
     i: usize,
     doc: u32,
     /// Positions: reader of the current block, index of the next document it reads.
-    pos: Option<PosReader<'a>>,
+    pos: Option<PosReader>,
     pos_next: usize,
     pos_buf: Vec<u32>,
     /// The document (index within the block) whose positions `pos_buf` holds.
@@ -531,57 +612,14 @@ pub(crate) struct PostingCursor<'a> {
 }
 
 impl<'a> PostingCursor<'a> {
-    /// A cursor over a disk term block, on its first document.
-    pub(crate) fn disk(mut t: TermBlock<'a>, lengths: &'a [u32], positions: bool) -> Result<PostingCursor<'a>, BlockError> {
-        let blocks = std::mem::take(&mut t.blocks);
-        let frontier = std::mem::take(&mut t.frontier);
-        let want_positions = positions && t.has_positions;
-        let mut c = PostingCursor::with(Source::Disk(t), lengths, blocks, frontier, want_positions);
-        c.load(0)?;
-        Ok(c)
-    }
-
-    /// A cursor over postings it owns, on its first document.
-    pub(crate) fn owned(p: Postings, lengths: &'a [u32], positions: bool) -> PostingCursor<'a> {
-        let (blocks, frontier) = Self::memory_blocks(&p, lengths);
-        let want_positions = positions && p.has_positions();
-        let mut c = PostingCursor::with(Source::Owned(Box::new(p)), lengths, blocks, frontier, want_positions);
-        let _ = c.load(0);
-        c
-    }
-
-    fn memory_blocks(p: &Postings, lengths: &[u32]) -> (Vec<BlockInfo>, Vec<(u32, u32)>) {
-        let mut blocks = Vec::with_capacity(p.len().div_ceil(BLOCK_DOCS));
-        let mut all = Vec::new();
-        let mut pairs = Vec::with_capacity(BLOCK_DOCS);
-        for (b, chunk) in p.ordinals.chunks(BLOCK_DOCS).enumerate() {
-            let tfs = &p.tfs[b * BLOCK_DOCS..b * BLOCK_DOCS + chunk.len()];
-            pairs.clear();
-            pairs.extend(tfs.iter().zip(chunk).map(|(&tf, &o)| (tf, lengths[o as usize])));
-            let points = frontier(&mut pairs);
-            let first = all.len() as u32;
-            let (max_tf, min_len) = (points[points.len() - 1].0, points[0].1);
-            all.extend_from_slice(&points);
-            blocks.push(BlockInfo {
-                last: chunk[chunk.len() - 1],
-                docs_at: (b * BLOCK_DOCS) as u32,
-                pos_at: 0,
-                points: (first, all.len() as u32),
-                max_tf,
-                min_len,
-                count: chunk.len() as u32,
-            });
-        }
-        (blocks, all)
-    }
-
-    fn with(source: Source<'a>, lengths: &'a [u32], blocks: Vec<BlockInfo>, frontier: Vec<(u32, u32)>, want_positions: bool) -> PostingCursor<'a> {
-        PostingCursor {
-            source,
+    /// A cursor over a term block, on its first document.
+    pub(crate) fn new(term: TermBlock<'a>, lengths: &'a [u32], positions: bool) -> Result<PostingCursor<'a>, BlockError> {
+        let want_positions = positions && term.layout.has_positions;
+        let mut c = PostingCursor {
+            term,
             lengths,
-            blocks,
-            frontier,
             block: usize::MAX,
+            info: None,
             ords: Vec::with_capacity(BLOCK_DOCS),
             tfs: Vec::with_capacity(BLOCK_DOCS),
             i: 0,
@@ -591,30 +629,23 @@ impl<'a> PostingCursor<'a> {
             pos_buf: Vec::new(),
             pos_cached: None,
             want_positions,
-        }
+        };
+        c.load(0)?;
+        Ok(c)
     }
 
     /// Decodes block `b` and stands on its first document (or at the end past the last block).
     fn load(&mut self, b: usize) -> Result<(), BlockError> {
-        if b >= self.blocks.len() {
-            self.block = self.blocks.len();
+        if b >= self.term.block_count() {
+            self.block = self.term.block_count();
+            self.info = None;
             self.doc = END;
             return Ok(());
         }
-        match &self.source {
-            Source::Disk(t) => {
-                t.decode(&self.blocks, b, self.lengths, &mut self.ords, &mut self.tfs)?;
-                self.pos = if self.want_positions { Some(PosReader::new(t, &self.blocks, b)) } else { None };
-            }
-            Source::Owned(p) => {
-                let start = b * BLOCK_DOCS;
-                let end = (start + BLOCK_DOCS).min(p.len());
-                self.ords.clear();
-                self.ords.extend_from_slice(&p.ordinals[start..end]);
-                self.tfs.clear();
-                self.tfs.extend_from_slice(&p.tfs[start..end]);
-            }
-        }
+        let info = self.term.block(b)?;
+        self.term.decode(b, &info, self.lengths, &mut self.ords, &mut self.tfs)?;
+        self.pos = if self.want_positions { Some(PosReader::new(&self.term, &info)) } else { None };
+        self.info = Some(info);
         self.pos_next = 0;
         self.pos_cached = None;
         self.block = b;
@@ -625,10 +656,7 @@ impl<'a> PostingCursor<'a> {
 
     /// Number of documents holding the term.
     pub(crate) fn len(&self) -> u32 {
-        match &self.source {
-            Source::Disk(t) => t.doc_count,
-            Source::Owned(p) => p.len() as u32,
-        }
+        self.term.doc_count()
     }
 
     /// The current document, or [`END`].
@@ -658,15 +686,28 @@ impl<'a> PostingCursor<'a> {
         Ok(self.doc)
     }
 
+    /// The first block at or after `from` whose last ordinal is at least `target`.
+    fn find_block(&self, from: usize, target: u32) -> usize {
+        let (mut lo, mut hi) = (from, self.term.block_count());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.term.last_of(mid) < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// Moves to the first document at or after `target` (never backwards).
     pub(crate) fn seek(&mut self, target: u32) -> Result<u32, BlockError> {
         if self.doc >= target {
             return Ok(self.doc);
         }
-        if self.blocks[self.block].last < target {
+        if self.block_last() < target {
             // Skip whole blocks by their last ordinal, without decoding them.
-            let from = self.block + 1;
-            let b = from + self.blocks[from..].partition_point(|x| x.last < target);
+            let b = self.find_block(self.block + 1, target);
             self.load(b)?;
             if self.doc >= target {
                 return Ok(self.doc);
@@ -684,31 +725,31 @@ impl<'a> PostingCursor<'a> {
         self.block
     }
 
+    /// The current block's entry (`None` past the end).
+    #[inline]
+    pub(crate) fn info(&self) -> Option<&Block> {
+        self.info.as_ref()
+    }
+
     /// The last ordinal of the current block ([`END`] past the end).
     #[inline]
     pub(crate) fn block_last(&self) -> u32 {
-        self.blocks.get(self.block).map_or(END, |b| b.last)
+        self.info.map_or(END, |b| b.last)
     }
 
     /// Number of blocks.
     pub(crate) fn block_count(&self) -> usize {
-        self.blocks.len()
+        self.term.block_count()
     }
 
-    /// The last ordinal of block `b`.
-    pub(crate) fn last_of(&self, b: usize) -> u32 {
-        self.blocks[b].last
+    /// Block `b`'s entry, checked.
+    pub(crate) fn block_at(&self, b: usize) -> Result<Block, BlockError> {
+        self.term.block(b)
     }
 
-    /// Block `b`'s frontier points (frequency, length).
-    pub(crate) fn points(&self, b: usize) -> &[(u32, u32)] {
-        let (a, z) = self.blocks[b].points;
-        &self.frontier[a as usize..z as usize]
-    }
-
-    /// Every block's frontier points, block after block.
-    pub(crate) fn all_points(&self) -> &[(u32, u32)] {
-        &self.frontier
+    /// The frontier points of a block's entry.
+    pub(crate) fn points(&self, info: &Block) -> impl Iterator<Item = (u32, u32)> + '_ {
+        (info.points.0..info.points.1).map(|i| self.term.point(i))
     }
 
     /// Stands on the first document of block `b` (decoding it), or at the end.
@@ -722,27 +763,19 @@ impl<'a> PostingCursor<'a> {
         if !self.want_positions || self.doc == END {
             return Ok(&[]);
         }
-        match &self.source {
-            Source::Owned(p) => {
-                let global = self.block * BLOCK_DOCS + self.i;
-                Ok(p.positions_of(global))
-            }
-            Source::Disk(_) => {
-                if self.pos_cached == Some(self.i) {
-                    return Ok(&self.pos_buf);
-                }
-                let Some(reader) = self.pos.as_mut() else { return Ok(&[]) };
-                while self.pos_next < self.i {
-                    reader.skip(self.tfs[self.pos_next])?;
-                    self.pos_next += 1;
-                }
-                let length = self.lengths[self.doc as usize];
-                reader.read(self.tfs[self.i], length, &mut self.pos_buf)?;
-                self.pos_next = self.i + 1;
-                self.pos_cached = Some(self.i);
-                Ok(&self.pos_buf)
-            }
+        if self.pos_cached == Some(self.i) {
+            return Ok(&self.pos_buf);
         }
+        let Some(reader) = self.pos.as_mut() else { return Ok(&[]) };
+        while self.pos_next < self.i {
+            reader.skip(&self.term.bytes, self.tfs[self.pos_next])?;
+            self.pos_next += 1;
+        }
+        let length = self.lengths[self.doc as usize];
+        reader.read(&self.term.bytes, self.tfs[self.i], length, &mut self.pos_buf)?;
+        self.pos_next = self.i + 1;
+        self.pos_cached = Some(self.i);
+        Ok(&self.pos_buf)
     }
 }
 
@@ -750,6 +783,10 @@ impl<'a> PostingCursor<'a> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn times(lengths: &[u32]) -> Vec<i64> {
+        (0..lengths.len() as i64).map(|i| 1000 + (i * 7919) % 5000).collect()
+    }
 
     fn sample(n: u32, with_positions: bool) -> (Postings, Vec<u32>) {
         let lengths: Vec<u32> = (0..n * 3 + 10).map(|i| 5 + i % 7).collect();
@@ -769,16 +806,27 @@ mod tests {
             for with_positions in [true, false] {
                 let (p, lengths) = sample(n, with_positions);
                 let mut bytes = Vec::new();
-                encode_block(&mut bytes, &p, &lengths);
+                encode_block(&mut bytes, &p, &lengths, &times(&lengths), 8.0);
                 let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
-                assert_eq!(t.doc_count, n);
+                assert_eq!(t.doc_count(), n);
                 assert_eq!(t.decode_all(&lengths, true).unwrap(), p, "n={n}");
                 let docs_only = t.decode_all(&lengths, false).unwrap();
                 assert_eq!(docs_only.ordinals, p.ordinals);
                 assert!(docs_only.positions.is_empty());
                 assert_eq!(block_doc_count(&bytes, lengths.len() as u32), Ok(n));
                 // A segment with fewer documents refuses the block.
-                assert!(TermBlock::open(&bytes, p.ordinals[p.len() - 1]).is_err() || n == 0);
+                let short = p.ordinals[p.len() - 1];
+                assert!(TermBlock::open(&bytes, short).and_then(|t| t.decode_all(&lengths[..short as usize], true)).is_err());
+                // Each block's latest time is that of its documents.
+                for b in 0..t.block_count() {
+                    let info = t.block(b).unwrap();
+                    let docs = &p.ordinals[b * BLOCK_DOCS..((b + 1) * BLOCK_DOCS).min(p.len())];
+                    assert_eq!(info.max_time, docs.iter().map(|&o| times(&lengths)[o as usize]).max().unwrap());
+                    let best = (b * BLOCK_DOCS..((b + 1) * BLOCK_DOCS).min(p.len()))
+                        .map(|i| bm25::tf_part(p.tfs[i], lengths[p.ordinals[i] as usize], 8.0))
+                        .fold(0.0, f64::max);
+                    assert!(f64::from(info.max_part) >= best && f64::from(info.max_part) < best * (1.0 + 1e-6), "{} {best}", info.max_part);
+                }
             }
         }
     }
@@ -788,11 +836,14 @@ mod tests {
     #[test]
     fn index_postings_cursor_walks_seeks_and_skips() {
         let (p, lengths) = sample(1000, true);
+        let tm = times(&lengths);
         let mut bytes = Vec::new();
-        encode_block(&mut bytes, &p, &lengths);
+        encode_block(&mut bytes, &p, &lengths, &tm, 8.0);
         let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
-        let cursors: Vec<PostingCursor<'_>> =
-            vec![PostingCursor::disk(t, &lengths, true).unwrap(), PostingCursor::owned(p.clone(), &lengths, true)];
+        let cursors: Vec<PostingCursor<'_>> = vec![
+            PostingCursor::new(t, &lengths, true).unwrap(),
+            PostingCursor::new(TermBlock::of(&p, &lengths, &tm, 8.0), &lengths, true).unwrap(),
+        ];
         for mut c in cursors {
             assert_eq!(c.len(), 1000);
             let mut i = 0;
@@ -806,7 +857,8 @@ mod tests {
                 }
                 // Some frontier point of the block beats (or ties) the document.
                 let (tf, len) = (c.tf(), lengths[c.doc() as usize]);
-                assert!(c.points(c.block()).iter().any(|&(ptf, plen)| ptf >= tf && plen <= len));
+                let info = *c.info().unwrap();
+                assert!(c.points(&info).any(|(ptf, plen)| ptf >= tf && plen <= len));
                 c.next().unwrap();
                 i += 1;
             }
@@ -814,7 +866,7 @@ mod tests {
         }
         for targets in [vec![0, 5, 400, 401, 2000, 2998, 2999], vec![1500], vec![3000]] {
             let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
-            let mut c = PostingCursor::disk(t, &lengths, true).unwrap();
+            let mut c = PostingCursor::new(t, &lengths, true).unwrap();
             for target in targets {
                 let want = p.ordinals.iter().copied().find(|&o| o >= target).unwrap_or(END);
                 assert_eq!(c.seek(target).unwrap(), want, "seek {target}");
@@ -825,7 +877,7 @@ mod tests {
             }
         }
         let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
-        let mut c = PostingCursor::disk(t, &lengths, false).unwrap();
+        let mut c = PostingCursor::new(t, &lengths, false).unwrap();
         let second_block_first = p.ordinals[BLOCK_DOCS];
         assert_eq!(c.seek(p.ordinals[BLOCK_DOCS - 1] + 1).unwrap(), second_block_first);
         assert_eq!(c.block_last(), p.ordinals[2 * BLOCK_DOCS - 1]);
@@ -834,12 +886,19 @@ mod tests {
 
     #[test]
     fn index_postings_frontier_keeps_the_pairs_no_other_beats() {
-        assert_eq!(frontier(&mut [(1, 10), (3, 40), (2, 5), (1, 5), (3, 50), (5, 100)]), [(2, 5), (3, 40), (5, 100)]);
-        assert_eq!(frontier(&mut [(4, 7)]), [(4, 7)]);
+        assert_eq!(frontier(&mut [(1, 10), (3, 40), (2, 5), (1, 5), (3, 50), (5, 100)], 20.0), [(2, 5), (3, 40), (5, 100)]);
+        assert_eq!(frontier(&mut [(4, 7)], 20.0), [(4, 7)]);
         // Too many points: narrowed, and every pair still beaten by some point.
         let mut pairs: Vec<(u32, u32)> = (1..40).map(|i| (i, i * 3)).collect();
-        let f = frontier(&mut pairs.clone());
+        let f = frontier(&mut pairs.clone(), 20.0);
         assert!(f.len() <= FRONTIER_POINTS_MAX);
+        // Narrowing merges the lowest-scoring neighbours first: a peak in the middle of the
+        // frontier is kept exact.
+        let mut peaked: Vec<(u32, u32)> = (1..30).map(|i| (i, i * i)).collect();
+        let g = frontier(&mut peaked.clone(), 20.0);
+        let best = |ps: &[(u32, u32)]| ps.iter().map(|&(t, l)| bm25::tf_part(t, l, 20.0)).fold(0.0, f64::max);
+        assert_eq!(best(&g), best(&peaked));
+        assert!(peaked.iter_mut().all(|&mut (tf, len)| g.iter().any(|&(a, b)| a >= tf && b <= len)));
         assert!(pairs.iter_mut().all(|&mut (tf, len)| f.iter().any(|&(a, b)| a >= tf && b <= len)));
     }
 
@@ -848,7 +907,7 @@ mod tests {
         /// (when not narrowed) or beat pairs (when narrowed).
         #[test]
         fn index_postings_frontier_bounds_every_pair(pairs in proptest::collection::vec((1u32..50, 1u32..500), 1..128)) {
-            let f = frontier(&mut pairs.clone());
+            let f = frontier(&mut pairs.clone(), 30.0);
             prop_assert!(!f.is_empty() && f.len() <= FRONTIER_POINTS_MAX);
             prop_assert!(f.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
             for &(tf, len) in &pairs {
@@ -861,7 +920,10 @@ mod tests {
             let lengths = vec![20u32; n];
             if let Ok(t) = TermBlock::open(&bytes, n as u32) {
                 let _ = t.decode_all(&lengths, true);
-                if let Ok(mut c) = PostingCursor::disk(t, &lengths, true) {
+                for b in 0..t.block_count() {
+                    let _ = t.block(b);
+                }
+                if let Ok(mut c) = PostingCursor::new(t, &lengths, true) {
                     for _ in 0..300 {
                         let _ = c.positions();
                         if c.next().map_or(true, |d| d == END) {

@@ -25,15 +25,13 @@ use std::collections::BinaryHeap;
 
 use super::doc::{DocRow, DocTable};
 use super::memory::MemorySegment;
-use super::postings::{BlockError, END, PostingCursor};
+use super::postings::{BlockError, END, PostingCursor, TermBlock};
 use super::query::Query;
 use super::segment::Segment;
 use super::{Candidate, DocId, Filters, Hit, IndexError, Match, Scope};
 
-/// BM25 term-frequency saturation.
-const K1: f64 = 1.2;
-/// BM25 length normalisation.
-const B: f64 = 0.75;
+use super::bm25::{self, B, K1};
+
 /// A bound is inflated by this much before it is compared, against rounding.
 const BOUND_MARGIN: f64 = 1e-6;
 
@@ -43,34 +41,48 @@ pub(crate) enum View<'a> {
     Disk(&'a Segment),
 }
 
-/// A term's cursor in one view, with what it takes to report a damaged block, and the bound
+/// A term's cursor in one view, with what it takes to report a damaged block, and the bounds
 /// of its current block, computed once per block.
 struct Term<'a> {
     cursor: PostingCursor<'a>,
     segment: Option<&'a Segment>,
     offset: u64,
+    /// How much more a frequency part can be under the whole index's average length than
+    /// under this view's (at least 1).
+    scale: f64,
     bound_of: usize,
     bound: f64,
+    tight: f64,
 }
 
 /// The best BM25 contribution any document of a block can have: its best frontier point.
-fn points_bound(stats: &Stats, idf: f64, points: &[(u32, u32)]) -> f64 {
-    points.iter().map(|&(tf, len)| stats.term(idf, tf, len)).fold(0.0, f64::max)
+fn points_bound(stats: &Stats, idf: f64, points: impl Iterator<Item = (u32, u32)>) -> f64 {
+    points.map(|(tf, len)| stats.term(idf, tf, len)).fold(0.0, f64::max)
 }
 
 impl<'a> Term<'a> {
     fn new(cursor: PostingCursor<'a>, segment: Option<&'a Segment>, offset: u64) -> Term<'a> {
-        Term { cursor, segment, offset, bound_of: usize::MAX, bound: 0.0 }
+        Term { cursor, segment, offset, scale: 1.0, bound_of: usize::MAX, bound: 0.0, tight: 0.0 }
     }
 
-    /// The bound of the current block (0 past the end).
-    fn block_bound(&mut self, stats: &Stats, idf: f64) -> f64 {
+    /// The tight bound of a block: its best frequency part (under its segment's average),
+    /// scaled to the index's average, with a margin against rounding. Compare with
+    /// [`below`], never for equality.
+    fn tight_of(&self, info: &super::postings::Block, idf: f64) -> f64 {
+        idf * f64::from(info.max_part) * self.scale * (1.0 + BOUND_MARGIN)
+    }
+
+    /// The bounds of the current block (0 past the end): (exact frontier bound, tight bound).
+    fn block_bounds(&mut self, stats: &Stats, idf: f64) -> (f64, f64) {
         let b = self.cursor.block();
         if b != self.bound_of {
-            self.bound = if b < self.cursor.block_count() { points_bound(stats, idf, self.cursor.points(b)) } else { 0.0 };
+            (self.bound, self.tight) = match self.cursor.info() {
+                Some(info) => (points_bound(stats, idf, self.cursor.points(info)), self.tight_of(info, idf)),
+                None => (0.0, 0.0),
+            };
             self.bound_of = b;
         }
-        self.bound
+        (self.bound, self.tight)
     }
 
     fn err(&self, e: BlockError) -> IndexError {
@@ -104,15 +116,36 @@ impl View<'_> {
         }
     }
 
+    /// The view's average length (what its blocks' frequency parts were computed with).
+    fn avg_length(&self) -> f64 {
+        bm25::avg_length(self.docs().token_count(), u64::from(self.docs().len()))
+    }
+
+    /// A term's cursor, its tight bounds scaled to the index's average length.
+    fn term_in(&self, term: &str, positions: bool, stats: &Stats) -> Result<Option<Term<'_>>, IndexError> {
+        let scale = (stats.avg_length / self.avg_length()).max(1.0);
+        Ok(self.term(term, positions)?.map(|mut t| {
+            t.scale = scale;
+            t
+        }))
+    }
+
     fn term(&self, term: &str, positions: bool) -> Result<Option<Term<'_>>, IndexError> {
         match self {
-            View::Memory(m) => {
-                Ok(m.postings(term).map(|p| Term::new(PostingCursor::owned(p.decode(), m.docs.lengths(), positions), None, 0)))
-            }
+            View::Memory(m) => match m.postings(term) {
+                None => Ok(None),
+                Some(p) => {
+                    let avg = bm25::avg_length(m.docs.token_count(), u64::from(m.docs.len()));
+                    let block = TermBlock::of(&p.decode(), m.docs.lengths(), m.docs.times(), avg);
+                    let cursor = PostingCursor::new(block, m.docs.lengths(), positions)
+                        .map_err(|e| IndexError::Invalid(format!("in-memory postings: {}", e.reason)))?;
+                    Ok(Some(Term::new(cursor, None, 0)))
+                }
+            },
             View::Disk(s) => match s.term_block(term)? {
                 None => Ok(None),
                 Some((t, offset)) => {
-                    let cursor = PostingCursor::disk(t, s.docs().lengths(), positions).map_err(|e| s.postings_error(offset, e))?;
+                    let cursor = PostingCursor::new(t, s.docs().lengths(), positions).map_err(|e| s.postings_error(offset, e))?;
                     Ok(Some(Term::new(cursor, Some(s), offset)))
                 }
             },
@@ -227,12 +260,12 @@ impl TopK {
         self.heap.len()
     }
 
-    /// The weakest score held once `k` are held: what a candidate must beat (or tie).
-    fn threshold(&self) -> Option<f64> {
+    /// The weakest held (score, time) once `k` are held: what a candidate must beat.
+    fn threshold(&self) -> Option<(f32, i64)> {
         if self.heap.len() < self.k {
             return None;
         }
-        self.heap.peek().map(|w| f64::from(w.0.score))
+        self.heap.peek().map(|w| (w.0.score, w.0.time_unix_ms))
     }
 
     /// Offers a candidate of `view`; `visible` is asked only if it would enter.
@@ -257,9 +290,22 @@ impl TopK {
     }
 }
 
-/// True if a bound (a sum of term bounds) cannot reach `threshold`.
-fn below(bound: f64, threshold: Option<f64>) -> bool {
-    threshold.is_some_and(|t| bound * (1.0 + BOUND_MARGIN) < t)
+/// True if a bound (a sum of term bounds, summed in a different order than scores are)
+/// cannot reach the weakest held score, whatever its rounding: for partial matches.
+fn below(bound: f64, threshold: Option<(f32, i64)>) -> bool {
+    threshold.is_some_and(|(t, _)| bound * (1.0 + BOUND_MARGIN) < f64::from(t))
+}
+
+/// True if no document scoring at most `bound` (summed over the query's terms in query order,
+/// as scores are, each term bounded by a frontier point) and dated at most `max_time` can
+/// enter the held list: a lower score, or the same score and an older time (the same time
+/// could still win on a smaller id). Exact: BM25 and sums are monotone in floating point,
+/// so a bound is never below the score of a document it bounds.
+fn cannot_enter(bound: f64, max_time: i64, threshold: Option<(f32, i64)>) -> bool {
+    threshold.is_some_and(|(ts, tt)| {
+        let b = bound as f32;
+        b < ts || (b == ts && max_time < tt)
+    })
 }
 
 /// Collection statistics for BM25.
@@ -306,7 +352,7 @@ pub(crate) fn search(
         return Ok(Vec::new());
     }
     let token_count: u64 = views.iter().map(|v| v.docs().token_count()).sum();
-    let stats = Stats { doc_count: doc_count as f64, avg_length: (token_count as f64 / doc_count as f64).max(1.0) };
+    let stats = Stats { doc_count: doc_count as f64, avg_length: bm25::avg_length(token_count, doc_count) };
 
     // Full matches.
     let idfs: Vec<f64> = doc_freqs(views, &query.terms)?.into_iter().map(|df| stats.idf(df)).collect();
@@ -397,7 +443,7 @@ fn full_view(
     let mut terms: Vec<Term<'_>> = Vec::with_capacity(query.terms.len());
     for term in &query.terms {
         let positions = query.clauses.iter().any(|c| c.terms.len() > 1 && c.terms.iter().any(|(t, _)| t == term));
-        match view.term(term, positions)? {
+        match view.term_in(term, positions, stats)? {
             Some(t) => terms.push(t),
             None => return Ok(()),
         }
@@ -434,11 +480,21 @@ fn full_view(
         }
         let threshold = top.threshold();
         if threshold.is_some() {
-            let bound: f64 = terms.iter_mut().zip(idfs).map(|(t, &idf)| t.block_bound(stats, idf)).sum();
-            if below(bound, threshold) {
+            let (mut bound, mut tight) = (0.0, 0.0);
+            for (t, &idf) in terms.iter_mut().zip(idfs) {
+                let (b, g) = t.block_bounds(stats, idf);
+                bound += b;
+                tight += g;
+            }
+            let max_time = terms.iter().filter_map(|t| t.cursor.info().map(|i| i.max_time)).min().unwrap_or(i64::MIN);
+            if below(tight, threshold) || cannot_enter(bound, max_time, threshold) {
                 // Nothing up to the end of the first block to end can make the list.
                 let next = terms.iter().map(|t| t.cursor.block_last()).min().unwrap_or(END).saturating_add(1);
                 terms[driver].seek(next)?;
+                continue;
+            }
+            if cannot_enter(bound, docs.row(cand).time_unix_ms, threshold) {
+                terms[driver].next()?;
                 continue;
             }
         }
@@ -476,18 +532,27 @@ fn one_term(
 ) -> Result<(), IndexError> {
     let docs = view.docs();
     let lengths = docs.lengths();
-    let mut order: Vec<(f64, usize)> =
-        (0..term.cursor.block_count()).map(|b| (points_bound(stats, idf, term.cursor.points(b)), b)).collect();
-    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    for (bound, b) in order {
-        if below(bound, top.threshold()) {
+    // (tight bound, latest time, block): best bound first, then latest.
+    let mut order: Vec<(f64, i64, usize)> = Vec::with_capacity(term.cursor.block_count());
+    for b in 0..term.cursor.block_count() {
+        let info = term.cursor.block_at(b).map_err(|e| term.err(e))?;
+        order.push((term.tight_of(&info, idf), info.max_time, b));
+    }
+    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    for (tight, max_time, b) in order {
+        if below(tight, top.threshold()) {
             // Every block after this one is bounded lower still.
             break;
+        }
+        // Ties: a block whose documents can at best equal the weakest held, and are older.
+        let info = term.cursor.block_at(b).map_err(|e| term.err(e))?;
+        if cannot_enter(points_bound(stats, idf, term.cursor.points(&info)), max_time, top.threshold()) {
+            continue;
         }
         if term.cursor.block() != b {
             term.cursor.goto_block(b).map_err(|e| term.err(e))?;
         }
-        let last = term.cursor.last_of(b);
+        let last = term.cursor.block_last();
         loop {
             let ord = term.cursor.doc();
             matched.push(ord);
@@ -527,8 +592,12 @@ fn partial_view(
     // (index in query.partial, cursor, bound over all its blocks), weakest bound first.
     let mut terms: Vec<(usize, Term<'_>, f64)> = Vec::new();
     for (qi, term) in query.partial.iter().enumerate() {
-        if let Some(t) = view.term(term, false)? {
-            let ub = points_bound(stats, idfs[qi], t.cursor.all_points());
+        if let Some(t) = view.term_in(term, false, stats)? {
+            let mut ub = 0.0f64;
+            for b in 0..t.cursor.block_count() {
+                let info = t.cursor.block_at(b).map_err(|e| t.err(e))?;
+                ub = ub.max(t.tight_of(&info, idfs[qi]));
+            }
             terms.push((qi, t, ub));
         }
     }

@@ -1024,3 +1024,38 @@ fn index_reload_takes_what_another_handle_committed_and_merged() {
     reader.clear_memory();
     assert_eq!(reader.last_doc(), Some(2));
 }
+
+/// Equal scores everywhere (the same text in every document, over many blocks and segments):
+/// the list is the most recent documents, then the smaller ids, whichever blocks and segments
+/// hold them. Pins the tie rules of pruning (time, then id).
+#[test]
+fn index_ties_across_blocks_keep_the_most_recent_then_smaller_ids() {
+    for (commit_every, merge) in [(10_000usize, false), (300, false), (300, true), (1000, false)] {
+        let mut index = Index::in_memory();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut docs = Vec::new();
+        for i in 0..3000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let time = (x % 400) as i64;
+            index.add(i, &meta(time), "tag from master").unwrap();
+            docs.push((i, time));
+            if (i as usize + 1) % commit_every == 0 {
+                index.commit(u64::from(i)).unwrap();
+            }
+        }
+        if merge {
+            index.commit(1 << 40).unwrap();
+            index.merge_all().unwrap();
+        }
+        docs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        for limit in [1, 7, 20, 129, 300] {
+            for query in ["tag", "tag master", "\"from master\""] {
+                let got: Vec<DocId> = search(&index, query, limit).into_iter().map(|h| h.doc).collect();
+                let want: Vec<DocId> = docs.iter().take(limit).map(|d| d.0).collect();
+                assert_eq!(got, want, "query {query} limit {limit} commit every {commit_every} merge {merge}");
+            }
+        }
+    }
+}

@@ -83,7 +83,8 @@ impl<'d, W: Write> Encoder<'d, W> {
         }
         let value = self.out.written - self.postings_offset;
         self.block.clear();
-        encode_block(&mut self.block, p, lengths);
+        let avg = crate::index::bm25::avg_length(self.docs.token_count(), u64::from(self.docs.len()));
+        encode_block(&mut self.block, p, lengths, self.docs.times(), avg);
         self.fst.insert(term.as_bytes(), value).map_err(io::Error::other)?;
         let block = std::mem::take(&mut self.block);
         self.out.put(&block)?;
