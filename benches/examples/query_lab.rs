@@ -51,12 +51,20 @@ fn main() {
                 let hits = catalog.search(&query, &all, &|_| true, 20).expect("search");
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 if pass == passes - 1 {
-                    times.push((ms, q.origin.clone(), hits.len()));
+                    let partial = hits.iter().filter(|h| h.matched == origin_projections::Match::Partial).count();
+                    times.push((ms, format!("{} [{} partial]", q.origin, partial), hits.len()));
                 }
             }
         }
         times.sort_by(|a, b| a.0.total_cmp(&b.0));
         let p = |x: f64| times[((times.len() - 1) as f64 * x) as usize].0;
         println!("{:<24} p50 {:.3} ms  p90 {:.3}  p99 {:.3}  max {:.3} ({:?}, {} hits)", class.name(), p(0.5), p(0.9), p(0.99), times.last().unwrap().0, times.last().unwrap().1, times.last().unwrap().2);
+        if std::env::var_os("LAB_SLOW").is_some() {
+            let with_partial = times.iter().filter(|t| !t.1.ends_with("[0 partial]")).count();
+            println!("  {} of {} queries have partial hits; slowest:", with_partial, times.len());
+            for t in times.iter().rev().take(8) {
+                println!("    {:.3} ms {}", t.0, t.1);
+            }
+        }
     }
 }

@@ -10,6 +10,8 @@
 //! statistics, is that of a frontier point: a search skips a block without decoding it when
 //! it ends before the document sought, or when no document in it can score high enough.
 
+use bitpacking::{BitPacker, BitPacker4x};
+
 use super::bm25;
 use super::limits::{DOC_TOKENS_MAX, SEGMENT_DOCS_MAX};
 
@@ -212,22 +214,38 @@ pub(crate) fn encode_block(out: &mut Vec<u8>, p: &Postings, lengths: &[u32], tim
     let mut prev: Option<u32> = None;
     let mut point_count = 0u32;
     let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(BLOCK_DOCS);
+    let packer = BitPacker4x::new();
     for b in 0..block_count {
         let range = b * BLOCK_DOCS..((b + 1) * BLOCK_DOCS).min(p.len());
         pairs.clear();
         let mut max_time = i64::MIN;
         let mut max_part = 0.0f64;
+        if range.len() == BLOCK_DOCS {
+            // A whole block: ordinals and frequencies bit-packed (BitPacker4x, 128 at a time).
+            let ords = &p.ordinals[range.clone()];
+            let tfs1: Vec<u32> = p.tfs[range.clone()].iter().map(|&t| t - 1).collect();
+            let nb_o = packer.num_bits_strictly_sorted(prev, ords);
+            let nb_t = packer.num_bits(&tfs1);
+            docs.push(nb_o);
+            docs.push(nb_t);
+            let at = docs.len();
+            docs.resize(at + BitPacker4x::compressed_block_size(nb_o) + BitPacker4x::compressed_block_size(nb_t), 0);
+            let n = packer.compress_strictly_sorted(prev, ords, &mut docs[at..], nb_o);
+            packer.compress(&tfs1, &mut docs[at + n..], nb_t);
+        }
         for i in range.clone() {
             let (ord, tf) = (p.ordinals[i], p.tfs[i]);
-            let delta = match prev {
-                None => ord,
-                Some(prev) => {
-                    assert!(ord > prev);
-                    ord - prev
-                }
-            };
-            put_varint(&mut docs, u64::from(delta));
-            put_varint(&mut docs, u64::from(tf));
+            if range.len() < BLOCK_DOCS {
+                let delta = match prev {
+                    None => ord,
+                    Some(prev) => {
+                        assert!(ord > prev);
+                        ord - prev
+                    }
+                };
+                put_varint(&mut docs, u64::from(delta));
+                put_varint(&mut docs, u64::from(tf));
+            }
             prev = Some(ord);
             pairs.push((tf, lengths[ord as usize]));
             max_time = max_time.max(times[ord as usize]);
@@ -474,18 +492,48 @@ impl<'a> TermBlock<'a> {
     fn decode(&self, b: usize, info: &Block, lengths: &[u32], ords: &mut Vec<u32>, tfs: &mut Vec<u32>) -> Result<(), BlockError> {
         let base = self.layout.docs.start;
         let bytes = &self.bytes[base + info.docs.0..base + info.docs.1];
+        let err = |at: usize, reason| BlockError { at: base + info.docs.0 + at, reason };
+        let prev = if b == 0 { None } else { Some(self.last_of(b - 1)) };
+        let doc_count = lengths.len().min(SEGMENT_DOCS_MAX as usize) as u32;
+        if info.count as usize == BLOCK_DOCS {
+            // Bit-packed: both widths, then exactly the packed bytes they call for.
+            let (Some(&nb_o), Some(&nb_t)) = (bytes.first(), bytes.get(1)) else { return Err(err(0, "block ends early")) };
+            if nb_o > 32 || nb_t > 32 {
+                return Err(err(0, "bit width over 32"));
+            }
+            let (so, st) = (BitPacker4x::compressed_block_size(nb_o), BitPacker4x::compressed_block_size(nb_t));
+            if bytes.len() != 2 + so + st {
+                return Err(err(0, "block does not end where its directory says"));
+            }
+            let packer = BitPacker4x::new();
+            ords.clear();
+            ords.resize(BLOCK_DOCS, 0);
+            tfs.clear();
+            tfs.resize(BLOCK_DOCS, 0);
+            packer.decompress_strictly_sorted(prev, &bytes[2..2 + so], ords, nb_o);
+            packer.decompress(&bytes[2 + so..], tfs, nb_t);
+            // Packed values are unchecked by the packer: ordinals must rise from the previous
+            // block to this block's last, below the segment's documents.
+            let mut p = prev;
+            for &o in ords.iter() {
+                if p.is_some_and(|p| o <= p) {
+                    return Err(err(2, "ordinals do not ascend"));
+                }
+                p = Some(o);
+            }
+            if p != Some(info.last) || info.last >= doc_count {
+                return Err(err(2, "block does not end where its directory says"));
+            }
+            for t in tfs.iter_mut() {
+                *t = t.checked_add(1).filter(|&t| t <= DOC_TOKENS_MAX).ok_or(err(2 + so, "term frequency out of range"))?;
+            }
+            return Ok(());
+        }
         let mut c = Bytes::new(bytes);
         let shift = |e: BlockError| BlockError { at: base + info.docs.0 + e.at, reason: e.reason };
         ords.clear();
         tfs.clear();
-        let mut prev = if b == 0 { None } else { Some(self.last_of(b - 1)) };
-        let doc_count = lengths.len().min(SEGMENT_DOCS_MAX as usize) as u32;
-        let (mut max_tf, mut min_len) = (0u32, u32::MAX);
-        for i in info.points.0..info.points.1 {
-            let (tf, len) = self.point(i);
-            max_tf = max_tf.max(tf);
-            min_len = min_len.min(len);
-        }
+        let mut prev = prev;
         for _ in 0..info.count {
             let delta = c.varint_u32(doc_count, "ordinal out of range").map_err(shift)?;
             let ord = match prev {
@@ -497,7 +545,7 @@ impl<'a> TermBlock<'a> {
                 return Err(shift(c.err("ordinal out of range")));
             }
             let tf = c.varint_u32(DOC_TOKENS_MAX, "term frequency out of range").map_err(shift)?;
-            if tf == 0 || tf > lengths[ord as usize] || tf > max_tf || lengths[ord as usize] < min_len {
+            if tf == 0 {
                 return Err(shift(c.err("term frequency out of range")));
             }
             ords.push(ord);
@@ -521,6 +569,11 @@ impl<'a> TermBlock<'a> {
             self.decode(b, &info, lengths, &mut ords, &mut tfs)?;
             let mut pos = PosReader::new(self, &info);
             for (&ord, &tf) in ords.iter().zip(&tfs) {
+                // What writers assert (a merge re-encodes these): checked here, not on the
+                // search path, where a wrong frequency could only skew a score.
+                if tf > lengths[ord as usize] {
+                    return Err(BlockError { at: self.layout.docs.start + info.docs.0, reason: "term frequency past the document's length" });
+                }
                 if with_positions {
                     pos.read(&self.bytes, tf, lengths[ord as usize], &mut buf)?;
                     p.push(ord, tf, &buf);
@@ -719,6 +772,30 @@ impl<'a> PostingCursor<'a> {
         Ok(self.doc)
     }
 
+    /// Moves to the first document at or after `target`, backwards too: the block that may
+    /// hold it is found in the directory and decoded if it is not the current one.
+    pub(crate) fn seek_any(&mut self, target: u32) -> Result<u32, BlockError> {
+        let in_block = self.doc != END && self.ords.first().is_some_and(|&f| f <= target) && target <= self.block_last();
+        if !in_block {
+            let b = self.find_block(0, target);
+            if b != self.block || self.doc == END {
+                self.load(b)?;
+            }
+            if self.doc == END {
+                return Ok(END);
+            }
+        }
+        let at = self.ords.partition_point(|&o| o < target);
+        self.i = at;
+        self.doc = self.ords[at];
+        Ok(self.doc)
+    }
+
+    /// The first block whose last ordinal is at least `target` (the block count if none).
+    pub(crate) fn first_block_ending_at_or_after(&self, target: u32) -> usize {
+        self.find_block(0, target)
+    }
+
     /// The current block's number (the number of blocks once past the end).
     #[inline]
     pub(crate) fn block(&self) -> usize {
@@ -726,7 +803,7 @@ impl<'a> PostingCursor<'a> {
     }
 
     /// The current block's entry (`None` past the end).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn info(&self) -> Option<&Block> {
         self.info.as_ref()
     }

@@ -41,8 +41,8 @@ pub(crate) enum View<'a> {
     Disk(&'a Segment),
 }
 
-/// A term's cursor in one view, with what it takes to report a damaged block, and the bounds
-/// of its current block, computed once per block.
+/// A term's cursor in one view, with what it takes to report a damaged block and to scale
+/// its blocks' bounds.
 struct Term<'a> {
     cursor: PostingCursor<'a>,
     segment: Option<&'a Segment>,
@@ -50,9 +50,6 @@ struct Term<'a> {
     /// How much more a frequency part can be under the whole index's average length than
     /// under this view's (at least 1).
     scale: f64,
-    bound_of: usize,
-    bound: f64,
-    tight: f64,
 }
 
 /// The best BM25 contribution any document of a block can have: its best frontier point.
@@ -62,7 +59,7 @@ fn points_bound(stats: &Stats, idf: f64, points: impl Iterator<Item = (u32, u32)
 
 impl<'a> Term<'a> {
     fn new(cursor: PostingCursor<'a>, segment: Option<&'a Segment>, offset: u64) -> Term<'a> {
-        Term { cursor, segment, offset, scale: 1.0, bound_of: usize::MAX, bound: 0.0, tight: 0.0 }
+        Term { cursor, segment, offset, scale: 1.0 }
     }
 
     /// The tight bound of a block: its best frequency part (under its segment's average),
@@ -70,19 +67,6 @@ impl<'a> Term<'a> {
     /// [`below`], never for equality.
     fn tight_of(&self, info: &super::postings::Block, idf: f64) -> f64 {
         idf * f64::from(info.max_part) * self.scale * (1.0 + BOUND_MARGIN)
-    }
-
-    /// The bounds of the current block (0 past the end): (exact frontier bound, tight bound).
-    fn block_bounds(&mut self, stats: &Stats, idf: f64) -> (f64, f64) {
-        let b = self.cursor.block();
-        if b != self.bound_of {
-            (self.bound, self.tight) = match self.cursor.info() {
-                Some(info) => (points_bound(stats, idf, self.cursor.points(info)), self.tight_of(info, idf)),
-                None => (0.0, 0.0),
-            };
-            self.bound_of = b;
-        }
-        (self.bound, self.tight)
     }
 
     fn err(&self, e: BlockError) -> IndexError {
@@ -98,6 +82,10 @@ impl<'a> Term<'a> {
 
     fn seek(&mut self, target: u32) -> Result<u32, IndexError> {
         self.cursor.seek(target).map_err(|e| self.err(e))
+    }
+
+    fn seek_any(&mut self, target: u32) -> Result<u32, IndexError> {
+        self.cursor.seek_any(target).map_err(|e| self.err(e))
     }
 
     fn positions(&mut self) -> Result<Vec<u32>, IndexError> {
@@ -437,7 +425,6 @@ fn full_view(
     // No document here passes the filters: its full matches matter to nothing (partial
     // matches are filtered the same way).
     let Some(filter) = DocFilter::compile(filters, docs) else { return Ok(()) };
-    let lengths = docs.lengths();
     // A cursor per distinct term, with positions where a phrase needs them; a term missing
     // here means no document here holds every clause.
     let mut terms: Vec<Term<'_>> = Vec::with_capacity(query.terms.len());
@@ -453,66 +440,109 @@ fn full_view(
     if terms.len() == 1 && query.clauses.iter().all(|c| c.terms.len() == 1) {
         return one_term(v, view, &filter, visible, stats, idfs[0], &mut terms[0], top, matched);
     }
-    let mut order: Vec<usize> = (0..terms.len()).collect();
-    order.sort_by_key(|&t| terms[t].cursor.len());
-    let driver = order[0];
-    loop {
-        let mut cand = terms[driver].cursor.doc();
-        if cand == END {
-            return Ok(());
+    every_term(v, view, query, &filter, visible, stats, idfs, &mut terms, &slots, top, matched)
+}
+
+/// The bounds of the blocks of `t` that overlap ordinals `lo..=hi`: (best exact frontier
+/// bound, best tight bound, latest time). Read from the directory; nothing is decoded.
+fn overlap_bounds(t: &Term<'_>, stats: &Stats, idf: f64, lo: u32, hi: u32) -> Result<(f64, f64, i64), IndexError> {
+    let (mut exact, mut tight, mut time) = (0.0f64, 0.0f64, i64::MIN);
+    let mut b = t.cursor.first_block_ending_at_or_after(lo);
+    while b < t.cursor.block_count() {
+        let info = t.cursor.block_at(b).map_err(|e| t.err(e))?;
+        exact = exact.max(points_bound(stats, idf, t.cursor.points(&info)));
+        tight = tight.max(t.tight_of(&info, idf));
+        time = time.max(info.max_time);
+        if info.last >= hi {
+            break;
         }
-        // Leapfrog until every cursor stands on one document.
-        let mut i = 1;
-        while i < order.len() {
-            let d = terms[order[i]].seek(cand)?;
-            if d == END {
-                return Ok(());
-            }
-            if d > cand {
-                cand = terms[driver].seek(d)?;
-                if cand == END {
-                    return Ok(());
-                }
-                i = 1;
-                continue;
-            }
-            i += 1;
-        }
-        let threshold = top.threshold();
-        if threshold.is_some() {
-            let (mut bound, mut tight) = (0.0, 0.0);
-            for (t, &idf) in terms.iter_mut().zip(idfs) {
-                let (b, g) = t.block_bounds(stats, idf);
-                bound += b;
-                tight += g;
-            }
-            let max_time = terms.iter().filter_map(|t| t.cursor.info().map(|i| i.max_time)).min().unwrap_or(i64::MIN);
-            if below(tight, threshold) || cannot_enter(bound, max_time, threshold) {
-                // Nothing up to the end of the first block to end can make the list.
-                let next = terms.iter().map(|t| t.cursor.block_last()).min().unwrap_or(END).saturating_add(1);
-                terms[driver].seek(next)?;
-                continue;
-            }
-            if cannot_enter(bound, docs.row(cand).time_unix_ms, threshold) {
-                terms[driver].next()?;
-                continue;
-            }
-        }
-        if phrases_hold(query, &slots, &mut terms)? {
-            matched.push(cand);
-            let row = docs.row(cand);
-            if filter.pass(row) {
-                let length = lengths[cand as usize];
-                let mut score = 0.0;
-                for (t, &idf) in terms.iter().zip(idfs) {
-                    score += stats.term(idf, t.cursor.tf(), length);
-                }
-                let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
-                top.offer(r, view, visible)?;
-            }
-        }
-        terms[driver].next()?;
+        b += 1;
     }
+    Ok((exact, tight, time))
+}
+
+/// Full matches of a query of several terms (words, phrases): the rarest term drives, block
+/// by block. A block's bound is its own plus, for every other term, the best of that term's
+/// blocks over the same ordinals (from the directories alone); blocks are taken best bound
+/// first, and one that cannot beat the weakest of `limit` held documents is skipped without
+/// decoding any list. Within a block, the other terms seek each document.
+#[allow(clippy::too_many_arguments)]
+fn every_term(
+    v: usize,
+    view: &View<'_>,
+    query: &Query,
+    filter: &DocFilter,
+    visible: &dyn Fn(&Candidate<'_>) -> bool,
+    stats: &Stats,
+    idfs: &[f64],
+    terms: &mut [Term<'_>],
+    slots: &[usize],
+    top: &mut TopK,
+    matched: &mut Vec<u32>,
+) -> Result<(), IndexError> {
+    let docs = view.docs();
+    let lengths = docs.lengths();
+    let driver = (0..terms.len()).min_by_key(|&t| terms[t].cursor.len()).unwrap_or(0);
+    // Per driver block: (tight bound, exact bound, latest time, block, first ordinal).
+    let mut order: Vec<(f64, f64, i64, usize, u32)> = Vec::with_capacity(terms[driver].cursor.block_count());
+    let mut lo = 0u32;
+    for b in 0..terms[driver].cursor.block_count() {
+        let info = terms[driver].cursor.block_at(b).map_err(|e| terms[driver].err(e))?;
+        let (mut exact, mut tight) = (0.0, 0.0);
+        let mut time = info.max_time;
+        // Summed in query order, as scores are.
+        for (t, &idf) in idfs.iter().enumerate() {
+            let (e, g, tm) = if t == driver {
+                (points_bound(stats, idf, terms[t].cursor.points(&info)), terms[t].tight_of(&info, idf), info.max_time)
+            } else {
+                overlap_bounds(&terms[t], stats, idf, lo, info.last)?
+            };
+            exact += e;
+            tight += g;
+            time = time.min(tm);
+        }
+        order.push((tight, exact, time, b, lo));
+        lo = info.last.saturating_add(1);
+    }
+    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.2.cmp(&a.2)).then(a.3.cmp(&b.3)));
+    for (tight, exact, time, b, _) in order {
+        if below(tight, top.threshold()) {
+            break;
+        }
+        if cannot_enter(exact, time, top.threshold()) {
+            continue;
+        }
+        let mut cand = terms[driver].cursor.goto_block(b).map_err(|e| terms[driver].err(e))?;
+        let last = terms[driver].cursor.block_last();
+        'docs: while cand <= last {
+            for t in 0..terms.len() {
+                if t != driver && terms[t].seek_any(cand)? != cand {
+                    cand = terms[driver].next()?;
+                    continue 'docs;
+                }
+            }
+            if phrases_hold(query, slots, terms)? {
+                matched.push(cand);
+                let row = docs.row(cand);
+                if filter.pass(row) {
+                    let length = lengths[cand as usize];
+                    let mut score = 0.0;
+                    for (t, &idf) in terms.iter().zip(idfs) {
+                        score += stats.term(idf, t.cursor.tf(), length);
+                    }
+                    let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
+                    top.offer(r, view, visible)?;
+                }
+            }
+            if cand == last {
+                break;
+            }
+            cand = terms[driver].next()?;
+        }
+    }
+    // Blocks came out of order: partial matches look full matches up by binary search.
+    matched.sort_unstable();
+    Ok(())
 }
 
 /// Full matches of a query of one word, block by block in order of their bounds (best
