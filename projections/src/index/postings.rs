@@ -785,10 +785,21 @@ impl<'a> PostingCursor<'a> {
                 return Ok(END);
             }
         }
-        let at = self.ords.partition_point(|&o| o < target);
+        // Forward from the current document when it is not past the target (documents of a
+        // driver block are sought in order): a short scan; else a binary search.
+        let from = if in_block && self.doc <= target { self.i } else { 0 };
+        let rest = &self.ords[from..];
+        let at = from
+            + if rest.len() > 8 && rest[8] < target { 8 + rest[8..].partition_point(|&o| o < target) } else { rest.iter().position(|&o| o >= target).unwrap_or(rest.len()) };
         self.i = at;
         self.doc = self.ords[at];
         Ok(self.doc)
+    }
+
+    /// The last ordinal of block `b`, unchecked (for walking the directory; a wrong value is
+    /// caught when the block is read).
+    pub(crate) fn last_of_block(&self, b: usize) -> u32 {
+        self.term.last_of(b)
     }
 
     /// The first block whose last ordinal is at least `target` (the block count if none).

@@ -248,6 +248,11 @@ impl TopK {
         self.heap.len()
     }
 
+    /// True once `k` documents are held.
+    fn is_full(&self) -> bool {
+        self.heap.len() >= self.k
+    }
+
     /// The weakest held (score, time) once `k` are held: what a candidate must beat.
     fn threshold(&self) -> Option<(f32, i64)> {
         if self.heap.len() < self.k {
@@ -483,34 +488,60 @@ fn every_term(
     let docs = view.docs();
     let lengths = docs.lengths();
     let driver = (0..terms.len()).min_by_key(|&t| terms[t].cursor.len()).unwrap_or(0);
-    // Per driver block: (tight bound, exact bound, latest time, block, first ordinal).
-    let mut order: Vec<(f64, f64, i64, usize, u32)> = Vec::with_capacity(terms[driver].cursor.block_count());
+    // Per driver block: (tight bound, latest time, block, first ordinal). The other terms'
+    // overlapping blocks are found walking their directories along (the driver's blocks
+    // ascend); exact frontier bounds wait until a block survives its tight bound.
+    let mut order: Vec<(f64, i64, usize, u32)> = Vec::with_capacity(terms[driver].cursor.block_count());
+    let mut next: Vec<usize> = vec![0; terms.len()];
     let mut lo = 0u32;
     for b in 0..terms[driver].cursor.block_count() {
         let info = terms[driver].cursor.block_at(b).map_err(|e| terms[driver].err(e))?;
-        let (mut exact, mut tight) = (0.0, 0.0);
-        let mut time = info.max_time;
-        // Summed in query order, as scores are.
+        let (mut tight, mut time) = (0.0, info.max_time);
         for (t, &idf) in idfs.iter().enumerate() {
-            let (e, g, tm) = if t == driver {
-                (points_bound(stats, idf, terms[t].cursor.points(&info)), terms[t].tight_of(&info, idf), info.max_time)
-            } else {
-                overlap_bounds(&terms[t], stats, idf, lo, info.last)?
-            };
-            exact += e;
+            if t == driver {
+                tight += terms[t].tight_of(&info, idf);
+                continue;
+            }
+            let c = &terms[t].cursor;
+            while next[t] < c.block_count() && c.last_of_block(next[t]) < lo {
+                next[t] += 1;
+            }
+            let (mut g, mut tm) = (0.0f64, i64::MIN);
+            let mut j = next[t];
+            while j < c.block_count() {
+                let o = c.block_at(j).map_err(|e| terms[t].err(e))?;
+                g = g.max(terms[t].tight_of(&o, idf));
+                tm = tm.max(o.max_time);
+                if o.last >= info.last {
+                    break;
+                }
+                j += 1;
+            }
             tight += g;
             time = time.min(tm);
         }
-        order.push((tight, exact, time, b, lo));
+        order.push((tight, time, b, lo));
         lo = info.last.saturating_add(1);
     }
-    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.2.cmp(&a.2)).then(a.3.cmp(&b.3)));
-    for (tight, exact, time, b, _) in order {
+    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    for (tight, time, b, lo) in order {
         if below(tight, top.threshold()) {
             break;
         }
-        if cannot_enter(exact, time, top.threshold()) {
-            continue;
+        if top.threshold().is_some() {
+            // Ties: exact bounds, summed in query order as scores are.
+            let info = terms[driver].cursor.block_at(b).map_err(|e| terms[driver].err(e))?;
+            let mut exact = 0.0;
+            for (t, &idf) in idfs.iter().enumerate() {
+                exact += if t == driver {
+                    points_bound(stats, idf, terms[t].cursor.points(&info))
+                } else {
+                    overlap_bounds(&terms[t], stats, idf, lo, info.last)?.0
+                };
+            }
+            if cannot_enter(exact, time, top.threshold()) {
+                continue;
+            }
         }
         let mut cand = terms[driver].cursor.goto_block(b).map_err(|e| terms[driver].err(e))?;
         let last = terms[driver].cursor.block_last();
@@ -522,7 +553,9 @@ fn every_term(
                 }
             }
             if phrases_hold(query, slots, terms)? {
-                matched.push(cand);
+                if !top.is_full() {
+                    matched.push(cand);
+                }
                 let row = docs.row(cand);
                 if filter.pass(row) {
                     let length = lengths[cand as usize];
@@ -540,8 +573,11 @@ fn every_term(
             cand = terms[driver].next()?;
         }
     }
-    // Blocks came out of order: partial matches look full matches up by binary search.
-    matched.sort_unstable();
+    // Blocks came out of order: partial matches look full matches up by binary search. (Once
+    // `limit` full matches are held there are no partial matches, and `matched` is not read.)
+    if !top.is_full() {
+        matched.sort_unstable();
+    }
     Ok(())
 }
 
@@ -585,7 +621,9 @@ fn one_term(
         let last = term.cursor.block_last();
         loop {
             let ord = term.cursor.doc();
-            matched.push(ord);
+            if !top.is_full() {
+                matched.push(ord);
+            }
             let row = docs.row(ord);
             if filter.pass(row) {
                 let score = stats.term(idf, term.cursor.tf(), lengths[ord as usize]);
@@ -599,8 +637,11 @@ fn one_term(
             term.next()?;
         }
     }
-    // Blocks came out of order: partial matches look full matches up by binary search.
-    matched.sort_unstable();
+    // Blocks came out of order: partial matches look full matches up by binary search. (Once
+    // `limit` full matches are held there are no partial matches, and `matched` is not read.)
+    if !top.is_full() {
+        matched.sort_unstable();
+    }
     Ok(())
 }
 
