@@ -46,16 +46,16 @@ pub(crate) fn digest(s: &State) -> u64 {
         h.u64(set.len() as u64);
         set.iter().for_each(|t| h.str(t));
     }
-    for ((source, session), st) in &s.sessions.by_key {
-        h.str(source);
-        h.str(session);
+    for st in &s.sessions.slots {
+        h.str(s.events.source_name(st.source));
+        h.str(&st.session);
         h.u64(st.visible_count);
         h.u64(st.events.len() as u64);
-        for ((time, offset, index), id) in &st.events {
-            h.u64(*time as u64);
-            h.u64(*offset);
-            h.u64(u64::from(*index));
-            h.str(id);
+        for &(time, offset, index, n) in &st.events {
+            h.u64(time as u64);
+            h.u64(offset);
+            h.u64(u64::from(index));
+            h.str(&s.events.ids[n as usize]);
         }
     }
     h.0

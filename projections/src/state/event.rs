@@ -1,7 +1,6 @@
 //! Events: where each event's record is in the journal, so its text is decoded on demand and
 //! never kept in memory.
 
-use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
 use origin_engine::codec::IngestedView;
@@ -48,10 +47,6 @@ impl EventMeta {
         }
     }
 
-    /// The key that orders events within a session: time, then journal position.
-    pub(crate) fn order_key(&self) -> (i64, u64, u32) {
-        (self.time_unix_ms, self.offset, self.index)
-    }
 }
 
 /// True for the kinds listed without `include_tools`: messages only (tool calls and results,
@@ -60,11 +55,127 @@ pub fn listed_by_default(kind: EventKind) -> bool {
     kind == EventKind::Message
 }
 
-/// Event id -> where it is. A later event with the same id (a re-ingested file version)
-/// replaces the earlier.
+/// What the state keeps of an event, compactly: its id is kept once, in [`Events`], and
+/// source and session are numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EventRec {
+    pub(crate) time_unix_ms: i64,
+    pub(crate) offset: u64,
+    pub(crate) index: u32,
+    /// Its session's number ([`crate::state::session::NO_SESSION`] for none).
+    pub(crate) session: u32,
+    /// Its source's number ([`Events::source_name`]).
+    pub(crate) source: u16,
+    pub(crate) kind: EventKind,
+    pub(crate) role: Role,
+}
+
+impl EventRec {
+    /// The key that orders events within a session: time, then journal position.
+    pub(crate) fn order_key(&self) -> (i64, u64, u32) {
+        (self.time_unix_ms, self.offset, self.index)
+    }
+}
+
+fn hash_id(id: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(id)
+}
+
+/// Every event by number (first seen first); ids looked up through a table of numbers, so
+/// each id is stored once. A later event with the same id (a re-ingested file version)
+/// replaces the earlier in place, keeping its number.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Events {
-    pub(crate) by_id: BTreeMap<String, EventMeta>,
+    pub(crate) ids: Vec<Box<str>>,
+    pub(crate) recs: Vec<EventRec>,
+    table: hashbrown::HashTable<u32>,
+    sources: Vec<Box<str>>,
+}
+
+impl Events {
+    /// The number of the event `id`.
+    pub(crate) fn find(&self, id: &str) -> Option<u32> {
+        self.table.find(hash_id(id), |&n| *self.ids[n as usize] == *id).copied()
+    }
+
+    /// The event `id`.
+    pub(crate) fn get(&self, id: &str) -> Option<&EventRec> {
+        self.find(id).map(|n| &self.recs[n as usize])
+    }
+
+    /// True if an event `id` is known.
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.find(id).is_some()
+    }
+
+    /// Number of events.
+    pub(crate) fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    /// Makes room for `n` more events (a snapshot says how many it holds).
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.ids.reserve(n);
+        self.recs.reserve(n);
+        let ids = &self.ids;
+        self.table.reserve(n, |&m| hash_id(&ids[m as usize]));
+    }
+
+    /// Puts an event: a new number, or the number of the event with the same id, whose
+    /// record it replaces (returned).
+    pub(crate) fn put(&mut self, id: &str, rec: EventRec) -> (u32, Option<EventRec>) {
+        if let Some(n) = self.find(id) {
+            let old = std::mem::replace(&mut self.recs[n as usize], rec);
+            return (n, Some(old));
+        }
+        let n = u32::try_from(self.recs.len()).unwrap_or_else(|_| panic!("more than 2^32 events in one state"));
+        self.ids.push(id.into());
+        self.recs.push(rec);
+        let ids = &self.ids;
+        self.table.insert_unique(hash_id(id), n, |&m| hash_id(&ids[m as usize]));
+        (n, None)
+    }
+
+    /// The number of source `name`, added if new.
+    pub(crate) fn source_number(&mut self, name: &str) -> u16 {
+        if let Some(i) = self.sources.iter().position(|s| **s == *name) {
+            return i as u16;
+        }
+        assert!(self.sources.len() < usize::from(u16::MAX), "more than 65,535 sources");
+        self.sources.push(name.into());
+        (self.sources.len() - 1) as u16
+    }
+
+    /// The number of source `name`, if known.
+    pub(crate) fn source_known(&self, name: &str) -> Option<u16> {
+        self.sources.iter().position(|s| **s == *name).map(|i| i as u16)
+    }
+
+    /// The name of source `n`.
+    pub(crate) fn source_name(&self, n: u16) -> &str {
+        self.sources.get(usize::from(n)).map_or("", |s| s)
+    }
+
+    /// Every source name, by number.
+    pub(crate) fn source_names(&self) -> &[Box<str>] {
+        &self.sources
+    }
+
+    /// The public view of event `n`.
+    pub(crate) fn meta(&self, n: u32, session: &str) -> EventMeta {
+        let r = &self.recs[n as usize];
+        EventMeta {
+            id: self.ids[n as usize].to_string(),
+            source: self.source_name(r.source).to_owned(),
+            session: session.to_owned(),
+            time_unix_ms: r.time_unix_ms,
+            kind: r.kind,
+            role: r.role,
+            offset: r.offset,
+            index: r.index,
+        }
+    }
 }
 
 /// Decodes the record at `offset`, if the journal holds it.

@@ -60,9 +60,9 @@ pub use snapshot::{SnapshotUse, SNAPSHOT_FILE_NAME};
 pub use tombstone::{Hides, TombstoneRef};
 
 use entry::Entries;
-use event::Events;
+use event::{EventRec, Events};
 use limits::{FIRST_PROMPT_CHARS_MAX, LISTING_COUNT_MAX};
-use session::{SessionState, Sessions};
+use session::{NO_SESSION, SessionState, Sessions};
 use tombstone::{StoredTombstone, Tombstones};
 
 /// The answer to a lookup by id.
@@ -189,13 +189,15 @@ impl State {
         for (i, e) in b.events.iter().enumerate() {
             // A record's payload is at most 64 MiB, so it holds far fewer than 2^32 events.
             let index = u32::try_from(i).unwrap_or(u32::MAX);
-            self.put_event(EventMeta::of(&b.source, e, offset, index), e.project.as_deref());
+            self.put_event(&b.source, e, offset, index);
         }
         for c in &b.sessions {
             if c.session.is_empty() {
                 continue;
             }
-            let s = self.sessions.by_key.entry((b.source.clone(), c.session.clone())).or_default();
+            let source = self.events.source_number(&b.source);
+            let n = self.sessions.get_or_insert(source, &c.session);
+            let s = &mut self.sessions.slots[n as usize];
             if let Some(p) = &c.project {
                 s.project = Some(p.clone());
             }
@@ -214,7 +216,7 @@ impl State {
 
     fn imported(&mut self, offset: u64, b: &Imported) {
         let e = &b.event;
-        self.put_event(EventMeta::of(&b.source, e, offset, 0), e.project.as_deref());
+        self.put_event(&b.source, e, offset, 0);
         for v in &b.entries {
             self.entries.insert(offset, v);
         }
@@ -223,22 +225,32 @@ impl State {
         }
     }
 
-    /// Adds an event's locator, replacing an earlier event with the same id.
-    pub(crate) fn put_event(&mut self, meta: EventMeta, project: Option<&str>) {
-        if let Some(old) = self.events.by_id.remove(&meta.id) {
-            self.detach(&old);
-        }
-        self.attach(&meta, project);
-        self.events.by_id.insert(meta.id.clone(), meta);
+    /// Adds event `e` of `source` at (`offset`, `index`), replacing an earlier event with the
+    /// same id.
+    fn put_event(&mut self, source: &str, e: &Event, offset: u64, index: u32) {
+        let src = self.events.source_number(source);
+        let session = if e.session.is_empty() { NO_SESSION } else { self.sessions.get_or_insert(src, &e.session) };
+        let rec = EventRec { time_unix_ms: e.time_unix_ms, offset, index, session, source: src, kind: e.kind, role: e.role };
+        self.put_rec(&e.id, rec, e.project.as_deref());
     }
 
-    fn attach(&mut self, meta: &EventMeta, project: Option<&str>) {
-        if meta.session.is_empty() {
+    /// Puts an event's record, replacing an earlier one with the same id.
+    pub(crate) fn put_rec(&mut self, id: &str, rec: EventRec, project: Option<&str>) {
+        let (n, old) = self.events.put(id, rec);
+        if let Some(old) = old {
+            self.detach(id, n, &old);
+        }
+        self.attach(id, n, &rec, project);
+    }
+
+    fn attach(&mut self, id: &str, n: u32, rec: &EventRec, project: Option<&str>) {
+        if rec.session == NO_SESSION {
             return;
         }
-        let visible = self.tombstones.hidden_by(&meta.id).is_none();
-        let s = self.sessions.by_key.entry((meta.source.clone(), meta.session.clone())).or_default();
-        s.events.insert(meta.order_key(), meta.id.clone());
+        let visible = self.tombstones.hidden_by(id).is_none();
+        let s = &mut self.sessions.slots[rec.session as usize];
+        let (t, o, i) = rec.order_key();
+        s.events.insert((t, o, i, n));
         if visible {
             s.visible_count += 1;
         }
@@ -247,32 +259,47 @@ impl State {
         }
     }
 
-    fn detach(&mut self, meta: &EventMeta) {
-        if meta.session.is_empty() {
+    fn detach(&mut self, id: &str, n: u32, old: &EventRec) {
+        if old.session == NO_SESSION {
             return;
         }
-        let visible = self.tombstones.hidden_by(&meta.id).is_none();
-        if let Some(s) = self.sessions.by_key.get_mut(&(meta.source.clone(), meta.session.clone())) {
-            if s.events.remove(&meta.order_key()).is_some() && visible {
-                assert!(s.visible_count > 0, "session {} counts no visible event to remove", meta.session);
-                s.visible_count -= 1;
-            }
+        let visible = self.tombstones.hidden_by(id).is_none();
+        let s = &mut self.sessions.slots[old.session as usize];
+        let (t, o, i) = old.order_key();
+        if s.events.remove(&(t, o, i, n)) && visible {
+            assert!(s.visible_count > 0, "session {} counts no visible event to remove", s.session);
+            s.visible_count -= 1;
         }
     }
 
     fn event_visibility(&mut self, id: &str, visible: bool) {
-        let Some(meta) = self.events.by_id.get(id) else { return };
-        if meta.session.is_empty() {
+        let Some(rec) = self.events.get(id) else { return };
+        if rec.session == NO_SESSION {
             return;
         }
-        if let Some(s) = self.sessions.by_key.get_mut(&(meta.source.clone(), meta.session.clone())) {
-            if visible {
-                s.visible_count += 1;
-            } else {
-                assert!(s.visible_count > 0, "session {} counts no visible event to hide", meta.session);
-                s.visible_count -= 1;
-            }
+        let s = &mut self.sessions.slots[rec.session as usize];
+        if visible {
+            s.visible_count += 1;
+        } else {
+            assert!(s.visible_count > 0, "session {} counts no visible event to hide", s.session);
+            s.visible_count -= 1;
         }
+    }
+
+    /// The session id of an event's record ("" for none).
+    fn session_name(&self, rec: &EventRec) -> &str {
+        if rec.session == NO_SESSION { "" } else { &self.sessions.slots[rec.session as usize].session }
+    }
+
+    /// The public view of event number `n` (for the quote search).
+    pub(crate) fn event_meta_of(&self, n: u32) -> EventMeta {
+        self.event_meta(n)
+    }
+
+    /// The public view of event number `n`.
+    fn event_meta(&self, n: u32) -> EventMeta {
+        let rec = &self.events.recs[n as usize];
+        self.events.meta(n, self.session_name(rec))
     }
 
     /// Passes over a record of a kind the state does not read (see [`State::reads_kind`]).
@@ -422,7 +449,7 @@ impl State {
         match scope {
             crate::index::Scope::Entry => self.entry_is_listed(key, now_unix_ms),
             crate::index::Scope::Event => {
-                self.events.by_id.get(key).is_some_and(|m| m.offset == record && m.index == position)
+                self.events.get(key).is_some_and(|m| m.offset == record && m.index == position)
                     && self.tombstones.hidden_by(key).is_none()
             }
         }
@@ -481,10 +508,10 @@ impl State {
             for v in &root.versions {
                 entries.insert(v.clone());
                 if let Some(s) = self.entries.get(v) {
-                    events.extend(s.version.sources.iter().map(|c| c.event_id.clone()).filter(|e| self.events.by_id.contains_key(e)));
+                    events.extend(s.version.sources.iter().map(|c| c.event_id.clone()).filter(|e| self.events.contains(e)));
                 }
             }
-        } else if self.events.by_id.contains_key(id) {
+        } else if self.events.contains(id) {
             events.insert(id.to_owned());
             for v in self.entries.citing(id) {
                 if let Some(root) = self.entries.root_of(v) {
@@ -499,21 +526,21 @@ impl State {
 
     // ---- sessions ----
 
-    fn session_view(&self, key: &(String, String), s: &SessionState) -> Option<Session> {
+    fn session_view(&self, s: &SessionState) -> Option<Session> {
         if s.visible_count == 0 {
             return None;
         }
-        let visible = |id: &String| self.tombstones.hidden_by(id).is_none();
-        let started = s.events.iter().find(|(_, id)| visible(id))?.0 .0;
-        let ended = s.events.iter().rev().find(|(_, id)| visible(id))?.0 .0;
+        let visible = |n: u32| self.tombstones.hidden_by(&self.events.ids[n as usize]).is_none();
+        let started = s.events.iter().find(|e| visible(e.3))?.0;
+        let ended = s.events.iter().rev().find(|e| visible(e.3))?.0;
         let prompt = match (&s.title, &s.prompt_event) {
             (Some(_), _) => None,
             (None, Some(e)) if self.tombstones.hidden_by(e).is_some() => None,
             (None, _) => s.first_prompt.clone(),
         };
         Some(Session {
-            source: key.0.clone(),
-            session: key.1.clone(),
+            source: self.events.source_name(s.source).to_owned(),
+            session: s.session.to_string(),
             project: s.project.clone(),
             title: s.title.clone(),
             prompt,
@@ -526,13 +553,20 @@ impl State {
     /// Sessions with visible events, by last activity, newest first (ties by source and
     /// session), at most `limit`.
     pub fn sessions(&self, filter: &SessionFilter, limit: usize) -> Vec<Session> {
+        let source = match filter.source.as_deref() {
+            Some(name) => match self.events.source_known(name) {
+                Some(n) => Some(n),
+                None => return Vec::new(),
+            },
+            None => None,
+        };
         let mut out: Vec<Session> = self
             .sessions
-            .by_key
+            .slots
             .iter()
-            .filter(|(k, _)| filter.source.as_deref().is_none_or(|s| k.0 == s))
-            .filter(|(_, s)| filter.project.as_deref().is_none_or(|p| s.project.as_deref() == Some(p)))
-            .filter_map(|(k, s)| self.session_view(k, s))
+            .filter(|s| source.is_none_or(|n| s.source == n))
+            .filter(|s| filter.project.as_deref().is_none_or(|p| s.project.as_deref() == Some(p)))
+            .filter_map(|s| self.session_view(s))
             .filter(|s| filter.since_unix_ms.is_none_or(|t| s.ended_unix_ms >= t))
             .filter(|s| filter.until_unix_ms.is_none_or(|t| s.started_unix_ms < t))
             .collect();
@@ -545,28 +579,35 @@ impl State {
 
     /// One session, if it has visible events.
     pub fn session(&self, source: &str, session: &str) -> Option<Session> {
-        let key = (source.to_owned(), session.to_owned());
-        self.sessions.by_key.get(&key).and_then(|s| self.session_view(&key, s))
+        let n = self.sessions.find(self.events.source_known(source)?, session)?;
+        self.session_view(&self.sessions.slots[n as usize])
     }
 
     /// The first `limit` visible events of a session, oldest first (time, then journal
     /// position). Without `include_tools`, messages only. Without `source`, the sessions of
     /// that id in every source, merged.
     pub fn session_events(&self, source: Option<&str>, session: &str, include_tools: bool, limit: usize) -> Vec<EventMeta> {
-        let mut keys: Vec<(&(i64, u64, u32), &String)> = self
+        let source = match source {
+            Some(name) => match self.events.source_known(name) {
+                Some(n) => Some(n),
+                None => return Vec::new(),
+            },
+            None => None,
+        };
+        let mut keys: Vec<&(i64, u64, u32, u32)> = self
             .sessions
-            .by_key
+            .with_id(session)
             .iter()
-            .filter(|(k, _)| k.1 == session && source.is_none_or(|s| k.0 == s))
-            .flat_map(|(_, s)| s.events.iter())
+            .filter(|(s, _)| source.is_none_or(|n| *s == n))
+            .flat_map(|&(_, n)| self.sessions.slots[n as usize].events.iter())
             .collect();
         keys.sort();
         keys.into_iter()
-            .filter(|(_, id)| self.tombstones.hidden_by(id).is_none())
-            .filter_map(|(_, id)| self.events.by_id.get(id))
-            .filter(|m| include_tools || listed_by_default(m.kind))
+            .map(|k| k.3)
+            .filter(|&n| self.tombstones.hidden_by(&self.events.ids[n as usize]).is_none())
+            .filter(|&n| include_tools || listed_by_default(self.events.recs[n as usize].kind))
             .take(limit.min(LISTING_COUNT_MAX))
-            .cloned()
+            .map(|n| self.event_meta(n))
             .collect()
     }
 
@@ -574,11 +615,11 @@ impl State {
 
     /// Where an event is, and what it is (not its text).
     pub fn event(&self, id: &str) -> Lookup<EventMeta> {
-        match self.events.by_id.get(id) {
+        match self.events.find(id) {
             None => Lookup::Unknown,
-            Some(m) => match self.tombstones.hidden_by(id) {
+            Some(n) => match self.tombstones.hidden_by(id) {
                 Some(t) => Lookup::Forgotten { tombstone: t.to_owned() },
-                None => Lookup::Found(m.clone()),
+                None => Lookup::Found(self.event_meta(n)),
             },
         }
     }

@@ -30,14 +30,14 @@ pub(crate) fn find(state: &State, journal: &Journal, quote: &str) -> Result<Opti
     if q.is_empty() {
         return Ok(None);
     }
-    let mut candidates: Vec<&EventMeta> = state
-        .events
-        .by_id
-        .values()
-        .filter(|m| matches!(m.kind, EventKind::Message | EventKind::ToolResult))
-        .filter(|m| state.tombstones.hidden_by(&m.id).is_none())
+    let ev = &state.events;
+    let mut numbers: Vec<u32> = (0..ev.len() as u32)
+        .filter(|&n| matches!(ev.recs[n as usize].kind, EventKind::Message | EventKind::ToolResult))
+        .filter(|&n| state.tombstones.hidden_by(&ev.ids[n as usize]).is_none())
         .collect();
-    candidates.sort_by(|a, b| b.order_key().cmp(&a.order_key()));
+    numbers.sort_by(|&a, &b| ev.recs[b as usize].order_key().cmp(&ev.recs[a as usize].order_key()));
+    let candidates: Vec<EventMeta> = numbers.into_iter().map(|n| state.event_meta_of(n)).collect();
+    let candidates: Vec<&EventMeta> = candidates.iter().collect();
     let mut cache: VecDeque<(u64, Body)> = VecDeque::new();
     let mut result: Option<&EventMeta> = None;
     for m in candidates {

@@ -1,6 +1,11 @@
 //! Sessions: per source and session, what the agent called it, how it began, and its events.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap;
+
+/// The session number of an event that belongs to none (a memory file version).
+pub(crate) const NO_SESSION: u32 = u32::MAX;
 
 /// A session as the tools list it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +45,10 @@ pub struct SessionFilter {
 /// What is kept per session.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SessionState {
+    /// Its source's number.
+    pub(crate) source: u16,
+    /// Its id.
+    pub(crate) session: Box<str>,
     /// Latest project a session change named, else the first an event named.
     pub(crate) project: Option<String>,
     /// Latest title.
@@ -48,14 +57,39 @@ pub(crate) struct SessionState {
     pub(crate) first_prompt: Option<String>,
     /// The event the first prompt came from, if it could be told.
     pub(crate) prompt_event: Option<String>,
-    /// (time, offset, index) -> event id, in order.
-    pub(crate) events: BTreeMap<(i64, u64, u32), String>,
+    /// (time, offset, index, event number) of its events, in order.
+    pub(crate) events: BTreeSet<(i64, u64, u32, u32)>,
     /// Events not hidden.
     pub(crate) visible_count: u64,
 }
 
-/// (source, session) -> session.
+/// Sessions by number (first seen first), found by id and source.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Sessions {
-    pub(crate) by_key: BTreeMap<(String, String), SessionState>,
+    pub(crate) slots: Vec<SessionState>,
+    /// Session id -> (source number, session number) of each source that has it.
+    by_id: FxHashMap<Box<str>, Vec<(u16, u32)>>,
+}
+
+impl Sessions {
+    /// The number of the session `session` of source `source`.
+    pub(crate) fn find(&self, source: u16, session: &str) -> Option<u32> {
+        self.by_id.get(session)?.iter().find(|(s, _)| *s == source).map(|&(_, n)| n)
+    }
+
+    /// The numbers of the sessions with this id, in every source.
+    pub(crate) fn with_id(&self, session: &str) -> &[(u16, u32)] {
+        self.by_id.get(session).map_or(&[], Vec::as_slice)
+    }
+
+    /// The number of the session, added if new.
+    pub(crate) fn get_or_insert(&mut self, source: u16, session: &str) -> u32 {
+        if let Some(n) = self.find(source, session) {
+            return n;
+        }
+        let n = u32::try_from(self.slots.len()).unwrap_or_else(|_| panic!("more than 2^32 sessions in one state"));
+        self.slots.push(SessionState { source, session: session.into(), ..SessionState::default() });
+        self.by_id.entry(session.into()).or_default().push((source, n));
+        n
+    }
 }

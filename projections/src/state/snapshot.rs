@@ -11,9 +11,9 @@ use origin_engine::StoreId;
 use crate::state::bytes::{Reader, Refusal, Writer};
 use crate::state::entry::Stored;
 use crate::state::error::{Error, Result};
-use crate::state::event::EventMeta;
+use crate::state::event::EventRec;
+use crate::state::session::NO_SESSION;
 use crate::state::limits::SNAPSHOT_SIZE_BYTES_MAX;
-use crate::state::session::SessionState;
 use crate::state::tombstone::StoredTombstone;
 use crate::state::State;
 
@@ -22,7 +22,8 @@ pub const SNAPSHOT_FILE_NAME: &str = "state.snap";
 /// Magic bytes at the start of a snapshot.
 pub const SNAPSHOT_MAGIC: [u8; 8] = *b"ORGNSNAP";
 /// The snapshot format this build writes and the only one it reads; any other is rebuilt.
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 1;
+/// (2: sources, sessions and events by number, events naming their session by number.)
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 2;
 /// Size of the header.
 pub const SNAPSHOT_HEADER_SIZE: usize = 64;
 
@@ -181,7 +182,9 @@ fn get_strs(r: &mut Reader<'_>) -> Result<Vec<String>, Refusal> {
     Ok(v)
 }
 
-/// The body: five sections, each a count and its items, every one in ascending key order.
+/// The body: six sections, each a count and its items. Entries, ended roots and tombstones
+/// in ascending key order; sources, sessions and events by number (the order they were
+/// first seen in, which every state built from the same journal shares).
 pub(crate) fn encode_body(s: &State) -> Vec<u8> {
     let mut w = Writer::default();
     w.count(s.entries.versions.len());
@@ -211,20 +214,23 @@ pub(crate) fn encode_body(s: &State) -> Vec<u8> {
             }
         }
     }
-    w.count(s.sessions.by_key.len());
-    for ((source, session), st) in &s.sessions.by_key {
-        w.str(source);
-        w.str(session);
+    let sources = s.events.source_names();
+    w.count(sources.len());
+    sources.iter().for_each(|n| w.str(n));
+    w.count(s.sessions.slots.len());
+    for st in &s.sessions.slots {
+        w.u32(u32::from(st.source));
+        w.str(&st.session);
         w.opt_str(st.project.as_deref());
         w.opt_str(st.title.as_deref());
         w.opt_str(st.first_prompt.as_deref());
         w.opt_str(st.prompt_event.as_deref());
     }
-    w.count(s.events.by_id.len());
-    for m in s.events.by_id.values() {
-        w.str(&m.id);
-        w.str(&m.source);
-        w.str(&m.session);
+    w.count(s.events.len());
+    for (id, m) in s.events.ids.iter().zip(&s.events.recs) {
+        w.str(id);
+        w.u32(u32::from(m.source));
+        w.u32(m.session);
         w.i64(m.time_unix_ms);
         w.u8(event_kind_byte(m.kind));
         w.u8(role_byte(m.role));
@@ -289,34 +295,59 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
         ascending(&mut prev, forgotten.tombstone.clone(), "tombstone")?;
         s.tombstones.insert(StoredTombstone { offset, forgotten, restored });
     }
-    let mut prev = None;
-    for _ in 0..r.count(12)? {
-        let key = (r.str()?, r.str()?);
-        let st = SessionState {
-            project: r.opt_str()?,
-            title: r.opt_str()?,
-            first_prompt: r.opt_str()?,
-            prompt_event: r.opt_str()?,
-            ..SessionState::default()
-        };
-        ascending(&mut prev, key.clone(), "session")?;
-        s.sessions.by_key.insert(key, st);
+    for _ in 0..r.count(4)? {
+        let name = r.str()?;
+        let before = s.events.source_names().len();
+        if usize::from(s.events.source_number(&name)) != before {
+            return Err(format!("source {name:?} listed twice"));
+        }
     }
-    let mut prev = None;
-    for _ in 0..r.count(34)? {
-        let m = EventMeta {
-            id: r.str()?,
-            source: r.str()?,
-            session: r.str()?,
+    let source_count = s.events.source_names().len() as u32;
+    let source = |n: u32| -> Result<u16, Refusal> {
+        if n < source_count { Ok(n as u16) } else { Err(format!("source number {n} of {source_count}")) }
+    };
+    for i in 0..r.count(12)? {
+        let src = source(r.u32()?)?;
+        let session = r.str()?;
+        if session.is_empty() {
+            return Err("a session without an id".into());
+        }
+        let n = s.sessions.get_or_insert(src, &session);
+        if n as usize != i {
+            return Err(format!("session {session:?} listed twice"));
+        }
+        let st = &mut s.sessions.slots[i];
+        st.project = r.opt_str()?;
+        st.title = r.opt_str()?;
+        st.first_prompt = r.opt_str()?;
+        st.prompt_event = r.opt_str()?;
+    }
+    let session_count = s.sessions.slots.len() as u32;
+    let event_count = r.count(34)?;
+    s.events.reserve(event_count);
+    for i in 0..event_count {
+        let id = r.str()?;
+        let rec = EventRec {
+            source: source(r.u32()?)?,
+            session: r.u32()?,
             time_unix_ms: r.i64()?,
             kind: event_kind_of(r.u8()?)?,
             role: role_of(r.u8()?)?,
             offset: r.u64()?,
             index: r.u32()?,
         };
-        ascending(&mut prev, m.id.clone(), "event")?;
-        before(m.offset, read_to, "event")?;
-        s.put_event(m, None);
+        if rec.session != NO_SESSION && rec.session >= session_count {
+            return Err(format!("event {id:?} names session {} of {session_count}", rec.session));
+        }
+        if rec.session != NO_SESSION && s.sessions.slots[rec.session as usize].source != rec.source {
+            return Err(format!("event {id:?} and its session have different sources"));
+        }
+        before(rec.offset, read_to, "event")?;
+        if s.events.contains(&id) {
+            return Err(format!("event {id:?} listed twice"));
+        }
+        s.put_rec(&id, rec, None);
+        debug_assert_eq!(s.events.len(), i + 1);
     }
     if r.remaining() != 0 {
         return Err(format!("{} bytes after the last section", r.remaining()));

@@ -1,0 +1,31 @@
+//! Profiling aid: how long opening a store takes, piece by piece (`<dir>` from query_lab).
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::time::Instant;
+
+use origin_engine::{Access, Journal, Options};
+use origin_projections::{Catalog, State};
+
+fn main() {
+    let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("a directory"));
+    let snap = dir.join("state.snap");
+    let j = Journal::open(dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
+    if !snap.exists() {
+        let t = Instant::now();
+        let s = State::replay(&j, origin_projections::Until::End).expect("replay");
+        println!("replay {:.2} s", t.elapsed().as_secs_f64());
+        s.save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).expect("save");
+        println!("snapshot {} bytes", std::fs::metadata(&snap).unwrap().len());
+    }
+    for _ in 0..2 {
+        let t = Instant::now();
+        let j = Journal::open(dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
+        let a = t.elapsed();
+        let (state, _) = State::open(&j, &origin_engine::vfs::OsFs, &snap).expect("state");
+        let b = t.elapsed();
+        let (cat, _) = Catalog::open(&dir.join("index"), &j).expect("catalog");
+        let c = t.elapsed();
+        println!("journal {:.3} s, state {:.3} s, catalog {:.3} s ({} docs)", a.as_secs_f64(), (b - a).as_secs_f64(), (c - b).as_secs_f64(), cat.index().doc_count());
+        drop((state, cat));
+    }
+}
