@@ -27,11 +27,15 @@ const STEM_NONE: u32 = u32::MAX - 1;
 pub(crate) struct MemPostings {
     /// Per document: ordinal delta (the first one absolute), frequency.
     docs: Vec<u8>,
-    /// Per occurrence: position delta within its document (the first absolute).
+    /// Per occurrence: position delta within its document (the first absolute). A document's
+    /// positions are appended as its tokens come, before its entry in `docs` is written.
     positions: Vec<u8>,
     count: u32,
     last: Option<u32>,
     with_positions: bool,
+    /// The document being added, if it holds the term: its ordinal, occurrences so far, and
+    /// its last position.
+    open: Option<(u32, u32, u32)>,
 }
 
 impl MemPostings {
@@ -39,7 +43,33 @@ impl MemPostings {
         MemPostings { with_positions, ..MemPostings::default() }
     }
 
-    fn push(&mut self, ordinal: u32, tf: u32, positions: &[u32]) {
+    /// An occurrence in document `ordinal` (the one being added) at `position` (rising within
+    /// the document). Returns true for the document's first occurrence of the term.
+    #[inline]
+    fn occur(&mut self, ordinal: u32, position: u32) -> bool {
+        match &mut self.open {
+            Some((o, tf, last)) if *o == ordinal => {
+                if self.with_positions {
+                    assert!(position > *last, "positions rise within a document");
+                    put_varint(&mut self.positions, u64::from(position - *last));
+                }
+                *tf += 1;
+                *last = position;
+                false
+            }
+            _ => {
+                if self.with_positions {
+                    put_varint(&mut self.positions, u64::from(position));
+                }
+                self.open = Some((ordinal, 1, position));
+                true
+            }
+        }
+    }
+
+    /// Ends the document being added: writes its entry.
+    fn close(&mut self) {
+        let Some((ordinal, tf, _)) = self.open.take() else { return };
         let delta = match self.last {
             None => ordinal,
             Some(last) => {
@@ -49,14 +79,6 @@ impl MemPostings {
         };
         put_varint(&mut self.docs, u64::from(delta));
         put_varint(&mut self.docs, u64::from(tf));
-        if self.with_positions {
-            assert_eq!(positions.len(), tf as usize, "one position per occurrence");
-            let mut prev = None;
-            for &p in positions {
-                put_varint(&mut self.positions, u64::from(p - prev.map_or(0, |q: u32| q)));
-                prev = Some(p);
-            }
-        }
         self.last = Some(ordinal);
         self.count += 1;
     }
@@ -120,12 +142,8 @@ pub(crate) struct MemorySegment {
     terms: Vec<(Box<str>, MemPostings)>,
     /// By term number: the number of its stem term, [`STEM_NONE`] or [`STEM_UNKNOWN`].
     stem_of: Vec<u32>,
-    /// (term number, position) of the document being added.
-    scratch: Vec<(u32, u32)>,
-    /// (stem term number) of the document being added, one per occurrence.
-    stem_scratch: Vec<u32>,
-    /// Positions of one term of the document being added.
-    positions: Vec<u32>,
+    /// Terms (and stem terms) the document being added holds, to close when it ends.
+    touched: Vec<u32>,
 }
 
 impl MemorySegment {
@@ -148,14 +166,17 @@ impl MemorySegment {
                 "the in-memory segment holds {SEGMENT_DOCS_MAX} documents; commit before adding more"
             )));
         }
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let mut stem_scratch = std::mem::take(&mut self.stem_scratch);
-        scratch.clear();
-        stem_scratch.clear();
+        // Each occurrence goes straight to its term's postings; the document's entry in each
+        // list it touched is written when it ends (no sorting of its tokens).
+        let ordinal = self.docs.len();
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.clear();
         let mut length = 0;
         for_each_token(text, &mut |t| {
             let id = self.intern(t.term, true);
-            scratch.push((id, t.position));
+            if self.terms[id as usize].1.occur(ordinal, t.position) {
+                touched.push(id);
+            }
             length = t.position + 1;
             if t.kind == TokenKind::Word {
                 let mut stem = self.stem_of[id as usize];
@@ -166,27 +187,17 @@ impl MemorySegment {
                     };
                     self.stem_of[id as usize] = stem;
                 }
-                if stem != STEM_NONE {
-                    stem_scratch.push(stem);
+                if stem != STEM_NONE && self.terms[stem as usize].1.occur(ordinal, t.position) {
+                    touched.push(stem);
                 }
             }
         });
-        let ordinal = self.docs.push(doc, meta, length);
-        // Each term's positions, in term order: a stable sort keeps positions ascending.
-        scratch.sort_by_key(|&(id, _)| id);
-        let mut positions = std::mem::take(&mut self.positions);
-        for group in scratch.chunk_by(|a, b| a.0 == b.0) {
-            positions.clear();
-            positions.extend(group.iter().map(|&(_, p)| p));
-            self.terms[group[0].0 as usize].1.push(ordinal, positions.len() as u32, &positions);
+        for &id in &touched {
+            self.terms[id as usize].1.close();
         }
-        stem_scratch.sort_unstable();
-        for group in stem_scratch.chunk_by(|a, b| a == b) {
-            self.terms[group[0] as usize].1.push(ordinal, group.len() as u32, &[]);
-        }
-        self.scratch = scratch;
-        self.stem_scratch = stem_scratch;
-        self.positions = positions;
+        let pushed = self.docs.push(doc, meta, length);
+        assert_eq!(pushed, ordinal, "the document takes the ordinal its postings were given");
+        self.touched = touched;
         Ok(())
     }
 
