@@ -238,6 +238,30 @@ impl<'a> IngestedView<'a> {
         Ok(Some(events.swap_remove((index - first) as usize)))
     }
 
+    /// The events at `indexes` (in that order; `None` past the last), each chunk decompressed
+    /// once for a run of indexes that falls in it (sort them to decompress each chunk once).
+    pub fn events_at(&self, indexes: &[u64]) -> Result<Vec<Option<Event>>> {
+        let mut out = Vec::with_capacity(indexes.len());
+        let mut held: Option<(usize, Vec<Event>)> = None;
+        for &index in indexes {
+            if let Some(v) = &self.whole {
+                out.push(usize::try_from(index).ok().and_then(|i| v.events.get(i)).cloned());
+                continue;
+            }
+            let at = self.chunks.partition_point(|c| c.0 <= index);
+            let Some(chunk) = at.checked_sub(1).filter(|&i| self.chunks.get(i).is_some_and(|c| index < c.0 + u64::from(c.1))) else {
+                out.push(None);
+                continue;
+            };
+            let (first, count, bytes) = self.chunks[chunk];
+            if held.as_ref().is_none_or(|h| h.0 != chunk) {
+                held = Some((chunk, self.chunk_events(bytes, count)?));
+            }
+            out.push(held.as_ref().and_then(|h| h.1.get((index - first) as usize)).cloned());
+        }
+        Ok(out)
+    }
+
     /// Every event, in order.
     pub fn events(&self) -> Result<Vec<Event>> {
         if let Some(v) = &self.whole {

@@ -15,12 +15,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::codec::{self, CODEC_ID};
 use crate::error::{Error, Result};
-use crate::frame::{check_frame, encode_frame, Check, FrameView, FLAGS_KNOWN, FLAG_ZSTD, FRAME_OVERHEAD, FRAME_SIZE_MAX, KIND_SEAL};
+use crate::frame::{check_frame, check_frame_known, encode_frame, Check, FrameView, FLAGS_KNOWN, FLAG_ZSTD, FRAME_OVERHEAD, FRAME_SIZE_MAX, KIND_SEAL};
 use crate::index::{decode_index, encode_index, seek, INDEX_SUFFIX};
 use crate::limits::*;
 use crate::record::{Body, RecordKind, RecordOrigin};
 use crate::recovery::{classify_tail, scan_frames, Stop, Tail};
-use crate::segment::{parse_segment_file_name, segment_file_name, u32_at, SegmentHeader, StoreId, FORMAT_VERSION, SEGMENT_HEADER_SIZE};
+use crate::segment::{parse_segment_file_name, segment_file_name, u32_at, u64_at, SegmentHeader, StoreId, FORMAT_VERSION, SEGMENT_HEADER_SIZE};
 use crate::vfs::{LockFile, LockMode, Mapped, OsFs, Vfs, VfsFile};
 
 /// Name of the lock file inside the journal directory.
@@ -183,6 +183,28 @@ struct Sealed {
     bytes: Mapped,
     seal_pos: u64,
     sparse: Vec<(u64, u64)>,
+    /// One bit per record: its frame was checked by [`Journal::read_one`] on this mapping (a
+    /// sealed segment never changes, so a point read checks each frame once per mapping).
+    checked: Box<[AtomicU64]>,
+}
+
+impl Sealed {
+    fn new(base: u64, next_offset: u64, path: PathBuf, bytes: Mapped, seal_pos: u64, sparse: Vec<(u64, u64)>) -> Sealed {
+        let words = next_offset.saturating_sub(base).div_ceil(64) as usize;
+        Sealed { base, next_offset, path, bytes, seal_pos, sparse, checked: (0..words).map(|_| AtomicU64::new(0)).collect() }
+    }
+
+    fn is_checked(&self, offset: u64) -> bool {
+        let i = offset - self.base;
+        self.checked.get((i / 64) as usize).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+    }
+
+    fn set_checked(&self, offset: u64) {
+        let i = offset - self.base;
+        if let Some(w) = self.checked.get((i / 64) as usize) {
+            w.fetch_or(1 << (i % 64), Ordering::Relaxed);
+        }
+    }
 }
 
 struct Active {
@@ -409,7 +431,7 @@ impl Journal {
                 return Err(Error::corrupt(&path, 40, format!("segment starts at offset {}, expected {expected}", h.base_offset)));
             }
             let sparse = load_or_build_index(&*vfs, &path, &bytes, h.base_offset, seal_pos, next_offset, rw)?;
-            sealed.push(Arc::new(Sealed { base: h.base_offset, next_offset, path, bytes, seal_pos, sparse }));
+            sealed.push(Arc::new(Sealed::new(h.base_offset, next_offset, path, bytes, seal_pos, sparse)));
             expected = next_offset;
         }
         if rw && !report.leftovers.is_empty() {
@@ -810,7 +832,7 @@ impl Journal {
                 self.index_write_failures.fetch_add(1, Ordering::Relaxed);
             }
         }
-        v.sealed.push(Arc::new(Sealed { base, next_offset: next, path: old_path, bytes, seal_pos, sparse }));
+        v.sealed.push(Arc::new(Sealed::new(base, next, old_path, bytes, seal_pos, sparse)));
         v.active = Active {
             base: next,
             path,
@@ -954,6 +976,83 @@ impl Journal {
             want = CHUNK;
         }
         Ok(next)
+    }
+
+    /// Calls `f` with the one record at `offset`; `None` if the journal does not hold it (yet).
+    /// For point reads (an event's text, a citation's line), which [`read_from`] would make
+    /// costly on large records: a frame of a sealed segment is checked the first time this
+    /// handle reads it there (sealed segments never change; `read_from` still checks every
+    /// frame every time), and in the active segment only the frames from the nearest
+    /// sparse-index entry to the one asked for are read, headers first. Anything unexpected on
+    /// the way is handed to `read_from`, so damage is reported exactly as it reports it.
+    ///
+    /// [`read_from`]: Journal::read_from
+    pub fn read_one<R>(&self, offset: u64, f: impl FnOnce(Record<'_>) -> Result<R>) -> Result<Option<R>> {
+        let (sealed, file, active_base, active_end, active_next, active_seek) = {
+            let v = self.read_view();
+            let a = &v.active;
+            (v.sealed.clone(), a.file.clone(), a.base, a.end_pos, a.next_offset, seek(&a.sparse, offset))
+        };
+        if offset >= active_next || offset < sealed.first().map_or(active_base, |s| s.base) {
+            return Ok(None);
+        }
+        let mut scratch = Vec::new();
+        if let Some(s) = sealed.iter().find(|s| s.base <= offset && offset < s.next_offset) {
+            let (mut expected, mut pos) = seek(&s.sparse, offset).unwrap_or((s.base, SEGMENT_HEADER_SIZE));
+            while pos < s.seal_pos && expected <= offset {
+                let bytes = &s.bytes[pos as usize..s.seal_pos as usize];
+                let frame = if expected == offset && s.is_checked(offset) { check_frame_known(bytes) } else { check_frame(bytes) };
+                let Check::Valid(frame) = frame else { break };
+                if frame.offset != expected {
+                    break;
+                }
+                if frame.offset == offset {
+                    s.set_checked(offset);
+                    return f(to_record(&frame, &mut scratch)?).map(Some);
+                }
+                expected += 1;
+                pos += frame.frame_len as u64;
+            }
+        } else {
+            let (mut expected, mut pos) = active_seek.unwrap_or((active_base, SEGMENT_HEADER_SIZE));
+            let mut head = [0u8; 16];
+            let mut buf = Vec::new();
+            while pos + head.len() as u64 <= active_end && expected <= offset {
+                if file.read_exact_at(&mut head, pos).is_err() {
+                    break;
+                }
+                let len = u64::from(u32_at(&head, 0));
+                if !(FRAME_OVERHEAD as u64..=FRAME_SIZE_MAX as u64).contains(&len) || pos + len > active_end || u64_at(&head, 8) != expected {
+                    break;
+                }
+                if expected < offset {
+                    expected += 1;
+                    pos += len;
+                    continue;
+                }
+                buf.resize(len as usize, 0);
+                if file.read_exact_at(&mut buf, pos).is_err() {
+                    break;
+                }
+                let Check::Valid(frame) = check_frame(&buf) else { break };
+                if frame.offset != offset {
+                    break;
+                }
+                return f(to_record(&frame, &mut scratch)?).map(Some);
+            }
+        }
+        // Not where the headers said: the full read checks every frame and reports the damage.
+        let mut f = Some(f);
+        let mut out = None;
+        self.read_from(offset, |r| {
+            if r.offset == offset
+                && let Some(f) = f.take()
+            {
+                out = Some(f(r)?);
+            }
+            Ok(ControlFlow::Break(()))
+        })?;
+        Ok(out)
     }
 
     /// Reads up to `limit` records from `from` into owned values (convenience for tests and

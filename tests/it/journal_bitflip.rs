@@ -179,6 +179,21 @@ fn check_flip(fx: &Fixture, fs: &SimFs, path: &Path, bit: u64, open_must_fail: b
                             }
                         }
                     }
+                    // Point reads: the true record or an error naming the damage, never wrong bytes.
+                    let mut refused = 0;
+                    for (k, want) in fx.payloads.iter().enumerate() {
+                        match j.read_one(k as u64, |r| Ok(r.payload.to_vec())) {
+                            Ok(Some(got)) if got == *want => {}
+                            Ok(other) => return Err(format!("read_one({k}) returned {:?} bytes, not the record", other.map(|g| g.len()))),
+                            Err(e) => {
+                                names_the_damage(&e, path, byte).map_err(|m| format!("read_one({k}): {m}"))?;
+                                refused += 1;
+                            }
+                        }
+                    }
+                    if refused == 0 && region(&frames(&fx.fs.read_file(path).unwrap_or_default()), byte as usize) == Region::Record {
+                        return Err("every point read succeeded although a record's frame is damaged".into());
+                    }
                     Ok(())
                 })
             }
@@ -199,6 +214,25 @@ fn check_flip(fx: &Fixture, fs: &SimFs, path: &Path, bit: u64, open_must_fail: b
 fn fail_report(what: &str, flips: u64, failures: &[String]) -> String {
     let shown: Vec<&str> = failures.iter().take(FAILURES_SHOWN).map(String::as_str).collect();
     format!("{what}: {} of {flips} flips mishandled:\n{}", failures.len(), shown.join("\n"))
+}
+
+#[test]
+fn point_reads_return_every_record_and_nothing_past_the_end() {
+    let fx = build();
+    let j = Journal::open_with(Arc::new(fx.fs.clone()), dir(), opts()).expect("open");
+    for pass in 0..2 {
+        for (k, want) in fx.payloads.iter().enumerate() {
+            let got = j.read_one(k as u64, |r| Ok((r.offset, r.payload.to_vec()))).expect("read_one");
+            assert_eq!(got, Some((k as u64, want.clone())), "pass {pass}, record {k}");
+        }
+    }
+    for k in [fx.payloads.len() as u64, fx.payloads.len() as u64 + 1, u64::MAX] {
+        assert_eq!(j.read_one(k, |_| Ok(())).expect("read_one past the end"), None, "record {k}");
+    }
+    // A record appended after the handle opened is read too.
+    j.append(vec![NewRecord::scratch(b"late".to_vec())]).expect("append");
+    let k = fx.payloads.len() as u64;
+    assert_eq!(j.read_one(k, |r| Ok(r.payload.to_vec())).expect("read_one"), Some(b"late".to_vec()));
 }
 
 #[test]
