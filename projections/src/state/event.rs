@@ -1,7 +1,6 @@
 //! Events: where each event's record is in the journal, so its text is decoded on demand and
 //! never kept in memory.
 
-use std::ops::ControlFlow;
 
 use origin_engine::codec::IngestedView;
 use origin_engine::record::{Body, Event, EventKind, RecordKind, Role};
@@ -180,21 +179,7 @@ impl Events {
 
 /// Decodes the record at `offset`, if the journal holds it.
 pub(crate) fn body_at(journal: &Journal, offset: u64) -> Result<Option<Body>> {
-    let mut out = None;
-    let mut err = None;
-    journal.read_from(offset, |r| {
-        if r.offset == offset {
-            match r.decode() {
-                Ok((_, body)) => out = Some(body),
-                Err(e) => err = Some(e),
-            }
-        }
-        Ok(ControlFlow::Break(()))
-    })?;
-    if let Some(e) = err {
-        return Err(e.into());
-    }
-    Ok(out)
+    Ok(journal.read_one(offset, |r| Ok(r.decode().map(|(_, body)| body)))?.transpose()?)
 }
 
 /// The event `meta` locates, taken out of a decoded record.
@@ -216,12 +201,8 @@ pub(crate) fn event_in<'a>(body: &'a Body, meta: &EventMeta) -> Result<&'a Event
 /// holds it is decompressed.
 pub(crate) fn decode(journal: &Journal, meta: &EventMeta) -> Result<Event> {
     let inconsistent = |reason: String| Error::Inconsistent { id: meta.id.clone(), offset: meta.offset, index: meta.index, reason };
-    let mut out: Option<Result<Event>> = None;
-    journal.read_from(meta.offset, |r| {
-        if r.offset != meta.offset {
-            return Ok(ControlFlow::Break(()));
-        }
-        out = Some(if r.kind == RecordKind::Ingested as u8 {
+    let found = journal.read_one(meta.offset, |r| {
+        Ok(if r.kind == RecordKind::Ingested as u8 {
             match IngestedView::open(r.kind_version, r.payload, r.offset).and_then(|v| v.event(u64::from(meta.index))) {
                 Ok(Some(e)) if e.id == meta.id => Ok(e),
                 Ok(Some(e)) => Err(inconsistent(format!("the event there is {}", e.id))),
@@ -233,8 +214,39 @@ pub(crate) fn decode(journal: &Journal, meta: &EventMeta) -> Result<Event> {
                 Ok((_, body)) => event_in(&body, meta).cloned(),
                 Err(e) => Err(e.into()),
             }
-        });
-        Ok(ControlFlow::Break(()))
+        })
     })?;
-    out.unwrap_or_else(|| Err(inconsistent("the journal has no record at that offset".into())))
+    found.unwrap_or_else(|| Err(inconsistent("the journal has no record at that offset".into())))
+}
+
+/// Reads several events in full (in the order of `metas`): each record is read once, and each
+/// of its chunks decompressed once, however many of the events it holds.
+pub(crate) fn decode_many(journal: &Journal, metas: &[EventMeta]) -> Result<Vec<Event>> {
+    let mut order: Vec<usize> = (0..metas.len()).collect();
+    order.sort_by_key(|&i| (metas[i].offset, metas[i].index));
+    let mut out: Vec<Option<Event>> = vec![None; metas.len()];
+    for group in order.chunk_by(|&a, &b| metas[a].offset == metas[b].offset) {
+        let first = &metas[group[0]];
+        let inconsistent = |m: &EventMeta, reason: String| Error::Inconsistent { id: m.id.clone(), offset: m.offset, index: m.index, reason };
+        let found = journal.read_one(first.offset, |r| {
+            if r.kind == RecordKind::Ingested as u8 {
+                let view = IngestedView::open(r.kind_version, r.payload, r.offset)?;
+                let indexes: Vec<u64> = group.iter().map(|&i| u64::from(metas[i].index)).collect();
+                Ok(Ok(view.events_at(&indexes)?))
+            } else {
+                let (_, body) = r.decode()?;
+                Ok(group.iter().map(|&i| event_in(&body, &metas[i]).cloned().map(Some)).collect::<Result<Vec<_>>>())
+            }
+        })?;
+        let Some(events) = found else { return Err(inconsistent(first, "the journal has no record at that offset".into())) };
+        for (&i, e) in group.iter().zip(events?) {
+            let m = &metas[i];
+            match e {
+                Some(e) if e.id == m.id => out[i] = Some(e),
+                Some(e) => return Err(inconsistent(m, format!("the event there is {}", e.id))),
+                None => return Err(inconsistent(m, "the record has no event at that index".into())),
+            }
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
 }

@@ -633,6 +633,12 @@ impl State {
         })
     }
 
+    /// Several events in full (the events `metas` locate, in that order), each record read
+    /// and each chunk decompressed once.
+    pub fn event_bodies(&self, journal: &Journal, metas: &[EventMeta]) -> Result<Vec<Event>> {
+        event::decode_many(journal, metas)
+    }
+
     /// The event a quote-only source cites: the most recent visible message containing the
     /// quote (ignoring whitespace and case), else the most recent such tool result; never a
     /// tool call. Decodes event text from the journal.
