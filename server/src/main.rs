@@ -6,8 +6,9 @@ mod exit;
 mod ingest_cmd;
 mod journal_cmd;
 mod show;
-mod tools;
 mod tools_cmd;
+
+use origin::tools;
 
 use std::process::ExitCode;
 

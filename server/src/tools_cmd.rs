@@ -182,6 +182,20 @@ fn open(home: &Path, agents: &AgentsArgs) -> Result<Archive> {
     Archive::open(home, homes, agents.recorded_home.as_deref()).with_context(|| format!("opening the store in {}", home.display()))
 }
 
+/// Records the state may reflect beyond its snapshot before a command saves it (and writes the
+/// text index's waiting documents), so commands on a large store stay quick.
+const CHECKPOINT_RECORDS: u64 = 64;
+
+/// Runs one tool on the archive, prints its answer, then saves the projections if they are far
+/// enough ahead of their snapshot (a failure there is reported; the answer stands).
+fn print_after(a: &Archive, tool: impl FnOnce(&Archive) -> Result<Value, ToolError>, json: bool) -> Result<Exit> {
+    let exit = print(tool(a), json);
+    if let Err(e) = a.checkpoint(CHECKPOINT_RECORDS) {
+        eprintln!("origin: saving the projections snapshot failed ({e}); the next command replays the journal");
+    }
+    exit
+}
+
 fn print(result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
     match result {
         Ok(v) => {
@@ -228,7 +242,7 @@ pub fn search(home: &Path, c: SearchCmd) -> Result<Exit> {
         include_tools: c.include_tools,
         limit: c.limit,
     };
-    print(a.search(&args), c.json)
+    print_after(&a, |a| a.search(&args), c.json)
 }
 
 /// `origin timeline`.
@@ -243,17 +257,17 @@ pub fn timeline(home: &Path, c: TimelineCmd) -> Result<Exit> {
         include_tools: c.include_tools,
         limit: c.limit,
     };
-    print(a.timeline(&args), c.json)
+    print_after(&a, |a| a.timeline(&args), c.json)
 }
 
 /// `origin get`.
 pub fn get(home: &Path, c: IdCmd) -> Result<Exit> {
-    print(open(home, &AgentsArgs::default())?.get(&c.id), c.json)
+    print_after(&open(home, &AgentsArgs::default())?, |a| a.get(&c.id), c.json)
 }
 
 /// `origin sources`.
 pub fn sources(home: &Path, c: IdCmd) -> Result<Exit> {
-    print(open(home, &AgentsArgs::default())?.sources(&c.id), c.json)
+    print_after(&open(home, &AgentsArgs::default())?, |a| a.sources(&c.id), c.json)
 }
 
 /// `origin remember`.
@@ -269,7 +283,7 @@ pub fn remember(home: &Path, c: RememberCmd) -> Result<Exit> {
         valid_from: c.valid_from,
         valid_to: c.valid_to,
     };
-    print(a.remember(&args, "user"), c.json)
+    print_after(&a, |a| a.remember(&args, "user"), c.json)
 }
 
 /// `origin correct`.
@@ -285,20 +299,20 @@ pub fn correct(home: &Path, c: CorrectCmd) -> Result<Exit> {
         valid_from: c.valid_from,
         valid_to: c.valid_to,
     };
-    print(a.correct(&args, "user"), c.json)
+    print_after(&a, |a| a.correct(&args, "user"), c.json)
 }
 
 /// `origin forget`.
 pub fn forget(home: &Path, c: ForgetCmd) -> Result<Exit> {
-    print(open(home, &AgentsArgs::default())?.forget(&c.id, &c.reason, "user"), c.json)
+    print_after(&open(home, &AgentsArgs::default())?, |a| a.forget(&c.id, &c.reason, "user"), c.json)
 }
 
 /// `origin restore`.
 pub fn restore(home: &Path, c: RestoreCmd) -> Result<Exit> {
-    print(open(home, &AgentsArgs::default())?.restore(&c.tombstone, "user"), c.json)
+    print_after(&open(home, &AgentsArgs::default())?, |a| a.restore(&c.tombstone, "user"), c.json)
 }
 
 /// `origin tombstones`.
 pub fn tombstones(home: &Path, json: bool) -> Result<Exit> {
-    print(open(home, &AgentsArgs::default())?.tombstones(), json)
+    print_after(&open(home, &AgentsArgs::default())?, |a| a.tombstones(), json)
 }

@@ -365,6 +365,20 @@ impl Archive {
         Ok(())
     }
 
+    /// Saves the snapshot (as [`Archive::save_snapshot`]) when the state reflects at least
+    /// `records` journal records the saved snapshot does not: so a server that is killed rather
+    /// than closed (agents often end their MCP servers that way) still starts quickly next time.
+    pub fn checkpoint(&self, records: u64) -> Result<bool, ToolError> {
+        {
+            let inner = guard(&self.inner);
+            if inner.state.read_to().saturating_sub(inner.saved_to) < records {
+                return Ok(false);
+            }
+        }
+        self.save_snapshot()?;
+        Ok(true)
+    }
+
     /// Ingests new lines if the last read ingest is old enough, then catches up.
     fn fresh_for_read(&self) -> Result<(), ToolError> {
         self.freshness.before_read().map_err(store_error)?;
@@ -487,9 +501,16 @@ impl Archive {
                 include_tools: a.include_tools,
             };
             let visible = |c: &origin_projections::Candidate<'_>| state.doc_is_listed(Scope::Event, c.key, c.record, c.position, now_ms);
+            let mut found = Vec::new();
+            let mut metas = Vec::new();
             for hit in inner.catalog.search(&query, &filters, &visible, limit).map_err(store_error)? {
-                let Lookup::Found(meta) = state.event(&hit.key) else { continue };
-                let Lookup::Found(e) = state.event_body(&self.journal, &hit.key).map_err(store_error)? else { continue };
+                if let Lookup::Found(meta) = state.event(&hit.key) {
+                    metas.push(meta);
+                    found.push(hit);
+                }
+            }
+            let bodies = state.event_bodies(&self.journal, &metas).map_err(store_error)?;
+            for ((hit, meta), e) in found.into_iter().zip(&metas).zip(bodies) {
                 let mut j = self.event_json(&meta.source, &e, SEARCH_TEXT_CHARS);
                 j["snippet"] = json!(Index::snippet(&e.text, &query));
                 j["match"] = matched(hit.matched);
@@ -520,12 +541,8 @@ impl Archive {
                 return Err(ToolError(format!("Unknown session {session}.")));
             };
             let info = inner.state.session(&first.source, session);
-            let mut events = Vec::with_capacity(metas.len());
-            for m in &metas {
-                if let Lookup::Found(e) = inner.state.event_body(&self.journal, &m.id).map_err(store_error)? {
-                    events.push(self.event_json(&m.source, &e, TIMELINE_TEXT_CHARS));
-                }
-            }
+            let bodies = inner.state.event_bodies(&self.journal, &metas).map_err(store_error)?;
+            let events: Vec<Value> = metas.iter().zip(&bodies).map(|(m, e)| self.event_json(&m.source, e, TIMELINE_TEXT_CHARS)).collect();
             return Ok(json!({ "session": info.map(|s| self.session_json(&s)), "events": events }));
         }
         let filter = SessionFilter { since_unix_ms: since, until_unix_ms: until, source, project: a.project.clone() };

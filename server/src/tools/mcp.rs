@@ -403,8 +403,13 @@ impl Merges {
     }
 }
 
+/// Journal records the state may reflect beyond its saved snapshot before the background
+/// thread saves it again (records are ingest batches and writes, so this is a few minutes of
+/// busy agents, or the whole store after a first start).
+const CHECKPOINT_RECORDS: u64 = 256;
+
 /// Merges the text index's segments in the background, as the policy calls for, so that
-/// searches keep reading few segments.
+/// searches keep reading few segments; and saves the projections' snapshot when it is behind.
 fn spawn_merges(archive: Arc<Archive>) -> Merges {
     let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
     let flag = stop.clone();
@@ -430,6 +435,9 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                             break;
                         }
                     }
+                }
+                if let Err(e) = archive.checkpoint(CHECKPOINT_RECORDS) {
+                    eprintln!("origin: saving the projections snapshot failed ({e}); trying again later");
                 }
             }
         })
