@@ -317,9 +317,9 @@ impl Index {
     fn reload_once(&mut self) -> Result<bool, IndexError> {
         let Some(dir) = self.dir.clone() else { return Ok(false) };
         let manifest = Manifest::read(&dir)?.unwrap_or_default();
-        let same = manifest.mark == self.mark
-            && manifest.segments.len() == self.segments.len()
-            && manifest.segments.iter().zip(&self.segments).all(|(id, s)| *id == s.id());
+        let mut held: Vec<SegmentId> = self.segments.iter().map(|s| s.id()).collect();
+        held.sort_unstable();
+        let same = manifest.mark == self.mark && manifest.segments == held;
         if same {
             self.next_segment_id = self.next_segment_id.max(manifest.next_segment_id);
             return Ok(false);
@@ -455,8 +455,12 @@ impl Index {
 
     fn write_manifest(&self) -> Result<(), IndexError> {
         let Some(dir) = &self.dir else { return Ok(()) };
+        // The manifest lists ids rising; segments are held in document order, which differs
+        // once older neighbours were merged into a newer id.
+        let mut segments: Vec<SegmentId> = self.segments.iter().map(|s| s.id()).collect();
+        segments.sort_unstable();
         Manifest {
-            segments: self.segments.iter().map(|s| s.id()).collect(),
+            segments,
             mark: self.mark,
             next_segment_id: self.next_segment_id,
         }

@@ -756,6 +756,36 @@ fn index_merge_keeps_results_identical() {
 }
 
 #[test]
+fn index_merge_of_older_neighbours_into_a_newer_id_reopens_and_reloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus();
+    let mut reference = Index::in_memory();
+    add_all(&mut reference, &docs);
+    let expected = results(&reference);
+    let mut index = Index::open(dir.path()).unwrap();
+    let mut other = Index::open(dir.path()).unwrap();
+    for (i, chunk) in docs.chunks(3).enumerate() {
+        add_all(&mut index, chunk);
+        index.commit(i as u64).unwrap();
+    }
+    let ids: Vec<SegmentId> = index.segments().iter().map(|s| s.id).collect();
+    assert_eq!(ids.len(), 3);
+    // The two oldest become one segment whose id is above the newest's: document order and
+    // id order now differ.
+    let job = index.plan_merge(&ids[..2]).unwrap();
+    index.install_merge(merge(&job).unwrap()).unwrap();
+    let after: Vec<SegmentId> = index.segments().iter().map(|s| s.id).collect();
+    assert_eq!(after.len(), 2);
+    assert!(after[0] > after[1], "{after:?}");
+    assert_eq!(results(&index), expected);
+    assert!(other.reload().unwrap());
+    assert_eq!(results(&other), expected);
+    assert!(!other.reload().unwrap(), "an unchanged manifest is not a change");
+    drop(index);
+    assert_eq!(results(&Index::open(dir.path()).unwrap()), expected);
+}
+
+#[test]
 fn index_merge_runs_on_another_thread_while_documents_arrive() {
     let dir = tempfile::tempdir().unwrap();
     let docs = corpus();
