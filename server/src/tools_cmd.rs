@@ -2,7 +2,6 @@
 //! correct|forget|restore`, readable on a terminal, `--json` for scripts; and `origin mcp`.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -222,9 +221,13 @@ fn source_args(cite: &[String], quote: &[String]) -> Vec<SourceArg> {
 
 /// `origin mcp`.
 pub fn mcp(home: &Path, agents: &AgentsArgs) -> Result<Exit> {
-    let archive = Arc::new(open(home, agents)?);
+    let homes = crate::ingest_cmd::homes(agents.agents_home.as_deref())?;
+    let (home, recorded) = (home.to_path_buf(), agents.recorded_home.clone());
+    let opening = crate::tools::mcp::Opening::start(move || {
+        Archive::open(&home, homes, recorded.as_deref()).with_context(|| format!("opening the store in {}", home.display()))
+    })?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("starting the async runtime")?;
-    rt.block_on(crate::tools::mcp::serve_stdio(archive))?;
+    rt.block_on(crate::tools::mcp::serve_stdio(opening))?;
     Ok(Exit::Ok)
 }
 

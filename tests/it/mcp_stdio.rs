@@ -270,3 +270,19 @@ async fn a_fork_shows_one_winner_and_its_loser_is_concurrent() {
     assert_eq!(again, format!("Entry {} was already corrected; its current version is {}. Correct that one instead.", a.id, b.id));
     c.cancel().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_open_still_answers_the_handshake_and_each_call_says_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The journal's folder is a file: the store cannot open.
+    std::fs::write(dir.path().join("journal"), b"not a folder").expect("write");
+    let c = connect(dir.path(), "claude-code").await;
+    assert_eq!(c.list_all_tools().await.expect("tools/list").len(), 7);
+    for (tool, args) in [("search", json!({"query": "x"})), ("remember", json!({"content": "a fact", "kind": "knowledge"}))] {
+        let e = err(&call(&c, tool, args).await);
+        assert!(e.starts_with("Origin could not open its store: opening the store in "), "{tool}: {e}");
+        assert!(e.contains("journal"), "{tool}: {e}");
+    }
+    c.cancel().await.expect("close");
+    assert_eq!(std::fs::read(dir.path().join("journal")).expect("read"), b"not a folder", "nothing touched");
+}

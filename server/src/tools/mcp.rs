@@ -312,16 +312,91 @@ pub fn tools() -> Vec<Tool> {
     ]
 }
 
+/// The longest a tool call waits for the store to finish opening before it answers with a tool
+/// error saying so (under the 60 s request timeout common among MCP clients).
+pub const OPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(25);
+
+type Opened = Option<Result<Arc<Archive>, String>>;
+
+/// The archive as it opens on its own thread: a first start on a large store replays the
+/// journal and builds the text index, which takes minutes, and an MCP client does not wait that
+/// long for the handshake. The handshake and `tools/list` are answered at once; tool calls wait.
+#[derive(Clone)]
+pub struct Opening {
+    rx: tokio::sync::watch::Receiver<Opened>,
+    started: std::time::Instant,
+}
+
+impl Opening {
+    /// An archive already open.
+    pub fn ready(archive: Arc<Archive>) -> Opening {
+        let (_tx, rx) = tokio::sync::watch::channel(Some(Ok(archive)));
+        Opening { rx, started: std::time::Instant::now() }
+    }
+
+    /// Runs `open` on a thread of its own; its failure is what every tool call then answers.
+    pub fn start(open: impl FnOnce() -> anyhow::Result<Archive> + Send + 'static) -> anyhow::Result<Opening> {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        std::thread::Builder::new().name("origin-open".into()).spawn(move || {
+            let opened = open().map(Arc::new).map_err(|e| {
+                eprintln!("origin: opening the store failed: {e:#}");
+                format!("Origin could not open its store: {e:#}")
+            });
+            tx.send_replace(Some(opened));
+        })?;
+        Ok(Opening { rx, started: std::time::Instant::now() })
+    }
+
+    /// A pending opening and the sender that completes it (for tests).
+    #[cfg(test)]
+    fn pending() -> (tokio::sync::watch::Sender<Opened>, Opening) {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        (tx, Opening { rx, started: std::time::Instant::now() })
+    }
+
+    /// The archive if it is open now.
+    pub fn now(&self) -> Option<Arc<Archive>> {
+        match &*self.rx.borrow() {
+            Some(Ok(a)) => Some(a.clone()),
+            _ => None,
+        }
+    }
+
+    /// The archive, waiting for it at most `wait`; the error is the tool error to answer.
+    pub async fn archive(&self, wait: std::time::Duration) -> Result<Arc<Archive>, ToolError> {
+        let mut rx = self.rx.clone();
+        let waited = tokio::time::timeout(wait, rx.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(opened)) => match &*opened {
+                Some(Ok(a)) => Ok(a.clone()),
+                Some(Err(e)) => Err(ToolError(e.clone())),
+                None => Err(ToolError("The Origin store failed to open.".into())),
+            },
+            Ok(Err(_)) => Err(ToolError("Origin stopped opening its store unexpectedly; restart the server.".into())),
+            Err(_) => Err(ToolError(format!(
+                "Origin is still opening its store ({} s so far): a first start builds its index of the agents' \
+                 history, about a minute per million events. Try this call again shortly.",
+                self.started.elapsed().as_secs()
+            ))),
+        }
+    }
+}
+
 /// The MCP handler over one archive.
 #[derive(Clone)]
 pub struct Server {
-    archive: Arc<Archive>,
+    opening: Opening,
 }
 
 impl Server {
     /// A handler answering from `archive`.
     pub fn new(archive: Arc<Archive>) -> Server {
-        Server { archive }
+        Server { opening: Opening::ready(archive) }
+    }
+
+    /// A handler answering from the archive once it has opened.
+    pub fn opening(opening: Opening) -> Server {
+        Server { opening }
     }
 }
 
@@ -346,7 +421,10 @@ impl ServerHandler for Server {
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<rmcp::model::CallToolResponse, ErrorData> {
         let agent = client_name(&context);
-        let archive = self.archive.clone();
+        let archive = match self.opening.archive(OPEN_WAIT).await {
+            Ok(a) => a,
+            Err(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e.0)]).into()),
+        };
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
         // The store does blocking I/O: keep it off the protocol's threads.
@@ -449,10 +527,9 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
 const LINE_BYTES_MAX: usize = 64 * 1024 * 1024;
 
 /// Serves MCP on stdin/stdout until the client closes it, then ingests once more (5 s at most).
-pub async fn serve_stdio(archive: Arc<Archive>) -> anyhow::Result<()> {
+/// The store opens in the background (see [`Opening`]); ingest and merges start once it is open.
+pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-    let freshness = archive.freshness().clone();
-    freshness.start();
     // Lines pass from stdin to the protocol through a pipe, with `fix_arguments` applied.
     let (mut feed, server_in) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
@@ -480,16 +557,37 @@ pub async fn serve_stdio(archive: Arc<Archive>) -> anyhow::Result<()> {
         // Closing the pipe ends the session, as the end of stdin does.
         let _ = feed.shutdown().await;
     });
-    let merges = spawn_merges(archive.clone());
-    let service = Server::new(archive.clone()).serve((server_in, tokio::io::stdout())).await?;
+    let merges: Arc<std::sync::Mutex<Option<Merges>>> = Arc::default();
+    let started = {
+        let (opening, merges) = (opening.clone(), merges.clone());
+        tokio::spawn(async move {
+            let mut rx = opening.rx.clone();
+            if rx.wait_for(Option::is_some).await.is_err() {
+                return;
+            }
+            if let Some(archive) = opening.now() {
+                archive.freshness().start();
+                *merges.lock().unwrap_or_else(|p| p.into_inner()) = Some(spawn_merges(archive));
+            }
+        })
+    };
+    let service = Server::opening(opening.clone()).serve((server_in, tokio::io::stdout())).await?;
     let ended = service.waiting().await;
-    merges.stop();
-    let finished = freshness.on_exit(origin_ingest::freshness::EXIT_INGEST_BUDGET);
-    if !finished {
-        eprintln!("origin: the last ingest did not finish within 5 s; the next start picks up the rest");
+    started.abort();
+    if let Some(m) = merges.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        m.stop();
     }
-    if let Err(e) = archive.sync().and_then(|()| archive.save_snapshot()) {
-        eprintln!("origin: saving the projections snapshot failed ({e}); the next start rebuilds it from the journal");
+    match opening.now() {
+        Some(archive) => {
+            let finished = archive.freshness().on_exit(origin_ingest::freshness::EXIT_INGEST_BUDGET);
+            if !finished {
+                eprintln!("origin: the last ingest did not finish within 5 s; the next start picks up the rest");
+            }
+            if let Err(e) = archive.sync().and_then(|()| archive.save_snapshot()) {
+                eprintln!("origin: saving the projections snapshot failed ({e}); the next start rebuilds it from the journal");
+            }
+        }
+        None => eprintln!("origin: the client left before the store finished opening; the next start goes on from what was saved"),
     }
     ended?;
     Ok(())
@@ -498,6 +596,39 @@ pub async fn serve_stdio(archive: Arc<Archive>) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn err(r: Result<Arc<Archive>, ToolError>, what: &str) -> ToolError {
+        match r {
+            Ok(_) => panic!("expected an error: {what}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn a_call_waits_for_the_opening_store_and_says_so_when_it_takes_too_long() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async {
+            let (tx, opening) = Opening::pending();
+            let e = err(opening.archive(std::time::Duration::from_millis(20)).await, "not open yet");
+            assert!(e.0.starts_with("Origin is still opening its store ("), "{}", e.0);
+            assert!(opening.now().is_none());
+            let waiting = {
+                let opening = opening.clone();
+                tokio::spawn(async move { opening.archive(std::time::Duration::from_secs(30)).await })
+            };
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            tx.send_replace(Some(Err("Origin could not open its store: disk on fire".into())));
+            let e = err(waiting.await.expect("task"), "failed to open");
+            assert_eq!(e.0, "Origin could not open its store: disk on fire");
+            let e = err(opening.archive(std::time::Duration::from_millis(1)).await, "still failed");
+            assert_eq!(e.0, "Origin could not open its store: disk on fire");
+            drop(tx);
+            let (tx, opening) = Opening::pending();
+            drop(tx);
+            let e = err(opening.archive(std::time::Duration::from_secs(30)).await, "sender gone");
+            assert!(e.0.contains("stopped opening"), "{}", e.0);
+        });
+    }
 
     #[test]
     fn arguments_that_are_not_an_object_reach_the_tool_as_an_error() {
