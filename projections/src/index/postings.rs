@@ -854,6 +854,12 @@ impl<'a> PostingCursor<'a> {
         if self.pos_cached == Some(self.i) {
             return Ok(&self.pos_buf);
         }
+        if self.pos_next > self.i {
+            // `seek_any` moved back within the block: read its positions from the start again.
+            let Some(info) = self.info.as_ref() else { return Ok(&[]) };
+            self.pos = Some(PosReader::new(&self.term, info));
+            self.pos_next = 0;
+        }
         let Some(reader) = self.pos.as_mut() else { return Ok(&[]) };
         while self.pos_next < self.i {
             reader.skip(&self.term.bytes, self.tfs[self.pos_next])?;
@@ -970,6 +976,36 @@ mod tests {
         assert_eq!(c.seek(p.ordinals[BLOCK_DOCS - 1] + 1).unwrap(), second_block_first);
         assert_eq!(c.block_last(), p.ordinals[2 * BLOCK_DOCS - 1]);
         assert_eq!(c.goto_block(3).unwrap(), p.ordinals[3 * BLOCK_DOCS]);
+    }
+
+    #[test]
+    fn index_postings_positions_follow_the_cursor_back_and_forth() {
+        // Positions that differ from document to document, so reading another's shows.
+        let lengths: Vec<u32> = vec![50; 1200];
+        let mut p = Postings::new(true);
+        for ord in (0..1200u32).filter(|o| o % 3 != 1) {
+            let tf = 1 + ord % 4;
+            let positions: Vec<u32> = (0..tf).map(|j| ord % 7 + j * 7).collect();
+            p.push(ord, tf, &positions);
+        }
+        let tm = times(&lengths);
+        let mut bytes = Vec::new();
+        encode_block(&mut bytes, &p, &lengths, &tm, 8.0);
+        let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
+        let mut c = PostingCursor::new(t, &lengths, true).unwrap();
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..4000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let target = (rng % 1210) as u32;
+            let want = p.ordinals.iter().copied().find(|&o| o >= target).unwrap_or(END);
+            assert_eq!(c.seek_any(target).unwrap(), want, "seek_any {target}");
+            if want != END && rng % 3 != 0 {
+                let i = p.ordinals.iter().position(|&o| o == want).unwrap();
+                assert_eq!(c.positions().unwrap(), p.positions_of(i), "positions of {want} after seek_any {target}");
+            }
+        }
     }
 
     #[test]
