@@ -197,6 +197,9 @@ fn main() {
     let first_query = kinds[0].calls[0].clone();
     drop(src);
 
+    // Built (by cargo, if it is not up to date) before anything is timed.
+    let bin = origin_tests::origin_bin();
+    println!("server: {}", bin.display());
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
 
     // A first start: no projections, so the server replays the state and builds the index.
