@@ -341,6 +341,7 @@ fn main() {
         let j = Journal::open(origin_dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
         let (state, _) = State::open(&j, &origin_engine::vfs::OsFs, &snapshot).expect("state");
         let (mut cat, _) = Catalog::open(&origin_dir.join("index"), &j).expect("catalog");
+        cat.seed_entries(&state).expect("entries");
         cat.catch_up(&j).expect("catch up");
         let hits = cat.search(&probe, &everything, &|_| true, 20).expect("search");
         let with_snapshot = t.elapsed().as_secs_f64();

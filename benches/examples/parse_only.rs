@@ -1,7 +1,7 @@
 //! Profiling aid: parse every line of a corpus with `Json::parse` and with each adapter.
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 use std::time::Instant;
-use origin_ingest::adapter::{Adapter, Line, State};
+use origin_ingest::adapter::{Line, State};
 use origin_ingest::json::Json;
 use origin_ingest::{Homes, Source};
 fn main() {

@@ -1,5 +1,6 @@
 //! Profiling aid: tool calls in-process on a store (`<home>`, as the tools benchmark leaves it):
-//! `LAB_TOOL` (search, timeline or get) with `LAB_ARG` (the query, session or id), `LAB_PASSES`
+//! `LAB_TOOL` (search, timeline or get) with `LAB_ARG` (the query, session or id; `LAB_SCOPE` for
+//! search), `LAB_PASSES`
 //! times; prints each pass's time per call.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -21,7 +22,7 @@ fn main() {
         let mut bytes = 0;
         for _ in 0..passes {
             let r = match tool.as_str() {
-                "search" => a.search(&SearchArgs { query: Some(arg.clone()), include_tools: true, ..SearchArgs::default() }),
+                "search" => a.search(&SearchArgs { query: Some(arg.clone()), scope: std::env::var("LAB_SCOPE").ok(), include_tools: true, ..SearchArgs::default() }),
                 "timeline" => a.timeline(&TimelineArgs { session: Some(arg.clone()), ..TimelineArgs::default() }),
                 _ => a.get(&arg),
             };

@@ -12,6 +12,10 @@
 //!   epoch) it reflects. The index's mark is the journal offset its segments cover; on open,
 //!   what follows is fed again into memory. An index of another journal, ahead of this one, of
 //!   an older format, or damaged is deleted and rebuilt: it is a cache.
+//! - **Entries apart.** Entry versions are few next to events, and a search of entries alone
+//!   must not walk the events' postings: they are held in an index of their own, in memory,
+//!   with their own cursor in the journal. A process seeds it from the state
+//!   ([`Catalog::seed_entries`]) instead of reading the journal from the start.
 //! - **Many processes.** Any may read the directory; the one holding `dir/lock` writes it (a
 //!   commit, a merge, a rebuild). A process that sees the manifest move (another committed)
 //!   drops its in-memory documents and feeds the journal again from the new mark.
@@ -21,11 +25,12 @@ use std::io::ErrorKind;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use origin_engine::record::{Body, EventKind, RecordKind};
+use origin_engine::record::{Body, EntryVersion, EventKind, RecordKind};
 use origin_engine::segment::StoreId;
 use origin_engine::Journal;
 
-use crate::index::{merge, Candidate, DocId, DocMeta, Filters, Hit, Index, IndexError, MergeJob, MergePolicy, Merged, Query};
+use crate::State;
+use crate::index::{merge, Candidate, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, MergeJob, MergePolicy, Merged, Query, Scope};
 
 /// The in-memory documents are written as a segment once there are this many.
 pub const COMMIT_DOCS: u32 = 50_000;
@@ -34,6 +39,11 @@ const IDENTITY_FILE: &str = "journal";
 /// The writer's lock file.
 const LOCK_FILE: &str = "lock";
 const IDENTITY_MAGIC: &[u8; 8] = b"ORGNIJNL";
+/// The layout of an index directory: 2 since entries left it for their own index (a directory
+/// of layout 1 also holds entry versions, and is rebuilt).
+const LAYOUT_VERSION: u16 = 2;
+/// Entry documents are numbered from here, so that a hit's id says which index it came from.
+pub const ENTRY_DOC_BASE: DocId = 1 << 31;
 
 /// True for the event kinds the text index holds (search looks for nothing else).
 pub fn is_searchable(kind: EventKind) -> bool {
@@ -117,20 +127,33 @@ pub struct PlannedMerge {
 /// The text index of a store.
 pub struct Catalog {
     dir: Option<PathBuf>,
+    /// Events.
     index: Index,
-    /// The offset after the last record fed.
+    /// The offset after the last record fed to `index`.
     read_to: u64,
+    /// Entry versions (in memory only).
+    entries: Index,
+    /// The offset after the last record fed to `entries`.
+    entries_to: u64,
 }
 
 impl std::fmt::Debug for Catalog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Catalog").field("dir", &self.dir).field("read_to", &self.read_to).field("index", &self.index).finish()
+        f.debug_struct("Catalog")
+            .field("dir", &self.dir)
+            .field("read_to", &self.read_to)
+            .field("entries_to", &self.entries_to)
+            .field("index", &self.index)
+            .field("entries", &self.entries)
+            .finish()
     }
 }
 
 fn identity_bytes(store: StoreId, epoch: u64) -> Vec<u8> {
-    let mut b = Vec::with_capacity(36);
+    let mut b = Vec::with_capacity(40);
     b.extend_from_slice(IDENTITY_MAGIC);
+    b.extend_from_slice(&LAYOUT_VERSION.to_le_bytes());
+    b.extend_from_slice(&[0, 0]);
     b.extend_from_slice(&store);
     b.extend_from_slice(&epoch.to_le_bytes());
     let crc = crc32fast::hash(&b);
@@ -156,7 +179,7 @@ fn lock(dir: &Path, wait: bool) -> Result<Option<File>, CatalogError> {
 impl Catalog {
     /// An empty catalog in memory (tests, and stores opened read-only).
     pub fn in_memory() -> Catalog {
-        Catalog { dir: None, index: Index::in_memory(), read_to: 0 }
+        Catalog { dir: None, index: Index::in_memory(), read_to: 0, entries: Index::in_memory(), entries_to: 0 }
     }
 
     /// Opens the catalog in `dir` for `journal`'s store, creating it if needed; an index that
@@ -178,7 +201,7 @@ impl Catalog {
                     }
                     _ => {
                         let read_to = index.mark().unwrap_or(0);
-                        let c = Catalog { dir: Some(dir.to_path_buf()), index, read_to };
+                        let c = Catalog { dir: Some(dir.to_path_buf()), index, read_to, entries: Index::in_memory(), entries_to: 0 };
                         // Clean up what a crashed writer left, if no one is writing now.
                         if let Some(_lock) = lock(dir, false)? {
                             c.index.remove_leftovers()?;
@@ -193,6 +216,9 @@ impl Catalog {
                 Err(e) if e.is_corruption() => Some(e.to_string()),
                 Err(e) => return Err(e.into()),
             },
+            Some(b) if b.len() == 36 && b.starts_with(IDENTITY_MAGIC) => {
+                Some("it was built by an older version of Origin (entries and events in one index)".into())
+            }
             Some(_) => Some("it belongs to another journal (store id or epoch differ), or its journal file is damaged".into()),
             None => None,
         };
@@ -212,17 +238,51 @@ impl Catalog {
             Some(reason) => CatalogOpened::Rebuilt { reason },
             None => CatalogOpened::Fresh,
         };
-        Ok((Catalog { dir: Some(dir.to_path_buf()), index, read_to: 0 }, opened))
+        Ok((Catalog { dir: Some(dir.to_path_buf()), index, read_to: 0, entries: Index::in_memory(), entries_to: 0 }, opened))
     }
 
-    /// The offset after the last record fed.
+    /// The offset from which records are still to be fed (to the events' index or the
+    /// entries').
     pub fn read_to(&self) -> u64 {
-        self.read_to
+        self.read_to.min(self.entries_to)
     }
 
-    /// The index.
+    /// The events' index.
     pub fn index(&self) -> &Index {
         &self.index
+    }
+
+    /// The entries' index.
+    pub fn entries(&self) -> &Index {
+        &self.entries
+    }
+
+    /// Feeds the entries' index, before any record was fed to it, with the state's entry
+    /// versions of the records it would otherwise read again: those below both the state's
+    /// offset and the events' index's. A process need not read the journal from its start for
+    /// them; records from there on are fed as usual.
+    pub fn seed_entries(&mut self, state: &State) -> Result<(), CatalogError> {
+        if self.entries_to != 0 || self.entries.doc_count() != 0 {
+            return Err(IndexError::Invalid("the entries' index was fed already".into()).into());
+        }
+        let upto = state.read_to().min(self.read_to);
+        let mut versions: Vec<(u64, &EntryVersion)> = state.entry_versions().filter(|(o, _)| *o < upto).collect();
+        versions.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)));
+        for (offset, v) in versions {
+            let doc = self.next_entry_doc()?;
+            self.entries.add(doc, &DocMeta::entry(v, offset), &v.text)?;
+        }
+        self.entries_to = upto;
+        Ok(())
+    }
+
+    /// True if the record at `offset`, of `kind`, is one the catalog still has to be fed.
+    pub fn wants(&self, offset: u64, kind: u8) -> bool {
+        match RecordKind::from_u8(kind) {
+            Some(RecordKind::Ingested) => offset >= self.read_to,
+            Some(RecordKind::Remembered | RecordKind::Corrected | RecordKind::Imported) => offset >= self.entries_to,
+            _ => false,
+        }
     }
 
     /// Takes what another process committed or merged. If the mark moved, the in-memory
@@ -242,18 +302,24 @@ impl Catalog {
     fn next_doc(&self) -> Result<DocId, CatalogError> {
         match self.index.last_doc() {
             None => Ok(0),
-            Some(d) => d.checked_add(1).ok_or_else(|| IndexError::Invalid("the index holds 2^32 documents".into()).into()),
+            Some(d) if d + 1 < ENTRY_DOC_BASE => Ok(d + 1),
+            Some(_) => Err(IndexError::Invalid("the index holds 2^31 events".into()).into()),
+        }
+    }
+
+    fn next_entry_doc(&self) -> Result<DocId, CatalogError> {
+        match self.entries.last_doc() {
+            None => Ok(ENTRY_DOC_BASE),
+            Some(d) => d.checked_add(1).ok_or_else(|| IndexError::Invalid("the index holds 2^31 entry versions".into()).into()),
         }
     }
 
     /// Feeds one record at `offset` (records in offset order; one below
     /// [`Catalog::read_to`] was fed already and is ignored).
     pub fn apply(&mut self, offset: u64, body: &Body) -> Result<(), CatalogError> {
-        if offset < self.read_to {
-            return Ok(());
-        }
+        let (for_events, for_entries) = (offset >= self.read_to, offset >= self.entries_to);
         match body {
-            Body::Ingested(b) => {
+            Body::Ingested(b) if for_events => {
                 for (i, e) in b.events.iter().enumerate() {
                     if is_searchable(e.kind) {
                         // A record's payload is at most 64 MiB: far fewer than 2^32 events.
@@ -263,25 +329,26 @@ impl Catalog {
                     }
                 }
             }
-            Body::Remembered(v) | Body::Corrected(v) => {
-                let doc = self.next_doc()?;
-                self.index.add(doc, &DocMeta::entry(v, offset), &v.text)?;
+            Body::Remembered(v) | Body::Corrected(v) if for_entries => {
+                let doc = self.next_entry_doc()?;
+                self.entries.add(doc, &DocMeta::entry(v, offset), &v.text)?;
             }
-            Body::Imported(b) => {
+            Body::Imported(b) if for_entries => {
                 for v in &b.entries {
-                    let doc = self.next_doc()?;
-                    self.index.add(doc, &DocMeta::entry(v, offset), &v.text)?;
+                    let doc = self.next_entry_doc()?;
+                    self.entries.add(doc, &DocMeta::entry(v, offset), &v.text)?;
                 }
             }
             _ => {}
         }
-        self.read_to = offset + 1;
+        self.pass(offset);
         Ok(())
     }
 
     /// Passes over a record the catalog does not read.
     pub fn pass(&mut self, offset: u64) {
         self.read_to = self.read_to.max(offset + 1);
+        self.entries_to = self.entries_to.max(offset + 1);
     }
 
     /// Feeds every record after [`Catalog::read_to`] (after [`Catalog::refresh`]); returns
@@ -291,9 +358,9 @@ impl Catalog {
         self.refresh()?;
         let mut failed: Option<CatalogError> = None;
         let mut count = 0u64;
-        journal.read_from(self.read_to, |r| {
+        journal.read_from(self.read_to(), |r| {
             count += 1;
-            if !reads_kind(r.kind) {
+            if !self.wants(r.offset, r.kind) {
                 self.pass(r.offset);
                 return Ok(ControlFlow::Continue(()));
             }
@@ -377,7 +444,20 @@ impl Catalog {
         visible: &dyn Fn(&Candidate<'_>) -> bool,
         limit: usize,
     ) -> Result<Vec<Hit>, CatalogError> {
-        Ok(self.index.search(query, filters, visible, limit)?)
+        match filters.scope {
+            Some(Scope::Event) => Ok(self.index.search(query, filters, visible, limit)?),
+            Some(Scope::Entry) => Ok(self.entries.search(query, filters, visible, limit)?),
+            None => {
+                // Both, full matches first, each kind by score (each index's own BM25).
+                let mut hits = self.entries.search(query, filters, visible, limit)?;
+                hits.extend(self.index.search(query, filters, visible, limit)?);
+                hits.sort_by(|a, b| {
+                    (a.matched != Match::All).cmp(&(b.matched != Match::All)).then(b.score.total_cmp(&a.score))
+                });
+                hits.truncate(limit);
+                Ok(hits)
+            }
+        }
     }
 }
 
@@ -482,13 +562,41 @@ mod tests {
         append(&j, &ingested(vec![event(4, EventKind::Message, "release after commit")]));
         c.catch_up(&j).unwrap();
         drop(c);
-        // Reopened: the committed part from disk, the rest fed again from the journal.
-        let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
-        assert_eq!(opened, CatalogOpened::Loaded { mark: 2 });
-        assert_eq!(c.read_to(), 2);
-        c.catch_up(&j).unwrap();
-        assert_eq!(keys(&c, "release", Scope::Event), ["claude-code:e1", "claude-code:e3", "claude-code:e4"]);
-        assert_eq!(c.index().doc_count(), 4);
+        append(&j, &entry("ent_000000000002", "release later entry"));
+        // Reopened: the committed events from disk, the rest fed again from the journal; the
+        // entries, which live in memory, seeded from the state or else read from the start.
+        for seeded in [true, false] {
+            let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+            assert_eq!(opened, CatalogOpened::Loaded { mark: 2 });
+            assert_eq!(c.read_to(), 0, "the entries are still to be fed");
+            if seeded {
+                // A state that read only the first record: seeds below it, the rest is fed.
+                let mut state = crate::State::replay(&j, crate::Until::End).unwrap();
+                assert_eq!(state.read_to(), 4);
+                c.seed_entries(&state).unwrap();
+                assert_eq!(c.read_to(), 2);
+                assert!(c.seed_entries(&state).is_err(), "seeded twice");
+                state = crate::State::new();
+                c = Catalog::open(&idx, &j).unwrap().0;
+                c.seed_entries(&state).unwrap();
+                assert_eq!(c.read_to(), 0, "an empty state seeds nothing");
+                let state = crate::State::replay(&j, crate::Until::End).unwrap();
+                c = Catalog::open(&idx, &j).unwrap().0;
+                c.seed_entries(&state).unwrap();
+                assert!(c.wants(3, RecordKind::Remembered as u8) && !c.wants(1, RecordKind::Remembered as u8));
+                assert!(c.wants(2, RecordKind::Ingested as u8) && !c.wants(0, RecordKind::Ingested as u8));
+            }
+            c.catch_up(&j).unwrap();
+            assert_eq!(c.read_to(), 4);
+            assert_eq!(keys(&c, "release", Scope::Event), ["claude-code:e1", "claude-code:e3", "claude-code:e4"]);
+            assert_eq!(keys(&c, "release", Scope::Entry), ["ent_000000000001", "ent_000000000002"], "seeded: {seeded}");
+            assert_eq!(c.index().doc_count(), 3, "events only, none twice");
+            assert_eq!(c.entries().doc_count(), 2, "seeded: {seeded}");
+            // Both scopes at once: full matches of both.
+            let all = c.search(&parse_query("release").unwrap(), &Filters { include_tools: true, ..Filters::default() }, &|_| true, 10).unwrap();
+            assert_eq!(all.len(), 5);
+            assert_eq!(all.iter().filter(|h| h.doc >= ENTRY_DOC_BASE).count(), 2);
+        }
     }
 
     /// Two catalogs on one directory, as two processes: each feeds what the other has not

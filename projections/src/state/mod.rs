@@ -47,7 +47,7 @@ mod tests;
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use origin_engine::record::{Body, Event, Imported, Ingested, RecordKind};
+use origin_engine::record::{Body, EntryVersion, Event, Imported, Ingested, RecordKind};
 use origin_engine::vfs::Vfs;
 use origin_engine::Journal;
 
@@ -148,6 +148,12 @@ impl State {
     /// The offset after the last record applied.
     pub fn read_to(&self) -> u64 {
         self.read_to
+    }
+
+    /// Every entry version the state holds (current, superseded, hidden alike), with the
+    /// journal offset of its record, in no particular order.
+    pub fn entry_versions(&self) -> impl Iterator<Item = (u64, &EntryVersion)> + '_ {
+        self.entries.versions.values().map(|s| (s.offset, &s.version))
     }
 
     /// A deterministic hash of the whole state, derived structures included: equal states

@@ -426,6 +426,13 @@ pub(crate) fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<Stat
     decode_body(body, read_to)
 }
 
+/// Checks every byte of a snapshot file written for `store_id` and `epoch`, as
+/// [`crate::State::open`] does, and encodes the state it holds again: the bytes a snapshot of
+/// that state has, or why the file is refused. For fuzzing and inspection.
+pub fn reencode(bytes: &[u8], store_id: StoreId, epoch: u64) -> std::result::Result<Vec<u8>, String> {
+    decode(bytes, store_id, epoch).map(|s| encode(&s, store_id, epoch))
+}
+
 fn tmp_path(path: &Path) -> PathBuf {
     let mut p = path.as_os_str().to_owned();
     p.push(".tmp");

@@ -10,7 +10,7 @@ use jiff::Zoned;
 use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Forgotten, Restored};
 use origin_engine::{Journal, NewRecord, Options};
 use origin_ingest::{Freshness, Homes, Ingester};
-use origin_projections::catalog::{self, CatalogOpened, Committed};
+use origin_projections::catalog::{CatalogOpened, Committed};
 use origin_projections::index::MergePolicy;
 use origin_projections::{Catalog, Entry, EntryFilter, Filters, Index, Lookup, Match, Scope, SessionFilter, State};
 use serde_json::{json, Value};
@@ -245,7 +245,8 @@ impl Archive {
         let freshness = Freshness::new(Arc::new(ingester));
         let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
         let (state, _opened) = State::open(&journal, &origin_engine::vfs::OsFs, &snapshot_path)?;
-        let (catalog, opened) = Catalog::open(&home.join("projections").join("index"), &journal)?;
+        let (mut catalog, opened) = Catalog::open(&home.join("projections").join("index"), &journal)?;
+        catalog.seed_entries(&state)?;
         if let CatalogOpened::Rebuilt { reason } = &opened {
             eprintln!("origin: rebuilding the text index from the journal: {reason}");
         }
@@ -295,7 +296,7 @@ impl Archive {
                 .read_from(from, |r| {
                     read += 1;
                     let for_state = r.offset >= state.read_to() && State::reads_kind(r.kind);
-                    let for_catalog = r.offset >= catalog.read_to() && catalog::reads_kind(r.kind);
+                    let for_catalog = catalog.wants(r.offset, r.kind);
                     if for_state || for_catalog {
                         // Never skip a record a projection needs: stop here and report it.
                         let body = match r.decode() {
