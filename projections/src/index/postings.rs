@@ -1,5 +1,5 @@
 //! Postings of one term in one segment: documents (segment ordinals), term frequencies and
-//! positions; their encoding as a term block (FORMAT.md, "Index segment"); and a cursor that
+//! positions; their encoding as a term block (FORMAT.md, "Segment file"); and a cursor that
 //! walks them block by block, skipping what a query does not need.
 //!
 //! A term block splits its documents into blocks of [`BLOCK_DOCS`]. A directory at the

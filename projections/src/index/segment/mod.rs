@@ -1,4 +1,4 @@
-//! Immutable index segments: the byte layout (FORMAT.md, "Index segment"), an encoder, a
+//! Immutable index segments: the byte layout (FORMAT.md, "Segment file"), an encoder, a
 //! reader over memory-mapped or owned bytes, and a writer that puts a file in place durably.
 
 pub(crate) mod encoder;

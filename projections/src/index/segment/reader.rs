@@ -124,7 +124,7 @@ impl Segment {
         fb.copy_from_slice(&bytes[footer_start..]);
         let footer = Footer::decode(&fb).map_err(|(at, reason)| bad(footer_start + at, reason))?;
         if crc32fast::hash(&bytes[..footer_start]) != footer.body_crc {
-            return Err(bad(footer_start + 48, "body CRC mismatch (the file is damaged)"));
+            return Err(bad(footer_start + 56, "body CRC mismatch (the file is damaged)"));
         }
         // Sections: in order, within the body.
         let offsets = [
@@ -142,7 +142,7 @@ impl Segment {
         if footer.doc_count > SEGMENT_DOCS_MAX
             || (strings_at - docs_at) as u64 != u64::from(footer.doc_count) * ROW_SIZE_BYTES as u64
         {
-            return Err(bad(footer_start + 32, "document count does not match the rows section"));
+            return Err(bad(footer_start + 40, "document count does not match the rows section"));
         }
         let docs = DocTable::decode(&bytes[docs_at..strings_at], &bytes[strings_at..keys_at])
             .map_err(|(at, reason)| bad(docs_at + at, &reason))?;
@@ -171,7 +171,7 @@ impl Segment {
             return Err(bad(key_offsets.end - 8, "key offsets do not end at the keys' size"));
         }
         if docs.token_count() != footer.token_count {
-            return Err(bad(footer_start + 40, "token count does not match the documents"));
+            return Err(bad(footer_start + 48, "token count does not match the documents"));
         }
         if docs.len() == 0 {
             return Err(bad(footer_start + 40, "a segment without documents"));
@@ -186,7 +186,7 @@ impl Segment {
         let fst = fst::Map::new(fst_slice).map_err(|e| bad(fst_at, &format!("term dictionary: {e}")))?;
         fst.as_fst().verify().map_err(|e| bad(fst_at, &format!("term dictionary: {e}")))?;
         if fst.len() != footer.term_count as usize {
-            return Err(bad(footer_start + 36, "term count does not match the dictionary"));
+            return Err(bad(footer_start + 44, "term count does not match the dictionary"));
         }
         Ok(Segment {
             id,
