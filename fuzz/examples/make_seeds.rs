@@ -212,5 +212,32 @@ fn main() {
         out.put("memory_items", &format!("later-{}", stem(Path::new(rel))), &seed);
     }
 
+    // Snapshot: the state of the fixture journal with `ingested` version 2 records, saved as
+    // the projections save it (mode 1: the harness keeps its checksums right under mutation).
+    let journal = Journal::open(
+        fixtures.join("journal-v1-ingested-v2/journal"),
+        Options { access: origin_engine::journal::Access::ReadOnly, ..Options::default() },
+    )
+    .expect("fixture journal");
+    let state = origin_projections::State::replay(&journal, origin_projections::Until::End).expect("replay");
+    let tmp = std::env::temp_dir().join(format!("origin-seed-snapshot-{}", std::process::id()));
+    state.save_snapshot(&journal, &origin_engine::vfs::OsFs, &tmp).expect("save snapshot");
+    out.put("snapshot", "fixture-ingested-v2", &[&[1u8][..], &read(&tmp)].concat());
+    let _ = fs::remove_file(&tmp);
+
+    // Queries, each with documents to search: words, phrases, CJK, partial matches.
+    let docs = "the build failed on CI because the cache was cold\n\
+                we decided to keep the journal append-only\n\
+                数据库迁移失败，需要回滚\n\
+                ログの形式を確認しました\n\
+                테스트가 통과했습니다\n\
+                fixed the flaky test in journal_crash 🎉\n\
+                ＦＵＬＬ－ＷＩＤＴＨ letters and the phrase across a\nline break";
+    for (i, q) in ["build failed", "\"build failed\"", "数据库", "迁移失败", "ログ 形式", "테스트", "why did the builds fail", "\"phrase across a line\"", "ｆｕｌｌ", "🎉", "journal -append"].iter().enumerate() {
+        for mode in [0u8, 1 | 2 | (19 << 2)] {
+            out.put("query", &format!("{i}-m{mode}"), &[&[mode][..], q.as_bytes(), &[0], docs.as_bytes()].concat());
+        }
+    }
+
     println!("wrote {} seeds under {}", out.count, out.root.display());
 }
