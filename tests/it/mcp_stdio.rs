@@ -286,3 +286,25 @@ async fn a_store_that_cannot_open_still_answers_the_handshake_and_each_call_says
     c.cancel().await.expect("close");
     assert_eq!(std::fs::read(dir.path().join("journal")).expect("read"), b"not a folder", "nothing touched");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_rebuilt_its_state_saves_a_snapshot_when_its_client_leaves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let snapshot = dir.path().join("projections").join("state.snap");
+    assert!(!snapshot.exists(), "ingest alone writes no snapshot");
+    let c = connect(dir.path(), "claude-code").await;
+    ok(&call(&c, "search", json!({"query": "healthz"})).await);
+    c.cancel().await.expect("close");
+    // The server saves on its way out (after its last ingest, 5 s at most).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !snapshot.exists() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(snapshot.exists(), "no state snapshot after the server closed");
+    // The next server loads it instead of replaying the journal, with the same answers.
+    let c = connect(dir.path(), "claude-code").await;
+    let found = ok(&call(&c, "search", json!({"query": "healthz"})).await);
+    c.cancel().await.expect("close");
+    assert!(found.to_string().contains("healthz"), "{found}");
+}

@@ -244,7 +244,13 @@ impl Archive {
         }
         let freshness = Freshness::new(Arc::new(ingester));
         let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
-        let (state, _opened) = State::open(&journal, &origin_engine::vfs::OsFs, &snapshot_path)?;
+        let (state, opened_state) = State::open(&journal, &origin_engine::vfs::OsFs, &snapshot_path)?;
+        // What the snapshot on disk reflects: nothing unless one was loaded, so a state rebuilt
+        // from the journal is saved at the next checkpoint.
+        let saved_to = match opened_state.snapshot {
+            origin_projections::SnapshotUse::Loaded { read_to } => read_to,
+            _ => 0,
+        };
         let (mut catalog, opened) = Catalog::open(&home.join("projections").join("index"), &journal)?;
         catalog.seed_entries(&state)?;
         if let CatalogOpened::Rebuilt { reason } = &opened {
@@ -254,7 +260,7 @@ impl Archive {
             home: home.to_path_buf(),
             journal,
             freshness,
-            inner: Mutex::new(Inner { saved_to: state.read_to(), state, catalog }),
+            inner: Mutex::new(Inner { saved_to, state, catalog }),
             device: origin_ingest::ingest::device_name(),
             tz: super::conventions::local_tz(),
         };
