@@ -223,6 +223,18 @@ impl Catalog {
             None => None,
         };
         // Start over: no index, or one that cannot be used.
+        let opened = match problem {
+            Some(reason) => CatalogOpened::Rebuilt { reason },
+            None => CatalogOpened::Fresh,
+        };
+        Ok((Catalog::start_over(dir, journal)?, opened))
+    }
+
+    /// An empty catalog in `dir` for `journal`'s store: whatever index the directory held is
+    /// deleted (under the writer's lock, waiting for it), to be fed from the journal's start
+    /// (`origin journal replay` rebuilds this way).
+    pub fn start_over(dir: &Path, journal: &Journal) -> Result<Catalog, CatalogError> {
+        fs::create_dir_all(dir).map_err(io("create", dir))?;
         let _lock = lock(dir, true)?;
         let entries = fs::read_dir(dir).map_err(io("list", dir))?;
         for entry in entries {
@@ -232,13 +244,10 @@ impl Catalog {
                 fs::remove_file(entry.path()).map_err(io("remove", &entry.path()))?;
             }
         }
-        fs::write(&id_path, &identity).map_err(io("write", &id_path))?;
+        let id_path = dir.join(IDENTITY_FILE);
+        fs::write(&id_path, identity_bytes(journal.store_id(), journal.epoch())).map_err(io("write", &id_path))?;
         let index = Index::open(dir)?;
-        let opened = match problem {
-            Some(reason) => CatalogOpened::Rebuilt { reason },
-            None => CatalogOpened::Fresh,
-        };
-        Ok((Catalog { dir: Some(dir.to_path_buf()), index, read_to: 0, entries: Index::in_memory(), entries_to: 0 }, opened))
+        Ok(Catalog { dir: Some(dir.to_path_buf()), index, read_to: 0, entries: Index::in_memory(), entries_to: 0 })
     }
 
     /// The offset from which records are still to be fed (to the events' index or the

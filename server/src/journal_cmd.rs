@@ -392,5 +392,71 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         summary["digest"].as_str().unwrap_or_default(),
         snap.display()
     );
+    if until_at.is_none() && to.is_none() {
+        rebuild_index(&home.join("projections").join("index"), &j)?;
+    }
     Ok(Exit::Ok)
+}
+
+/// Builds the store's text index again from the journal's start, with a progress bar, then
+/// runs the merges the policy calls for.
+fn rebuild_index(dir: &Path, j: &Journal) -> Result<()> {
+    use origin_projections::index::{merge, MergePolicy};
+    use origin_projections::{Catalog, Committed};
+    let mut catalog = Catalog::start_over(dir, j).with_context(|| format!("clearing the text index in {}", dir.display()))?;
+    let total = j.next_offset();
+    let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("indexing [{bar:30}] {pos}/{len} records {per_sec}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let mut failure: Option<anyhow::Error> = None;
+    j.read_from(0, |r| {
+        let fed = if catalog.wants(r.offset, r.kind) {
+            r.decode().map_err(anyhow::Error::from).and_then(|(_, body)| catalog.apply(r.offset, &body).map_err(anyhow::Error::from))
+        } else {
+            catalog.pass(r.offset);
+            Ok(())
+        };
+        // A commit another process holds the lock for waits for the next record.
+        let committed = fed.and_then(|()| if catalog.wants_commit() { catalog.commit().map(|_| ()).map_err(anyhow::Error::from) } else { Ok(()) });
+        if let Err(e) = committed {
+            failure = Some(e.context(format!("indexing the record at offset {}", r.offset)));
+            return Ok(ControlFlow::Break(()));
+        }
+        if let Some(b) = &bar {
+            b.set_position(r.offset + 1);
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    loop {
+        match catalog.commit()? {
+            Committed::Written | Committed::Nothing => break,
+            Committed::Busy => std::thread::sleep(std::time::Duration::from_millis(50)),
+            // Another process committed what it had fed: go on from its mark.
+            Committed::Superseded => {
+                catalog.catch_up(j)?;
+            }
+        }
+    }
+    while let Some(planned) = catalog.plan_merge(&MergePolicy::default())? {
+        let merged = merge(&planned.job)?;
+        catalog.install_merge(merged, planned)?;
+    }
+    println!(
+        "indexed {} documents in {} segments; index in {}",
+        catalog.index().doc_count(),
+        catalog.index().segments().len(),
+        dir.display()
+    );
+    Ok(())
 }

@@ -51,3 +51,27 @@ fn forget_hides_an_event_and_restore_brings_it_back() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("Unknown tombstone tmb_000000000000."));
 }
+
+#[test]
+fn journal_replay_rebuilds_the_state_snapshot_and_the_text_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
+    let out = origin(home, &["ingest", "--agents-home", sample.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
+    assert!(out.status.success());
+    let before = json(origin(home, &["search", "库存", "--json"]));
+    let index = home.join("projections").join("index");
+    // A segment of the index that does not check out, as if damaged.
+    std::fs::create_dir_all(&index).expect("mkdir");
+    std::fs::write(index.join("manifest"), b"not a manifest").expect("write");
+    let out = origin(home, &["journal", "replay"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("snapshot in") && said.contains("indexed "), "{said}");
+    assert!(home.join("projections").join("state.snap").exists());
+    let manifest = std::fs::read(index.join("manifest")).expect("manifest");
+    assert!(manifest.starts_with(b"ORGNIMAN"), "the manifest was written again");
+    assert!(std::fs::read_dir(&index).expect("list").any(|e| e.expect("entry").file_name().to_string_lossy().ends_with(".segment")));
+    let after = json(origin(home, &["search", "库存", "--json"]));
+    assert_eq!(after, before, "same answers from the rebuilt index");
+}
