@@ -214,16 +214,22 @@ fn main() {
 
     // Snapshot: the state of the fixture journal with `ingested` version 2 records, saved as
     // the projections save it (mode 1: the harness keeps its checksums right under mutation).
-    let journal = Journal::open(
-        fixtures.join("journal-v1-ingested-v2/journal"),
-        Options { access: origin_engine::journal::Access::ReadOnly, ..Options::default() },
-    )
-    .expect("fixture journal");
+    // A copy: opening a journal, even read-only, creates its lock file, and the fixture stays
+    // as committed.
+    let copy = std::env::temp_dir().join(format!("origin-seed-journal-{}", std::process::id()));
+    fs::create_dir_all(&copy).expect("mkdir");
+    for e in fs::read_dir(fixtures.join("journal-v1-ingested-v2/journal")).expect("fixture journal") {
+        let e = e.expect("entry");
+        fs::copy(e.path(), copy.join(e.file_name())).expect("copy");
+    }
+    let journal = Journal::open(&copy, Options { access: origin_engine::journal::Access::ReadOnly, ..Options::default() }).expect("fixture journal");
     let state = origin_projections::State::replay(&journal, origin_projections::Until::End).expect("replay");
     let tmp = std::env::temp_dir().join(format!("origin-seed-snapshot-{}", std::process::id()));
     state.save_snapshot(&journal, &origin_engine::vfs::OsFs, &tmp).expect("save snapshot");
     out.put("snapshot", "fixture-ingested-v2", &[&[1u8][..], &read(&tmp)].concat());
     let _ = fs::remove_file(&tmp);
+    drop(journal);
+    let _ = fs::remove_dir_all(&copy);
 
     // Queries, each with documents to search: words, phrases, CJK, partial matches.
     let docs = "the build failed on CI because the cache was cold\n\
