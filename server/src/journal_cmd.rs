@@ -334,14 +334,7 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         (false, None) => home.join("projections"),
     };
     let total = j.next_offset();
-    let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
-        let b = indicatif::ProgressBar::new(total);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("replaying [{bar:30}] {pos}/{len} records {per_sec}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    });
+    let bar = records_bar("replaying", total);
     let mut state = State::new();
     let mut failure = None;
     j.read_from(0, |r| {
@@ -398,6 +391,18 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     Ok(Exit::Ok)
 }
 
+/// A progress bar over journal records on a terminal, none otherwise.
+fn records_bar(what: &str, total: u64) -> Option<indicatif::ProgressBar> {
+    std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(&format!("{what} [{{bar:30}}] {{pos}}/{{len}} records {{per_sec}}"))
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    })
+}
+
 /// Builds the store's text index again from the journal's start, with a progress bar, then
 /// runs the merges the policy calls for.
 fn rebuild_index(dir: &Path, j: &Journal) -> Result<()> {
@@ -405,14 +410,7 @@ fn rebuild_index(dir: &Path, j: &Journal) -> Result<()> {
     use origin_projections::{Catalog, Committed};
     let mut catalog = Catalog::start_over(dir, j).with_context(|| format!("clearing the text index in {}", dir.display()))?;
     let total = j.next_offset();
-    let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
-        let b = indicatif::ProgressBar::new(total);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("indexing [{bar:30}] {pos}/{len} records {per_sec}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    });
+    let bar = records_bar("indexing", total);
     let mut failure: Option<anyhow::Error> = None;
     j.read_from(0, |r| {
         let fed = if catalog.wants(r.offset, r.kind) {
