@@ -375,7 +375,7 @@ impl Opening {
             Ok(Err(_)) => Err(ToolError("Origin stopped opening its store unexpectedly; restart the server.".into())),
             Err(_) => Err(ToolError(format!(
                 "Origin is still opening its store ({} s so far): a first start builds its index of the agents' \
-                 history, about a minute per million events. Try this call again shortly.",
+                 history, a minute or two per million events. Try this call again shortly.",
                 self.started.elapsed().as_secs()
             ))),
         }
