@@ -240,9 +240,12 @@ impl Catalog {
         for entry in entries {
             let entry = entry.map_err(io("list", dir))?;
             let name = entry.file_name();
-            if name != LOCK_FILE {
-                fs::remove_file(entry.path()).map_err(io("remove", &entry.path()))?;
+            if name == LOCK_FILE {
+                continue;
             }
+            let path = entry.path();
+            let is_dir = entry.file_type().map_err(io("inspect", &path))?.is_dir();
+            if is_dir { fs::remove_dir_all(&path) } else { fs::remove_file(&path) }.map_err(io("remove", &path))?;
         }
         let id_path = dir.join(IDENTITY_FILE);
         fs::write(&id_path, identity_bytes(journal.store_id(), journal.epoch())).map_err(io("write", &id_path))?;
@@ -674,11 +677,14 @@ mod tests {
         assert_eq!(keys(&c, "workflow", Scope::Event), ["claude-code:e1"]);
         c.commit().unwrap();
         drop(c);
-        // The index of another journal.
+        // The index of another journal, with a folder someone left inside.
+        fs::create_dir_all(idx.join("left-here").join("deeper")).unwrap();
+        fs::write(idx.join("left-here").join("deeper").join("f"), b"x").unwrap();
         let other = Journal::open(dir.path().join("other"), Options::default()).unwrap();
         append(&other, &ingested(vec![event(7, EventKind::Message, "another store")]));
         let (mut c, opened) = Catalog::open(&idx, &other).unwrap();
         assert!(matches!(&opened, CatalogOpened::Rebuilt { reason } if reason.contains("another journal")), "{opened:?}");
+        assert!(!idx.join("left-here").exists(), "a rebuild clears the folder");
         c.catch_up(&other).unwrap();
         assert!(keys(&c, "workflow", Scope::Event).is_empty());
         assert_eq!(keys(&c, "another", Scope::Event), ["claude-code:e7"]);
