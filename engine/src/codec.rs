@@ -44,6 +44,12 @@ fn compress_chunk(plain: &[u8], out: &mut Vec<u8>) -> Result<usize> {
     Ok(4 + n)
 }
 
+thread_local! {
+    /// The decompressed bytes of the last event chunk read on this thread (reused: a fresh
+    /// buffer per chunk cost more in page faults than the decompression).
+    static CHUNK_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Decompresses one event chunk (see [`compress_chunk`]), refusing sizes over the limit
 /// before allocating.
 fn decompress_chunk(stored: &[u8], out: &mut Vec<u8>, offset: u64) -> Result<()> {
@@ -238,26 +244,50 @@ impl<'a> IngestedView<'a> {
         Ok(Some(events.swap_remove((index - first) as usize)))
     }
 
-    /// The events at `indexes` (in that order; `None` past the last), each chunk decompressed
-    /// once for a run of indexes that falls in it (sort them to decompress each chunk once).
+    /// The events at `indexes` (in that order; `None` past the last). Each chunk they fall in
+    /// is decompressed once, into a buffer the thread reuses, and its events are decoded only
+    /// up to the last one wanted.
     pub fn events_at(&self, indexes: &[u64]) -> Result<Vec<Option<Event>>> {
-        let mut out = Vec::with_capacity(indexes.len());
-        let mut held: Option<(usize, Vec<Event>)> = None;
-        for &index in indexes {
-            if let Some(v) = &self.whole {
-                out.push(usize::try_from(index).ok().and_then(|i| v.events.get(i)).cloned());
-                continue;
-            }
-            let at = self.chunks.partition_point(|c| c.0 <= index);
-            let Some(chunk) = at.checked_sub(1).filter(|&i| self.chunks.get(i).is_some_and(|c| index < c.0 + u64::from(c.1))) else {
-                out.push(None);
-                continue;
-            };
-            let (first, count, bytes) = self.chunks[chunk];
-            if held.as_ref().is_none_or(|h| h.0 != chunk) {
-                held = Some((chunk, self.chunk_events(bytes, count)?));
-            }
-            out.push(held.as_ref().and_then(|h| h.1.get((index - first) as usize)).cloned());
+        if let Some(v) = &self.whole {
+            return Ok(indexes.iter().map(|&i| usize::try_from(i).ok().and_then(|i| v.events.get(i)).cloned()).collect());
+        }
+        let mut out: Vec<Option<Event>> = vec![None; indexes.len()];
+        // (chunk, index within it, slot in `out`), in chunk and index order.
+        let mut wanted: Vec<(usize, u64, usize)> = indexes
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, &index)| {
+                let chunk = self.chunks.partition_point(|c| c.0 <= index).checked_sub(1)?;
+                let (first, count, _) = self.chunks[chunk];
+                (index < first + u64::from(count)).then_some((chunk, index - first, slot))
+            })
+            .collect();
+        wanted.sort_unstable();
+        let mut i = 0;
+        while i < wanted.len() {
+            let chunk = wanted[i].0;
+            let end = i + wanted[i..].partition_point(|w| w.0 == chunk);
+            let (_, count, bytes) = self.chunks[chunk];
+            let want = &wanted[i..end];
+            CHUNK_BUFFER.with_borrow_mut(|plain| -> Result<()> {
+                decompress_chunk(bytes, plain, self.offset)?;
+                let mut rest: &[u8] = plain;
+                let mut w = 0;
+                for k in 0..u64::from(count) {
+                    if w == want.len() {
+                        break;
+                    }
+                    let (e, used): (Event, usize) = bincode::serde::decode_from_slice(rest, config())
+                        .map_err(|e| Error::Decode { offset: self.offset, reason: format!("event chunk: {e}") })?;
+                    rest = &rest[used..];
+                    while w < want.len() && want[w].1 == k {
+                        out[want[w].2] = Some(e.clone());
+                        w += 1;
+                    }
+                }
+                Ok(())
+            })?;
+            i = end;
         }
         Ok(out)
     }
@@ -496,6 +526,12 @@ mod tests {
         }
         assert_eq!(view.event(2_000).expect("past the end"), None);
         assert_eq!(view.events().expect("events"), b.events);
+        // Many at once: any order, repeats, past the end, across and within chunks.
+        let picks = [1999u64, 3, 3, 2_000, 0, 1000, 401, 400, 5_000, 1998, 3];
+        let got = view.events_at(&picks).expect("events_at");
+        let want: Vec<Option<Event>> = picks.iter().map(|&i| b.events.get(i as usize).cloned()).collect();
+        assert_eq!(got, want);
+        assert_eq!(view.events_at(&[]).expect("none"), Vec::<Option<Event>>::new());
         assert!(!compress_payload(RecordKind::Ingested as u8, 2));
         assert!(compress_payload(RecordKind::Ingested as u8, 1));
     }
@@ -508,6 +544,7 @@ mod tests {
         assert_eq!(got, Body::Ingested(b.clone()));
         let view = IngestedView::open(1, &v1, 0).expect("opens v1");
         assert_eq!(view.event(29).expect("event"), Some(b.events[29].clone()));
+        assert_eq!(view.events_at(&[29, 0, 30]).expect("events_at"), vec![Some(b.events[29].clone()), Some(b.events[0].clone()), None]);
         assert_eq!(view.raw_zstd(), &b.raw_zstd[..]);
         assert!(decode(RecordKind::Ingested as u8, 3, &v1, 0).is_err());
     }
