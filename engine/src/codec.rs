@@ -280,8 +280,11 @@ impl<'a> IngestedView<'a> {
                     let (e, used): (Event, usize) = bincode::serde::decode_from_slice(rest, config())
                         .map_err(|e| Error::Decode { offset: self.offset, reason: format!("event chunk: {e}") })?;
                     rest = &rest[used..];
+                    let mut e = Some(e);
                     while w < want.len() && want[w].1 == k {
-                        out[want[w].2] = Some(e.clone());
+                        // The last slot wanting it takes the event; repeats get copies.
+                        let last = want.get(w + 1).is_none_or(|n| n.1 != k);
+                        out[want[w].2] = if last { e.take() } else { e.clone() };
                         w += 1;
                     }
                 }

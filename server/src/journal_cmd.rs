@@ -333,11 +333,8 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         (_, Some(t)) => t.to_path_buf(),
         (false, None) => home.join("projections"),
     };
-    let total = j.next_offset();
-    let bar = records_bar("replaying", total);
     let mut state = State::new();
-    let mut failure = None;
-    j.read_from(0, |r| {
+    walk_with_bar(&j, "replaying", |r| {
         if let Some((off, time)) = until_at {
             if off.is_some_and(|o| r.offset >= o) || time.is_some_and(|t| r.time_unix_ms > t) {
                 return Ok(ControlFlow::Break(()));
@@ -346,22 +343,12 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         match r.decode() {
             Ok((_, body)) => state.apply(r.offset, &body),
             Err(e) if origin_engine::RecordKind::from_u8(r.kind).is_some() && r.kind != origin_engine::RecordKind::Scratch as u8 => {
-                failure = Some(e);
-                return Ok(ControlFlow::Break(()));
+                return Err(anyhow::Error::from(e).context("a record could not be decoded; nothing was saved"));
             }
             Err(_) => {}
         }
-        if let Some(b) = &bar {
-            b.set_position(r.offset + 1);
-        }
         Ok(ControlFlow::Continue(()))
     })?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    if let Some(e) = failure {
-        return Err(e).context("a record could not be decoded; nothing was saved");
-    }
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let snap = out_dir.join(SNAPSHOT_FILE_NAME);
     state.save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).with_context(|| format!("saving {}", snap.display()))?;
@@ -403,27 +390,19 @@ fn records_bar(what: &str, total: u64) -> Option<indicatif::ProgressBar> {
     })
 }
 
-/// Builds the store's text index again from the journal's start, with a progress bar, then
-/// runs the merges the policy calls for.
-fn rebuild_index(dir: &Path, j: &Journal) -> Result<()> {
-    use origin_projections::index::{merge, MergePolicy};
-    use origin_projections::{Catalog, Committed};
-    let mut catalog = Catalog::start_over(dir, j).with_context(|| format!("clearing the text index in {}", dir.display()))?;
-    let total = j.next_offset();
-    let bar = records_bar("indexing", total);
-    let mut failure: Option<anyhow::Error> = None;
+/// Reads every record from the journal's start through `f`, with a progress bar on a terminal;
+/// stops where `f` breaks or fails (its error, naming the record's offset, is returned).
+fn walk_with_bar(j: &Journal, what: &str, mut f: impl FnMut(&origin_engine::Record<'_>) -> Result<ControlFlow<()>>) -> Result<()> {
+    let bar = records_bar(what, j.next_offset());
+    let mut failure = None;
     j.read_from(0, |r| {
-        let fed = if catalog.wants(r.offset, r.kind) {
-            r.decode().map_err(anyhow::Error::from).and_then(|(_, body)| catalog.apply(r.offset, &body).map_err(anyhow::Error::from))
-        } else {
-            catalog.pass(r.offset);
-            Ok(())
-        };
-        // A commit another process holds the lock for waits for the next record.
-        let committed = fed.and_then(|()| if catalog.wants_commit() { catalog.commit().map(|_| ()).map_err(anyhow::Error::from) } else { Ok(()) });
-        if let Err(e) = committed {
-            failure = Some(e.context(format!("indexing the record at offset {}", r.offset)));
-            return Ok(ControlFlow::Break(()));
+        match f(&r) {
+            Ok(ControlFlow::Continue(())) => {}
+            Ok(ControlFlow::Break(())) => return Ok(ControlFlow::Break(())),
+            Err(e) => {
+                failure = Some(e.context(format!("{what} the record at offset {}", r.offset)));
+                return Ok(ControlFlow::Break(()));
+            }
         }
         if let Some(b) = &bar {
             b.set_position(r.offset + 1);
@@ -433,9 +412,28 @@ fn rebuild_index(dir: &Path, j: &Journal) -> Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if let Some(e) = failure {
-        return Err(e);
-    }
+    failure.map_or(Ok(()), Err)
+}
+
+/// Builds the store's text index again from the journal's start, with a progress bar, then
+/// runs the merges the policy calls for.
+fn rebuild_index(dir: &Path, j: &Journal) -> Result<()> {
+    use origin_projections::index::{merge, MergePolicy};
+    use origin_projections::{Catalog, Committed};
+    let mut catalog = Catalog::start_over(dir, j).with_context(|| format!("clearing the text index in {}", dir.display()))?;
+    walk_with_bar(j, "indexing", |r| {
+        if catalog.wants(r.offset, r.kind) {
+            let (_, body) = r.decode()?;
+            catalog.apply(r.offset, &body)?;
+        } else {
+            catalog.pass(r.offset);
+        }
+        // A commit another process holds the lock for waits for the next record.
+        if catalog.wants_commit() {
+            catalog.commit()?;
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
     loop {
         match catalog.commit()? {
             Committed::Written | Committed::Nothing => break,
