@@ -1,17 +1,12 @@
 //! Profiling aid: the journal part of Origin's build alone (append every record, durable).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use origin_benches::corpus;
-use origin_benches::indexbench::records;
-use origin_engine::{Access, Journal, NewRecord, Options};
+use origin_benches::indexbench::corpus_records;
+use origin_engine::{Journal, NewRecord, Options};
 
 fn main() {
     let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("a directory"));
-    let n = corpus::events_target();
-    let c = corpus::store(n, 0x1a7e_57a9_e10c_0002).expect("corpus");
-    let src = Journal::open(c.store.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
-    let batches = corpus::searchable_batches(&src, n).expect("events");
-    let raw = records(&src, &batches);
+    let (_, raw) = corpus_records();
     let _ = std::fs::remove_dir_all(&dir);
     let t = std::time::Instant::now();
     let j = Journal::open(dir.join("journal"), Options::default()).expect("journal");

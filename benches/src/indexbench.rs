@@ -25,6 +25,16 @@ pub fn tree_size(dir: &Path) -> u64 {
     total
 }
 
+/// For the labs: the benchmark corpus of `ORIGIN_BENCH_EVENTS` searchable events, as the
+/// records the build appends, and the number of searchable events they hold.
+pub fn corpus_records() -> (usize, Vec<(u8, u8, Vec<u8>)>) {
+    let n = crate::corpus::events_target();
+    let c = crate::corpus::store(n, 0x1a7e_57a9_e10c_0002).expect("corpus");
+    let src = Journal::open(c.store.join("journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("journal");
+    let batches = crate::corpus::searchable_batches(&src, n).expect("events");
+    (batches.iter().map(Vec::len).sum(), records(&src, &batches))
+}
+
 /// The raw records holding the benchmark's events, as the journal has them.
 pub fn records(journal: &Journal, batches: &[Vec<Located>]) -> Vec<(u8, u8, Vec<u8>)> {
     let mut out = Vec::with_capacity(batches.len());
