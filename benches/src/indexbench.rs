@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use origin_engine::{Journal, NewRecord, Options};
-use origin_projections::catalog::Committed;
+use origin_projections::catalog::{CommitInFlight, Committed};
 use origin_projections::index::{MergePolicy, merge};
 use origin_projections::Catalog;
 
@@ -58,9 +58,10 @@ pub struct Build {
 }
 
 /// Origin: every record appended to a fresh durable journal (one fdatasync per record, as
-/// ingest does), the catalog fed from the journal as the tools do (decode, tokenize, commit
-/// a segment every 50,000 documents), merges on a second thread as `origin mcp` runs them, a
-/// last commit and the merges the policy still calls for.
+/// ingest does), the catalog fed from the journal as the tools do (decode, tokenize; every
+/// 50,000 documents a segment written on a thread of its own while feeding goes on), merges
+/// on a second thread as `origin mcp` runs them, a last commit and the merges the policy still
+/// calls for.
 pub fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
     let start = Instant::now();
     let journal = Arc::new(Journal::open(dir.join("journal"), Options::default()).expect("journal"));
@@ -86,16 +87,28 @@ pub fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
             }
         })
     };
+    let mut in_flight: Option<CommitInFlight> = None;
     for (kind, version, payload) in records {
         journal.append(vec![NewRecord::raw(*kind, *version, payload.clone())]).expect("append");
         let mut c = catalog.lock().unwrap();
         c.catch_up(&journal).expect("feed");
+        // As `origin mcp` does: a commit written on a thread of its own while feeding goes on,
+        // installed once written.
+        if in_flight.as_ref().is_some_and(CommitInFlight::is_finished) {
+            c.finish_commit(in_flight.take().unwrap()).expect("install commit");
+        }
         if c.wants_commit() {
             // Busy while the merge thread holds the index's lock: the documents stay in memory
-            // and the next record tries again, as in `origin mcp`.
-            let r = c.commit().expect("commit");
-            assert!(matches!(r, Committed::Written | Committed::Busy), "{r:?}");
+            // and the next record tries again.
+            match c.start_commit().expect("commit") {
+                Ok(f) => in_flight = Some(f),
+                Err(r) => assert!(matches!(r, Committed::Written | Committed::Busy), "{r:?}"),
+            }
         }
+    }
+    let fed = start.elapsed().as_secs_f64();
+    if let Some(f) = in_flight.take() {
+        catalog.lock().unwrap().finish_commit(f).expect("install commit");
     }
     // The last commit, once a running merge lets go of the lock; then the merges it calls for.
     loop {
@@ -113,7 +126,7 @@ pub fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
         secs,
         index_bytes: tree_size(&dir.join("index")),
         other_bytes: tree_size(&dir.join("journal")),
-        note: format!("{segments} segments after {merge_count} merges"),
+        note: format!("{segments} segments after {merge_count} merges; fed in {fed:.1} s"),
     }
 }
 

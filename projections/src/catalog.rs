@@ -30,7 +30,7 @@ use origin_engine::segment::StoreId;
 use origin_engine::Journal;
 
 use crate::State;
-use crate::index::{merge, Candidate, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, MergeJob, MergePolicy, Merged, Query, Scope};
+use crate::index::{merge, write_commit, Candidate, CommitJob, WrittenCommit, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, MergeJob, MergePolicy, Merged, Query, Scope};
 
 /// The in-memory documents are written as a segment once there are this many.
 pub const COMMIT_DOCS: u32 = 50_000;
@@ -122,6 +122,66 @@ pub struct PlannedMerge {
     /// The merge to run.
     pub job: MergeJob,
     lock: File,
+}
+
+/// A commit planned under the writer's lock ([`Catalog::plan_commit`]), to write on any thread
+/// ([`write_commit`]) and install with [`Catalog::install_commit`]. The lock is held until then.
+pub struct PlannedCommit {
+    /// The commit to write.
+    pub job: CommitJob,
+    lock: File,
+}
+
+/// A commit being written on a thread of its own ([`Catalog::start_commit`]); the documents
+/// stay searchable meanwhile. Install it with [`Catalog::finish_commit`].
+pub struct CommitInFlight {
+    planned: PlannedCommit,
+    writer: Writer,
+}
+
+enum Writer {
+    Thread(std::thread::JoinHandle<Result<WrittenCommit, IndexError>>),
+    /// No thread could be started: written in place.
+    Done(Result<WrittenCommit, IndexError>),
+}
+
+impl CommitInFlight {
+    /// Waits until the segment is written (or writing failed), without the catalog: finishing
+    /// it then does not wait.
+    pub fn wait(&mut self) {
+        if let Writer::Thread(_) = &self.writer {
+            let Writer::Thread(t) = std::mem::replace(&mut self.writer, Writer::Done(Err(IndexError::Invalid(String::new())))) else {
+                return;
+            };
+            self.writer = Writer::Done(join(t));
+        }
+    }
+
+    /// True once the segment is written (or writing failed): finishing it will not wait.
+    pub fn is_finished(&self) -> bool {
+        match &self.writer {
+            Writer::Thread(t) => t.is_finished(),
+            Writer::Done(_) => true,
+        }
+    }
+}
+
+fn join(t: std::thread::JoinHandle<Result<WrittenCommit, IndexError>>) -> Result<WrittenCommit, IndexError> {
+    t.join().unwrap_or_else(|_| Err(IndexError::Invalid("the thread writing a commit panicked".into())))
+}
+
+impl std::fmt::Debug for CommitInFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommitInFlight").field("job", &self.planned.job).field("finished", &self.is_finished()).finish()
+    }
+}
+
+/// What [`Catalog::plan_commit`] did.
+pub enum CommitPlan {
+    /// A segment to write.
+    Write(PlannedCommit),
+    /// Nothing to write elsewhere: what was done.
+    Done(Committed),
 }
 
 /// The text index of a store.
@@ -391,14 +451,96 @@ impl Catalog {
         }
     }
 
-    /// True once enough documents wait in memory to be worth a segment.
+    /// True once enough documents wait in memory to be worth a segment (and no commit is
+    /// being written).
     pub fn wants_commit(&self) -> bool {
-        self.index.memory_doc_count() >= COMMIT_DOCS
+        !self.index.committing() && self.index.memory_doc_count() >= COMMIT_DOCS
+    }
+
+    /// Starts a commit to write on another thread (so that feeding never waits for a segment
+    /// to be written): takes the writer's lock, freezes the in-memory documents with the
+    /// journal offset they reach (searches still read them), and returns the job to run with
+    /// [`write_commit`] and install with [`Catalog::install_commit`]; the lock is held until
+    /// then. A commit with nothing to write, in memory, or that cannot start is done (or not)
+    /// here: [`CommitPlan::Done`] says which, as [`Catalog::commit`] would.
+    pub fn plan_commit(&mut self) -> Result<CommitPlan, CatalogError> {
+        if self.index.committing() {
+            return Ok(CommitPlan::Done(Committed::Busy));
+        }
+        let Some(dir) = self.dir.clone() else {
+            self.index.commit(self.read_to)?;
+            return Ok(CommitPlan::Done(Committed::Written));
+        };
+        let Some(lock) = lock(&dir, false)? else { return Ok(CommitPlan::Done(Committed::Busy)) };
+        if self.refresh()? {
+            return Ok(CommitPlan::Done(Committed::Superseded));
+        }
+        if self.index.memory_doc_count() == 0 {
+            if self.index.mark() == Some(self.read_to) {
+                return Ok(CommitPlan::Done(Committed::Nothing));
+            }
+            self.index.commit(self.read_to)?;
+            return Ok(CommitPlan::Done(Committed::Written));
+        }
+        match self.index.freeze(self.read_to)? {
+            Some(job) => Ok(CommitPlan::Write(PlannedCommit { job, lock })),
+            None => Ok(CommitPlan::Done(Committed::Nothing)),
+        }
+    }
+
+    /// Starts a commit whose segment is written on a thread of its own (see
+    /// [`Catalog::plan_commit`]); `Err` says what was done instead when there is nothing to
+    /// write elsewhere.
+    pub fn start_commit(&mut self) -> Result<Result<CommitInFlight, Committed>, CatalogError> {
+        let planned = match self.plan_commit()? {
+            CommitPlan::Write(p) => p,
+            CommitPlan::Done(c) => return Ok(Err(c)),
+        };
+        let job = planned.job.clone();
+        let writer = match std::thread::Builder::new().name("origin-commit".into()).spawn(move || write_commit(&job)) {
+            Ok(t) => Writer::Thread(t),
+            Err(_) => Writer::Done(write_commit(&planned.job)),
+        };
+        Ok(Ok(CommitInFlight { planned, writer }))
+    }
+
+    /// Waits for a commit started with [`Catalog::start_commit`] to be written, and installs
+    /// it (as [`Catalog::install_commit`]).
+    pub fn finish_commit(&mut self, commit: CommitInFlight) -> Result<(), CatalogError> {
+        let written = match commit.writer {
+            Writer::Thread(t) => join(t),
+            Writer::Done(w) => w,
+        };
+        self.install_commit(written, commit.planned)
+    }
+
+    /// Installs a commit planned with [`Catalog::plan_commit`], given what [`write_commit`]
+    /// returned, then releases the writer's lock. If writing or installing failed, the
+    /// frozen documents go back to memory, or (when more were added since) the in-memory
+    /// documents are dropped and [`Catalog::read_to`] goes back to the index's mark, to be fed
+    /// again; the error is returned.
+    pub fn install_commit(&mut self, written: Result<WrittenCommit, IndexError>, planned: PlannedCommit) -> Result<(), CatalogError> {
+        let PlannedCommit { job, lock } = planned;
+        drop(job);
+        let result = written.and_then(|w| self.index.install_commit(w));
+        drop(lock);
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                if !self.index.thaw() {
+                    self.read_to = self.index.mark().unwrap_or(0);
+                }
+                Err(e.into())
+            }
+        }
     }
 
     /// Writes the in-memory documents as a segment with the journal offset they reach, if this
     /// process can take the writer's lock and nobody committed since it last looked.
     pub fn commit(&mut self) -> Result<Committed, CatalogError> {
+        if self.index.committing() {
+            return Ok(Committed::Busy);
+        }
         let Some(dir) = self.dir.clone() else {
             self.index.commit(self.read_to)?;
             return Ok(Committed::Written);
@@ -547,6 +689,72 @@ mod tests {
         let mut k: Vec<String> = c.search(&parse_query(q).unwrap(), &f, &|_| true, 50).unwrap().into_iter().map(|h| h.key).collect();
         k.sort();
         k
+    }
+
+    #[test]
+    fn catalog_commit_on_a_thread_of_its_own_holds_the_lock_and_keeps_documents_searchable() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        append(&j, &ingested(vec![event(1, EventKind::Message, "release workflow"), event(2, EventKind::Message, "release notes")]));
+        let idx = dir.path().join("index");
+        let (mut c, _) = Catalog::open(&idx, &j).unwrap();
+        let (mut other, _) = Catalog::open(&idx, &j).unwrap();
+        c.catch_up(&j).unwrap();
+        let mark = c.read_to();
+        let mut f = c.start_commit().unwrap().expect("a segment to write");
+        // Written meanwhile: feeding goes on, every document is found, no second commit
+        // starts, and another process cannot write the index.
+        append(&j, &ingested(vec![event(3, EventKind::Message, "release later")]));
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "release", Scope::Event), ["claude-code:e1", "claude-code:e2", "claude-code:e3"]);
+        assert!(!c.wants_commit());
+        assert_eq!(c.commit().unwrap(), Committed::Busy);
+        assert!(matches!(c.start_commit().unwrap(), Err(Committed::Busy)));
+        other.catch_up(&j).unwrap();
+        assert_eq!(other.commit().unwrap(), Committed::Busy);
+        f.wait();
+        assert!(f.is_finished());
+        c.finish_commit(f).unwrap();
+        assert_eq!(c.index().mark(), Some(mark));
+        assert_eq!(keys(&c, "release", Scope::Event), ["claude-code:e1", "claude-code:e2", "claude-code:e3"]);
+        // The other process takes the segment and feeds what follows its mark.
+        assert_eq!(other.commit().unwrap(), Committed::Superseded);
+        other.catch_up(&j).unwrap();
+        assert_eq!(keys(&other, "release", Scope::Event), ["claude-code:e1", "claude-code:e2", "claude-code:e3"]);
+        assert_eq!(other.commit().unwrap(), Committed::Written);
+        let (reopened, _) = Catalog::open(&idx, &j).unwrap();
+        assert_eq!(reopened.index().doc_count(), 3);
+    }
+
+    #[test]
+    fn catalog_commit_that_fails_on_its_thread_feeds_its_documents_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        append(&j, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
+        let idx = dir.path().join("index");
+        let (mut c, _) = Catalog::open(&idx, &j).unwrap();
+        c.catch_up(&j).unwrap();
+        assert_eq!(c.commit().unwrap(), Committed::Written);
+        append(&j, &ingested(vec![event(2, EventKind::Message, "release notes")]));
+        c.catch_up(&j).unwrap();
+        let mark = c.index().mark();
+        let mut f = c.start_commit().unwrap().expect("a segment to write");
+        append(&j, &ingested(vec![event(3, EventKind::Message, "release later")]));
+        c.catch_up(&j).unwrap();
+        // The segment is written; then the directory goes away, so its manifest cannot be.
+        f.wait();
+        let away = dir.path().join("away");
+        fs::rename(&idx, &away).unwrap();
+        let result = c.finish_commit(f);
+        fs::rename(&away, &idx).unwrap();
+        assert!(result.is_err(), "the manifest could not be written");
+        // The frozen and newer documents were dropped; the catalog reads again from the mark.
+        assert_eq!(c.index().mark(), mark);
+        assert_eq!(c.read_to(), mark.unwrap());
+        assert!(keys(&c, "release", Scope::Event).len() == 1);
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "release", Scope::Event), ["claude-code:e1", "claude-code:e2", "claude-code:e3"]);
+        assert_eq!(c.commit().unwrap(), Committed::Written);
     }
 
     #[test]

@@ -9,5 +9,5 @@ pub mod catalog;
 pub mod state;
 pub use state::{Entry, EntryFilter, EntryStatus, EventMeta, Hides, HistoryItem, Lookup, Opened, Session, SessionFilter, SnapshotUse, State, Until};
 pub mod index;
-pub use catalog::{Catalog, CatalogError, CatalogOpened, Committed, PlannedMerge, is_searchable};
-pub use index::{Candidate, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, Query, QueryError, Scope, parse_query, snippet};
+pub use catalog::{Catalog, CatalogError, CatalogOpened, CommitInFlight, CommitPlan, Committed, PlannedCommit, PlannedMerge, is_searchable};
+pub use index::{Candidate, CommitJob, WrittenCommit, write_commit, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, Query, QueryError, Scope, parse_query, snippet};

@@ -1,119 +1,140 @@
 //! The in-memory segment: where new documents go until the caller commits them to disk.
 //!
-//! Terms are interned once (a fast hash map from term to a number, postings in a vector by
-//! that number), and each word's stem is computed once, the first time the word is seen:
-//! adding a document hashes each token once and allocates only for new terms. (The index
-//! benchmark found stemming every occurrence, and a map and a string per token, to be most of
-//! the cost of adding a document.)
+//! Adding a document is a hash lookup per token, so the layout is built around cache misses
+//! (the index benchmark's profile of the earlier layout, a map of boxed strings to vectors per
+//! term, spent most of its time waiting on memory: a term's key, its postings' headers and
+//! their tails were each a miss, for every occurrence):
+//! - a table of 8-byte slots (the term's hash tag and number), open addressing, at most half
+//!   full, so that a lookup usually reads one slot;
+//! - per term one 64-byte record holding its key when short (15 bytes or less; longer keys
+//!   are kept in an arena of their own), its stem, where its postings go, and what the
+//!   document being added holds of it. A lookup that finds the slot reads the record to
+//!   compare the key, and the occurrence is counted in the same cache line;
+//! - each term's postings are one stream of varints, appended in chunks of a paged arena
+//!   (chunks double in size, up to 32 KiB), written once per document and term when the
+//!   document ends: positions of the document being added wait in a list threaded through a
+//!   buffer of the document's occurrences.
+//!
+//! A term's stream holds, per document: the ordinal's delta from the term's previous document
+//! (the first absolute), the term frequency, then (for terms with positions) as many position
+//! deltas within the document (the first absolute).
+//!
+//! Each word's stem is computed once, the first time the word is seen.
 
-use rustc_hash::FxHashMap;
+use std::hash::Hasher;
+
+use rustc_hash::FxHasher;
 
 use super::doc::DocTable;
-use super::limits::SEGMENT_DOCS_MAX;
+use super::limits::{DOC_TOKENS_MAX, SEGMENT_DOCS_MAX};
 use super::postings::{Postings, put_varint};
 use super::stem::Stems;
 use super::token::{TokenKind, for_each_token};
 use super::{DocId, DocMeta, IndexError};
 
+/// No term, document, chunk or occurrence.
+const NONE: u32 = u32::MAX;
 /// A word's stem term is not computed yet.
 const STEM_UNKNOWN: u32 = u32::MAX;
 /// A word has no stem term (a stop word), or the term is not a word.
 const STEM_NONE: u32 = u32::MAX - 1;
+/// Keys up to this many bytes are kept in the term's record.
+const INLINE_KEY: usize = 15;
+/// log2 of an arena page's size.
+const PAGE_BITS: u32 = 20;
+/// An arena page's size. Chunks start at multiples of 8 bytes, and a chunk's address is
+/// `page << (PAGE_BITS - 3) | offset / 8` in a `u32`.
+const PAGE_SIZE: usize = 1 << PAGE_BITS;
+/// Pages a segment's arena may hold (32 GiB of postings).
+const PAGES_MAX: usize = 1 << (32 - (PAGE_BITS - 3));
+/// A chunk's header: bytes used, next chunk (the capacity follows from the used bytes of a
+/// chunk that is not the last: they fill it).
+const CHUNK_HEADER: usize = 8;
+/// log2 of the first chunk's capacity, and of the largest a chunk grows to (below 2^16: the
+/// bytes used fit a `u16`).
+const CHUNK_FIRST_LOG: u8 = 4;
+const CHUNK_MAX_LOG: u8 = 15;
 
-/// One term's postings while documents are added, as varints: about a fifth of the memory of
-/// [`Postings`] (which the index benchmark found spending a quarter of the time of adding a
-/// document growing vectors and faulting in pages), decoded when read.
-#[derive(Default)]
-pub(crate) struct MemPostings {
-    /// Per document: ordinal delta (the first one absolute), frequency.
-    docs: Vec<u8>,
-    /// Per occurrence: position delta within its document (the first absolute). A document's
-    /// positions are appended as its tokens come, before its entry in `docs` is written.
-    positions: Vec<u8>,
+/// One term: 64 bytes, one cache line.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Term {
+    /// The high half of the key's hash (the low half places it in the slots).
+    tag: u32,
+    /// The stem term's number, [`STEM_NONE`] or [`STEM_UNKNOWN`].
+    stem: u32,
+    /// First and last chunk of the postings stream ([`NONE`] before the first document).
+    head: u32,
+    tail: u32,
+    /// Documents in the stream, and the ordinal of the last one.
     count: u32,
-    last: Option<u32>,
+    last_ord: u32,
+    /// The document being added, if it holds the term: its ordinal, the term's frequency in
+    /// it, and the first and last of its occurrences in [`MemorySegment::occurrences`].
+    cur_ord: u32,
+    cur_tf: u32,
+    cur_first: u32,
+    cur_last: u32,
+    /// Bytes used in the last chunk, and log2 of its capacity: kept here so that appending
+    /// reads nothing of the chunk (a write to its end, which the processor need not wait for).
+    tail_used: u16,
+    tail_capacity_log: u8,
+    key_len: u8,
     with_positions: bool,
-    /// The document being added, if it holds the term: its ordinal, occurrences so far, and
-    /// its last position.
-    open: Option<(u32, u32, u32)>,
+    /// The key if at most [`INLINE_KEY`] bytes, else its offset in the long-key arena (the
+    /// first four bytes, little-endian).
+    key: [u8; INLINE_KEY],
 }
 
-impl MemPostings {
-    fn new(with_positions: bool) -> MemPostings {
-        MemPostings { with_positions, ..MemPostings::default() }
-    }
+const _: () = assert!(std::mem::size_of::<Term>() == 64);
 
-    /// An occurrence in document `ordinal` (the one being added) at `position` (rising within
-    /// the document). Returns true for the document's first occurrence of the term.
-    #[inline]
-    fn occur(&mut self, ordinal: u32, position: u32) -> bool {
-        match &mut self.open {
-            Some((o, tf, last)) if *o == ordinal => {
-                if self.with_positions {
-                    assert!(position > *last, "positions rise within a document");
-                    put_varint(&mut self.positions, u64::from(position - *last));
-                }
-                *tf += 1;
-                *last = position;
-                false
-            }
-            _ => {
-                if self.with_positions {
-                    put_varint(&mut self.positions, u64::from(position));
-                }
-                self.open = Some((ordinal, 1, position));
-                true
-            }
-        }
-    }
+/// A term's postings in the in-memory segment.
+#[derive(Clone, Copy)]
+pub(crate) struct MemPostings<'a> {
+    segment: &'a MemorySegment,
+    term: &'a Term,
+}
 
-    /// Ends the document being added: writes its entry.
-    fn close(&mut self) {
-        let Some((ordinal, tf, _)) = self.open.take() else { return };
-        let delta = match self.last {
-            None => ordinal,
-            Some(last) => {
-                assert!(ordinal > last, "ordinals ascend");
-                ordinal - last
-            }
-        };
-        put_varint(&mut self.docs, u64::from(delta));
-        put_varint(&mut self.docs, u64::from(tf));
-        self.last = Some(ordinal);
-        self.count += 1;
-    }
-
+impl MemPostings<'_> {
     /// Number of documents.
     pub(crate) fn len(&self) -> u32 {
-        self.count
+        self.term.count
     }
 
     /// The postings, decoded (the bytes were written here, so they decode).
     pub(crate) fn decode(&self) -> Postings {
-        let mut p = Postings::new(self.with_positions);
-        let (mut d, mut q) = (Reader(&self.docs, 0), Reader(&self.positions, 0));
+        let mut p = Postings::new(self.term.with_positions);
+        self.decode_into(&mut p);
+        p
+    }
+
+    /// The postings, decoded into `p` (emptied first).
+    pub(crate) fn decode_into(&self, p: &mut Postings) {
+        p.reset(self.term.with_positions);
+        let mut bytes = Vec::new();
+        self.segment.stream(self.term, &mut bytes);
+        let mut r = Reader(&bytes, 0);
         let mut ord = 0u32;
         let mut positions = Vec::new();
-        for i in 0..self.count {
-            let delta = d.next();
+        for i in 0..self.term.count {
+            let delta = r.next();
             ord = if i == 0 { delta } else { ord + delta };
-            let tf = d.next();
+            let tf = r.next();
             positions.clear();
-            if self.with_positions {
+            if self.term.with_positions {
                 let mut at = 0u32;
                 for k in 0..tf {
-                    let x = q.next();
+                    let x = r.next();
                     at = if k == 0 { x } else { at + x };
                     positions.push(at);
                 }
             }
             p.push(ord, tf, &positions);
         }
-        p
     }
 }
 
-/// Reads the varints [`MemPostings`] wrote.
+/// Reads the varints the segment wrote.
 struct Reader<'a>(&'a [u8], usize);
 
 impl Reader<'_> {
@@ -133,29 +154,277 @@ impl Reader<'_> {
 }
 
 /// New documents: their table, and per term its postings.
-#[derive(Default)]
 pub(crate) struct MemorySegment {
     pub(crate) docs: DocTable,
-    /// Term -> its number.
-    ids: FxHashMap<Box<str>, u32>,
-    /// By term number: the term and its postings.
-    terms: Vec<(Box<str>, MemPostings)>,
-    /// By term number: the number of its stem term, [`STEM_NONE`] or [`STEM_UNKNOWN`].
-    stem_of: Vec<u32>,
-    /// Terms (and stem terms) the document being added holds, to close when it ends.
+    /// Slots: the hash's high half (the tag) above the term's number; [`NONE`] numbers are
+    /// free. The length is a power of two.
+    slots: Vec<u64>,
+    terms: Vec<Term>,
+    long_keys: Vec<u8>,
+    pages: Vec<Box<[u8]>>,
+    /// Bytes used in the last page.
+    page_used: usize,
+    /// The document being added: each occurrence's position and the next occurrence of the
+    /// same term ([`NONE`] for the last).
+    occurrences: Vec<(u32, u32)>,
+    /// Terms the document being added holds, to write when it ends.
     touched: Vec<u32>,
+    /// Where a document's entry is encoded before it is appended.
+    scratch: Vec<u8>,
+}
+
+impl Default for MemorySegment {
+    fn default() -> MemorySegment {
+        MemorySegment {
+            docs: DocTable::default(),
+            slots: vec![u64::from(NONE); 1 << 12],
+            terms: Vec::new(),
+            long_keys: Vec::new(),
+            pages: Vec::new(),
+            page_used: 0,
+            occurrences: Vec::new(),
+            touched: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+}
+
+fn hash(key: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(key);
+    h.finish()
 }
 
 impl MemorySegment {
+    fn key<'a>(&'a self, t: &'a Term) -> &'a [u8] {
+        let n = t.key_len as usize;
+        if n <= INLINE_KEY {
+            &t.key[..n]
+        } else {
+            let at = u32::from_le_bytes([t.key[0], t.key[1], t.key[2], t.key[3]]) as usize;
+            &self.long_keys[at..at + n]
+        }
+    }
+
+    /// The term's number, added if new.
+    #[inline]
     fn intern(&mut self, term: &str, positions: bool) -> u32 {
-        if let Some(&id) = self.ids.get(term) {
-            return id;
+        let key = term.as_bytes();
+        let h = hash(key);
+        let tag = h >> 32;
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            let slot = self.slots[i];
+            let id = slot as u32;
+            if id == NONE {
+                break;
+            }
+            if slot >> 32 == tag && self.key(&self.terms[id as usize]) == key {
+                return id;
+            }
+            i = (i + 1) & mask;
         }
         let id = self.terms.len() as u32;
-        self.ids.insert(term.into(), id);
-        self.terms.push((term.into(), MemPostings::new(positions)));
-        self.stem_of.push(STEM_UNKNOWN);
+        let mut t = Term {
+            tag: tag as u32,
+            stem: STEM_UNKNOWN,
+            head: NONE,
+            tail: NONE,
+            count: 0,
+            last_ord: NONE,
+            cur_ord: NONE,
+            cur_tf: 0,
+            cur_first: NONE,
+            cur_last: NONE,
+            tail_used: 0,
+            tail_capacity_log: 0,
+            key_len: key.len() as u8,
+            with_positions: positions,
+            key: [0; INLINE_KEY],
+        };
+        assert!(key.len() <= usize::from(u8::MAX), "terms are cut to at most 128 bytes");
+        if key.len() <= INLINE_KEY {
+            t.key[..key.len()].copy_from_slice(key);
+        } else {
+            let at = self.long_keys.len() as u32;
+            self.long_keys.extend_from_slice(key);
+            t.key[..4].copy_from_slice(&at.to_le_bytes());
+        }
+        self.terms.push(t);
+        self.slots[i] = (tag << 32) | u64::from(id);
+        if self.terms.len() * 2 > self.slots.len() {
+            self.grow();
+        }
         id
+    }
+
+    fn grow(&mut self) {
+        let size = self.slots.len() * 2;
+        let mask = size - 1;
+        let mut slots = vec![u64::from(NONE); size];
+        for (id, t) in self.terms.iter().enumerate() {
+            // The slot's place is the hash's low half, computed again (growing is rare).
+            let mut i = hash(self.key(t)) as usize & mask;
+            while slots[i] as u32 != NONE {
+                i = (i + 1) & mask;
+            }
+            slots[i] = (u64::from(t.tag) << 32) | id as u64;
+        }
+        self.slots = slots;
+    }
+
+    fn find(&self, term: &str) -> Option<&Term> {
+        let key = term.as_bytes();
+        let h = hash(key);
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            let slot = self.slots[i];
+            let id = slot as u32;
+            if id == NONE {
+                return None;
+            }
+            let t = &self.terms[id as usize];
+            if slot >> 32 == h >> 32 && self.key(t) == key {
+                return Some(t);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// An occurrence of term `id` in document `ordinal` (the one being added) at `position`
+    /// (rising within the document).
+    #[inline]
+    fn occur(&mut self, id: u32, ordinal: u32, position: u32) {
+        let t = &mut self.terms[id as usize];
+        let first = t.cur_ord != ordinal;
+        if first {
+            t.cur_ord = ordinal;
+            t.cur_tf = 0;
+            t.cur_first = NONE;
+            self.touched.push(id);
+        }
+        t.cur_tf += 1;
+        if t.with_positions {
+            let at = self.occurrences.len() as u32;
+            self.occurrences.push((position, NONE));
+            if t.cur_first == NONE {
+                t.cur_first = at;
+            } else {
+                self.occurrences[t.cur_last as usize].1 = at;
+            }
+            t.cur_last = at;
+        }
+    }
+
+    /// A new chunk of `1 << log` bytes of data; returns its address.
+    fn chunk(&mut self, log: u8) -> u32 {
+        let need = CHUNK_HEADER + (1usize << log);
+        if self.pages.is_empty() || self.page_used + need > PAGE_SIZE {
+            assert!(self.pages.len() < PAGES_MAX, "the in-memory segment's arena is full (checked before each document)");
+            self.pages.push(vec![0u8; PAGE_SIZE].into_boxed_slice());
+            self.page_used = 0;
+        }
+        let page = self.pages.len() - 1;
+        let at = self.page_used;
+        self.pages[page][at + 4..at + 8].copy_from_slice(&NONE.to_le_bytes());
+        self.page_used += need;
+        ((page as u32) << (PAGE_BITS - 3)) | (at >> 3) as u32
+    }
+
+    /// The page and byte offset of the chunk at `address`.
+    fn place(address: u32) -> (usize, usize) {
+        ((address >> (PAGE_BITS - 3)) as usize, ((address as usize) << 3) & (PAGE_SIZE - 1))
+    }
+
+    /// A chunk's header: bytes used (true of every chunk but a term's last), next chunk.
+    fn header(&self, address: u32) -> (usize, u32) {
+        let (page, at) = Self::place(address);
+        let p = &self.pages[page][at..at + CHUNK_HEADER];
+        let word = |i: usize| u32::from_le_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+        (word(0) as usize, word(4))
+    }
+
+    /// Appends `scratch` to term `id`'s stream.
+    fn append(&mut self, id: u32) {
+        let scratch = std::mem::take(&mut self.scratch);
+        let mut bytes = &scratch[..];
+        let t = self.terms[id as usize];
+        let (mut tail, mut used, mut log) = (t.tail, usize::from(t.tail_used), t.tail_capacity_log);
+        if tail == NONE {
+            log = CHUNK_FIRST_LOG;
+            tail = self.chunk(log);
+            self.terms[id as usize].head = tail;
+            used = 0;
+        }
+        loop {
+            let n = bytes.len().min((1usize << log) - used);
+            let (page, at) = Self::place(tail);
+            let from = at + CHUNK_HEADER + used;
+            self.pages[page][from..from + n].copy_from_slice(&bytes[..n]);
+            used += n;
+            bytes = &bytes[n..];
+            if bytes.is_empty() {
+                break;
+            }
+            // The chunk is full: it records so, and links the next, twice as large.
+            log = (log + 1).min(CHUNK_MAX_LOG);
+            let next = self.chunk(log);
+            let (page, at) = Self::place(tail);
+            self.pages[page][at..at + 4].copy_from_slice(&(used as u32).to_le_bytes());
+            self.pages[page][at + 4..at + 8].copy_from_slice(&next.to_le_bytes());
+            tail = next;
+            used = 0;
+        }
+        let t = &mut self.terms[id as usize];
+        t.tail = tail;
+        t.tail_used = used as u16;
+        t.tail_capacity_log = log;
+        self.scratch = scratch;
+    }
+
+    /// A term's stream, concatenated into `out`.
+    fn stream(&self, t: &Term, out: &mut Vec<u8>) {
+        let mut at = t.head;
+        while at != NONE {
+            let (used, next) = self.header(at);
+            let used = if at == t.tail { usize::from(t.tail_used) } else { used };
+            let (page, offset) = Self::place(at);
+            out.extend_from_slice(&self.pages[page][offset + CHUNK_HEADER..offset + CHUNK_HEADER + used]);
+            at = if at == t.tail { NONE } else { next };
+        }
+    }
+
+    /// Ends the document being added: writes its entry in each term it holds.
+    fn close(&mut self, ordinal: u32) {
+        let touched = std::mem::take(&mut self.touched);
+        for &id in &touched {
+            let t = self.terms[id as usize];
+            let delta = if t.last_ord == NONE { ordinal } else { ordinal - t.last_ord };
+            self.scratch.clear();
+            put_varint(&mut self.scratch, u64::from(delta));
+            put_varint(&mut self.scratch, u64::from(t.cur_tf));
+            if t.with_positions {
+                let (mut at, mut last) = (t.cur_first, 0u32);
+                let mut first = true;
+                while at != NONE {
+                    let (p, next) = self.occurrences[at as usize];
+                    put_varint(&mut self.scratch, u64::from(if first { p } else { p - last }));
+                    first = false;
+                    last = p;
+                    at = next;
+                }
+            }
+            self.append(id);
+            let t = &mut self.terms[id as usize];
+            t.count += 1;
+            t.last_ord = ordinal;
+            t.cur_ord = NONE;
+        }
+        self.touched = touched;
+        self.touched.clear();
+        self.occurrences.clear();
     }
 
     /// Tokenizes and adds one document (its id not yet in the index: the caller checks).
@@ -166,38 +435,39 @@ impl MemorySegment {
                 "the in-memory segment holds {SEGMENT_DOCS_MAX} documents; commit before adding more"
             )));
         }
-        // Each occurrence goes straight to its term's postings; the document's entry in each
-        // list it touched is written when it ends (no sorting of its tokens).
+        // What one document can add to the arena: it has at most 2^21 tokens, and no more than
+        // its bytes (a CJK character of 3 bytes gives two); each writes at most 15 bytes of
+        // stream with its stem's, in chunks at most 4 times what they hold (each chunk at most
+        // doubles the full one before it), plus a header and page ends. 128 bytes per token
+        // and two pages bound it.
+        let tokens = text.len().min(2 * DOC_TOKENS_MAX as usize);
+        let bound = tokens * 128 + 2 * PAGE_SIZE;
+        if (self.pages.len() * PAGE_SIZE).saturating_add(bound) > PAGES_MAX * PAGE_SIZE {
+            return Err(IndexError::Invalid("the in-memory segment's postings are full; commit before adding more".into()));
+        }
         let ordinal = self.docs.len();
-        let mut touched = std::mem::take(&mut self.touched);
-        touched.clear();
         let mut length = 0;
         for_each_token(text, &mut |t| {
             let id = self.intern(t.term, true);
-            if self.terms[id as usize].1.occur(ordinal, t.position) {
-                touched.push(id);
-            }
+            self.occur(id, ordinal, t.position);
             length = t.position + 1;
             if t.kind == TokenKind::Word {
-                let mut stem = self.stem_of[id as usize];
+                let mut stem = self.terms[id as usize].stem;
                 if stem == STEM_UNKNOWN {
                     stem = match stems.stem_word(t.term) {
                         Some(s) => self.intern(&s, false),
                         None => STEM_NONE,
                     };
-                    self.stem_of[id as usize] = stem;
+                    self.terms[id as usize].stem = stem;
                 }
-                if stem != STEM_NONE && self.terms[stem as usize].1.occur(ordinal, t.position) {
-                    touched.push(stem);
+                if stem != STEM_NONE {
+                    self.occur(stem, ordinal, t.position);
                 }
             }
         });
-        for &id in &touched {
-            self.terms[id as usize].1.close();
-        }
+        self.close(ordinal);
         let pushed = self.docs.push(doc, meta, length);
         assert_eq!(pushed, ordinal, "the document takes the ordinal its postings were given");
-        self.touched = touched;
         Ok(())
     }
 
@@ -206,18 +476,23 @@ impl MemorySegment {
     }
 
     /// The postings of `term`, if a document added holds it.
-    pub(crate) fn postings(&self, term: &str) -> Option<&MemPostings> {
-        let id = *self.ids.get(term)?;
-        let p = &self.terms[id as usize].1;
-        // A term interned for a document that then failed to be added has no documents.
-        (p.len() > 0).then_some(p)
+    pub(crate) fn postings(&self, term: &str) -> Option<MemPostings<'_>> {
+        let t = self.find(term)?;
+        (t.count > 0).then_some(MemPostings { segment: self, term: t })
     }
 
     /// Terms that hold documents, in byte order, for encoding.
-    pub(crate) fn sorted_terms(&self) -> Vec<(&str, &MemPostings)> {
-        let mut v: Vec<(&str, &MemPostings)> =
-            self.terms.iter().filter(|(_, p)| p.len() > 0).map(|(t, p)| (t.as_ref(), p)).collect();
-        v.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        v
+    pub(crate) fn sorted_terms(&self) -> Result<Vec<(&str, MemPostings<'_>)>, IndexError> {
+        let mut v: Vec<(&[u8], &Term)> =
+            self.terms.iter().filter(|t| t.count > 0).map(|t| (self.key(t), t)).collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        v.into_iter()
+            .map(|(k, t)| {
+                // Keys are interned whole from `&str`s, so this never fails.
+                let k = std::str::from_utf8(k)
+                    .map_err(|e| IndexError::Invalid(format!("an in-memory term is not UTF-8: {e}")))?;
+                Ok((k, MemPostings { segment: self, term: t }))
+            })
+            .collect()
     }
 }

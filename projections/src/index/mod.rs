@@ -74,6 +74,7 @@ pub use snippet::snippet;
 
 use manifest::Manifest;
 use memory::MemorySegment;
+use postings::Postings;
 use search::View;
 use segment::writer::{Target, write_segment};
 use stem::Stems;
@@ -218,6 +219,9 @@ pub struct Hit {
 pub struct Index {
     dir: Option<PathBuf>,
     memory: MemorySegment,
+    /// The documents of a commit being written ([`Index::freeze`]): after the segments', before
+    /// the in-memory segment's.
+    frozen: Option<Arc<MemorySegment>>,
     /// In document order: each segment's ids are above the previous segment's.
     segments: Vec<Arc<Segment>>,
     next_segment_id: SegmentId,
@@ -232,6 +236,7 @@ impl std::fmt::Debug for Index {
         f.debug_struct("Index")
             .field("dir", &self.dir)
             .field("memory_docs", &self.memory.docs.len())
+            .field("frozen_docs", &self.frozen.as_ref().map(|f| f.docs.len()))
             .field("segments", &self.segments)
             .field("mark", &self.mark)
             .finish()
@@ -244,12 +249,57 @@ fn range_of(s: &Segment) -> (DocId, DocId) {
     (rows.first().map_or(0, |r| r.doc), rows.last().map_or(0, |r| r.doc))
 }
 
+/// A commit started with [`Index::freeze`]: the frozen documents, to write with
+/// [`write_commit`] on any thread.
+#[derive(Clone)]
+pub struct CommitJob {
+    id: SegmentId,
+    mark: u64,
+    memory: Arc<MemorySegment>,
+    dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for CommitJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommitJob").field("id", &self.id).field("mark", &self.mark).field("docs", &self.memory.docs.len()).finish()
+    }
+}
+
+/// A commit's segment, written (durably, in a directory) but not yet in the index.
+pub struct WrittenCommit {
+    segment: Segment,
+    mark: u64,
+}
+
+/// Writes a commit's segment (see [`Index::freeze`]).
+pub fn write_commit(job: &CommitJob) -> Result<WrittenCommit, IndexError> {
+    let target = match &job.dir {
+        Some(d) => Target::Dir(d),
+        None => Target::Memory,
+    };
+    let memory = &*job.memory;
+    let terms = memory.sorted_terms()?;
+    let segment = write_segment(target, job.id, &memory.docs, |add| {
+        let mut postings = Postings::new(true);
+        for (t, p) in terms {
+            p.decode_into(&mut postings);
+            add(t, &postings)?;
+        }
+        Ok(())
+    })?;
+    if segment.doc_count() != memory.docs.len() {
+        return Err(IndexError::corrupt(segment.path(), 0, "segment read back with a different document count"));
+    }
+    Ok(WrittenCommit { segment, mark: job.mark })
+}
+
 impl Index {
     /// An empty index that keeps its segments in memory (for tests and hubs without disk).
     pub fn in_memory() -> Index {
         Index {
             dir: None,
             memory: MemorySegment::default(),
+            frozen: None,
             segments: Vec::new(),
             next_segment_id: 0,
             mark: None,
@@ -360,13 +410,15 @@ impl Index {
     }
 
     fn memory_last(&self) -> Option<DocId> {
-        self.memory.docs.rows().last().map(|r| r.doc)
+        let frozen = self.frozen.as_ref().and_then(|f| f.docs.rows().last().map(|r| r.doc));
+        self.memory.docs.rows().last().map(|r| r.doc).or(frozen)
     }
 
     /// Drops the documents of the in-memory segment (they are in the segments now, or will be
     /// added again).
     pub fn clear_memory(&mut self) {
         self.memory = MemorySegment::default();
+        self.frozen = None;
         self.last_doc = self.segments.last().map(|s| range_of(s).1);
     }
 
@@ -387,7 +439,9 @@ impl Index {
 
     /// Documents in the index.
     pub fn doc_count(&self) -> usize {
-        self.segments.iter().map(|s| s.doc_count() as usize).sum::<usize>() + self.memory.docs.len() as usize
+        self.segments.iter().map(|s| s.doc_count() as usize).sum::<usize>()
+            + self.frozen.as_ref().map_or(0, |f| f.docs.len() as usize)
+            + self.memory.docs.len() as usize
     }
 
     /// Documents waiting in the in-memory segment (commit when it grows large).
@@ -403,54 +457,98 @@ impl Index {
 
     /// Writes the in-memory segment as an immutable segment (if it holds documents) and
     /// records `mark` in the manifest; durable when it returns. Returns the new segment's id.
+    /// (The same as [`Index::freeze`], [`write_commit`] and [`Index::install_commit`] on one
+    /// thread; if writing fails, the documents stay in memory.)
     pub fn commit(&mut self, mark: u64) -> Result<Option<SegmentId>, IndexError> {
+        let Some(job) = self.freeze(mark)? else {
+            let old_mark = self.mark;
+            self.mark = Some(mark);
+            if let Err(e) = self.write_manifest() {
+                self.mark = old_mark;
+                return Err(e);
+            }
+            return Ok(None);
+        };
+        match write_commit(&job).and_then(|w| {
+            drop(job);
+            self.install_commit(w)
+        }) {
+            Ok(id) => Ok(Some(id)),
+            Err(e) => {
+                self.thaw();
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts a commit of the in-memory documents with `mark`: they move to a frozen segment
+    /// that searches still read, new documents go to a fresh in-memory segment, and the job
+    /// returned writes the frozen one ([`write_commit`], on any thread, without this index)
+    /// for [`Index::install_commit`]. `None` if no document waits in memory (then
+    /// [`Index::commit`] records a mark alone). One commit at a time.
+    pub fn freeze(&mut self, mark: u64) -> Result<Option<CommitJob>, IndexError> {
         if mark == u64::MAX {
             return Err(IndexError::Invalid("the mark u64::MAX is reserved".into()));
         }
-        let mut created = None;
-        if !self.memory.is_empty() {
-            if self.segments.len() >= limits::SEGMENTS_MAX as usize {
-                return Err(IndexError::Invalid(format!(
-                    "the index holds {} segments; merge before committing more",
-                    self.segments.len()
-                )));
-            }
-            let id = self.next_segment_id;
-            let target = match &self.dir {
-                Some(d) => Target::Dir(d),
-                None => Target::Memory,
-            };
-            let terms = self.memory.sorted_terms();
-            let segment = write_segment(target, id, &self.memory.docs, |add| {
-                for (t, p) in terms {
-                    add(t, &p.decode())?;
-                }
-                Ok(())
-            })?;
-            if segment.doc_count() != self.memory.docs.len() {
-                return Err(IndexError::corrupt(
-                    segment.path(),
-                    0,
-                    "segment read back with a different document count",
-                ));
-            }
-            self.next_segment_id += 1;
-            self.segments.push(Arc::new(segment));
-            created = Some(id);
+        if self.frozen.is_some() {
+            return Err(IndexError::Invalid("a commit is being written; install it first".into()));
         }
+        if self.memory.is_empty() {
+            return Ok(None);
+        }
+        if self.segments.len() >= limits::SEGMENTS_MAX as usize {
+            return Err(IndexError::Invalid(format!(
+                "the index holds {} segments; merge before committing more",
+                self.segments.len()
+            )));
+        }
+        let frozen = Arc::new(std::mem::take(&mut self.memory));
+        self.frozen = Some(frozen.clone());
+        let id = self.next_segment_id;
+        self.next_segment_id += 1;
+        Ok(Some(CommitJob { id, mark, memory: frozen, dir: self.dir.clone() }))
+    }
+
+    /// True while a commit started with [`Index::freeze`] is not installed.
+    pub fn committing(&self) -> bool {
+        self.frozen.is_some()
+    }
+
+    /// Installs a commit written by [`write_commit`]: its segment joins the index and the
+    /// manifest records it with its mark, durably.
+    pub fn install_commit(&mut self, written: WrittenCommit) -> Result<SegmentId, IndexError> {
+        let Some(frozen) = &self.frozen else {
+            return Err(IndexError::Invalid("no commit is being written".into()));
+        };
+        if written.segment.doc_count() != frozen.docs.len() {
+            return Err(IndexError::Invalid("the commit written is not the one frozen".into()));
+        }
+        let id = written.segment.id();
         let old_mark = self.mark;
-        self.mark = Some(mark);
+        self.segments.push(Arc::new(written.segment));
+        self.mark = Some(written.mark);
         if let Err(e) = self.write_manifest() {
             self.mark = old_mark;
-            if created.is_some() {
-                self.segments.pop();
-            }
+            self.segments.pop();
             return Err(e);
         }
-        if created.is_some() {
-            self.memory = MemorySegment::default();
+        self.frozen = None;
+        Ok(id)
+    }
+
+    /// Gives up a commit that failed to be written or installed: its documents go back to
+    /// memory when no document was added since it started; otherwise the frozen and the
+    /// in-memory documents are both dropped (returns false: feed them again from the mark).
+    pub fn thaw(&mut self) -> bool {
+        let Some(frozen) = self.frozen.take() else { return true };
+        if self.memory.is_empty()
+            && let Ok(m) = Arc::try_unwrap(frozen)
+        {
+            self.memory = m;
+            return true;
         }
-        Ok(created)
+        self.clear_memory();
+        false
     }
 
     fn write_manifest(&self) -> Result<(), IndexError> {
@@ -557,6 +655,9 @@ impl Index {
             )));
         }
         let mut views: Vec<View<'_>> = self.segments.iter().map(|s| View::Disk(s)).collect();
+        if let Some(f) = &self.frozen {
+            views.push(View::Memory(f));
+        }
         views.push(View::Memory(&self.memory));
         search::search(&views, query, filters, visible, limit)
     }

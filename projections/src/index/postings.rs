@@ -75,6 +75,17 @@ impl Postings {
         Postings { offsets: if positions { vec![0] } else { Vec::new() }, ..Postings::default() }
     }
 
+    /// Empties it, keeping its buffers, to hold a term with or without positions.
+    pub(crate) fn reset(&mut self, positions: bool) {
+        self.ordinals.clear();
+        self.tfs.clear();
+        self.positions.clear();
+        self.offsets.clear();
+        if positions {
+            self.offsets.push(0);
+        }
+    }
+
     /// True if positions are kept.
     pub(crate) fn has_positions(&self) -> bool {
         !self.offsets.is_empty()

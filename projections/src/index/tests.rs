@@ -1089,3 +1089,137 @@ fn index_ties_across_blocks_keep_the_most_recent_then_smaller_ids() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Commits written on another thread, and the in-memory segment's postings
+
+#[test]
+fn index_commit_written_on_another_thread_keeps_results_while_documents_arrive() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus();
+    let mut reference = Index::in_memory();
+    add_all(&mut reference, &docs[..5]);
+    let mut index = Index::open(dir.path()).unwrap();
+    add_all(&mut index, &docs[..5]);
+    let job = index.freeze(5).unwrap().expect("documents wait in memory");
+    assert!(index.committing());
+    assert_eq!((index.memory_doc_count(), index.doc_count()), (0, 5));
+    // The frozen documents are searched as before; one commit at a time.
+    assert_eq!(results(&index), results(&reference));
+    assert!(index.freeze(6).is_err());
+    assert!(index.commit(6).is_err());
+    let worker = std::thread::spawn(move || write_commit(&job));
+    add_all(&mut index, &docs[5..]);
+    add_all(&mut reference, &docs[5..]);
+    assert_eq!(index.last_doc(), Some(107));
+    assert_eq!(results(&index), results(&reference));
+    let id = index.install_commit(worker.join().unwrap().unwrap()).unwrap();
+    assert!(!index.committing());
+    assert_eq!((id, index.mark(), index.memory_doc_count(), index.doc_count()), (0, Some(5), 3, 8));
+    assert_eq!(results(&index), results(&reference));
+    // On disk: the segment and its mark, and not the documents added after the freeze.
+    let reopened = Index::open(dir.path()).unwrap();
+    assert_eq!((reopened.mark(), reopened.doc_count()), (Some(5), 5));
+    index.commit(8).unwrap();
+    let reopened = Index::open(dir.path()).unwrap();
+    assert_eq!(results(&reopened), results(&reference));
+}
+
+#[test]
+fn index_commit_that_fails_to_be_written_gives_its_documents_back_or_drops_them() {
+    let docs = corpus();
+    let mut reference = Index::in_memory();
+    add_all(&mut reference, &docs);
+    for added_after in [false, true] {
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("index");
+        let mut index = Index::open(&dir).unwrap();
+        add_all(&mut index, &docs[..3]);
+        index.commit(3).unwrap();
+        add_all(&mut index, &docs[3..6]);
+        let job = index.freeze(6).unwrap().unwrap();
+        if added_after {
+            add_all(&mut index, &docs[6..]);
+        }
+        // The directory is gone: the segment cannot be written.
+        fs::rename(&dir, base.path().join("away")).unwrap();
+        let written = write_commit(&job);
+        assert!(written.is_err(), "writing into a missing directory fails");
+        drop(job);
+        fs::rename(base.path().join("away"), &dir).unwrap();
+        let kept = index.thaw();
+        assert!(!index.committing());
+        assert_eq!(kept, !added_after);
+        if kept {
+            // Back in memory, searched as before, and committed by the next commit.
+            assert_eq!(index.memory_doc_count(), 3);
+            add_all(&mut index, &docs[6..]);
+            assert_eq!(results(&index), results(&reference));
+            index.commit(8).unwrap();
+        } else {
+            // Dropped, frozen and new alike: the caller feeds them again from the mark.
+            assert_eq!((index.doc_count(), index.last_doc(), index.mark()), (3, Some(102), Some(3)));
+            add_all(&mut index, &docs[3..]);
+            index.commit(8).unwrap();
+        }
+        assert_eq!(results(&Index::open(&dir).unwrap()), results(&reference));
+    }
+}
+
+/// The postings `tokenize` gives for every term of `texts` (document `i` has ordinal `i`).
+fn naive_postings(texts: &[String]) -> std::collections::BTreeMap<String, Vec<(u32, Vec<u32>)>> {
+    let mut out: std::collections::BTreeMap<String, Vec<(u32, Vec<u32>)>> = Default::default();
+    for (ord, t) in texts.iter().enumerate() {
+        for tok in tokenize(t) {
+            let list = out.entry(tok.term).or_default();
+            match list.last_mut() {
+                Some((o, ps)) if *o == ord as u32 => ps.push(tok.position),
+                _ => list.push((ord as u32, vec![tok.position])),
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn index_memory_postings_equal_a_naive_build_with_long_terms_many_terms_and_long_lists() {
+    let mut texts: Vec<String> = Vec::new();
+    // A word 40,000 times in one document: its positions outgrow every chunk size.
+    texts.push(vec!["again"; 40_000].join(" "));
+    // Thousands of distinct terms (the table of terms grows), some longer than a record
+    // holds inline, one longer than a term may be (cut to 128 bytes).
+    texts.push((0..6000).map(|i| format!("t{i:x}")).collect::<Vec<_>>().join(" "));
+    texts.push((0..300).map(|i| format!("averyveryverylongidentifier{i}")).collect::<Vec<_>>().join(" "));
+    texts.push(format!("{} again", "x".repeat(300)));
+    texts.push("我们用中文写文档 again 中文".to_string());
+    for i in 0..200 {
+        texts.push(format!("again t{:x} averyveryverylongidentifier{} 文档", i * 7, i % 13));
+    }
+    let mut index = Index::in_memory();
+    for (i, t) in texts.iter().enumerate() {
+        index.add(i as DocId, &meta(i as i64), t).unwrap();
+    }
+    let naive = naive_postings(&texts);
+    for (term, want) in &naive {
+        let got = index.memory.postings(term).unwrap_or_else(|| panic!("{term} has postings")).decode();
+        let got: Vec<(u32, Vec<u32>)> =
+            got.ordinals.iter().enumerate().map(|(i, &o)| (o, got.positions_of(i).to_vec())).collect();
+        assert_eq!(&got, want, "{term}");
+    }
+    let terms = index.memory.sorted_terms().unwrap();
+    let words: Vec<&str> = terms.iter().map(|(t, _)| *t).filter(|t| !t.starts_with(super::stem::STEM_PREFIX)).collect();
+    assert_eq!(words, naive.keys().map(String::as_str).collect::<Vec<_>>());
+    assert!(naive.keys().any(|t| t.len() == limits::TERM_SIZE_BYTES_MAX));
+    // Committed, a segment answers as the memory did.
+    let before: Vec<BTreeSet<DocId>> = ["again", "\"again again\"", "t3f", "averyveryverylongidentifier12", "中文"]
+        .iter()
+        .map(|x| search(&index, x, 300).into_iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect())
+        .collect();
+    assert_eq!(before[0].len(), texts.len() - 2);
+    index.commit(1).unwrap();
+    let after: Vec<BTreeSet<DocId>> = ["again", "\"again again\"", "t3f", "averyveryverylongidentifier12", "中文"]
+        .iter()
+        .map(|x| search(&index, x, 300).into_iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect())
+        .collect();
+    assert_eq!(after, before);
+}

@@ -10,7 +10,7 @@ use jiff::Zoned;
 use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Forgotten, Restored};
 use origin_engine::{Journal, NewRecord, Options};
 use origin_ingest::{Freshness, Homes, Ingester};
-use origin_projections::catalog::{CatalogOpened, Committed};
+use origin_projections::catalog::{CatalogOpened, CommitInFlight, Committed};
 use origin_projections::index::MergePolicy;
 use origin_projections::{Catalog, Entry, EntryFilter, Filters, Index, Lookup, Match, Scope, SessionFilter, State};
 use serde_json::{json, Value};
@@ -85,6 +85,10 @@ struct Inner {
     saved_to: u64,
     /// The text index (on disk, shared with the store's other processes).
     catalog: Catalog,
+    /// A commit of the text index being written on a thread of its own: feeding and the tools
+    /// go on meanwhile (its documents stay searchable); installed by the next catch-up after
+    /// it is written, or by [`Archive::save_snapshot`].
+    commit: Option<CommitInFlight>,
 }
 
 /// Records read per step of a catch-up: between steps, the text index may commit.
@@ -260,7 +264,7 @@ impl Archive {
             home: home.to_path_buf(),
             journal,
             freshness,
-            inner: Mutex::new(Inner { saved_to, state, catalog }),
+            inner: Mutex::new(Inner { saved_to, state, catalog, commit: None }),
             device: origin_ingest::ingest::device_name(),
             tz: super::conventions::local_tz(),
         };
@@ -292,6 +296,11 @@ impl Archive {
         let mut inner = guard(&self.inner);
         self.journal.refresh().map_err(store_error)?;
         loop {
+            if inner.commit.as_ref().is_some_and(CommitInFlight::is_finished)
+                && let Some(c) = inner.commit.take()
+            {
+                inner.catalog.finish_commit(c).map_err(store_error)?;
+            }
             inner.catalog.refresh().map_err(store_error)?;
             let Inner { state, catalog, .. } = &mut *inner;
             let from = state.read_to().min(catalog.read_to());
@@ -333,9 +342,13 @@ impl Archive {
             if let Some(e) = failed {
                 return Err(e);
             }
-            if inner.catalog.wants_commit() && inner.catalog.commit().map_err(store_error)? == Committed::Superseded {
-                // Another process wrote these documents first: read on from its mark.
-                continue;
+            if inner.catalog.wants_commit() {
+                match inner.catalog.start_commit().map_err(store_error)? {
+                    Ok(c) => inner.commit = Some(c),
+                    // Another process wrote these documents first: read on from its mark.
+                    Err(Committed::Superseded) => continue,
+                    Err(_) => {}
+                }
             }
             if !stopped {
                 return Ok(());
@@ -358,7 +371,17 @@ impl Archive {
     /// text index's in-memory documents (so the next start replays and indexes only what
     /// follows).
     pub fn save_snapshot(&self) -> Result<(), ToolError> {
-        let mut inner = guard(&self.inner);
+        // A commit being written is waited for without holding the archive, then installed.
+        let pending = guard(&self.inner).commit.take();
+        let mut inner = match pending {
+            Some(mut c) => {
+                c.wait();
+                let mut inner = guard(&self.inner);
+                inner.catalog.finish_commit(c).map_err(store_error)?;
+                inner
+            }
+            None => guard(&self.inner),
+        };
         // Another process may hold the index's lock: then its documents stay for it to write.
         inner.catalog.commit().map_err(store_error)?;
         if inner.state.read_to() == inner.saved_to {
