@@ -24,6 +24,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
 
 use origin_engine::record::{Body, EntryVersion, EventKind, RecordKind};
 use origin_engine::segment::StoreId;
@@ -121,7 +122,8 @@ pub enum Committed {
 pub struct PlannedMerge {
     /// The merge to run.
     pub job: MergeJob,
-    lock: File,
+    lock: Arc<File>,
+    _merging: Arc<()>,
 }
 
 /// A commit planned under the writer's lock ([`Catalog::plan_commit`]), to write on any thread
@@ -129,7 +131,7 @@ pub struct PlannedMerge {
 pub struct PlannedCommit {
     /// The commit to write.
     pub job: CommitJob,
-    lock: File,
+    lock: Arc<File>,
 }
 
 /// A commit being written on a thread of its own ([`Catalog::start_commit`]); the documents
@@ -195,6 +197,12 @@ pub struct Catalog {
     entries: Index,
     /// The offset after the last record fed to `entries`.
     entries_to: u64,
+    /// The writer's lock while a commit or merge of this catalog holds it: the others this
+    /// process starts meanwhile share it (each installs under `&mut self`, so they never race;
+    /// a merge only replaces installed segments, and a commit only adds one).
+    writer: Weak<File>,
+    /// Held by the merge planned and not yet installed (or given up): one at a time.
+    merging: Weak<()>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -239,7 +247,7 @@ fn lock(dir: &Path, wait: bool) -> Result<Option<File>, CatalogError> {
 impl Catalog {
     /// An empty catalog in memory (tests, and stores opened read-only).
     pub fn in_memory() -> Catalog {
-        Catalog { dir: None, index: Index::in_memory(), read_to: 0, entries: Index::in_memory(), entries_to: 0 }
+        Catalog { dir: None, index: Index::in_memory(), read_to: 0, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new() }
     }
 
     /// Opens the catalog in `dir` for `journal`'s store, creating it if needed; an index that
@@ -261,7 +269,7 @@ impl Catalog {
                     }
                     _ => {
                         let read_to = index.mark().unwrap_or(0);
-                        let c = Catalog { dir: Some(dir.to_path_buf()), index, read_to, entries: Index::in_memory(), entries_to: 0 };
+                        let c = Catalog { dir: Some(dir.to_path_buf()), index, read_to, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new() };
                         // Clean up what a crashed writer left, if no one is writing now.
                         if let Some(_lock) = lock(dir, false)? {
                             c.index.remove_leftovers()?;
@@ -310,7 +318,7 @@ impl Catalog {
         let id_path = dir.join(IDENTITY_FILE);
         fs::write(&id_path, identity_bytes(journal.store_id(), journal.epoch())).map_err(io("write", &id_path))?;
         let index = Index::open(dir)?;
-        Ok(Catalog { dir: Some(dir.to_path_buf()), index, read_to: 0, entries: Index::in_memory(), entries_to: 0 })
+        Ok(Catalog { dir: Some(dir.to_path_buf()), index, read_to: 0, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new() })
     }
 
     /// The offset from which records are still to be fed (to the events' index or the
@@ -451,6 +459,18 @@ impl Catalog {
         }
     }
 
+    /// The writer's lock: shared with a commit or merge of this catalog that holds it, else
+    /// taken if no other process holds it (`None` then).
+    fn writer_lock(&mut self, dir: &Path) -> Result<Option<Arc<File>>, CatalogError> {
+        if let Some(held) = self.writer.upgrade() {
+            return Ok(Some(held));
+        }
+        let Some(file) = lock(dir, false)? else { return Ok(None) };
+        let held = Arc::new(file);
+        self.writer = Arc::downgrade(&held);
+        Ok(Some(held))
+    }
+
     /// True once enough documents wait in memory to be worth a segment (and no commit is
     /// being written).
     pub fn wants_commit(&self) -> bool {
@@ -471,7 +491,7 @@ impl Catalog {
             self.index.commit(self.read_to)?;
             return Ok(CommitPlan::Done(Committed::Written));
         };
-        let Some(lock) = lock(&dir, false)? else { return Ok(CommitPlan::Done(Committed::Busy)) };
+        let Some(lock) = self.writer_lock(&dir)? else { return Ok(CommitPlan::Done(Committed::Busy)) };
         if self.refresh()? {
             return Ok(CommitPlan::Done(Committed::Superseded));
         }
@@ -545,7 +565,7 @@ impl Catalog {
             self.index.commit(self.read_to)?;
             return Ok(Committed::Written);
         };
-        let Some(_lock) = lock(&dir, false)? else { return Ok(Committed::Busy) };
+        let Some(_lock) = self.writer_lock(&dir)? else { return Ok(Committed::Busy) };
         if self.refresh()? {
             return Ok(Committed::Superseded);
         }
@@ -557,10 +577,14 @@ impl Catalog {
     }
 
     /// Plans the merge `policy` calls for, taking the writer's lock (held until
-    /// [`Catalog::install_merge`]); `None` if there is none or another process writes.
+    /// [`Catalog::install_merge`]; a commit of this catalog may share it meanwhile); `None` if
+    /// there is none, another process writes, or a merge planned earlier is not installed.
     pub fn plan_merge(&mut self, policy: &MergePolicy) -> Result<Option<PlannedMerge>, CatalogError> {
+        if self.merging.upgrade().is_some() {
+            return Ok(None);
+        }
         let lock_file = match &self.dir {
-            Some(dir) => match lock(dir, false)? {
+            Some(dir) => match self.writer_lock(&dir.clone())? {
                 Some(f) => Some(f),
                 None => return Ok(None),
             },
@@ -572,7 +596,11 @@ impl Catalog {
         }
         let Some(job) = self.index.plan_merge_by(policy)? else { return Ok(None) };
         match lock_file {
-            Some(lock) => Ok(Some(PlannedMerge { job, lock })),
+            Some(lock) => {
+                let merging = Arc::new(());
+                self.merging = Arc::downgrade(&merging);
+                Ok(Some(PlannedMerge { job, lock, _merging: merging }))
+            }
             None => {
                 // In memory: nothing to lock; run it here.
                 let merged = merge(&job)?;

@@ -104,32 +104,29 @@ impl MemPostings<'_> {
     /// The postings, decoded (the bytes were written here, so they decode).
     pub(crate) fn decode(&self) -> Postings {
         let mut p = Postings::new(self.term.with_positions);
-        self.decode_into(&mut p);
+        self.decode_into(&mut p, &mut Vec::new());
         p
     }
 
-    /// The postings, decoded into `p` (emptied first).
-    pub(crate) fn decode_into(&self, p: &mut Postings) {
+    /// The postings, decoded into `p` (emptied first); `bytes` is scratch space.
+    pub(crate) fn decode_into(&self, p: &mut Postings, bytes: &mut Vec<u8>) {
         p.reset(self.term.with_positions);
-        let mut bytes = Vec::new();
-        self.segment.stream(self.term, &mut bytes);
-        let mut r = Reader(&bytes, 0);
+        bytes.clear();
+        self.segment.stream(self.term, bytes);
+        let mut r = Reader(bytes, 0);
         let mut ord = 0u32;
-        let mut positions = Vec::new();
         for i in 0..self.term.count {
             let delta = r.next();
             ord = if i == 0 { delta } else { ord + delta };
             let tf = r.next();
-            positions.clear();
+            // The positions are written as a segment keeps them: their bytes are copied.
+            let from = r.1;
             if self.term.with_positions {
-                let mut at = 0u32;
-                for k in 0..tf {
-                    let x = r.next();
-                    at = if k == 0 { x } else { at + x };
-                    positions.push(at);
+                for _ in 0..tf {
+                    r.next();
                 }
             }
-            p.push(ord, tf, &positions);
+            p.push_encoded(ord, tf, &bytes[from..r.1]);
         }
     }
 }
@@ -171,7 +168,23 @@ pub(crate) struct MemorySegment {
     touched: Vec<u32>,
     /// Where a document's entry is encoded before it is appended.
     scratch: Vec<u8>,
+    /// The document being added: its tokens' terms, one after another, and its tokens.
+    doc_terms: String,
+    doc_tokens: Vec<DocToken>,
 }
+
+/// A token of the document being added.
+struct DocToken {
+    /// Its term in [`MemorySegment::doc_terms`].
+    start: u32,
+    end: u32,
+    position: u32,
+    word: bool,
+    hash: u64,
+}
+
+/// Tokens whose slots and records are read ahead together.
+const TOKEN_BATCH: usize = 64;
 
 impl Default for MemorySegment {
     fn default() -> MemorySegment {
@@ -185,6 +198,8 @@ impl Default for MemorySegment {
             occurrences: Vec::new(),
             touched: Vec::new(),
             scratch: Vec::new(),
+            doc_terms: String::new(),
+            doc_tokens: Vec::new(),
         }
     }
 }
@@ -207,10 +222,14 @@ impl MemorySegment {
     }
 
     /// The term's number, added if new.
-    #[inline]
     fn intern(&mut self, term: &str, positions: bool) -> u32 {
+        self.intern_hashed(term, hash(term.as_bytes()), positions)
+    }
+
+    /// [`MemorySegment::intern`] of a term whose hash is `h`.
+    #[inline]
+    fn intern_hashed(&mut self, term: &str, h: u64, positions: bool) -> u32 {
         let key = term.as_bytes();
-        let h = hash(key);
         let tag = h >> 32;
         let mask = self.slots.len() - 1;
         let mut i = h as usize & mask;
@@ -350,7 +369,7 @@ impl MemorySegment {
     fn append(&mut self, id: u32) {
         let scratch = std::mem::take(&mut self.scratch);
         let mut bytes = &scratch[..];
-        let t = self.terms[id as usize];
+        let t = &self.terms[id as usize];
         let (mut tail, mut used, mut log) = (t.tail, usize::from(t.tail_used), t.tail_capacity_log);
         if tail == NONE {
             log = CHUNK_FIRST_LOG;
@@ -400,13 +419,14 @@ impl MemorySegment {
     fn close(&mut self, ordinal: u32) {
         let touched = std::mem::take(&mut self.touched);
         for &id in &touched {
-            let t = self.terms[id as usize];
-            let delta = if t.last_ord == NONE { ordinal } else { ordinal - t.last_ord };
+            let t = &self.terms[id as usize];
+            let (last_ord, cur_tf, cur_first, with_positions) = (t.last_ord, t.cur_tf, t.cur_first, t.with_positions);
+            let delta = if last_ord == NONE { ordinal } else { ordinal - last_ord };
             self.scratch.clear();
             put_varint(&mut self.scratch, u64::from(delta));
-            put_varint(&mut self.scratch, u64::from(t.cur_tf));
-            if t.with_positions {
-                let (mut at, mut last) = (t.cur_first, 0u32);
+            put_varint(&mut self.scratch, u64::from(cur_tf));
+            if with_positions {
+                let (mut at, mut last) = (cur_first, 0u32);
                 let mut first = true;
                 while at != NONE {
                     let (p, next) = self.occurrences[at as usize];
@@ -446,25 +466,53 @@ impl MemorySegment {
             return Err(IndexError::Invalid("the in-memory segment's postings are full; commit before adding more".into()));
         }
         let ordinal = self.docs.len();
+        // The document's tokens first, each with its hash; then, a batch at a time, the slots
+        // of the batch and the records they name are read ahead of their use, so that the
+        // processor waits for many cache misses at once rather than for two per token.
+        let (mut terms, mut tokens) = (std::mem::take(&mut self.doc_terms), std::mem::take(&mut self.doc_tokens));
+        terms.clear();
+        tokens.clear();
         let mut length = 0;
         for_each_token(text, &mut |t| {
-            let id = self.intern(t.term, true);
-            self.occur(id, ordinal, t.position);
+            let start = terms.len();
+            terms.push_str(t.term);
+            tokens.push(DocToken { start: start as u32, end: terms.len() as u32, position: t.position, word: t.kind == TokenKind::Word, hash: hash(t.term.as_bytes()) });
             length = t.position + 1;
-            if t.kind == TokenKind::Word {
-                let mut stem = self.terms[id as usize].stem;
-                if stem == STEM_UNKNOWN {
-                    stem = match stems.stem_word(t.term) {
-                        Some(s) => self.intern(&s, false),
-                        None => STEM_NONE,
-                    };
-                    self.terms[id as usize].stem = stem;
-                }
-                if stem != STEM_NONE {
-                    self.occur(stem, ordinal, t.position);
+        });
+        for batch in tokens.chunks(TOKEN_BATCH) {
+            let mask = self.slots.len() - 1;
+            let mut touched = 0u64;
+            for t in batch {
+                touched ^= self.slots[t.hash as usize & mask];
+            }
+            for t in batch {
+                let id = self.slots[t.hash as usize & mask] as u32;
+                if let Some(r) = self.terms.get(id as usize) {
+                    touched ^= u64::from(r.tag);
                 }
             }
-        });
+            std::hint::black_box(touched);
+            for t in batch {
+                let term = &terms[t.start as usize..t.end as usize];
+                let id = self.intern_hashed(term, t.hash, true);
+                self.occur(id, ordinal, t.position);
+                if t.word {
+                    let mut stem = self.terms[id as usize].stem;
+                    if stem == STEM_UNKNOWN {
+                        stem = match stems.stem_word(term) {
+                            Some(s) => self.intern(&s, false),
+                            None => STEM_NONE,
+                        };
+                        self.terms[id as usize].stem = stem;
+                    }
+                    if stem != STEM_NONE {
+                        self.occur(stem, ordinal, t.position);
+                    }
+                }
+            }
+        }
+        self.doc_terms = terms;
+        self.doc_tokens = tokens;
         self.close(ordinal);
         let pushed = self.docs.push(doc, meta, length);
         assert_eq!(pushed, ordinal, "the document takes the ordinal its postings were given");

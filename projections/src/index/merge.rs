@@ -43,8 +43,11 @@ pub struct MergePolicy {
 }
 
 impl Default for MergePolicy {
+    /// Eight at once, near what Lucene (10) and tantivy (8) merge: each document is merged
+    /// fewer times than with four (the index benchmark's build of 1M events took 97 s with
+    /// four, 69 s with eight), and a search reads at most about fifteen segments.
     fn default() -> Self {
-        MergePolicy { merge_factor: 4, segments_max: 16 }
+        MergePolicy { merge_factor: 8, segments_max: 16 }
     }
 }
 
@@ -131,25 +134,18 @@ pub fn merge(job: &MergeJob) -> Result<Merged, IndexError> {
             op.push(s.fst().stream());
         }
         let mut union = op.union();
+        let mut out = Postings::new(true);
         while let Some((key, values)) = union.next() {
             let mut values = values.to_vec();
             values.sort_by_key(|v| v.index);
             let input = |i: usize| &job.inputs[i];
             let term = std::str::from_utf8(key)
                 .map_err(|_| IndexError::corrupt(input(values[0].index).path(), 0, "a term is not UTF-8"))?;
-            let mut out: Option<Postings> = None;
-            for v in &values {
-                let s = input(v.index);
-                let p = s.postings_at(v.value, true)?;
-                let out = out.get_or_insert_with(|| Postings::new(p.has_positions()));
-                if out.has_positions() != p.has_positions() {
-                    return Err(IndexError::corrupt(s.path(), 0, format!("term {term:?} with and without positions")));
-                }
-                for i in 0..p.len() {
-                    out.push(bases[v.index] + p.ordinals[i], p.tfs[i], p.positions_of(i));
-                }
+            // Each input's documents decoded straight into one list, reused from term to term.
+            for (k, v) in values.iter().enumerate() {
+                input(v.index).append_postings_at(v.value, bases[v.index], &mut out, k == 0)?;
             }
-            if let Some(out) = out {
+            if !values.is_empty() {
                 add(term, &out)?;
             }
         }

@@ -280,9 +280,9 @@ pub fn write_commit(job: &CommitJob) -> Result<WrittenCommit, IndexError> {
     let memory = &*job.memory;
     let terms = memory.sorted_terms()?;
     let segment = write_segment(target, job.id, &memory.docs, |add| {
-        let mut postings = Postings::new(true);
+        let (mut postings, mut bytes) = (Postings::new(true), Vec::new());
         for (t, p) in terms {
-            p.decode_into(&mut postings);
+            p.decode_into(&mut postings, &mut bytes);
             add(t, &postings)?;
         }
         Ok(())

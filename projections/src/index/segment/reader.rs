@@ -278,10 +278,17 @@ impl Segment {
         }
     }
 
-    /// Every document of the term block at `offset`, decoded (merges, tests).
-    pub(crate) fn postings_at(&self, offset: u64, positions: bool) -> Result<Postings, IndexError> {
+    /// Appends the postings of the term block at `offset` to `out` (see
+    /// [`TermBlock::append_to`]); `first` empties `out` to hold them, with positions if the
+    /// term has them; otherwise the term must agree with what `out` holds.
+    pub(crate) fn append_postings_at(&self, offset: u64, base: u32, out: &mut Postings, first: bool) -> Result<(), IndexError> {
         let t = self.term_block_at(offset)?;
-        t.decode_all(self.docs.lengths(), positions).map_err(|e| self.block_error(offset, e))
+        if first {
+            out.reset(t.has_positions());
+        } else if t.has_positions() != out.has_positions() {
+            return Err(IndexError::corrupt(&self.path, self.postings.start as u64 + offset, "a term with and without positions"));
+        }
+        t.append_to(self.docs.lengths(), base, out).map_err(|e| self.block_error(offset, e))
     }
 
     /// A postings error of the term block at `offset` as an index error.
