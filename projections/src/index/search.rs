@@ -261,6 +261,13 @@ impl TopK {
         self.heap.peek().map(|w| (w.0.score, w.0.time_unix_ms))
     }
 
+    /// False if a document scoring `score` cannot enter whatever its time (so its row need
+    /// not be read: the row of each candidate was a cache miss, most of the time of a search
+    /// of common words).
+    fn may_enter(&self, score: f32) -> bool {
+        self.threshold().is_none_or(|(t, _)| score >= t)
+    }
+
     /// Offers a candidate of `view`; `visible` is asked only if it would enter.
     fn offer(&mut self, r: Ranked, view: &View<'_>, visible: &dyn Fn(&Candidate<'_>) -> bool) -> Result<(), IndexError> {
         if self.k == 0 {
@@ -488,15 +495,16 @@ fn every_term(
     let docs = view.docs();
     let lengths = docs.lengths();
     let driver = (0..terms.len()).min_by_key(|&t| terms[t].cursor.len()).unwrap_or(0);
-    // Per driver block: (tight bound, latest time, block, first ordinal). The other terms'
+    // Per driver block: (tight bound, latest time, block, first ordinal, the other terms' part
+    // of the tight bound). The other terms'
     // overlapping blocks are found walking their directories along (the driver's blocks
     // ascend); exact frontier bounds wait until a block survives its tight bound.
-    let mut order: Vec<(f64, i64, usize, u32)> = Vec::with_capacity(terms[driver].cursor.block_count());
+    let mut order: Vec<(f64, i64, usize, u32, f64)> = Vec::with_capacity(terms[driver].cursor.block_count());
     let mut next: Vec<usize> = vec![0; terms.len()];
     let mut lo = 0u32;
     for b in 0..terms[driver].cursor.block_count() {
         let info = terms[driver].cursor.block_at(b).map_err(|e| terms[driver].err(e))?;
-        let (mut tight, mut time) = (0.0, info.max_time);
+        let (mut tight, mut time, mut others) = (0.0, info.max_time, 0.0);
         for (t, &idf) in idfs.iter().enumerate() {
             if t == driver {
                 tight += terms[t].tight_of(&info, idf);
@@ -518,13 +526,14 @@ fn every_term(
                 j += 1;
             }
             tight += g;
+            others += g;
             time = time.min(tm);
         }
-        order.push((tight, time, b, lo));
+        order.push((tight, time, b, lo, others));
         lo = info.last.saturating_add(1);
     }
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    for (tight, time, b, lo) in order {
+    for (tight, time, b, lo, others) in order {
         if below(tight, top.threshold()) {
             break;
         }
@@ -546,6 +555,18 @@ fn every_term(
         let mut cand = terms[driver].cursor.goto_block(b).map_err(|e| terms[driver].err(e))?;
         let last = terms[driver].cursor.block_last();
         'docs: while cand <= last {
+            // The driver's own part, with the others' bounds over the block: a document that
+            // cannot reach the weakest held is passed without seeking the others.
+            if top.is_full() {
+                let part = stats.term(idfs[driver], terms[driver].cursor.tf(), lengths[cand as usize]);
+                if below(part + others, top.threshold()) {
+                    if cand == last {
+                        break;
+                    }
+                    cand = terms[driver].next()?;
+                    continue 'docs;
+                }
+            }
             for t in 0..terms.len() {
                 if t != driver && terms[t].seek_any(cand)? != cand {
                     cand = terms[driver].next()?;
@@ -556,13 +577,13 @@ fn every_term(
                 if !top.is_full() {
                     matched.push(cand);
                 }
+                let length = lengths[cand as usize];
+                let mut score = 0.0;
+                for (t, &idf) in terms.iter().zip(idfs) {
+                    score += stats.term(idf, t.cursor.tf(), length);
+                }
                 let row = docs.row(cand);
-                if filter.pass(row) {
-                    let length = lengths[cand as usize];
-                    let mut score = 0.0;
-                    for (t, &idf) in terms.iter().zip(idfs) {
-                        score += stats.term(idf, t.cursor.tf(), length);
-                    }
+                if top.may_enter(score as f32) && filter.pass(row) {
                     let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
                     top.offer(r, view, visible)?;
                 }
@@ -625,8 +646,8 @@ fn one_term(
                 matched.push(ord);
             }
             let row = docs.row(ord);
-            if filter.pass(row) {
-                let score = stats.term(idf, term.cursor.tf(), lengths[ord as usize]);
+            let score = stats.term(idf, term.cursor.tf(), lengths[ord as usize]);
+            if top.may_enter(score as f32) && filter.pass(row) {
                 let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: ord };
                 top.offer(r, view, visible)?;
             }
