@@ -308,3 +308,100 @@ async fn a_server_that_rebuilt_its_state_saves_a_snapshot_when_its_client_leaves
     c.cancel().await.expect("close");
     assert!(found.to_string().contains("healthz"), "{found}");
 }
+
+/// A store whose journal holds `records` ingested records of `per` short messages each; the
+/// first record's first message says `alphaword`, the last record's last says `omegaword`.
+fn store_of_many_events(home: &Path, records: usize, per: usize) {
+    use origin_engine::record::{Body, Event, EventKind, Ingested, Role};
+    use origin_engine::{Journal, NewRecord, Options};
+    let journal = Journal::open(home.join("journal"), Options::default()).expect("journal");
+    for r in 0..records {
+        let events = (0..per)
+            .map(|i| {
+                let n = r * per + i;
+                let mut text = format!("note {n} about topic{} and build", n % 97);
+                if n == 0 {
+                    text.push_str(" alphaword");
+                }
+                if n == records * per - 1 {
+                    text.push_str(" omegaword");
+                }
+                Event {
+                    id: format!("claude-code:bulk-{n}"),
+                    time_unix_ms: 1_760_000_000_000 + n as i64,
+                    session: format!("bulk-session-{}", n / 1000),
+                    project: Some("bulk".into()),
+                    role: Role::User,
+                    kind: EventKind::Message,
+                    text,
+                    text_cut_chars: 0,
+                    cwd: None,
+                    git_branch: None,
+                    agent_version: None,
+                    line: i as u64 + 1,
+                }
+            })
+            .collect();
+        let body = Body::Ingested(Ingested {
+            source: "claude-code".into(),
+            path: format!("/home/dev/.claude/projects/-bulk/{r}.jsonl"),
+            mirror: format!("claude-code/-bulk/{r}.jsonl"),
+            file_version: 1,
+            byte_start: 0,
+            byte_end: 1,
+            line_start: 1,
+            line_end: per as u64 + 1,
+            prefix_hash: 0,
+            raw_zstd: Vec::new(),
+            events,
+            sessions: Vec::new(),
+            malformed_lines: 0,
+            cut_lines: 0,
+            state: Vec::new(),
+        });
+        journal.append(vec![NewRecord::new(&body).expect("record")]).expect("append");
+    }
+}
+
+fn segment_files(home: &Path) -> usize {
+    std::fs::read_dir(home.join("projections").join("index"))
+        .map(|d| d.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "segment")).count())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_writes_the_index_of_a_large_catch_up_on_a_thread_of_its_own_and_keeps_every_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // More events than one in-memory segment holds (50,000): the first segment is written on
+    // a thread of its own while the rest are fed.
+    store_of_many_events(dir.path(), 13, 5_000);
+    let c = connect(dir.path(), "claude-code").await;
+    for word in ["alphaword", "omegaword"] {
+        let found = ok(&call(&c, "search", json!({"query": word})).await);
+        assert!(found.to_string().contains(word), "{word}: {found}");
+    }
+    c.cancel().await.expect("close");
+    // On its way out the server installs that segment and writes the rest: the manifest lists
+    // two segments holding every event of the store (read as another process reads it).
+    let index_dir = dir.path().join("projections").join("index");
+    let listed = || {
+        origin_projections::Index::open_shared(&index_dir).map(|i| (i.segments().len(), i.doc_count())).unwrap_or((0, 0))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while listed().0 < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (segments, docs) = listed();
+    assert_eq!(segments, 2);
+    assert!(docs >= 65_000, "{docs} documents");
+    assert_eq!(segment_files(dir.path()), 2);
+    // The next server finds every event from the segments.
+    let c = connect(dir.path(), "claude-code").await;
+    for word in ["alphaword", "omegaword"] {
+        let found = ok(&call(&c, "search", json!({"query": word})).await);
+        assert!(found.to_string().contains(word), "{word}: {found}");
+    }
+    let found = ok(&call(&c, "search", json!({"query": "topic7 build", "limit": 5})).await);
+    assert!(found.to_string().contains("topic7"), "{found}");
+    c.cancel().await.expect("close");
+}
