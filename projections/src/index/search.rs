@@ -573,17 +573,21 @@ fn every_term(
                     continue 'docs;
                 }
             }
-            if phrases_hold(query, slots, terms)? {
+            let length = lengths[cand as usize];
+            let mut score = 0.0;
+            for (t, &idf) in terms.iter().zip(idfs) {
+                score += stats.term(idf, t.cursor.tf(), length);
+            }
+            // Once `limit` are held (partial matches are then not looked for, so `matched` is
+            // not needed), a document that cannot enter is passed before its phrases'
+            // positions are read; until then every document may enter.
+            let enters = top.may_enter(score as f32);
+            if enters && phrases_hold(query, slots, terms)? {
                 if !top.is_full() {
                     matched.push(cand);
                 }
-                let length = lengths[cand as usize];
-                let mut score = 0.0;
-                for (t, &idf) in terms.iter().zip(idfs) {
-                    score += stats.term(idf, t.cursor.tf(), length);
-                }
                 let row = docs.row(cand);
-                if top.may_enter(score as f32) && filter.pass(row) {
+                if enters && filter.pass(row) {
                     let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
                     top.offer(r, view, visible)?;
                 }
