@@ -143,8 +143,8 @@ pub struct CommitInFlight {
 
 enum Writer {
     Thread(std::thread::JoinHandle<Result<WrittenCommit, IndexError>>),
-    /// No thread could be started: written in place.
-    Done(Result<WrittenCommit, IndexError>),
+    /// Written (no thread could be started, or the thread was waited for).
+    Done(Box<Result<WrittenCommit, IndexError>>),
 }
 
 impl CommitInFlight {
@@ -152,10 +152,10 @@ impl CommitInFlight {
     /// it then does not wait.
     pub fn wait(&mut self) {
         if let Writer::Thread(_) = &self.writer {
-            let Writer::Thread(t) = std::mem::replace(&mut self.writer, Writer::Done(Err(IndexError::Invalid(String::new())))) else {
+            let Writer::Thread(t) = std::mem::replace(&mut self.writer, Writer::Done(Box::new(Err(IndexError::Invalid(String::new()))))) else {
                 return;
             };
-            self.writer = Writer::Done(join(t));
+            self.writer = Writer::Done(Box::new(join(t)));
         }
     }
 
@@ -519,7 +519,7 @@ impl Catalog {
         let job = planned.job.clone();
         let writer = match std::thread::Builder::new().name("origin-commit".into()).spawn(move || write_commit(&job)) {
             Ok(t) => Writer::Thread(t),
-            Err(_) => Writer::Done(write_commit(&planned.job)),
+            Err(_) => Writer::Done(Box::new(write_commit(&planned.job))),
         };
         Ok(Ok(CommitInFlight { planned, writer }))
     }
@@ -529,7 +529,7 @@ impl Catalog {
     pub fn finish_commit(&mut self, commit: CommitInFlight) -> Result<(), CatalogError> {
         let written = match commit.writer {
             Writer::Thread(t) => join(t),
-            Writer::Done(w) => w,
+            Writer::Done(w) => *w,
         };
         self.install_commit(written, commit.planned)
     }
