@@ -226,23 +226,33 @@ impl MemorySegment {
         self.intern_hashed(term, hash(term.as_bytes()), positions)
     }
 
-    /// [`MemorySegment::intern`] of a term whose hash is `h`.
+    /// Where `key` (hashed to `h`) is in the slots: its slot and number if held, else the free
+    /// slot where it goes.
     #[inline]
-    fn intern_hashed(&mut self, term: &str, h: u64, positions: bool) -> u32 {
-        let key = term.as_bytes();
-        let tag = h >> 32;
+    fn probe(&self, key: &[u8], h: u64) -> (usize, Option<u32>) {
         let mask = self.slots.len() - 1;
         let mut i = h as usize & mask;
         loop {
             let slot = self.slots[i];
             let id = slot as u32;
             if id == NONE {
-                break;
+                return (i, None);
             }
-            if slot >> 32 == tag && self.key(&self.terms[id as usize]) == key {
-                return id;
+            if slot >> 32 == h >> 32 && self.key(&self.terms[id as usize]) == key {
+                return (i, Some(id));
             }
             i = (i + 1) & mask;
+        }
+    }
+
+    /// [`MemorySegment::intern`] of a term whose hash is `h`.
+    #[inline]
+    fn intern_hashed(&mut self, term: &str, h: u64, positions: bool) -> u32 {
+        let key = term.as_bytes();
+        let tag = h >> 32;
+        let (i, found) = self.probe(key, h);
+        if let Some(id) = found {
+            return id;
         }
         let id = self.terms.len() as u32;
         let mut t = Term {
@@ -295,21 +305,8 @@ impl MemorySegment {
 
     fn find(&self, term: &str) -> Option<&Term> {
         let key = term.as_bytes();
-        let h = hash(key);
-        let mask = self.slots.len() - 1;
-        let mut i = h as usize & mask;
-        loop {
-            let slot = self.slots[i];
-            let id = slot as u32;
-            if id == NONE {
-                return None;
-            }
-            let t = &self.terms[id as usize];
-            if slot >> 32 == h >> 32 && self.key(t) == key {
-                return Some(t);
-            }
-            i = (i + 1) & mask;
-        }
+        let (_, id) = self.probe(key, hash(key));
+        id.map(|id| &self.terms[id as usize])
     }
 
     /// An occurrence of term `id` in document `ordinal` (the one being added) at `position`

@@ -711,28 +711,18 @@ impl PosReader {
     /// Reads the next document's `tf` positions into `out`.
     fn read(&mut self, bytes: &[u8], tf: u32, length: u32, out: &mut Vec<u32>) -> Result<(), BlockError> {
         out.clear();
-        let mut r = Bytes { bytes: &bytes[..self.end], at: self.at };
-        let mut prev: Option<u32> = None;
-        for _ in 0..tf {
-            let delta = r.varint_u32(DOC_TOKENS_MAX, "position out of range")?;
-            let x = match prev {
-                None => delta,
-                Some(p) if delta > 0 => p.checked_add(delta).ok_or(r.err("position overflows"))?,
-                Some(_) => return Err(r.err("positions do not ascend")),
-            };
-            if x >= length {
-                return Err(r.err("position past the document's end"));
-            }
-            out.push(x);
-            prev = Some(x);
-        }
-        self.at = r.at;
-        Ok(())
+        self.walk(bytes, tf, length, |x| out.push(x)).map(|_| ())
     }
 
     /// Checks the next document's `tf` positions (as [`PosReader::read`] does) and returns
     /// their bytes' range.
     fn check(&mut self, bytes: &[u8], tf: u32, length: u32) -> Result<(usize, usize), BlockError> {
+        self.walk(bytes, tf, length, |_| {})
+    }
+
+    /// Reads the next document's `tf` positions, each checked (rising, within `length`) and
+    /// handed to `each`; returns their bytes' range.
+    fn walk(&mut self, bytes: &[u8], tf: u32, length: u32, mut each: impl FnMut(u32)) -> Result<(usize, usize), BlockError> {
         let from = self.at;
         let mut r = Bytes { bytes: &bytes[..self.end], at: self.at };
         let mut prev: Option<u32> = None;
@@ -746,6 +736,7 @@ impl PosReader {
             if x >= length {
                 return Err(r.err("position past the document's end"));
             }
+            each(x);
             prev = Some(x);
         }
         self.at = r.at;
