@@ -711,6 +711,19 @@ mod tests {
         j.append(vec![NewRecord::new(b).unwrap()]).unwrap();
     }
 
+    /// A store whose journal holds one message, "release workflow", and its catalog fed
+    /// and committed.
+    fn committed_store_of_one_event() -> (tempfile::TempDir, Journal, PathBuf, Catalog) {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        append(&j, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
+        let idx = dir.path().join("index");
+        let (mut c, _) = Catalog::open(&idx, &j).unwrap();
+        c.catch_up(&j).unwrap();
+        assert_eq!(c.commit().unwrap(), Committed::Written);
+        (dir, j, idx, c)
+    }
+
     /// The keys found, sorted.
     fn keys(c: &Catalog, q: &str, scope: Scope) -> Vec<String> {
         let f = Filters { scope: Some(scope), include_tools: true, ..Filters::default() };
@@ -756,13 +769,7 @@ mod tests {
 
     #[test]
     fn catalog_commit_that_fails_on_its_thread_feeds_its_documents_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
-        append(&j, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
-        let idx = dir.path().join("index");
-        let (mut c, _) = Catalog::open(&idx, &j).unwrap();
-        c.catch_up(&j).unwrap();
-        assert_eq!(c.commit().unwrap(), Committed::Written);
+        let (dir, j, idx, mut c) = committed_store_of_one_event();
         append(&j, &ingested(vec![event(2, EventKind::Message, "release notes")]));
         c.catch_up(&j).unwrap();
         let mark = c.index().mark();
@@ -894,13 +901,7 @@ mod tests {
 
     #[test]
     fn catalog_rebuilds_an_index_it_cannot_use() {
-        let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
-        append(&j, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
-        let idx = dir.path().join("index");
-        let (mut c, _) = Catalog::open(&idx, &j).unwrap();
-        c.catch_up(&j).unwrap();
-        c.commit().unwrap();
+        let (dir, j, idx, c) = committed_store_of_one_event();
         drop(c);
         // A damaged segment.
         let seg = fs::read_dir(&idx).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "segment")).unwrap();
