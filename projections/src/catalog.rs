@@ -150,13 +150,12 @@ enum Writer {
 impl CommitInFlight {
     /// Waits until the segment is written (or writing failed), without the catalog: finishing
     /// it then does not wait.
-    pub fn wait(&mut self) {
-        if let Writer::Thread(_) = &self.writer {
-            let Writer::Thread(t) = std::mem::replace(&mut self.writer, Writer::Done(Box::new(Err(IndexError::Invalid(String::new()))))) else {
-                return;
-            };
-            self.writer = Writer::Done(Box::new(join(t)));
-        }
+    pub fn wait(self) -> CommitInFlight {
+        let writer = match self.writer {
+            Writer::Thread(t) => Writer::Done(Box::new(join(t))),
+            done => done,
+        };
+        CommitInFlight { planned: self.planned, writer }
     }
 
     /// True once the segment is written (or writing failed): finishing it will not wait.
@@ -557,23 +556,17 @@ impl Catalog {
 
     /// Writes the in-memory documents as a segment with the journal offset they reach, if this
     /// process can take the writer's lock and nobody committed since it last looked.
+    /// (What [`Catalog::plan_commit`] and [`Catalog::install_commit`] do, the segment written
+    /// here; if writing fails, the documents stay in memory.)
     pub fn commit(&mut self) -> Result<Committed, CatalogError> {
-        if self.index.committing() {
-            return Ok(Committed::Busy);
+        match self.plan_commit()? {
+            CommitPlan::Done(c) => Ok(c),
+            CommitPlan::Write(planned) => {
+                let written = write_commit(&planned.job);
+                self.install_commit(written, planned)?;
+                Ok(Committed::Written)
+            }
         }
-        let Some(dir) = self.dir.clone() else {
-            self.index.commit(self.read_to)?;
-            return Ok(Committed::Written);
-        };
-        let Some(_lock) = self.writer_lock(&dir)? else { return Ok(Committed::Busy) };
-        if self.refresh()? {
-            return Ok(Committed::Superseded);
-        }
-        if self.index.memory_doc_count() == 0 && self.index.mark() == Some(self.read_to) {
-            return Ok(Committed::Nothing);
-        }
-        self.index.commit(self.read_to)?;
-        Ok(Committed::Written)
     }
 
     /// Plans the merge `policy` calls for, taking the writer's lock (held until
@@ -742,7 +735,7 @@ mod tests {
         let (mut other, _) = Catalog::open(&idx, &j).unwrap();
         c.catch_up(&j).unwrap();
         let mark = c.read_to();
-        let mut f = c.start_commit().unwrap().expect("a segment to write");
+        let f = c.start_commit().unwrap().expect("a segment to write");
         // Written meanwhile: feeding goes on, every document is found, no second commit
         // starts, and another process cannot write the index.
         append(&j, &ingested(vec![event(3, EventKind::Message, "release later")]));
@@ -753,7 +746,7 @@ mod tests {
         assert!(matches!(c.start_commit().unwrap(), Err(Committed::Busy)));
         other.catch_up(&j).unwrap();
         assert_eq!(other.commit().unwrap(), Committed::Busy);
-        f.wait();
+        let f = f.wait();
         assert!(f.is_finished());
         c.finish_commit(f).unwrap();
         assert_eq!(c.index().mark(), Some(mark));
@@ -773,11 +766,11 @@ mod tests {
         append(&j, &ingested(vec![event(2, EventKind::Message, "release notes")]));
         c.catch_up(&j).unwrap();
         let mark = c.index().mark();
-        let mut f = c.start_commit().unwrap().expect("a segment to write");
+        let f = c.start_commit().unwrap().expect("a segment to write");
         append(&j, &ingested(vec![event(3, EventKind::Message, "release later")]));
         c.catch_up(&j).unwrap();
         // The segment is written; then the directory goes away, so its manifest cannot be.
-        f.wait();
+        let f = f.wait();
         let away = dir.path().join("away");
         fs::rename(&idx, &away).unwrap();
         let result = c.finish_commit(f);

@@ -435,13 +435,11 @@ impl MemorySegment {
             put_varint(&mut self.scratch, u64::from(delta));
             put_varint(&mut self.scratch, u64::from(cur_tf));
             if with_positions {
-                let (mut at, mut last) = (cur_first, 0u32);
-                let mut first = true;
+                let (mut at, mut last) = (cur_first, None);
                 while at != NONE {
                     let (p, next) = self.occurrences[at as usize];
-                    put_varint(&mut self.scratch, u64::from(if first { p } else { p - last }));
-                    first = false;
-                    last = p;
+                    put_varint(&mut self.scratch, u64::from(last.map_or(p, |l| p - l)));
+                    last = Some(p);
                     at = next;
                 }
             }

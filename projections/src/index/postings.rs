@@ -159,28 +159,27 @@ impl Postings {
         }
     }
 
+    /// Positions of the `i`th document, decoded (none without positions).
+    fn positions_iter(&self, i: usize) -> impl Iterator<Item = u32> + '_ {
+        let mut r = Bytes::new(self.positions_bytes_of(i));
+        let mut at: Option<u32> = None;
+        std::iter::from_fn(move || {
+            let d = r.varint_u32(u32::MAX, "").ok()?;
+            let x = at.map_or(d, |a| a.wrapping_add(d));
+            at = Some(x);
+            Some(x)
+        })
+    }
+
     /// Positions of the `i`th document (empty without positions), for tests.
     #[cfg(test)]
     pub(crate) fn positions_of(&self, i: usize) -> Vec<u32> {
-        let mut out = Vec::new();
-        let mut at = 0u32;
-        let mut r = Bytes::new(self.positions_bytes_of(i));
-        while let Ok(d) = r.varint_u32(u32::MAX, "") {
-            at = if out.is_empty() { d } else { at + d };
-            out.push(at);
-        }
-        out
+        self.positions_iter(i).collect()
     }
 
     /// The number of positions of the `i`th document and its last one.
     pub(crate) fn position_count_and_last(&self, i: usize) -> (u32, u32) {
-        let (mut n, mut at) = (0u32, 0u32);
-        let mut r = Bytes::new(self.positions_bytes_of(i));
-        while let Ok(d) = r.varint_u32(u32::MAX, "") {
-            at = if n == 0 { d } else { at + d };
-            n += 1;
-        }
-        (n, at)
+        self.positions_iter(i).fold((0, 0), |(n, _), x| (n + 1, x))
     }
 
     /// Number of documents.

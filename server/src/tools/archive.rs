@@ -374,8 +374,8 @@ impl Archive {
         // A commit being written is waited for without holding the archive, then installed.
         let pending = guard(&self.inner).commit.take();
         let mut inner = match pending {
-            Some(mut c) => {
-                c.wait();
+            Some(c) => {
+                let c = c.wait();
                 let mut inner = guard(&self.inner);
                 inner.catalog.finish_commit(c).map_err(store_error)?;
                 inner
