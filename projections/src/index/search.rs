@@ -296,8 +296,8 @@ fn below(bound: f64, threshold: Option<(f32, i64)>) -> bool {
     threshold.is_some_and(|(t, _)| bound * (1.0 + BOUND_MARGIN) < f64::from(t))
 }
 
-/// True if no document scoring at most `bound` (summed over the query's terms in query order,
-/// as scores are, each term bounded by a frontier point) and dated at most `max_time` can
+/// True if no document scoring at most `bound` (each term bounded by a frontier point, or by
+/// a tight bound whose margin covers summing in another order) and dated at most `max_time` can
 /// enter the held list: a lower score, or the same score and an older time (the same time
 /// could still win on a smaller id). Exact: BM25 and sums are monotone in floating point,
 /// so a bound is never below the score of a document it bounds.
@@ -455,24 +455,6 @@ fn full_view(
     every_term(v, view, query, &filter, visible, stats, idfs, &mut terms, &slots, top, matched)
 }
 
-/// The bounds of the blocks of `t` that overlap ordinals `lo..=hi`: (best exact frontier
-/// bound, best tight bound, latest time). Read from the directory; nothing is decoded.
-fn overlap_bounds(t: &Term<'_>, stats: &Stats, idf: f64, lo: u32, hi: u32) -> Result<(f64, f64, i64), IndexError> {
-    let (mut exact, mut tight, mut time) = (0.0f64, 0.0f64, i64::MIN);
-    let mut b = t.cursor.first_block_ending_at_or_after(lo);
-    while b < t.cursor.block_count() {
-        let info = t.cursor.block_at(b).map_err(|e| t.err(e))?;
-        exact = exact.max(points_bound(stats, idf, t.cursor.points(&info)));
-        tight = tight.max(t.tight_of(&info, idf));
-        time = time.max(info.max_time);
-        if info.last >= hi {
-            break;
-        }
-        b += 1;
-    }
-    Ok((exact, tight, time))
-}
-
 /// Full matches of a query of several terms (words, phrases): the rarest term drives, block
 /// by block. A block's bound is its own plus, for every other term, the best of that term's
 /// blocks over the same ordinals (from the directories alone); blocks are taken best bound
@@ -495,11 +477,11 @@ fn every_term(
     let docs = view.docs();
     let lengths = docs.lengths();
     let driver = (0..terms.len()).min_by_key(|&t| terms[t].cursor.len()).unwrap_or(0);
-    // Per driver block: (tight bound, latest time, block, first ordinal, the other terms' part
-    // of the tight bound). The other terms'
-    // overlapping blocks are found walking their directories along (the driver's blocks
-    // ascend); exact frontier bounds wait until a block survives its tight bound.
-    let mut order: Vec<(f64, i64, usize, u32, f64)> = Vec::with_capacity(terms[driver].cursor.block_count());
+    // Per driver block: (tight bound, latest time, block, the other terms' part of the tight
+    // bound). The other terms' overlapping blocks are found walking their directories along
+    // (the driver's blocks ascend); the driver's exact frontier bound waits until a block
+    // survives its tight bound.
+    let mut order: Vec<(f64, i64, usize, f64)> = Vec::with_capacity(terms[driver].cursor.block_count());
     let mut next: Vec<usize> = vec![0; terms.len()];
     let mut lo = 0u32;
     for b in 0..terms[driver].cursor.block_count() {
@@ -529,54 +511,50 @@ fn every_term(
             others += g;
             time = time.min(tm);
         }
-        order.push((tight, time, b, lo, others));
+        order.push((tight, time, b, others));
         lo = info.last.saturating_add(1);
     }
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    for (tight, time, b, lo, others) in order {
+    let mut block_lengths: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut driver_parts: Vec<f64> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    for (tight, time, b, others) in order {
         if below(tight, top.threshold()) {
             break;
         }
         if top.threshold().is_some() {
-            // Ties: exact bounds, summed in query order as scores are.
+            // The driver block's exact bound (its frontier) with the others' tight ones.
             let info = terms[driver].cursor.block_at(b).map_err(|e| terms[driver].err(e))?;
-            let mut exact = 0.0;
-            for (t, &idf) in idfs.iter().enumerate() {
-                exact += if t == driver {
-                    points_bound(stats, idf, terms[t].cursor.points(&info))
-                } else {
-                    overlap_bounds(&terms[t], stats, idf, lo, info.last)?.0
-                };
-            }
+            let exact = points_bound(stats, idfs[driver], terms[driver].cursor.points(&info)) + others;
             if cannot_enter(exact, time, top.threshold()) {
                 continue;
             }
         }
-        let mut cand = terms[driver].cursor.goto_block(b).map_err(|e| terms[driver].err(e))?;
-        let last = terms[driver].cursor.block_last();
-        'docs: while cand <= last {
+        terms[driver].cursor.goto_block(b).map_err(|e| terms[driver].err(e))?;
+        // The block's lengths are gathered first, in a loop of independent loads whose cache
+        // misses overlap (read one by one, each was a miss in turn: most of the time of a
+        // search of common words); then the driver's part of every document.
+        let (ords, tfs) = terms[driver].cursor.block_docs();
+        block_lengths.clear();
+        block_lengths.extend(ords.iter().map(|&o| lengths[o as usize]));
+        driver_parts.clear();
+        driver_parts.extend(tfs.iter().zip(&block_lengths).map(|(&tf, &len)| stats.term(idfs[driver], tf, len)));
+        'docs: for i in 0..driver_parts.len() {
             // The driver's own part, with the others' bounds over the block: a document that
             // cannot reach the weakest held is passed without seeking the others.
-            if top.is_full() {
-                let part = stats.term(idfs[driver], terms[driver].cursor.tf(), lengths[cand as usize]);
-                if below(part + others, top.threshold()) {
-                    if cand == last {
-                        break;
-                    }
-                    cand = terms[driver].next()?;
-                    continue 'docs;
-                }
+            if top.is_full() && below(driver_parts[i] + others, top.threshold()) {
+                continue;
             }
+            terms[driver].cursor.stand_at(i);
+            let cand = terms[driver].cursor.doc();
             for t in 0..terms.len() {
                 if t != driver && terms[t].seek_any(cand)? != cand {
-                    cand = terms[driver].next()?;
                     continue 'docs;
                 }
             }
-            let length = lengths[cand as usize];
+            let length = block_lengths[i];
             let mut score = 0.0;
-            for (t, &idf) in terms.iter().zip(idfs) {
-                score += stats.term(idf, t.cursor.tf(), length);
+            for (t, (term, &idf)) in terms.iter().zip(idfs).enumerate() {
+                score += if t == driver { driver_parts[i] } else { stats.term(idf, term.cursor.tf(), length) };
             }
             // Once `limit` are held (partial matches are then not looked for, so `matched` is
             // not needed), a document that cannot enter is passed before its phrases'
@@ -587,15 +565,11 @@ fn every_term(
                     matched.push(cand);
                 }
                 let row = docs.row(cand);
-                if enters && filter.pass(row) {
+                if filter.pass(row) {
                     let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
                     top.offer(r, view, visible)?;
                 }
             }
-            if cand == last {
-                break;
-            }
-            cand = terms[driver].next()?;
         }
     }
     // Blocks came out of order: partial matches look full matches up by binary search. (Once
