@@ -604,13 +604,13 @@ impl Journal {
             Ok(()) => self.commit(&batch),
             Err(e) => Err(replicate(e)),
         };
-        if locked.is_ok() {
-            if let Err(e) = self.writer_lock.unlock() {
-                // The batch is durable and acknowledged; but a handle that may still hold the
-                // store lock would stall every other process: it writes nothing more.
-                let e = Error::io("unlock", &self.lock_path, e);
-                self.refuse(Error::Poisoned { cause: e.to_string() });
-            }
+        if locked.is_ok()
+            && let Err(e) = self.writer_lock.unlock()
+        {
+            // The batch is durable and acknowledged; but a handle that may still hold the
+            // store lock would stall every other process: it writes nothing more.
+            let e = Error::io("unlock", &self.lock_path, e);
+            self.refuse(Error::Poisoned { cause: e.to_string() });
         }
         drop(writer);
         let mut q = guard(&self.queue);
@@ -703,15 +703,15 @@ impl Journal {
             }
             return Err(Error::io("write", path, e));
         }
-        if self.opts.durability == Durability::Sync {
-            if let Err(e) = file.sync_data() {
-                let cut = match file.set_len(pos) {
-                    Ok(()) => "the unsynced bytes were cut off".to_owned(),
-                    Err(t) => format!("cutting off the unsynced bytes failed too ({t})"),
-                };
-                self.refuse(Error::Poisoned { cause: format!("fdatasync of {} failed ({e}); {cut}", path.display()) });
-                return Err(Error::io("fdatasync", path, e));
-            }
+        if self.opts.durability == Durability::Sync
+            && let Err(e) = file.sync_data()
+        {
+            let cut = match file.set_len(pos) {
+                Ok(()) => "the unsynced bytes were cut off".to_owned(),
+                Err(t) => format!("cutting off the unsynced bytes failed too ({t})"),
+            };
+            self.refuse(Error::Poisoned { cause: format!("fdatasync of {} failed ({e}); {cut}", path.display()) });
+            return Err(Error::io("fdatasync", path, e));
         }
         Ok(())
     }
@@ -1172,16 +1172,15 @@ fn load_or_build_index(
     rw: bool,
 ) -> Result<Vec<(u64, u64)>> {
     let idx_path = path.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
-    if let Ok(f) = vfs.open_read(&idx_path) {
-        if let Ok(len) = f.len() {
-            if len <= 36 + u64::from(SPARSE_INDEX_ENTRIES_MAX) * 16 {
-                let mut b = vec![0u8; len as usize];
-                if f.read_exact_at(&mut b, 0).is_ok() {
-                    if let Some(entries) = decode_index(&b, base, bytes.len() as u64) {
-                        return Ok(entries);
-                    }
-                }
-            }
+    if let Ok(f) = vfs.open_read(&idx_path)
+        && let Ok(len) = f.len()
+        && len <= 36 + u64::from(SPARSE_INDEX_ENTRIES_MAX) * 16
+    {
+        let mut b = vec![0u8; len as usize];
+        if f.read_exact_at(&mut b, 0).is_ok()
+            && let Some(entries) = decode_index(&b, base, bytes.len() as u64)
+        {
+            return Ok(entries);
         }
     }
     // Missing or damaged index: rebuild it from the segment, checking every frame on the way.

@@ -202,6 +202,8 @@ pub struct Catalog {
     writer: Weak<File>,
     /// Held by the merge planned and not yet installed (or given up): one at a time.
     merging: Weak<()>,
+    /// In-memory documents that call for a commit ([`COMMIT_DOCS`] unless set).
+    commit_docs: u32,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -246,7 +248,7 @@ fn lock(dir: &Path, wait: bool) -> Result<Option<File>, CatalogError> {
 impl Catalog {
     /// An empty catalog in memory (tests, and stores opened read-only).
     pub fn in_memory() -> Catalog {
-        Catalog { dir: None, index: Index::in_memory(), read_to: 0, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new() }
+        Catalog { dir: None, index: Index::in_memory(), read_to: 0, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new(), commit_docs: COMMIT_DOCS }
     }
 
     /// Opens the catalog in `dir` for `journal`'s store, creating it if needed; an index that
@@ -268,7 +270,7 @@ impl Catalog {
                     }
                     _ => {
                         let read_to = index.mark().unwrap_or(0);
-                        let c = Catalog { dir: Some(dir.to_path_buf()), index, read_to, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new() };
+                        let c = Catalog { dir: Some(dir.to_path_buf()), index, read_to, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new(), commit_docs: COMMIT_DOCS };
                         // Clean up what a crashed writer left, if no one is writing now.
                         if let Some(_lock) = lock(dir, false)? {
                             c.index.remove_leftovers()?;
@@ -317,7 +319,7 @@ impl Catalog {
         let id_path = dir.join(IDENTITY_FILE);
         fs::write(&id_path, identity_bytes(journal.store_id(), journal.epoch())).map_err(io("write", &id_path))?;
         let index = Index::open(dir)?;
-        Ok(Catalog { dir: Some(dir.to_path_buf()), index, read_to: 0, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new() })
+        Ok(Catalog { dir: Some(dir.to_path_buf()), index, read_to: 0, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new(), commit_docs: COMMIT_DOCS })
     }
 
     /// The offset from which records are still to be fed (to the events' index or the
@@ -473,7 +475,14 @@ impl Catalog {
     /// True once enough documents wait in memory to be worth a segment (and no commit is
     /// being written).
     pub fn wants_commit(&self) -> bool {
-        !self.index.committing() && self.index.memory_doc_count() >= COMMIT_DOCS
+        !self.index.committing() && self.index.memory_doc_count() >= self.commit_docs
+    }
+
+    /// Sets how many in-memory documents call for a commit (at least 1; [`COMMIT_DOCS`] by
+    /// default). Smaller segments cost more merging; tests use them to reach commits and
+    /// merges with small stores.
+    pub fn set_commit_docs(&mut self, docs: u32) {
+        self.commit_docs = docs.clamp(1, crate::index::limits::SEGMENT_DOCS_MAX);
     }
 
     /// Starts a commit to write on another thread (so that feeding never waits for a segment

@@ -312,55 +312,16 @@ async fn a_server_that_rebuilt_its_state_saves_a_snapshot_when_its_client_leaves
 /// A store whose journal holds `records` ingested records of `per` short messages each; the
 /// first record's first message says `alphaword`, the last record's last says `omegaword`.
 fn store_of_many_events(home: &Path, records: usize, per: usize) {
-    use origin_engine::record::{Body, Event, EventKind, Ingested, Role};
-    use origin_engine::{Journal, NewRecord, Options};
-    let journal = Journal::open(home.join("journal"), Options::default()).expect("journal");
-    for r in 0..records {
-        let events = (0..per)
-            .map(|i| {
-                let n = r * per + i;
-                let mut text = format!("note {n} about topic{} and build", n % 97);
-                if n == 0 {
-                    text.push_str(" alphaword");
-                }
-                if n == records * per - 1 {
-                    text.push_str(" omegaword");
-                }
-                Event {
-                    id: format!("claude-code:bulk-{n}"),
-                    time_unix_ms: 1_760_000_000_000 + n as i64,
-                    session: format!("bulk-session-{}", n / 1000),
-                    project: Some("bulk".into()),
-                    role: Role::User,
-                    kind: EventKind::Message,
-                    text,
-                    text_cut_chars: 0,
-                    cwd: None,
-                    git_branch: None,
-                    agent_version: None,
-                    line: i as u64 + 1,
-                }
-            })
-            .collect();
-        let body = Body::Ingested(Ingested {
-            source: "claude-code".into(),
-            path: format!("/home/dev/.claude/projects/-bulk/{r}.jsonl"),
-            mirror: format!("claude-code/-bulk/{r}.jsonl"),
-            file_version: 1,
-            byte_start: 0,
-            byte_end: 1,
-            line_start: 1,
-            line_end: per as u64 + 1,
-            prefix_hash: 0,
-            raw_zstd: Vec::new(),
-            events,
-            sessions: Vec::new(),
-            malformed_lines: 0,
-            cut_lines: 0,
-            state: Vec::new(),
-        });
-        journal.append(vec![NewRecord::new(&body).expect("record")]).expect("append");
-    }
+    origin_tests::append_message_records(home, 0..records, per, |n| {
+        let mut text = format!("note {n} about topic{} and build", n % 97);
+        if n == 0 {
+            text.push_str(" alphaword");
+        }
+        if n == records * per - 1 {
+            text.push_str(" omegaword");
+        }
+        text
+    });
 }
 
 fn segment_files(home: &Path) -> usize {

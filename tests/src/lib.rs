@@ -40,3 +40,52 @@ pub fn origin_bin() -> PathBuf {
     })
     .clone()
 }
+
+/// Appends to the journal of the store at `home` one ingested record of `per` user messages
+/// for each record number in `records` (of a made-up Claude Code log `-bulk/<r>.jsonl`): event
+/// `n = r * per + i` is `claude-code:bulk-<n>`, says `text(n)`, and is dated `n` ms after a
+/// fixed time.
+pub fn append_message_records(home: &std::path::Path, records: std::ops::Range<usize>, per: usize, text: impl Fn(usize) -> String) {
+    use origin_engine::record::{Body, Event, EventKind, Ingested, Role};
+    use origin_engine::{Journal, NewRecord, Options};
+    let journal = Journal::open(home.join("journal"), Options::default()).expect("journal");
+    for r in records {
+        let events = (0..per)
+            .map(|i| {
+                let n = r * per + i;
+                Event {
+                    id: format!("claude-code:bulk-{n}"),
+                    time_unix_ms: 1_760_000_000_000 + n as i64,
+                    session: format!("bulk-session-{}", n / 1000),
+                    project: Some("bulk".into()),
+                    role: Role::User,
+                    kind: EventKind::Message,
+                    text: text(n),
+                    text_cut_chars: 0,
+                    cwd: None,
+                    git_branch: None,
+                    agent_version: None,
+                    line: i as u64 + 1,
+                }
+            })
+            .collect();
+        let body = Body::Ingested(Ingested {
+            source: "claude-code".into(),
+            path: format!("/home/dev/.claude/projects/-bulk/{r}.jsonl"),
+            mirror: format!("claude-code/-bulk/{r}.jsonl"),
+            file_version: 1,
+            byte_start: 0,
+            byte_end: 1,
+            line_start: 1,
+            line_end: per as u64 + 1,
+            prefix_hash: 0,
+            raw_zstd: Vec::new(),
+            events,
+            sessions: Vec::new(),
+            malformed_lines: 0,
+            cut_lines: 0,
+            state: Vec::new(),
+        });
+        journal.append(vec![NewRecord::new(&body).expect("record")]).expect("append");
+    }
+}

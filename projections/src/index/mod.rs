@@ -69,7 +69,7 @@ use origin_engine::record::{EntryVersion, Event, EventKind};
 pub use error::IndexError;
 pub use merge::{MergeJob, MergePolicy, Merged, SegmentInfo, merge};
 pub use query::{Query, QueryError, parse_query};
-pub use segment::{Segment, SegmentId};
+pub use segment::{Segment, SegmentId, file_name as segment_file_name};
 pub use snippet::snippet;
 
 use manifest::Manifest;

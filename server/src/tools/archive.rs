@@ -94,6 +94,25 @@ struct Inner {
 /// Records read per step of a catch-up: between steps, the text index may commit.
 const SYNC_STEP_RECORDS: usize = 256;
 
+/// A positive whole number from the environment variable `name`: `None` when unset or empty,
+/// and (with a warning that says what is used instead) when it is not one.
+pub(crate) fn positive_setting(name: &str, instead: &str) -> Option<u64> {
+    let v = std::env::var(name).ok().filter(|v| !v.is_empty())?;
+    match v.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Some(n),
+        _ => {
+            eprintln!("origin: {name}={v:?} is not a positive whole number; {instead}");
+            None
+        }
+    }
+}
+
+/// `ORIGIN_INDEX_COMMIT_DOCS`: in-memory documents that call for a segment of the text index.
+fn commit_docs_setting() -> Option<u32> {
+    let instead = format!("writing a segment every {} documents", origin_projections::catalog::COMMIT_DOCS);
+    positive_setting("ORIGIN_INDEX_COMMIT_DOCS", &instead).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
 /// Arguments of `search`.
 #[derive(Debug, Default, Clone)]
 pub struct SearchArgs {
@@ -164,6 +183,32 @@ pub struct EntryArgs {
     pub valid_from: Option<String>,
     /// Time argument.
     pub valid_to: Option<String>,
+}
+
+/// Installs the commit in flight if it is finished; true if one was.
+fn install_finished_commit(inner: &mut Inner) -> Result<bool, ToolError> {
+    if inner.commit.as_ref().is_some_and(CommitInFlight::is_finished)
+        && let Some(c) = inner.commit.take()
+    {
+        inner.catalog.finish_commit(c).map_err(store_error)?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Starts a commit on a thread of its own if enough documents wait in memory (and none is in
+/// flight); says why one that was wanted did not start.
+fn start_wanted_commit(inner: &mut Inner) -> Result<Option<Committed>, ToolError> {
+    if !inner.catalog.wants_commit() {
+        return Ok(None);
+    }
+    match inner.catalog.start_commit().map_err(store_error)? {
+        Ok(c) => {
+            inner.commit = Some(c);
+            Ok(None)
+        }
+        Err(r) => Ok(Some(r)),
+    }
 }
 
 fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -256,6 +301,9 @@ impl Archive {
             _ => 0,
         };
         let (mut catalog, opened) = Catalog::open(&home.join("projections").join("index"), &journal)?;
+        if let Some(n) = commit_docs_setting() {
+            catalog.set_commit_docs(n);
+        }
         catalog.seed_entries(&state)?;
         if let CatalogOpened::Rebuilt { reason } = &opened {
             eprintln!("origin: rebuilding the text index from the journal: {reason}");
@@ -296,13 +344,9 @@ impl Archive {
         let mut inner = guard(&self.inner);
         self.journal.refresh().map_err(store_error)?;
         loop {
-            if inner.commit.as_ref().is_some_and(CommitInFlight::is_finished)
-                && let Some(c) = inner.commit.take()
-            {
-                inner.catalog.finish_commit(c).map_err(store_error)?;
-            }
+            install_finished_commit(&mut inner)?;
             inner.catalog.refresh().map_err(store_error)?;
-            let Inner { state, catalog, .. } = &mut *inner;
+            let Inner { state, catalog, commit, .. } = &mut *inner;
             let from = state.read_to().min(catalog.read_to());
             let mut failed: Option<ToolError> = None;
             let mut read = 0usize;
@@ -335,25 +379,36 @@ impl Archive {
                     if !for_catalog {
                         catalog.pass(r.offset);
                     }
-                    stopped = read >= SYNC_STEP_RECORDS || catalog.wants_commit();
+                    // A step ends to write a segment, or to install one written meanwhile.
+                    stopped = read >= SYNC_STEP_RECORDS
+                        || catalog.wants_commit()
+                        || commit.as_ref().is_some_and(CommitInFlight::is_finished);
                     Ok(if stopped { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
                 })
                 .map_err(store_error)?;
             if let Some(e) = failed {
                 return Err(e);
             }
-            if inner.catalog.wants_commit() {
-                match inner.catalog.start_commit().map_err(store_error)? {
-                    Ok(c) => inner.commit = Some(c),
-                    // Another process wrote these documents first: read on from its mark.
-                    Err(Committed::Superseded) => continue,
-                    Err(_) => {}
-                }
+            // Another process wrote these documents first: read on from its mark.
+            if start_wanted_commit(&mut inner)? == Some(Committed::Superseded) {
+                continue;
             }
             if !stopped {
                 return Ok(());
             }
         }
+    }
+
+    /// Installs the text index's commit written on a thread of its own once it is finished,
+    /// and starts the next if enough documents wait: the background thread calls it, so that
+    /// the segments of a catch-up are installed (and their memory freed) without waiting for
+    /// the next tool call. Returns true if a commit was installed.
+    pub fn commit_step(&self) -> Result<bool, ToolError> {
+        let mut inner = guard(&self.inner);
+        let installed = install_finished_commit(&mut inner)?;
+        // A commit another process wrote first is read past by the next `sync`.
+        start_wanted_commit(&mut inner)?;
+        Ok(installed)
     }
 
     /// One merge of the text index's segments, if the policy calls for one and this process

@@ -461,7 +461,8 @@ pub fn fix_arguments(line: &str) -> Option<String> {
     Some(v.to_string())
 }
 
-/// How often the background thread looks for segments of the text index to merge.
+/// How often the background thread looks for segments of the text index to merge (unless
+/// `ORIGIN_MERGE_INTERVAL_MS` says otherwise).
 const MERGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The background merging of the text index's segments; stops when asked.
@@ -486,22 +487,28 @@ impl Merges {
 /// busy agents, or the whole store after a first start).
 const CHECKPOINT_RECORDS: u64 = 256;
 
-/// Merges the text index's segments in the background, as the policy calls for, so that
-/// searches keep reading few segments; and saves the projections' snapshot when it is behind.
+/// Installs the text index's segments written on threads of their own and merges them in the
+/// background, as the policy calls for, so that searches keep reading few segments; and saves
+/// the projections' snapshot when it is behind.
 fn spawn_merges(archive: Arc<Archive>) -> Merges {
     let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
     let flag = stop.clone();
+    let interval = super::archive::positive_setting("ORIGIN_MERGE_INTERVAL_MS", "merging every 5 s")
+        .map_or(MERGE_INTERVAL, std::time::Duration::from_millis);
     let thread = std::thread::Builder::new()
         .name("origin-merge".into())
         .spawn(move || {
             let (lock, cv) = &*flag;
             loop {
                 let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
-                let (stopped, _) = cv.wait_timeout(stopped, MERGE_INTERVAL).unwrap_or_else(|p| p.into_inner());
+                let (stopped, _) = cv.wait_timeout(stopped, interval).unwrap_or_else(|p| p.into_inner());
                 if *stopped {
                     return;
                 }
                 drop(stopped);
+                if let Err(e) = archive.commit_step() {
+                    eprintln!("origin: writing the text index failed ({e}); trying again later");
+                }
                 // One merge at a time until none is called for; a failure is reported and
                 // tried again later (the index stays correct without merges).
                 loop {
