@@ -219,6 +219,27 @@ pub(crate) struct TokenRef<'a> {
     pub end: usize,
 }
 
+/// [`ASCII_CLASS`] of an upper-case ASCII letter; lower-case letters and digits are
+/// [`LOWER_OR_DIGIT`], every other byte 0.
+const UPPER: u8 = 2;
+const LOWER_OR_DIGIT: u8 = 1;
+static ASCII_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = if c.is_ascii_uppercase() {
+            UPPER
+        } else if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            LOWER_OR_DIGIT
+        } else {
+            0
+        };
+        b += 1;
+    }
+    t
+};
+
 /// True for the bytes that end a word in any text: ASCII bytes other than letters and digits.
 fn is_ascii_break(b: u8) -> bool {
     b < 0x80 && !b.is_ascii_alphanumeric()
@@ -252,9 +273,18 @@ pub(crate) fn for_each_token(text: &str, emit: &mut dyn FnMut(TokenRef<'_>)) {
             continue;
         }
         let start = i;
-        let mut plain = true;
+        // Letters and digits first, by table; what stops them may still be inside the chunk.
+        let (mut plain, mut upper) = (true, false);
+        while i < bytes.len() {
+            let class = ASCII_CLASS[usize::from(bytes[i])];
+            if class == 0 {
+                break;
+            }
+            upper |= class == UPPER;
+            i += 1;
+        }
         while i < bytes.len() && !is_cut(bytes, i) {
-            plain &= bytes[i].is_ascii_alphanumeric();
+            plain = false;
             i += 1;
         }
         if position >= DOC_TOKENS_MAX {
@@ -262,10 +292,16 @@ pub(crate) fn for_each_token(text: &str, emit: &mut dyn FnMut(TokenRef<'_>)) {
         }
         let chunk = &text[start..i];
         if plain {
-            lower.clear();
-            lower.push_str(cut(chunk));
-            lower.make_ascii_lowercase();
-            emit(TokenRef { term: &lower, position, kind: TokenKind::Word, start, end: i });
+            // Most words of logs and code are lower case already: then nothing is copied.
+            let term = if upper {
+                lower.clear();
+                lower.push_str(cut(chunk));
+                lower.make_ascii_lowercase();
+                lower.as_str()
+            } else {
+                cut(chunk)
+            };
+            emit(TokenRef { term, position, kind: TokenKind::Word, start, end: i });
             position += 1;
             continue;
         }
