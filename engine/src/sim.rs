@@ -185,9 +185,9 @@ impl SimFs {
                 let d = durable.get(&name);
                 let chosen = match (l, d) {
                     (Some(l), Some(d)) if Arc::ptr_eq(l, d) => Some(l.clone()),
-                    (Some(l), Some(d)) => Some(if rng.next_rand() % 2 == 0 { l.clone() } else { d.clone() }),
-                    (Some(l), None) => (rng.next_rand() % 2 == 0).then(|| l.clone()),
-                    (None, Some(d)) => (rng.next_rand() % 2 == 0).then(|| d.clone()),
+                    (Some(l), Some(d)) => Some(if rng.next_rand().is_multiple_of(2) { l.clone() } else { d.clone() }),
+                    (Some(l), None) => (rng.next_rand().is_multiple_of(2)).then(|| l.clone()),
+                    (None, Some(d)) => (rng.next_rand().is_multiple_of(2)).then(|| d.clone()),
                     (None, None) => None,
                 };
                 if let Some(node) = chosen {
@@ -282,7 +282,7 @@ impl SimFs {
 
 /// What survives of one file's bytes after a power cut, per the model above.
 fn surviving_bytes(node: &Node, st: &mut State) -> Vec<u8> {
-    if !node.data.starts_with(&node.durable) && st.next_rand() % 2 == 0 {
+    if !node.data.starts_with(&node.durable) && st.next_rand().is_multiple_of(2) {
         // Truncated or rewritten since the last sync, and that change did not survive.
         return node.durable.clone();
     }
@@ -302,7 +302,7 @@ fn surviving_bytes(node: &Node, st: &mut State) -> Vec<u8> {
     cuts.push(total);
     let cut = cuts[(st.next_rand() % cuts.len() as u64) as usize];
     let mut out = base[..cut as usize].to_vec();
-    if st.next_rand() % 3 == 0 {
+    if st.next_rand().is_multiple_of(3) {
         // The size reached the disk but the data did not: a zero-filled tail.
         let len = cut + st.next_rand() % (total - cut + 1);
         out.resize(len as usize, 0);

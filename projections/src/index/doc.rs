@@ -212,7 +212,7 @@ impl DocTable {
     /// strings section counted after the rows.
     pub(crate) fn decode(rows: &[u8], strings: &[u8]) -> Result<DocTable, (usize, String)> {
         let mut t = DocTable::default();
-        if rows.len() % ROW_SIZE_BYTES != 0 {
+        if !rows.len().is_multiple_of(ROW_SIZE_BYTES) {
             return Err((0, "document rows are not a whole number of rows".into()));
         }
         // Strings first: rows refer to them.

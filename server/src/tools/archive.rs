@@ -97,13 +97,21 @@ const SYNC_STEP_RECORDS: usize = 256;
 /// A positive whole number from the environment variable `name`: `None` when unset or empty,
 /// and (with a warning that says what is used instead) when it is not one.
 pub(crate) fn positive_setting(name: &str, instead: &str) -> Option<u64> {
-    let v = std::env::var(name).ok().filter(|v| !v.is_empty())?;
-    match v.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Some(n),
-        _ => {
-            eprintln!("origin: {name}={v:?} is not a positive whole number; {instead}");
-            None
-        }
+    parse_positive(std::env::var(name).ok().as_deref()).unwrap_or_else(|v| {
+        eprintln!("origin: {name}={v:?} is not a positive whole number; {instead}");
+        None
+    })
+}
+
+/// A setting's value read as a positive whole number: `Ok(None)` when unset or empty, `Err`
+/// with the value when it is not one.
+fn parse_positive(value: Option<&str>) -> Result<Option<u64>, String> {
+    match value.filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err(v.to_owned()),
+        },
     }
 }
 
@@ -1016,5 +1024,21 @@ impl Archive {
         });
         self.append(&body)?;
         Ok(json!({ "restored": tombstone }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_positive;
+
+    #[test]
+    fn a_setting_is_a_positive_whole_number_or_unset() {
+        assert_eq!(parse_positive(None), Ok(None));
+        assert_eq!(parse_positive(Some("")), Ok(None));
+        assert_eq!(parse_positive(Some("300")), Ok(Some(300)));
+        assert_eq!(parse_positive(Some(" 50 ")), Ok(Some(50)));
+        assert_eq!(parse_positive(Some("0")), Err("0".to_owned()));
+        assert_eq!(parse_positive(Some("-5")), Err("-5".to_owned()));
+        assert_eq!(parse_positive(Some("lots")), Err("lots".to_owned()));
     }
 }
