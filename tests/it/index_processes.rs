@@ -47,24 +47,6 @@ fn index_dir(home: &Path) -> std::path::PathBuf {
     home.join("projections").join("index")
 }
 
-/// Files of the index directory the manifest does not list (segments cut short by a kill,
-/// unfinished writes): what the next writer deletes.
-fn leftovers(home: &Path, index: &Index) -> usize {
-    let listed: HashSet<u64> = index.segments().iter().map(|s| s.id).collect();
-    std::fs::read_dir(index_dir(home))
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    name.ends_with(".tmp")
-                        || (name.ends_with(".segment")
-                            && !listed.iter().any(|id| name == origin_projections::index::segment_file_name(*id)))
-                })
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 #[test]
 fn kill_9_while_the_server_writes_and_merges_index_segments_never_loses_or_doubles_an_event() {
     let seed = seed(0x6b11_1dec);
@@ -87,7 +69,7 @@ fn kill_9_while_the_server_writes_and_merges_index_segments_never_loses_or_doubl
         let docs = index.doc_count();
         assert!(docs <= records * PER, "cycle {cycle} (seed {seed}): {docs} documents for {} events", records * PER);
         killed_behind += usize::from(docs < records * PER);
-        leftovers_seen += leftovers(home, &index);
+        leftovers_seen += index.leftovers().expect("list the index directory").len();
         most_segments = most_segments.max(index.segments().len());
     }
     // A last run, left to finish: it catches up, and on the end of its input writes the rest.

@@ -69,7 +69,7 @@ use origin_engine::record::{EntryVersion, Event, EventKind};
 pub use error::IndexError;
 pub use merge::{MergeJob, MergePolicy, Merged, SegmentInfo, merge};
 pub use query::{Query, QueryError, parse_query};
-pub use segment::{Segment, SegmentId, file_name as segment_file_name};
+pub use segment::{Segment, SegmentId};
 pub use snippet::snippet;
 
 use manifest::Manifest;
@@ -327,22 +327,30 @@ impl Index {
         Ok(index)
     }
 
-    /// Deletes segment files the manifest does not list and unfinished writes: only while no
-    /// other process writes the directory.
-    pub fn remove_leftovers(&self) -> Result<(), IndexError> {
-        let Some(dir) = &self.dir else { return Ok(()) };
+    /// Segment files in the directory the manifest does not list, and unfinished writes: what
+    /// a writer that crashed left.
+    pub fn leftovers(&self) -> Result<Vec<PathBuf>, IndexError> {
+        let Some(dir) = &self.dir else { return Ok(Vec::new()) };
         let listed: HashSet<String> = self.segments.iter().map(|s| segment::file_name(s.id())).collect();
         let entries = fs::read_dir(dir).map_err(|e| IndexError::io("list", dir, e))?;
+        let mut found = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| IndexError::io("list", dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            let leftover = (name.ends_with(".segment") && !listed.contains(&name)) || name.ends_with(".tmp");
-            if leftover {
-                match fs::remove_file(entry.path()) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(IndexError::io("remove", entry.path(), e)),
-                }
+            if (name.ends_with(".segment") && !listed.contains(&name)) || name.ends_with(".tmp") {
+                found.push(entry.path());
+            }
+        }
+        Ok(found)
+    }
+
+    /// Deletes [`Index::leftovers`]: only while no other process writes the directory.
+    pub fn remove_leftovers(&self) -> Result<(), IndexError> {
+        for path in self.leftovers()? {
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(IndexError::io("remove", &path, e)),
             }
         }
         Ok(())

@@ -86,8 +86,8 @@ struct Inner {
     /// The text index (on disk, shared with the store's other processes).
     catalog: Catalog,
     /// A commit of the text index being written on a thread of its own: feeding and the tools
-    /// go on meanwhile (its documents stay searchable); installed by the next catch-up after
-    /// it is written, or by [`Archive::save_snapshot`].
+    /// go on meanwhile (its documents stay searchable); installed once written by the catch-up
+    /// (`sync`), the background thread ([`Archive::commit_step`]) or [`Archive::save_snapshot`].
     commit: Option<CommitInFlight>,
 }
 
@@ -193,15 +193,14 @@ pub struct EntryArgs {
     pub valid_to: Option<String>,
 }
 
-/// Installs the commit in flight if it is finished; true if one was.
-fn install_finished_commit(inner: &mut Inner) -> Result<bool, ToolError> {
+/// Installs the commit in flight if it is finished.
+fn install_finished_commit(inner: &mut Inner) -> Result<(), ToolError> {
     if inner.commit.as_ref().is_some_and(CommitInFlight::is_finished)
         && let Some(c) = inner.commit.take()
     {
         inner.catalog.finish_commit(c).map_err(store_error)?;
-        return Ok(true);
     }
-    Ok(false)
+    Ok(())
 }
 
 /// Starts a commit on a thread of its own if enough documents wait in memory (and none is in
@@ -410,13 +409,13 @@ impl Archive {
     /// Installs the text index's commit written on a thread of its own once it is finished,
     /// and starts the next if enough documents wait: the background thread calls it, so that
     /// the segments of a catch-up are installed (and their memory freed) without waiting for
-    /// the next tool call. Returns true if a commit was installed.
-    pub fn commit_step(&self) -> Result<bool, ToolError> {
+    /// the next tool call.
+    pub fn commit_step(&self) -> Result<(), ToolError> {
         let mut inner = guard(&self.inner);
-        let installed = install_finished_commit(&mut inner)?;
+        install_finished_commit(&mut inner)?;
         // A commit another process wrote first is read past by the next `sync`.
         start_wanted_commit(&mut inner)?;
-        Ok(installed)
+        Ok(())
     }
 
     /// One merge of the text index's segments, if the policy calls for one and this process

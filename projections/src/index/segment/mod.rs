@@ -24,7 +24,7 @@ pub(crate) const FOOTER_SIZE_BYTES: usize = 72;
 pub type SegmentId = u64;
 
 /// The file name of segment `id`.
-pub fn file_name(id: SegmentId) -> String {
+pub(crate) fn file_name(id: SegmentId) -> String {
     format!("{id:020}.segment")
 }
 
