@@ -19,7 +19,11 @@
 //! (the first absolute), the term frequency, then (for terms with positions) as many position
 //! deltas within the document (the first absolute).
 //!
-//! Each word's stem is computed once, the first time the word is seen.
+//! Each word's stem is computed once, the first time the word is seen. A word that is its own
+//! stem (`test`) is not written in its stem term's stream (`\u{1}test` holds `tests`,
+//! `tested`, …): a partial match reads the word's postings beside the stem's, and the stem
+//! term counts the documents that hold both (`Postings::shared`), for the union's document
+//! frequency. That spares a stream entry per document for most words.
 
 use std::hash::Hasher;
 
@@ -36,8 +40,11 @@ use super::{DocId, DocMeta, IndexError};
 const NONE: u32 = u32::MAX;
 /// A word's stem term is not computed yet.
 const STEM_UNKNOWN: u32 = u32::MAX;
-/// A word has no stem term (a stop word), or the term is not a word.
+/// A word has no stem term (a stop word), or the term is not a word; of a stem term, no word
+/// spells it.
 const STEM_NONE: u32 = u32::MAX - 1;
+/// A word is its own stem: its occurrences are not written in the stem term.
+const STEM_SAME: u32 = u32::MAX - 2;
 /// Keys up to this many bytes are kept in the term's record.
 const INLINE_KEY: usize = 15;
 /// log2 of an arena page's size.
@@ -61,7 +68,9 @@ const CHUNK_MAX_LOG: u8 = 15;
 struct Term {
     /// The high half of the key's hash (the low half places it in the slots).
     tag: u32,
-    /// The stem term's number, [`STEM_NONE`] or [`STEM_UNKNOWN`].
+    /// Of a word: its stem term's number, [`STEM_NONE`], [`STEM_SAME`] or [`STEM_UNKNOWN`].
+    /// Of a stem term: the number of the word that spells it and is its own stem, or
+    /// [`STEM_NONE`].
     stem: u32,
     /// First and last chunk of the postings stream ([`NONE`] before the first document).
     head: u32,
@@ -84,6 +93,8 @@ struct Term {
     /// The key if at most [`INLINE_KEY`] bytes, else its offset in the long-key arena (the
     /// first four bytes, little-endian).
     key: [u8; INLINE_KEY],
+    /// Of a stem term: its documents that also hold the word [`Term::stem`] names.
+    shared: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Term>() == 64);
@@ -101,6 +112,12 @@ impl MemPostings<'_> {
         self.term.count
     }
 
+    /// Of a stem term, its documents that also hold the word it spells
+    /// ([`Postings::shared`]).
+    pub(crate) fn shared(&self) -> u32 {
+        self.term.shared
+    }
+
     /// The postings, decoded (the bytes were written here, so they decode).
     pub(crate) fn decode(&self) -> Postings {
         let mut p = Postings::new(self.term.with_positions);
@@ -111,6 +128,7 @@ impl MemPostings<'_> {
     /// The postings, decoded into `p` (emptied first); `bytes` is scratch space.
     pub(crate) fn decode_into(&self, p: &mut Postings, bytes: &mut Vec<u8>) {
         p.reset(self.term.with_positions);
+        p.shared = self.term.shared;
         bytes.clear();
         self.segment.stream(self.term, bytes);
         let mut r = Reader(bytes, 0);
@@ -271,6 +289,7 @@ impl MemorySegment {
             key_len: key.len() as u8,
             with_positions: positions,
             key: [0; INLINE_KEY],
+            shared: 0,
         };
         assert!(key.len() <= usize::from(u8::MAX), "terms are cut to at most 128 bytes");
         if key.len() <= INLINE_KEY {
@@ -304,9 +323,12 @@ impl MemorySegment {
     }
 
     fn find(&self, term: &str) -> Option<&Term> {
+        self.find_id(term).map(|id| &self.terms[id as usize])
+    }
+
+    fn find_id(&self, term: &str) -> Option<u32> {
         let key = term.as_bytes();
-        let (_, id) = self.probe(key, hash(key));
-        id.map(|id| &self.terms[id as usize])
+        self.probe(key, hash(key)).1
     }
 
     /// An occurrence of term `id` in document `ordinal` (the one being added) at `position`
@@ -332,6 +354,27 @@ impl MemorySegment {
             }
             t.cur_last = at;
         }
+    }
+
+    /// What the word `word` (number `id`, just seen for the first time) does for its stem
+    /// term: its number, [`STEM_SAME`] or [`STEM_NONE`]. Links a word that is its own stem and
+    /// the stem term that it spells, whichever comes first.
+    fn stem_of(&mut self, id: u32, word: &str, stems: &Stems) -> u32 {
+        let Some(key) = stems.stem_word(word) else { return STEM_NONE };
+        let spelled = &key[super::stem::STEM_PREFIX.len_utf8()..];
+        if spelled == word {
+            if let Some(sid) = self.find_id(&key) {
+                self.terms[sid as usize].stem = id;
+            }
+            return STEM_SAME;
+        }
+        let known = self.find_id(&key);
+        let sid = self.intern(&key, false);
+        if known.is_none() {
+            let link = self.find_id(spelled).filter(|&w| self.terms[w as usize].stem == STEM_SAME);
+            self.terms[sid as usize].stem = link.unwrap_or(STEM_NONE);
+        }
+        sid
     }
 
     /// A new chunk of `1 << log` bytes of data; returns its address.
@@ -428,6 +471,15 @@ impl MemorySegment {
         }
         std::hint::black_box(ahead);
         for &id in &touched {
+            // A stem term: does the document also hold the word that spells it? (That word
+            // stands on this ordinal, written already or not yet.)
+            let word = self.terms[id as usize].stem;
+            if !self.terms[id as usize].with_positions && word < STEM_SAME {
+                let w = &self.terms[word as usize];
+                if w.cur_ord == ordinal || w.last_ord == ordinal {
+                    self.terms[id as usize].shared += 1;
+                }
+            }
             let t = &self.terms[id as usize];
             let (last_ord, cur_tf, cur_first, with_positions) = (t.last_ord, t.cur_tf, t.cur_first, t.with_positions);
             let delta = if last_ord == NONE { ordinal } else { ordinal - last_ord };
@@ -506,13 +558,10 @@ impl MemorySegment {
                 if t.word {
                     let mut stem = self.terms[id as usize].stem;
                     if stem == STEM_UNKNOWN {
-                        stem = match stems.stem_word(term) {
-                            Some(s) => self.intern(&s, false),
-                            None => STEM_NONE,
-                        };
+                        stem = self.stem_of(id, term, stems);
                         self.terms[id as usize].stem = stem;
                     }
-                    if stem != STEM_NONE {
+                    if stem < STEM_SAME {
                         self.occur(stem, ordinal, t.position);
                     }
                 }

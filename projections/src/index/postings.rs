@@ -17,6 +17,9 @@ use super::limits::{DOC_TOKENS_MAX, SEGMENT_DOCS_MAX};
 
 /// Flag bit of a term block: positions follow the documents.
 const FLAG_POSITIONS: u8 = 1;
+/// Flag bit of a term block: a count of shared documents follows the document count (a stem
+/// term's documents that also hold the word the stem spells, see [`Postings::shared`]).
+const FLAG_SHARED: u8 = 2;
 /// Documents per block of a term block.
 pub(crate) const BLOCK_DOCS: usize = 128;
 /// The ordinal of a cursor past its last document.
@@ -88,6 +91,11 @@ pub(crate) struct Postings {
     /// `positions[offsets[i]..offsets[i + 1]]` are document `i`'s bytes; empty without
     /// positions.
     pub offsets: Vec<usize>,
+    /// Of a stem term: how many of its documents also hold the word its stem spells (a word
+    /// that is its own stem, `test` of `\u{1}test`, is not written in its stem's postings;
+    /// its documents are the word's, see `stem.rs`). 0 for every other term. At most the
+    /// document count.
+    pub shared: u32,
 }
 
 impl Postings {
@@ -102,6 +110,7 @@ impl Postings {
         self.tfs.clear();
         self.positions.clear();
         self.offsets.clear();
+        self.shared = 0;
         if positions {
             self.offsets.push(0);
         }
@@ -372,8 +381,12 @@ fn encode_block_with(scratch: &mut EncodeScratch, out: &mut Vec<u8>, p: &Posting
         dir.extend_from_slice(&bm25::f32_up(max_part).to_le_bytes());
         dir.extend_from_slice(&[0u8; 4]);
     }
-    out.push(if positions { FLAG_POSITIONS } else { 0 });
+    assert!(p.shared as usize <= p.len(), "shared documents are some of the term's");
+    out.push(if positions { FLAG_POSITIONS } else { 0 } | if p.shared > 0 { FLAG_SHARED } else { 0 });
     put_varint(out, p.len() as u64);
+    if p.shared > 0 {
+        put_varint(out, u64::from(p.shared));
+    }
     put_varint(out, block_count as u64);
     put_varint(out, u64::from(point_count));
     out.extend_from_slice(dir);
@@ -386,18 +399,36 @@ fn encode_block_with(scratch: &mut EncodeScratch, out: &mut Vec<u8>, p: &Posting
     }
 }
 
-/// Reads the document count of the term block at the start of `bytes`.
-pub(crate) fn block_doc_count(bytes: &[u8], doc_count: u32) -> Result<u32, BlockError> {
-    let mut c = Bytes::new(bytes);
+/// Reads the flags, the document count and the shared count (0 without the flag) at the
+/// start of a term block, for a segment of `doc_count` documents.
+fn read_counts(c: &mut Bytes<'_>, doc_count: u32) -> Result<(u8, u32, u32), BlockError> {
     let flags = c.u8()?;
-    if flags & !FLAG_POSITIONS != 0 {
+    if flags & !(FLAG_POSITIONS | FLAG_SHARED) != 0 {
         return Err(c.err("unknown flags"));
     }
     let n = c.varint_u32(doc_count, "more documents than the segment holds")?;
     if n == 0 {
         return Err(c.err("a term without documents"));
     }
-    Ok(n)
+    let shared = if flags & FLAG_SHARED != 0 {
+        if flags & FLAG_POSITIONS != 0 {
+            return Err(c.err("a shared count on a term with positions"));
+        }
+        let k = c.varint_u32(n, "more shared documents than the term holds")?;
+        if k == 0 {
+            return Err(c.err("a shared count of 0 is written as no count"));
+        }
+        k
+    } else {
+        0
+    };
+    Ok((flags, n, shared))
+}
+
+/// Reads the document count and the shared count of the term block at the start of `bytes`.
+pub(crate) fn block_doc_count(bytes: &[u8], doc_count: u32) -> Result<(u32, u32), BlockError> {
+    let (_, n, shared) = read_counts(&mut Bytes::new(bytes), doc_count)?;
+    Ok((n, shared))
 }
 
 /// Where the parts of a term block are, within its bytes.
@@ -410,6 +441,7 @@ struct Layout {
     docs: std::ops::Range<usize>,
     positions: std::ops::Range<usize>,
     has_positions: bool,
+    shared: u32,
 }
 
 impl Layout {
@@ -419,15 +451,8 @@ impl Layout {
     fn parse(bytes: &[u8], doc_count: u32) -> Result<Layout, BlockError> {
         let doc_count = doc_count.min(SEGMENT_DOCS_MAX);
         let mut c = Bytes::new(bytes);
-        let flags = c.u8()?;
-        if flags & !FLAG_POSITIONS != 0 {
-            return Err(c.err("unknown flags"));
-        }
+        let (flags, n, shared) = read_counts(&mut c, doc_count)?;
         let has_positions = flags & FLAG_POSITIONS != 0;
-        let n = c.varint_u32(doc_count, "more documents than the segment holds")?;
-        if n == 0 {
-            return Err(c.err("a term without documents"));
-        }
         let k = c.varint()?;
         if k != (n as usize).div_ceil(BLOCK_DOCS) as u64 {
             return Err(c.err("block count does not match the document count"));
@@ -461,6 +486,7 @@ impl Layout {
             docs: docs_start..docs_end,
             positions,
             has_positions,
+            shared,
         })
     }
 }
@@ -664,10 +690,19 @@ impl<'a> TermBlock<'a> {
         self.layout.has_positions
     }
 
+    /// Of a stem term, its documents that also hold the word its stem spells
+    /// ([`Postings::shared`]); 0 for other terms.
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> u32 {
+        self.layout.shared
+    }
+
     /// Appends every document to `p`, ordinals raised by `base` (above those `p` holds), with
-    /// positions if `p` keeps them (and the term has them).
+    /// positions if `p` keeps them (and the term has them); adds its shared count to `p`'s
+    /// (the documents of different segments are different documents).
     pub(crate) fn append_to(&self, lengths: &[u32], base: u32, p: &mut Postings) -> Result<(), BlockError> {
         let with_positions = p.has_positions() && self.layout.has_positions;
+        p.shared += self.layout.shared;
         let (mut ords, mut tfs) = (Vec::with_capacity(BLOCK_DOCS), Vec::with_capacity(BLOCK_DOCS));
         for b in 0..self.layout.block_count {
             let info = self.block(b)?;
@@ -1022,18 +1057,25 @@ mod tests {
 
     #[test]
     fn index_postings_block_round_trip() {
-        for n in [1, 2, 127, 128, 129, 300, 1000] {
-            for with_positions in [true, false] {
-                let (p, lengths) = sample(n, with_positions);
+        for n in [1u32, 2, 127, 128, 129, 300, 1000] {
+            // Positions; none; none, with a shared count (a stem term's).
+            for (with_positions, shared) in [(true, 0), (false, 0), (false, n.div_ceil(2))] {
+                let (mut p, lengths) = sample(n, with_positions);
+                p.shared = shared;
                 let mut bytes = Vec::new();
                 encode_block(&mut bytes, &p, &lengths, &times(&lengths), 8.0);
                 let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
                 assert_eq!(t.doc_count(), n);
+                assert_eq!(t.shared(), shared);
                 assert_eq!(t.decode_all(&lengths, true).unwrap(), p, "n={n}");
                 let docs_only = t.decode_all(&lengths, false).unwrap();
                 assert_eq!(docs_only.ordinals, p.ordinals);
                 assert!(docs_only.positions.is_empty());
-                assert_eq!(block_doc_count(&bytes, lengths.len() as u32), Ok(n));
+                assert_eq!(block_doc_count(&bytes, lengths.len() as u32), Ok((n, shared)));
+                // Appended after another segment's documents, the shared counts add up.
+                let mut two = t.decode_all(&lengths, false).unwrap();
+                t.append_to(&lengths, lengths.len() as u32, &mut two).unwrap();
+                assert_eq!((two.len(), two.shared), (2 * n as usize, 2 * shared));
                 // A segment with fewer documents refuses the block.
                 let short = p.ordinals[p.len() - 1];
                 assert!(TermBlock::open(&bytes, short).and_then(|t| t.decode_all(&lengths[..short as usize], true)).is_err());

@@ -27,6 +27,10 @@ pub struct Query {
     pub(crate) terms: Vec<String>,
     /// The distinct partial-match terms, in query order.
     pub(crate) partial: Vec<String>,
+    /// Per partial-match term, the word whose documents it also stands for: of a stem term,
+    /// the word it spells when that word is its own stem (`test` for the stem of `tests`),
+    /// which the index does not write in the stem term.
+    pub(crate) partial_words: Vec<Option<String>>,
 }
 
 /// Terms that must occur at the given positions relative to each other.
@@ -117,7 +121,8 @@ pub fn parse_query(q: &str) -> Result<Query, QueryError> {
             partial.push(p);
         }
     }
-    Ok(Query { clauses, terms, partial })
+    let partial_words = partial.iter().map(|p| stems.word_of_stem(p)).collect();
+    Ok(Query { clauses, terms, partial, partial_words })
 }
 
 fn add_part(text: &str, quoted: bool, clauses: &mut Vec<Clause>) {
@@ -188,6 +193,16 @@ mod tests {
     fn index_query_partial_terms_skip_stop_words() {
         let q = parse_query("how do we cut a release of the app?").unwrap();
         assert_eq!(q.partial.len(), 3, "{:?}", q.partial);
+    }
+
+    #[test]
+    fn index_query_partial_terms_name_the_word_that_is_its_own_stem() {
+        // `tests` stems to `test`, which is its own stem; `releases` stems to `releas`, no
+        // word; `others` to `other`, a stop word (never written beside its stem); a CJK
+        // bigram is no stem.
+        let q = parse_query("tests releases others 数据").unwrap();
+        assert_eq!(q.partial, vec!["\u{1}test", "\u{1}releas", "\u{1}other", "数据"]);
+        assert_eq!(q.partial_words, vec![Some("test".to_string()), None, None, None]);
     }
 
     proptest! {

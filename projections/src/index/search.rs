@@ -140,11 +140,35 @@ impl View<'_> {
         }
     }
 
-    fn doc_freq(&self, term: &str) -> Result<u32, IndexError> {
+    /// Documents holding `term`, and (of a stem term) how many of them also hold the word
+    /// the stem spells.
+    fn doc_freq(&self, term: &str) -> Result<(u32, u32), IndexError> {
         match self {
-            View::Memory(m) => Ok(m.postings(term).map_or(0, |p| p.len() as u32)),
+            View::Memory(m) => Ok(m.postings(term).map_or((0, 0), |p| (p.len(), p.shared()))),
             View::Disk(s) => s.doc_freq(term),
         }
+    }
+
+    /// Documents holding partial-match term `term` or, if given, `word` (the word a stem term
+    /// spells, whose documents the stem term does not repeat).
+    fn partial_doc_freq(&self, term: &str, word: Option<&str>) -> Result<u32, IndexError> {
+        let (n, shared) = self.doc_freq(term)?;
+        let w = match word {
+            Some(w) => self.doc_freq(w)?.0,
+            None => 0,
+        };
+        Ok(n + w - shared.min(n).min(w))
+    }
+
+    /// The cursors of a partial-match term: its own and its word's (see
+    /// [`View::partial_doc_freq`]), those that hold documents here.
+    fn partial_term(&self, term: &str, word: Option<&str>, stats: &Stats) -> Result<Option<Union<'_>>, IndexError> {
+        let mut parts = Vec::with_capacity(2);
+        parts.extend(self.term_in(term, false, stats)?);
+        if let Some(w) = word {
+            parts.extend(self.term_in(w, false, stats)?);
+        }
+        Ok((!parts.is_empty()).then_some(Union { parts }))
     }
 
     fn key(&self, ordinal: u32) -> Result<&str, IndexError> {
@@ -333,10 +357,75 @@ fn doc_freqs(views: &[View<'_>], terms: &[String]) -> Result<Vec<u64>, IndexErro
     let mut dfs = vec![0u64; terms.len()];
     for view in views {
         for (df, term) in dfs.iter_mut().zip(terms) {
-            *df += u64::from(view.doc_freq(term)?);
+            *df += u64::from(view.doc_freq(term)?.0);
         }
     }
     Ok(dfs)
+}
+
+/// The document frequencies of a query's partial-match terms (each with its word's documents).
+fn partial_doc_freqs(views: &[View<'_>], query: &Query) -> Result<Vec<u64>, IndexError> {
+    let mut dfs = vec![0u64; query.partial.len()];
+    for view in views {
+        for ((df, term), word) in dfs.iter_mut().zip(&query.partial).zip(&query.partial_words) {
+            *df += u64::from(view.partial_doc_freq(term, word.as_deref())?);
+        }
+    }
+    Ok(dfs)
+}
+
+/// A partial-match term in one view: one cursor, or two (a stem term's and its word's, see
+/// [`View::partial_doc_freq`]) walked as one list whose frequency at a document is the sum of
+/// theirs.
+struct Union<'a> {
+    parts: Vec<Term<'a>>,
+}
+
+impl Union<'_> {
+    fn doc(&self) -> u32 {
+        self.parts.iter().map(|t| t.cursor.doc()).min().unwrap_or(END)
+    }
+
+    /// The frequency at `doc`, where [`Union::doc`] stands.
+    fn tf_at(&self, doc: u32) -> u32 {
+        self.parts.iter().filter(|t| t.cursor.doc() == doc).map(|t| t.cursor.tf()).sum()
+    }
+
+    /// Moves to the first document at or after `target`; returns it ([`END`] past the last).
+    fn seek(&mut self, target: u32) -> Result<u32, IndexError> {
+        for t in &mut self.parts {
+            if t.cursor.doc() < target {
+                t.seek(target)?;
+            }
+        }
+        Ok(self.doc())
+    }
+
+    /// Moves past `doc`, where [`Union::doc`] stands.
+    fn next_from(&mut self, doc: u32) -> Result<(), IndexError> {
+        for t in &mut self.parts {
+            if t.cursor.doc() == doc {
+                t.next()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A bound on any document's contribution: the sum of the parts' best block bounds (a
+    /// frequency part is concave in the frequency and 0 at 0, so the part of a sum is at most
+    /// the sum of the parts), at most what any frequency can give.
+    fn bound(&self, idf: f64) -> Result<f64, IndexError> {
+        let mut sum = 0.0f64;
+        for t in &self.parts {
+            let mut ub = 0.0f64;
+            for b in 0..t.cursor.block_count() {
+                let info = t.cursor.block_at(b).map_err(|e| t.err(e))?;
+                ub = ub.max(t.tight_of(&info, idf));
+            }
+            sum += ub;
+        }
+        Ok(sum.min(idf * (K1 + 1.0) * (1.0 + BOUND_MARGIN)))
+    }
 }
 
 /// Runs a query over `views`.
@@ -375,7 +464,7 @@ pub(crate) fn search(
     }
 
     // Partial matches fill the rest.
-    let idfs: Vec<f64> = doc_freqs(views, &query.partial)?.into_iter().map(|df| stats.idf(df)).collect();
+    let idfs: Vec<f64> = partial_doc_freqs(views, query)?.into_iter().map(|df| stats.idf(df)).collect();
     let mut partial = TopK::new(limit - hits.len());
     for (v, (view, full_ordinals)) in views.iter().zip(&full_ordinals).enumerate() {
         partial_view(v, view, query, filters, visible, &stats, &idfs, &mut partial, full_ordinals)?;
@@ -659,15 +748,11 @@ fn partial_view(
     let docs = view.docs();
     let Some(filter) = DocFilter::compile(filters, docs) else { return Ok(()) };
     let lengths = docs.lengths();
-    // (index in query.partial, cursor, bound over all its blocks), weakest bound first.
-    let mut terms: Vec<(usize, Term<'_>, f64)> = Vec::new();
-    for (qi, term) in query.partial.iter().enumerate() {
-        if let Some(t) = view.term_in(term, false, stats)? {
-            let mut ub = 0.0f64;
-            for b in 0..t.cursor.block_count() {
-                let info = t.cursor.block_at(b).map_err(|e| t.err(e))?;
-                ub = ub.max(t.tight_of(&info, idfs[qi]));
-            }
+    // (index in query.partial, cursors, bound over all its blocks), weakest bound first.
+    let mut terms: Vec<(usize, Union<'_>, f64)> = Vec::new();
+    for (qi, (term, word)) in query.partial.iter().zip(&query.partial_words).enumerate() {
+        if let Some(t) = view.partial_term(term, word.as_deref(), stats)? {
+            let ub = t.bound(idfs[qi])?;
             terms.push((qi, t, ub));
         }
     }
@@ -691,7 +776,7 @@ fn partial_view(
         if essential == terms.len() {
             return Ok(());
         }
-        let cand = terms[essential..].iter().map(|t| t.1.cursor.doc()).min().unwrap_or(END);
+        let cand = terms[essential..].iter().map(|t| t.1.doc()).min().unwrap_or(END);
         if cand == END {
             return Ok(());
         }
@@ -699,8 +784,8 @@ fn partial_view(
         contrib.iter_mut().for_each(|c| *c = None);
         let mut sum = 0.0;
         for (qi, t, _) in &terms[essential..] {
-            if t.cursor.doc() == cand {
-                let c = stats.term(idfs[*qi], t.cursor.tf(), length);
+            if t.doc() == cand {
+                let c = stats.term(idfs[*qi], t.tf_at(cand), length);
                 contrib[*qi] = Some(c);
                 sum += c;
             }
@@ -713,7 +798,7 @@ fn partial_view(
             }
             let (qi, t, _) = &mut terms[j];
             if t.seek(cand)? == cand {
-                let c = stats.term(idfs[*qi], t.cursor.tf(), length);
+                let c = stats.term(idfs[*qi], t.tf_at(cand), length);
                 contrib[*qi] = Some(c);
                 sum += c;
             }
@@ -728,8 +813,8 @@ fn partial_view(
             }
         }
         for (_, t, _) in &mut terms[essential..] {
-            if t.cursor.doc() == cand {
-                t.next()?;
+            if t.doc() == cand {
+                t.next_from(cand)?;
             }
         }
     }

@@ -2,7 +2,9 @@
 //!
 //! A stem is stored in the same term dictionary as the words, as a separate term: the byte
 //! [`STEM_PREFIX`] followed by the stem. No word contains that byte (it is a control
-//! character, never part of a token), so the two kinds of term never collide.
+//! character, never part of a token), so the two kinds of term never collide. A stem term
+//! holds the documents of the words that stem to it, less those of the word it spells when
+//! that word is its own stem ([`Stems::word_of_stem`]): their union is read at query time.
 
 use rust_stemmers::{Algorithm, Stemmer};
 
@@ -68,6 +70,13 @@ impl Stems {
         Some(key)
     }
 
+    /// The word a stem term spells, if that word is its own stem (and so is not written in
+    /// the stem term's postings: the index reads the word's beside them). None for other
+    /// terms.
+    pub(crate) fn word_of_stem(&self, term: &str) -> Option<String> {
+        let word = term.strip_prefix(STEM_PREFIX)?;
+        (self.stem_word(word).as_deref() == Some(term)).then(|| word.to_string())
+    }
 }
 
 #[cfg(test)]

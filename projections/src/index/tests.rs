@@ -338,6 +338,8 @@ const PIECES: &[&str] = &[
     "releases",
     "workflow",
     "tag",
+    "tags",
+    "Tagged",
     "master",
     "rust",
     "Ｒｕｓｔ",
@@ -502,6 +504,56 @@ fn scan(docs: &[Doc], query: &Query, f: &Filters) -> BTreeSet<DocId> {
     out
 }
 
+/// The model of partial matches: every document that passes, is visible, is no full match
+/// and holds a partial-match term of the query (a word's stem, a CJK token), with its BM25 score over those terms, in the index's statistics (every
+/// document counts, hidden or not).
+fn scan_partial(docs: &[Doc], query: &Query, f: &Filters, full: &BTreeSet<DocId>) -> std::collections::BTreeMap<DocId, f64> {
+    let stems = super::stem::Stems::new();
+    let bags: Vec<(std::collections::BTreeMap<String, u32>, u32)> = docs
+        .iter()
+        .map(|d| {
+            let tokens = tokenize(&d.text);
+            let length = tokens.iter().map(|t| t.position + 1).max().unwrap_or(0);
+            let mut bag = std::collections::BTreeMap::new();
+            for t in &tokens {
+                // A word by its stem; a CJK token as it is (a query's lone character finds it
+                // as a unigram of a longer run too: they are one term).
+                let p = if t.kind == super::token::TokenKind::Word { stems.partial_term(t) } else { Some(t.term.clone()) };
+                if let Some(p) = p {
+                    *bag.entry(p).or_insert(0) += 1;
+                }
+            }
+            (bag, length)
+        })
+        .collect();
+    let n = docs.len() as f64;
+    let avg = bm25::avg_length(bags.iter().map(|b| u64::from(b.1)).sum(), docs.len() as u64);
+    let idf: Vec<f64> = query
+        .partial
+        .iter()
+        .map(|t| {
+            let df = bags.iter().filter(|b| b.0.contains_key(t)).count() as f64;
+            (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        })
+        .collect();
+    let mut out = std::collections::BTreeMap::new();
+    for (d, (bag, length)) in docs.iter().zip(&bags) {
+        if !passes(d, f) || full.contains(&d.id) {
+            continue;
+        }
+        let mut score = None;
+        for (t, idf) in query.partial.iter().zip(&idf) {
+            if let Some(&tf) = bag.get(t) {
+                *score.get_or_insert(0.0) += idf * bm25::tf_part(tf, *length, avg);
+            }
+        }
+        if let Some(score) = score {
+            out.insert(d.id, score);
+        }
+    }
+    out
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
 
@@ -548,6 +600,14 @@ proptest! {
                     prop_assert!(!expected.contains(&h.doc));
                     let d = docs.iter().find(|d| d.id == h.doc).unwrap();
                     prop_assert!(passes(d, &f), "partial hit {} fails the filters", h.doc);
+                }
+                // Partial matches: exactly the model's documents, with its scores.
+                let want = scan_partial(&docs, &query, &f, &expected);
+                let partial: std::collections::BTreeMap<DocId, f32> = hits[first_partial..].iter().map(|h| (h.doc, h.score)).collect();
+                prop_assert_eq!(partial.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "query {:?} filters {:?}", text, f);
+                for (doc, score) in &want {
+                    let got = f64::from(partial[doc]);
+                    prop_assert!((got - score).abs() <= 1e-5 * score.abs().max(1.0), "query {:?}: document {} scores {} against the model's {}", text, doc, got, score);
                 }
                 let same = reference.search(&query, &f, &visible, 1000).unwrap();
                 prop_assert_eq!(hits, same);
@@ -1222,4 +1282,49 @@ fn index_memory_postings_equal_a_naive_build_with_long_terms_many_terms_and_long
         .map(|x| search(&index, x, 300).into_iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect())
         .collect();
     assert_eq!(after, before);
+}
+
+/// A stem term holds the documents of the words that stem to it but not those of the word it
+/// spells when that word is its own stem (`tag` of `\u{1}tag`); it counts the documents it
+/// shares with that word, whichever of the two a segment met first, and the counts add up in
+/// a commit and a merge.
+#[test]
+fn index_stem_term_leaves_out_the_word_that_is_its_own_stem_and_counts_what_they_share() {
+    let stem = "\u{1}tag";
+    for (texts, stem_docs, shared) in [
+        (&["tags", "tag", "tag tags", "tagged tag", "tag", "release"][..], vec![0, 2, 3], 2),
+        (&["tag", "tags", "tags tag tag", "release", "tagged"][..], vec![1, 2, 4], 1),
+        (&["tag", "tag"][..], vec![], 0),
+    ] {
+        let mut index = Index::in_memory();
+        for (i, t) in texts.iter().enumerate() {
+            index.add(i as DocId, &meta(i as i64), t).unwrap();
+        }
+        match index.memory.postings(stem) {
+            Some(p) => {
+                assert_eq!(p.decode().ordinals, stem_docs, "{texts:?}");
+                assert_eq!(p.shared(), shared, "{texts:?}");
+            }
+            None => assert!(stem_docs.is_empty(), "{texts:?}"),
+        }
+        let releases = texts.contains(&"release");
+        assert_eq!(index.memory.postings("\u{1}releas").is_some(), releases, "a word that is not its own stem is written in its stem");
+        // Every document holding a form of the word is a partial match of the stem, in memory,
+        // committed (twice over, in two segments) and merged.
+        let with_form = texts.iter().filter(|t| t.contains("tag")).count();
+        let partial = |index: &Index| search(index, "tags nowhere", 100).iter().filter(|h| h.matched == Match::Partial).count();
+        assert_eq!(partial(&index), with_form);
+        let before = search(&index, "tags nowhere", 100);
+        index.commit(1).unwrap();
+        for (i, t) in texts.iter().enumerate() {
+            index.add((100 + i) as DocId, &meta(i as i64), t).unwrap();
+        }
+        index.commit(2).unwrap();
+        assert_eq!(partial(&index), 2 * with_form);
+        let two = search(&index, "tags nowhere", 100);
+        index.merge_all().unwrap();
+        assert_eq!(index.segments().len(), 1);
+        assert_eq!(search(&index, "tags nowhere", 100), two, "a merge keeps the union's statistics");
+        assert_eq!(before.len(), with_form);
+    }
 }

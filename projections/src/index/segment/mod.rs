@@ -12,9 +12,10 @@ pub(crate) const MAGIC: &[u8; 8] = b"ORGNINDX";
 /// Last bytes of every segment file.
 pub(crate) const FOOTER_MAGIC: &[u8; 8] = b"ORGNIEND";
 /// The segment format this build writes and reads (2: term blocks in blocks of 128 documents
-/// with a directory of skip and score bounds; a segment of format 1 is refused, and the index,
-/// a projection, is rebuilt).
-pub(crate) const FORMAT_VERSION: u16 = 2;
+/// with a directory of skip and score bounds; 3: a word that is its own stem is not written in
+/// its stem term, which counts the documents it shares with the word instead). A segment of
+/// another format is refused, and the index, a projection, is rebuilt.
+pub(crate) const FORMAT_VERSION: u16 = 3;
 /// Header size.
 pub(crate) const HEADER_SIZE_BYTES: usize = 32;
 /// Footer size.

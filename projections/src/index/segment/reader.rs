@@ -296,9 +296,10 @@ impl Segment {
         self.block_error(offset, e)
     }
 
-    /// How many documents of this segment hold `term`.
-    pub(crate) fn doc_freq(&self, term: &str) -> Result<u32, IndexError> {
-        let Some(offset) = self.fst.get(term.as_bytes()) else { return Ok(0) };
+    /// How many documents of this segment hold `term`, and (of a stem term) how many of them
+    /// also hold the word the stem spells (see `Postings::shared`).
+    pub(crate) fn doc_freq(&self, term: &str) -> Result<(u32, u32), IndexError> {
+        let Some(offset) = self.fst.get(term.as_bytes()) else { return Ok((0, 0)) };
         let block = self.block(offset)?;
         block_doc_count(block, self.docs.len()).map_err(|e| self.block_error(offset, e))
     }
