@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use origin_benches::corpus::{self, Located};
-use origin_benches::indexbench::{Build, CLASSES, Class, Q, is_han, make_queries, origin_build, records};
+use origin_benches::indexbench::{Build, CLASSES, Class, Q, is_han, make_queries, origin_build_with, records, Feed};
 use origin_benches::{Rng, fs_type, loadavg, scratch_dir, table};
 use origin_engine::{Access, Journal, Options};
 use origin_projections::{Catalog, Filters, Match, State, parse_query};
@@ -142,8 +142,14 @@ fn main() {
 
     // ---- build ------------------------------------------------------------------------------
     let origin_dir = work.path().join("origin");
-    let ob = origin_build(&raw, &origin_dir);
+    // The store the queries run on: built as `origin mcp` runs, the journal's writer and the
+    // index's feed on two threads. Then, for comparison, the same on one thread.
+    let ob = origin_build_with(&raw, &origin_dir, Feed::Pipelined);
     eprintln!("Origin built in {:.1} s (loadavg {})", ob.secs, loadavg());
+    let sequential_dir = work.path().join("origin-sequential");
+    let os = origin_build_with(&raw, &sequential_dir, Feed::Sequential);
+    std::fs::remove_dir_all(&sequential_dir).expect("remove the sequential build");
+    eprintln!("Origin (one thread) built in {:.1} s (loadavg {})", os.secs, loadavg());
     let fts_path = work.path().join("fts5.db");
     let fb = fts5_build(&batches, &fts_path);
     eprintln!("FTS5 built in {:.1} s (loadavg {})", fb.secs, loadavg());
@@ -168,7 +174,12 @@ fn main() {
         "{}",
         table(
             &["system", "seconds", "events/s", "MB/s", "vs FTS5", "vs tantivy", "index bytes/event", "journal bytes/event", "note"],
-            &[row("Origin (journal + catalog)", &ob), row("SQLite FTS5 unicode61", &fb), row("tantivy (1 indexing thread)", &tb)]
+            &[
+                row("Origin (journal + catalog; writer and feed on two threads)", &ob),
+                row("Origin (journal + catalog; append, then feed, one thread)", &os),
+                row("SQLite FTS5 unicode61", &fb),
+                row("tantivy (1 indexing thread)", &tb)
+            ]
         )
     );
 

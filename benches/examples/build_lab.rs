@@ -2,7 +2,7 @@
 //! `ORIGIN_BENCH_EVENTS` events, into `<dir>`; prints the time and CPU.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use origin_benches::indexbench::{corpus_records, origin_build};
+use origin_benches::indexbench::{Feed, corpus_records, origin_build_with};
 
 fn main() {
     let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("a directory"));
@@ -14,6 +14,7 @@ fn main() {
         (f[11] + f[12]) as f64 / 100.0
     };
     let c0 = cpu();
-    let b = origin_build(&raw, &dir);
-    println!("{} events: {:.1} s wall, {:.1} s CPU, {}", events, b.secs, cpu() - c0, b.note);
+    let feed = if std::env::var_os("LAB_SEQUENTIAL").is_some() { Feed::Sequential } else { Feed::Pipelined };
+    let b = origin_build_with(&raw, &dir, feed);
+    println!("{} events ({feed:?}): {:.1} s wall, {:.1} s CPU, {}", events, b.secs, cpu() - c0, b.note);
 }

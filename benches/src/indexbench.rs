@@ -57,12 +57,28 @@ pub struct Build {
     pub note: String,
 }
 
+/// How the build hands records from the journal's writer to the index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feed {
+    /// One thread: append a record (durably), then feed it, then the next.
+    Sequential,
+    /// As `origin mcp` runs (the watch thread ingests while the tools' catch-up feeds the
+    /// index) and as `origin ingest` beside a running server does: one thread appends every
+    /// record durably, another feeds the index from the journal as records become durable.
+    Pipelined,
+}
+
 /// Origin: every record appended to a fresh durable journal (one fdatasync per record, as
 /// ingest does), the catalog fed from the journal as the tools do (decode, tokenize; every
 /// 50,000 documents a segment written on a thread of its own while feeding goes on), merges
 /// on a second thread as `origin mcp` runs them, a last commit and the merges the policy still
-/// calls for.
+/// calls for. Sequential: see [`Feed`].
 pub fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
+    origin_build_with(records, dir, Feed::Sequential)
+}
+
+/// [`origin_build`], with the records handed over as `feed` says.
+pub fn origin_build_with(records: &[(u8, u8, Vec<u8>)], dir: &Path, feed: Feed) -> Build {
     let start = Instant::now();
     let journal = Arc::new(Journal::open(dir.join("journal"), Options::default()).expect("journal"));
     let (catalog, _) = Catalog::open(&dir.join("index"), &journal).expect("catalog");
@@ -88,12 +104,9 @@ pub fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
         })
     };
     let mut in_flight: Option<CommitInFlight> = None;
-    for (kind, version, payload) in records {
-        journal.append(vec![NewRecord::raw(*kind, *version, payload.clone())]).expect("append");
-        let mut c = catalog.lock().unwrap();
-        c.catch_up(&journal).expect("feed");
-        // As `origin mcp` does: a commit written on a thread of its own while feeding goes on,
-        // installed once written.
+    // As `origin mcp` does: a commit written on a thread of its own while feeding goes on,
+    // installed once written.
+    let commit_step = |c: &mut Catalog, in_flight: &mut Option<CommitInFlight>| {
         if in_flight.as_ref().is_some_and(CommitInFlight::is_finished) {
             c.finish_commit(in_flight.take().unwrap()).expect("install commit");
         }
@@ -101,10 +114,55 @@ pub fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
             // Busy while the merge thread holds the index's lock: the documents stay in memory
             // and the next record tries again.
             match c.start_commit().expect("commit") {
-                Ok(f) => in_flight = Some(f),
+                Ok(f) => *in_flight = Some(f),
                 Err(r) => assert!(matches!(r, Committed::Written | Committed::Busy), "{r:?}"),
             }
         }
+    };
+    match feed {
+        Feed::Sequential => {
+            for (kind, version, payload) in records {
+                journal.append(vec![NewRecord::raw(*kind, *version, payload.clone())]).expect("append");
+                let mut c = catalog.lock().unwrap();
+                c.catch_up(&journal).expect("feed");
+                commit_step(&mut c, &mut in_flight);
+            }
+        }
+        Feed::Pipelined => std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                for (kind, version, payload) in records {
+                    journal.append(vec![NewRecord::raw(*kind, *version, payload.clone())]).expect("append");
+                }
+            });
+            loop {
+                let finished = writer.is_finished();
+                let mut c = catalog.lock().unwrap();
+                // The next durable record; the lock is let go between records, so that the
+                // merge thread can plan and install merges.
+                let mut fed = 0usize;
+                journal
+                    .read_from(c.read_to(), |r| {
+                        fed += 1;
+                        if c.wants(r.offset, r.kind) {
+                            let (_, body) = r.decode().expect("decode");
+                            c.apply(r.offset, &body).expect("feed");
+                        } else {
+                            c.pass(r.offset);
+                        }
+                        commit_step(&mut c, &mut in_flight);
+                        Ok(std::ops::ControlFlow::Break(()))
+                    })
+                    .expect("read");
+                drop(c);
+                if fed == 0 {
+                    if finished {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+            writer.join().expect("writer");
+        }),
     }
     let fed = start.elapsed().as_secs_f64();
     if let Some(f) = in_flight.take() {
@@ -121,7 +179,9 @@ pub fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
     done.store(true, Ordering::SeqCst);
     let merge_count = merges.join().expect("merges");
     let secs = start.elapsed().as_secs_f64();
-    let segments = catalog.lock().unwrap().index().segments().len();
+    let c = catalog.lock().unwrap();
+    assert_eq!(c.read_to(), journal.next_offset(), "every record fed");
+    let segments = c.index().segments().len();
     Build {
         secs,
         index_bytes: tree_size(&dir.join("index")),
