@@ -777,13 +777,37 @@ impl PosReader {
         Ok((from, r.at))
     }
 
-    /// Skips the next document's `tf` positions.
-    fn skip(&mut self, bytes: &[u8], tf: u32) -> Result<(), BlockError> {
-        let mut r = Bytes { bytes: &bytes[..self.end], at: self.at };
-        for _ in 0..tf {
-            r.varint()?;
+    /// Skips the next `count` positions (of as many documents as they fill): by counting the
+    /// bytes that end a varint, eight at a time, without decoding them. (What is skipped is
+    /// not checked; what is read is.)
+    fn skip(&mut self, bytes: &[u8], count: u64) -> Result<(), BlockError> {
+        let bytes = &bytes[..self.end];
+        let (mut at, mut left) = (self.at, count);
+        while left > 0 {
+            if let Some(word) = bytes.get(at..at + 8) {
+                let w = u64::from_le_bytes([word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7]]);
+                // The high bit of each byte that ends a varint.
+                let mut ends = !w & 0x8080_8080_8080_8080;
+                let n = u64::from(ends.count_ones());
+                if n < left {
+                    left -= n;
+                    at += 8;
+                    continue;
+                }
+                for _ in 1..left {
+                    ends &= ends - 1;
+                }
+                at += ends.trailing_zeros() as usize / 8 + 1;
+                left = 0;
+            } else {
+                let b = *bytes.get(at).ok_or(BlockError { at, reason: "positions end early" })?;
+                at += 1;
+                if b < 0x80 {
+                    left -= 1;
+                }
+            }
         }
-        self.at = r.at;
+        self.at = at;
         Ok(())
     }
 
@@ -1007,6 +1031,12 @@ impl<'a> PostingCursor<'a> {
         Ok(self.doc)
     }
 
+    /// The positions [`PostingCursor::positions`] read last (of the current document, once
+    /// it has been called there).
+    pub(crate) fn positions_read(&self) -> &[u32] {
+        if self.want_positions && self.doc != END && self.pos_cached == Some(self.i) { &self.pos_buf } else { &[] }
+    }
+
     /// The current document's positions (empty if the cursor was opened without them).
     pub(crate) fn positions(&mut self) -> Result<&[u32], BlockError> {
         if !self.want_positions || self.doc == END {
@@ -1022,9 +1052,10 @@ impl<'a> PostingCursor<'a> {
             self.pos_next = 0;
         }
         let Some(reader) = self.pos.as_mut() else { return Ok(&[]) };
-        while self.pos_next < self.i {
-            reader.skip(&self.term.bytes, self.tfs[self.pos_next])?;
-            self.pos_next += 1;
+        if self.pos_next < self.i {
+            let count: u64 = self.tfs[self.pos_next..self.i].iter().map(|&t| u64::from(t)).sum();
+            reader.skip(&self.term.bytes, count)?;
+            self.pos_next = self.i;
         }
         let length = self.lengths[self.doc as usize];
         reader.read(&self.term.bytes, self.tfs[self.i], length, &mut self.pos_buf)?;
@@ -1204,6 +1235,28 @@ mod tests {
             prop_assert!(f.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
             for &(tf, len) in &pairs {
                 prop_assert!(f.iter().any(|&(a, b)| a >= tf && b <= len), "({tf}, {len}) beats {f:?}");
+            }
+        }
+
+        /// Skipping positions by counting the bytes that end varints lands where decoding
+        /// them one by one does, for values of every width, and fails past the end.
+        #[test]
+        fn index_postings_skip_lands_where_decoding_does(values in proptest::collection::vec(any::<u32>().prop_map(|v| v >> (v % 32)), 0..60), count in 0usize..70) {
+            let mut bytes = Vec::new();
+            for &v in &values {
+                put_varint(&mut bytes, u64::from(v));
+            }
+            let mut r = PosReader { at: 0, end: bytes.len() };
+            let skipped = r.skip(&bytes, count as u64);
+            if count <= values.len() {
+                let mut c = Bytes::new(&bytes);
+                for _ in 0..count {
+                    c.varint().unwrap();
+                }
+                prop_assert_eq!(skipped, Ok(()));
+                prop_assert_eq!(r.at, c.at);
+            } else {
+                prop_assert!(skipped.is_err());
             }
         }
 

@@ -25,6 +25,8 @@ pub struct Query {
     pub(crate) clauses: Vec<Clause>,
     /// The distinct terms of all clauses, in query order (the order scores are summed in).
     pub(crate) terms: Vec<String>,
+    /// Per clause, the index in `terms` of each of its terms.
+    pub(crate) clause_terms: Vec<Vec<usize>>,
     /// The distinct partial-match terms, in query order.
     pub(crate) partial: Vec<String>,
     /// Per partial-match term, the word whose documents it also stands for: of a stem term,
@@ -122,7 +124,11 @@ pub fn parse_query(q: &str) -> Result<Query, QueryError> {
         }
     }
     let partial_words = partial.iter().map(|p| stems.word_of_stem(p)).collect();
-    Ok(Query { clauses, terms, partial, partial_words })
+    let clause_terms = clauses
+        .iter()
+        .map(|c| c.terms.iter().map(|(t, _)| terms.iter().position(|x| x == t).unwrap_or(0)).collect())
+        .collect();
+    Ok(Query { clauses, terms, clause_terms, partial, partial_words })
 }
 
 fn add_part(text: &str, quoted: bool, clauses: &mut Vec<Clause>) {

@@ -26,6 +26,7 @@ use std::collections::BinaryHeap;
 use super::doc::{DocRow, DocTable};
 use super::memory::MemorySegment;
 use super::postings::{BlockError, END, PostingCursor, TermBlock};
+use super::limits::QUERY_TERMS_MAX;
 use super::query::Query;
 use super::segment::Segment;
 use super::{Candidate, DocId, Filters, Hit, IndexError, Match, Scope};
@@ -88,9 +89,11 @@ impl<'a> Term<'a> {
         self.cursor.seek_any(target).map_err(|e| self.err(e))
     }
 
-    fn positions(&mut self) -> Result<Vec<u32>, IndexError> {
+    /// Reads the current document's positions into the cursor
+    /// ([`PostingCursor::positions_read`]).
+    fn read_positions(&mut self) -> Result<(), IndexError> {
         match self.cursor.positions() {
-            Ok(p) => Ok(p.to_vec()),
+            Ok(_) => Ok(()),
             Err(e) => Err(self.err(e)),
         }
     }
@@ -482,32 +485,49 @@ fn hit(views: &[View<'_>], r: Ranked, matched: Match) -> Result<Hit, IndexError>
 
 /// True if every clause of more than one term holds at the cursors' current document (all
 /// standing on it).
-fn phrases_hold(query: &Query, slots: &[usize], terms: &mut [Term<'_>]) -> Result<bool, IndexError> {
-    for clause in &query.clauses {
+fn phrases_hold(query: &Query, slots: &[usize], terms: &mut [Term<'_>], anchors: &mut Vec<u32>) -> Result<bool, IndexError> {
+    for (clause, index) in query.clauses.iter().zip(&query.clause_terms) {
         if clause.terms.len() < 2 {
             continue;
         }
-        let mut positions: Vec<Vec<u32>> = Vec::with_capacity(clause.terms.len());
-        for (j, _) in clause.terms.iter().enumerate() {
-            let slot = slots[clause_term_index(query, clause, j)];
-            positions.push(terms[slot].positions()?);
+        // Where the clause could start (its first term's position), by the term with the
+        // fewest occurrences here; then narrowed by each other term, fewest first, whose
+        // positions are read only while some start is left.
+        // A query has at most QUERY_TERMS_MAX (128) terms, so an index fits a byte.
+        let count = index.len().min(QUERY_TERMS_MAX);
+        let mut tfs = [0u32; QUERY_TERMS_MAX];
+        for j in 0..count {
+            tfs[j] = terms[slots[index[j]]].cursor.tf();
         }
-        let holds = positions[0].iter().any(|&p0| {
-            clause.terms.iter().enumerate().skip(1).all(|(j, (_, rel))| {
-                p0.checked_add(*rel).is_some_and(|p| positions[j].binary_search(&p).is_ok())
-            })
-        });
-        if !holds {
+        let first = (0..count).min_by_key(|&j| tfs[j]).unwrap_or(0);
+        let rel = |j: usize| clause.terms[j].1;
+        terms[slots[index[first]]].read_positions()?;
+        anchors.clear();
+        anchors.extend(terms[slots[index[first]]].cursor.positions_read().iter().filter_map(|&p| p.checked_sub(rel(first))));
+        let mut rest = [0u8; QUERY_TERMS_MAX];
+        let mut n = 0;
+        for j in 0..count {
+            if j != first {
+                rest[n] = j as u8;
+                n += 1;
+            }
+        }
+        rest[..n].sort_unstable_by_key(|&j| tfs[usize::from(j)]);
+        for &j in &rest[..n] {
+            let j = usize::from(j);
+            if anchors.is_empty() {
+                break;
+            }
+            let t = &mut terms[slots[index[j]]];
+            t.read_positions()?;
+            let positions = t.cursor.positions_read();
+            anchors.retain(|&p0| p0.checked_add(rel(j)).is_some_and(|p| positions.binary_search(&p).is_ok()));
+        }
+        if anchors.is_empty() {
             return Ok(false);
         }
     }
     Ok(true)
-}
-
-/// The index in `query.terms` of the `j`th term of `clause`.
-fn clause_term_index(query: &Query, clause: &super::query::Clause, j: usize) -> usize {
-    // Every clause term is one of the distinct terms.
-    query.terms.iter().position(|t| *t == clause.terms[j].0).unwrap_or(0)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -605,6 +625,7 @@ fn every_term(
     }
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
     let mut block_lengths: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut anchors: Vec<u32> = Vec::new();
     let mut driver_parts: Vec<f64> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     for (tight, time, b, others) in order {
         if below(tight, top.threshold()) {
@@ -649,7 +670,7 @@ fn every_term(
             // not needed), a document that cannot enter is passed before its phrases'
             // positions are read; until then every document may enter.
             let enters = top.may_enter(score as f32);
-            if enters && phrases_hold(query, slots, terms)? {
+            if enters && phrases_hold(query, slots, terms, &mut anchors)? {
                 if !top.is_full() {
                     matched.push(cand);
                 }
@@ -803,13 +824,16 @@ fn partial_view(
                 sum += c;
             }
         }
-        if !hopeless && full_ordinals.binary_search(&cand).is_err() {
-            let row = docs.row(cand);
-            if filter.pass(row) {
-                // Summed in query order, as a scan would.
-                let score: f64 = contrib.iter().flatten().sum();
-                let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
-                top.offer(r, view, visible)?;
+        if !hopeless {
+            // Summed in query order, as a scan would. A score that cannot enter is passed
+            // before the document's row is read (a cache miss).
+            let score = contrib.iter().flatten().sum::<f64>() as f32;
+            if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() {
+                let row = docs.row(cand);
+                if filter.pass(row) {
+                    let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
+                    top.offer(r, view, visible)?;
+                }
             }
         }
         for (_, t, _) in &mut terms[essential..] {
