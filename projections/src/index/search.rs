@@ -714,6 +714,8 @@ fn one_term(
         order.push((term.tight_of(&info, idf), info.max_time, b));
     }
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    let mut block_lengths: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut scores: Vec<f32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     for (tight, max_time, b) in order {
         if below(tight, top.threshold()) {
             // Every block after this one is bounded lower still.
@@ -727,23 +729,24 @@ fn one_term(
         if term.cursor.block() != b {
             term.cursor.goto_block(b).map_err(|e| term.err(e))?;
         }
-        let last = term.cursor.block_last();
-        loop {
-            let ord = term.cursor.doc();
-            if !top.is_full() {
-                matched.push(ord);
+        // The block's lengths gathered in one loop of independent loads (their cache misses
+        // overlap), its scores computed, then its documents offered.
+        let (ords, tfs) = term.cursor.block_docs();
+        block_lengths.clear();
+        block_lengths.extend(ords.iter().map(|&o| lengths[o as usize]));
+        scores.clear();
+        scores.extend(tfs.iter().zip(&block_lengths).map(|(&tf, &len)| stats.term(idf, tf, len) as f32));
+        if !top.is_full() {
+            matched.extend_from_slice(ords);
+        }
+        for (&ord, &score) in ords.iter().zip(&scores) {
+            if top.may_enter(score) {
+                let row = docs.row(ord);
+                if filter.pass(row) {
+                    let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: ord };
+                    top.offer(r, view, visible)?;
+                }
             }
-            let row = docs.row(ord);
-            let score = stats.term(idf, term.cursor.tf(), lengths[ord as usize]);
-            if top.may_enter(score as f32) && filter.pass(row) {
-                let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: ord };
-                top.offer(r, view, visible)?;
-            }
-            // The block's last document: the next block is decoded only if it is not skipped.
-            if ord == last {
-                break;
-            }
-            term.next()?;
         }
     }
     // Blocks came out of order: partial matches look full matches up by binary search. (Once
