@@ -153,6 +153,13 @@ impl Query {
     pub fn clause_count(&self) -> usize {
         self.clauses.len()
     }
+
+    /// True if every document holding a partial-match term is a full match, so there are no
+    /// partial matches: a query of one term that is its own partial-match term (a CJK bigram
+    /// or character; a word's is its stem, which other words share).
+    pub(crate) fn partial_is_the_full_match(&self) -> bool {
+        matches!(&self.clauses[..], [c] if c.terms.len() == 1 && self.partial == [c.terms[0].0.clone()] && self.partial_words == [None])
+    }
 }
 
 #[cfg(test)]
@@ -199,6 +206,17 @@ mod tests {
     fn index_query_partial_terms_skip_stop_words() {
         let q = parse_query("how do we cut a release of the app?").unwrap();
         assert_eq!(q.partial.len(), 3, "{:?}", q.partial);
+    }
+
+    #[test]
+    fn index_query_knows_when_partial_matches_cannot_exist() {
+        assert!(parse_query("数据").unwrap().partial_is_the_full_match());
+        assert!(parse_query("中").unwrap().partial_is_the_full_match());
+        for q in ["tests", "test", "数据 库", "机器学习", "\"数据\""] {
+            let q = parse_query(q).unwrap();
+            // A quoted bigram is one clause of one term too.
+            assert_eq!(q.partial_is_the_full_match(), q.clauses.len() == 1 && q.clauses[0].terms.len() == 1 && q.terms[0] == "数据", "{q:?}");
+        }
     }
 
     #[test]

@@ -462,7 +462,7 @@ pub(crate) fn search(
     for r in full.into_sorted() {
         hits.push(hit(views, r, Match::All)?);
     }
-    if full_count >= limit || query.partial.is_empty() {
+    if full_count >= limit || query.partial.is_empty() || query.partial_is_the_full_match() {
         return Ok(hits);
     }
 
