@@ -1,6 +1,8 @@
 //! Profiling aid for queries: builds Origin's store from the benchmark corpus once (kept in
 //! `<dir>`, rebuilt when its index cannot be opened), then times each query class on Origin
-//! alone. `cargo run --release -p origin-benches --example query_lab -- <dir> [rebuild]`.
+//! alone. `cargo run --release -p origin-benches --example query_lab -- <dir> [rebuild]`
+//! (LAB_CLASS=<n> one class, LAB_PASSES=<n>, LAB_SLOW: the slowest queries, LAB_MEDIAN: those
+//! around the median, LAB_QUERY=<q>: that query LAB_PASSES times).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::time::Instant;
@@ -38,6 +40,17 @@ fn main() {
     let mut rng = Rng::new(0x1a7e_57a9_e10c_0002 ^ 0xface);
     let only: Option<usize> = std::env::var("LAB_CLASS").ok().and_then(|s| s.parse().ok());
     let passes: usize = std::env::var("LAB_PASSES").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
+    if let Ok(q) = std::env::var("LAB_QUERY") {
+        // One query, many times (for a profiler).
+        let query = parse_query(&q).expect("query");
+        let t = Instant::now();
+        let mut hits = 0;
+        for _ in 0..passes {
+            hits = catalog.search(&query, &all, &|_| true, 20).expect("search").len();
+        }
+        println!("{q}: {:.3} ms per search, {hits} hits", t.elapsed().as_secs_f64() * 1e3 / passes as f64);
+        return;
+    }
     for (ci, class) in CLASSES.into_iter().enumerate() {
         let qs = make_queries(&events, &han, class, 300, &mut rng);
         if only.is_some_and(|o| o != ci) {
@@ -59,6 +72,13 @@ fn main() {
         times.sort_by(|a, b| a.0.total_cmp(&b.0));
         let p = |x: f64| times[((times.len() - 1) as f64 * x) as usize].0;
         println!("{:<24} p50 {:.3} ms  p90 {:.3}  p99 {:.3}  max {:.3} ({:?}, {} hits)", class.name(), p(0.5), p(0.9), p(0.99), times.last().unwrap().0, times.last().unwrap().1, times.last().unwrap().2);
+        if std::env::var_os("LAB_MEDIAN").is_some() {
+            let mid = times.len() / 2;
+            println!("  around the median:");
+            for t in &times[mid.saturating_sub(5)..(mid + 5).min(times.len())] {
+                println!("    {:.3} ms {}", t.0, t.1);
+            }
+        }
         if std::env::var_os("LAB_SLOW").is_some() {
             let with_partial = times.iter().filter(|t| !t.1.ends_with("[0 partial]")).count();
             println!("  {} of {} queries have partial hits; slowest:", with_partial, times.len());

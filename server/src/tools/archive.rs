@@ -91,7 +91,8 @@ struct Inner {
     commit: Option<CommitInFlight>,
 }
 
-/// Records read per step of a catch-up: between steps, the text index may commit.
+/// Records read per step of a catch-up: between steps, the text index may commit, and the
+/// store's lock is let go.
 const SYNC_STEP_RECORDS: usize = 256;
 
 /// A positive whole number from the environment variable `name`: `None` when unset or empty,
@@ -346,11 +347,13 @@ impl Archive {
 
     /// Catches the projections and the text index up with the journal (records any process
     /// wrote): each record is decoded once for both. The text index writes a segment whenever
-    /// enough documents wait in memory.
+    /// enough documents wait in memory. The store's lock is taken a step at a time (at most
+    /// [`SYNC_STEP_RECORDS`] records), so that during a long catch-up the background thread
+    /// installs commits and merges segments between steps, and other calls get their turn.
     pub fn sync(&self) -> Result<(), ToolError> {
-        let mut inner = guard(&self.inner);
         self.journal.refresh().map_err(store_error)?;
         loop {
+            let mut inner = guard(&self.inner);
             install_finished_commit(&mut inner)?;
             inner.catalog.refresh().map_err(store_error)?;
             let Inner { state, catalog, commit, .. } = &mut *inner;
