@@ -501,6 +501,10 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
             let (lock, cv) = &*flag;
             loop {
                 let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                // A stop asked while this thread was working is seen here, not an interval later.
+                if *stopped {
+                    return;
+                }
                 let (stopped, _) = cv.wait_timeout(stopped, interval).unwrap_or_else(|p| p.into_inner());
                 if *stopped {
                     return;
