@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use super::bm25;
 use super::limits::{META_STRING_SIZE_BYTES_MAX, SEGMENT_DOCS_MAX};
 use super::{DocId, DocMeta, Scope};
 
@@ -39,6 +40,8 @@ pub(crate) struct DocTable {
     rows: Vec<DocRow>,
     /// Length of each document in positions (BM25's document length).
     lengths: Vec<u32>,
+    /// Each length's one-byte code ([`bm25::length_code`]), what scores are computed from.
+    codes: Vec<u8>,
     /// Each document's time (what block bounds of recency are made of).
     times: Vec<i64>,
     strings: Vec<String>,
@@ -63,6 +66,11 @@ impl DocTable {
 
     pub(crate) fn lengths(&self) -> &[u32] {
         &self.lengths
+    }
+
+    /// Each document's length code, by ordinal ([`bm25::length_code`]).
+    pub(crate) fn codes(&self) -> &[u8] {
+        &self.codes
     }
 
     /// Each document's time, by ordinal.
@@ -146,6 +154,7 @@ impl DocTable {
         self.times.push(row.time_unix_ms);
         self.rows.push(row);
         self.lengths.push(length);
+        self.codes.push(bm25::length_code(length));
         self.token_count += u64::from(length);
         ordinal
     }

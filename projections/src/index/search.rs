@@ -31,7 +31,7 @@ use super::query::Query;
 use super::segment::Segment;
 use super::{Candidate, DocId, Filters, Hit, IndexError, Match, Scope};
 
-use super::bm25::{self, B, K1};
+use super::bm25::{self, K1};
 
 /// A bound is inflated by this much before it is compared, against rounding.
 const BOUND_MARGIN: f64 = 1e-6;
@@ -339,6 +339,8 @@ fn cannot_enter(bound: f64, max_time: i64, threshold: Option<(f32, i64)>) -> boo
 struct Stats {
     doc_count: f64,
     avg_length: f64,
+    /// [`bm25::length_norms`] of `avg_length`.
+    norms: [f64; 256],
 }
 
 impl Stats {
@@ -350,9 +352,14 @@ impl Stats {
     /// A term's BM25 contribution; grows with `tf`, shrinks with `length`, so at a block's
     /// (largest frequency, shortest length) it bounds every document of the block.
     fn term(&self, idf: f64, tf: u32, length: u32) -> f64 {
+        self.term_coded(idf, tf, bm25::length_code(length))
+    }
+
+    /// [`Stats::term`] of a length's code ([`bm25::length_code`]): the same value.
+    #[inline]
+    fn term_coded(&self, idf: f64, tf: u32, code: u8) -> f64 {
         let tf = f64::from(tf);
-        let norm = 1.0 - B + B * f64::from(length) / self.avg_length;
-        idf * tf * (K1 + 1.0) / (tf + K1 * norm)
+        idf * tf * (K1 + 1.0) / (tf + self.norms[usize::from(code)])
     }
 }
 
@@ -444,7 +451,8 @@ pub(crate) fn search(
         return Ok(Vec::new());
     }
     let token_count: u64 = views.iter().map(|v| v.docs().token_count()).sum();
-    let stats = Stats { doc_count: doc_count as f64, avg_length: bm25::avg_length(token_count, doc_count) };
+    let avg_length = bm25::avg_length(token_count, doc_count);
+    let stats = Stats { doc_count: doc_count as f64, avg_length, norms: bm25::length_norms(avg_length) };
 
     // Full matches.
     let idfs: Vec<f64> = doc_freqs(views, &query.terms)?.into_iter().map(|df| stats.idf(df)).collect();
@@ -584,7 +592,7 @@ fn every_term(
     matched: &mut Vec<u32>,
 ) -> Result<(), IndexError> {
     let docs = view.docs();
-    let lengths = docs.lengths();
+    let codes = docs.codes();
     let driver = (0..terms.len()).min_by_key(|&t| terms[t].cursor.len()).unwrap_or(0);
     // Per driver block: (tight bound, latest time, block, the other terms' part of the tight
     // bound). The other terms' overlapping blocks are found walking their directories along
@@ -624,7 +632,7 @@ fn every_term(
         lo = info.last.saturating_add(1);
     }
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    let mut block_lengths: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut block_codes: Vec<u8> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     let mut anchors: Vec<u32> = Vec::new();
     let mut driver_parts: Vec<f64> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     for (tight, time, b, others) in order {
@@ -644,10 +652,10 @@ fn every_term(
         // misses overlap (read one by one, each was a miss in turn: most of the time of a
         // search of common words); then the driver's part of every document.
         let (ords, tfs) = terms[driver].cursor.block_docs();
-        block_lengths.clear();
-        block_lengths.extend(ords.iter().map(|&o| lengths[o as usize]));
+        block_codes.clear();
+        block_codes.extend(ords.iter().map(|&o| codes[o as usize]));
         driver_parts.clear();
-        driver_parts.extend(tfs.iter().zip(&block_lengths).map(|(&tf, &len)| stats.term(idfs[driver], tf, len)));
+        driver_parts.extend(tfs.iter().zip(&block_codes).map(|(&tf, &code)| stats.term_coded(idfs[driver], tf, code)));
         'docs: for i in 0..driver_parts.len() {
             // The driver's own part, with the others' bounds over the block: a document that
             // cannot reach the weakest held is passed without seeking the others.
@@ -661,10 +669,10 @@ fn every_term(
                     continue 'docs;
                 }
             }
-            let length = block_lengths[i];
+            let code = block_codes[i];
             let mut score = 0.0;
             for (t, (term, &idf)) in terms.iter().zip(idfs).enumerate() {
-                score += if t == driver { driver_parts[i] } else { stats.term(idf, term.cursor.tf(), length) };
+                score += if t == driver { driver_parts[i] } else { stats.term_coded(idf, term.cursor.tf(), code) };
             }
             // Once `limit` are held (partial matches are then not looked for, so `matched` is
             // not needed), a document that cannot enter is passed before its phrases'
@@ -706,7 +714,7 @@ fn one_term(
     matched: &mut Vec<u32>,
 ) -> Result<(), IndexError> {
     let docs = view.docs();
-    let lengths = docs.lengths();
+    let codes = docs.codes();
     // (tight bound, latest time, block): best bound first, then latest.
     let mut order: Vec<(f64, i64, usize)> = Vec::with_capacity(term.cursor.block_count());
     for b in 0..term.cursor.block_count() {
@@ -714,7 +722,7 @@ fn one_term(
         order.push((term.tight_of(&info, idf), info.max_time, b));
     }
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    let mut block_lengths: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut block_codes: Vec<u8> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     let mut scores: Vec<f32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     for (tight, max_time, b) in order {
         if below(tight, top.threshold()) {
@@ -732,10 +740,10 @@ fn one_term(
         // The block's lengths gathered in one loop of independent loads (their cache misses
         // overlap), its scores computed, then its documents offered.
         let (ords, tfs) = term.cursor.block_docs();
-        block_lengths.clear();
-        block_lengths.extend(ords.iter().map(|&o| lengths[o as usize]));
+        block_codes.clear();
+        block_codes.extend(ords.iter().map(|&o| codes[o as usize]));
         scores.clear();
-        scores.extend(tfs.iter().zip(&block_lengths).map(|(&tf, &len)| stats.term(idf, tf, len) as f32));
+        scores.extend(tfs.iter().zip(&block_codes).map(|(&tf, &code)| stats.term_coded(idf, tf, code) as f32));
         if !top.is_full() {
             matched.extend_from_slice(ords);
         }
@@ -771,7 +779,7 @@ fn partial_view(
 ) -> Result<(), IndexError> {
     let docs = view.docs();
     let Some(filter) = DocFilter::compile(filters, docs) else { return Ok(()) };
-    let lengths = docs.lengths();
+    let codes = docs.codes();
     // (index in query.partial, cursors, bound over all its blocks), weakest bound first.
     let mut terms: Vec<(usize, Union<'_>, f64)> = Vec::new();
     for (qi, (term, word)) in query.partial.iter().zip(&query.partial_words).enumerate() {
@@ -804,12 +812,12 @@ fn partial_view(
         if cand == END {
             return Ok(());
         }
-        let length = lengths[cand as usize];
+        let code = codes[cand as usize];
         contrib.iter_mut().for_each(|c| *c = None);
         let mut sum = 0.0;
         for (qi, t, _) in &terms[essential..] {
             if t.doc() == cand {
-                let c = stats.term(idfs[*qi], t.tf_at(cand), length);
+                let c = stats.term_coded(idfs[*qi], t.tf_at(cand), code);
                 contrib[*qi] = Some(c);
                 sum += c;
             }
@@ -822,7 +830,7 @@ fn partial_view(
             }
             let (qi, t, _) = &mut terms[j];
             if t.seek(cand)? == cand {
-                let c = stats.term(idfs[*qi], t.tf_at(cand), length);
+                let c = stats.term_coded(idfs[*qi], t.tf_at(cand), code);
                 contrib[*qi] = Some(c);
                 sum += c;
             }

@@ -13,9 +13,10 @@ pub(crate) const MAGIC: &[u8; 8] = b"ORGNINDX";
 pub(crate) const FOOTER_MAGIC: &[u8; 8] = b"ORGNIEND";
 /// The segment format this build writes and reads (2: term blocks in blocks of 128 documents
 /// with a directory of skip and score bounds; 3: a word that is its own stem is not written in
-/// its stem term, which counts the documents it shares with the word instead). A segment of
+/// its stem term, which counts the documents it shares with the word instead; 4: blocks'
+/// score bounds are of one-byte length codes, as scores are). A segment of
 /// another format is refused, and the index, a projection, is rebuilt.
-pub(crate) const FORMAT_VERSION: u16 = 3;
+pub(crate) const FORMAT_VERSION: u16 = 4;
 /// Header size.
 pub(crate) const HEADER_SIZE_BYTES: usize = 32;
 /// Footer size.
