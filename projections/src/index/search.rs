@@ -632,6 +632,9 @@ fn every_term(
         lo = info.last.saturating_add(1);
     }
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    // The other terms, rarest first: the one most likely to lack a candidate is sought first.
+    let mut seek_order: Vec<usize> = (0..terms.len()).filter(|&t| t != driver).collect();
+    seek_order.sort_by_key(|&t| terms[t].cursor.len());
     let mut block_codes: Vec<u8> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     let mut anchors: Vec<u32> = Vec::new();
     let mut driver_parts: Vec<f64> = Vec::with_capacity(super::postings::BLOCK_DOCS);
@@ -664,8 +667,8 @@ fn every_term(
             }
             terms[driver].cursor.stand_at(i);
             let cand = terms[driver].cursor.doc();
-            for t in 0..terms.len() {
-                if t != driver && terms[t].seek_any(cand)? != cand {
+            for &t in &seek_order {
+                if terms[t].seek_any(cand)? != cand {
                     continue 'docs;
                 }
             }
