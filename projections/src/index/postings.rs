@@ -986,6 +986,11 @@ impl<'a> PostingCursor<'a> {
         Ok(self.doc)
     }
 
+    /// The first block whose last ordinal is at least `target` (the block count if none).
+    pub(crate) fn block_for(&self, target: u32) -> usize {
+        self.find_block(0, target)
+    }
+
     /// The last ordinal of block `b`, unchecked (for walking the directory; a wrong value is
     /// caught when the block is read).
     pub(crate) fn last_of_block(&self, b: usize) -> u32 {

@@ -421,6 +421,23 @@ impl Union<'_> {
         Ok(())
     }
 
+    /// A bound on the contribution of any document from `start` to the returned ordinal (the
+    /// least last ordinal of the parts' blocks that hold `start`, [`END`] if none does): the
+    /// sum of those blocks' tight bounds (see [`Union::bound`]). The parts stand at or after
+    /// `start`.
+    fn window(&self, start: u32, idf: f64) -> Result<(f64, u32), IndexError> {
+        let (mut sum, mut last) = (0.0f64, END);
+        for t in &self.parts {
+            let b = t.cursor.block_for(start);
+            if b < t.cursor.block_count() {
+                let info = t.cursor.block_at(b).map_err(|e| t.err(e))?;
+                sum += t.tight_of(&info, idf);
+                last = last.min(info.last);
+            }
+        }
+        Ok((sum.min(idf * (K1 + 1.0) * (1.0 + BOUND_MARGIN)), last))
+    }
+
     /// A bound on any document's contribution: the sum of the parts' best block bounds (a
     /// frequency part is concave in the frequency and 0 at 0, so the part of a sum is at most
     /// the sum of the parts), at most what any frequency can give.
@@ -795,23 +812,50 @@ fn partial_view(
         return Ok(());
     }
     terms.sort_by(|a, b| a.2.total_cmp(&b.2));
-    // prefix[j]: the bounds of the j weakest terms together.
+    // prefix[j]: the bounds of the j weakest terms together, over the whole view until `limit`
+    // are held, then over the window of ordinals `start..=window_last`, where each term has
+    // one block (so its bound is that block's): a window whose terms together cannot reach
+    // the weakest held is passed whole, and within one, terms that cannot make the list on
+    // their own are only sought for candidates the others found (MaxScore by blocks).
     let mut prefix = vec![0.0f64; terms.len() + 1];
     for (j, t) in terms.iter().enumerate() {
         prefix[j + 1] = prefix[j] + t.2;
     }
     let mut contrib: Vec<Option<f64>> = vec![None; query.partial.len()];
+    // The first ordinal not yet looked at, and the window's last (`None`: no window yet).
+    let mut start = 0u32;
+    let mut window_last: Option<u32> = None;
     loop {
         let threshold = top.threshold();
+        if threshold.is_some() && window_last.is_none() {
+            let mut last = END;
+            for (j, (qi, t, _)) in terms.iter_mut().enumerate() {
+                t.seek(start)?;
+                let (bound, l) = t.window(start, idfs[*qi])?;
+                last = last.min(l);
+                prefix[j + 1] = prefix[j] + bound;
+            }
+            window_last = Some(last);
+        }
         // Terms 0..essential cannot make the list on their own: candidates come from the rest.
         let mut essential = 0;
         while essential < terms.len() && below(prefix[essential + 1], threshold) {
             essential += 1;
         }
-        if essential == terms.len() {
+        let cand = terms[essential..].iter().map(|t| t.1.doc()).min().unwrap_or(END);
+        if let Some(last) = window_last {
+            if cand > last {
+                // Nothing more in this window can enter: on to the next.
+                if last == END {
+                    return Ok(());
+                }
+                start = last + 1;
+                window_last = None;
+                continue;
+            }
+        } else if essential == terms.len() {
             return Ok(());
         }
-        let cand = terms[essential..].iter().map(|t| t.1.doc()).min().unwrap_or(END);
         if cand == END {
             return Ok(());
         }
@@ -855,5 +899,6 @@ fn partial_view(
                 t.next_from(cand)?;
             }
         }
+        start = cand + 1;
     }
 }
