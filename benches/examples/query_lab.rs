@@ -2,7 +2,8 @@
 //! `<dir>`, rebuilt when its index cannot be opened), then times each query class on Origin
 //! alone. `cargo run --release -p origin-benches --example query_lab -- <dir> [rebuild]`
 //! (LAB_CLASS=<n> one class, LAB_PASSES=<n>, LAB_SLOW: the slowest queries, LAB_MEDIAN: those
-//! around the median, LAB_QUERY=<q>: that query LAB_PASSES times).
+//! around the median, LAB_QUERY=<q>: that query LAB_PASSES times on the store already in
+//! `<dir>`, without reading the corpus, printing the median and the fastest).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::time::Instant;

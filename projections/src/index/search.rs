@@ -10,9 +10,11 @@
 //!   once `limit` documents are held, a candidate whose blocks' bounds (largest frequency,
 //!   shortest length) cannot beat the weakest held score is skipped with the rest of its
 //!   blocks, undecoded.
-//! - Partial matches are a top-k over the union of the partial terms, by MaxScore: terms whose
-//!   bounds together cannot reach the weakest held score only add to candidates the others
-//!   found.
+//! - Partial matches are a top-k over the union of the partial terms, by MaxScore over
+//!   windows of blocks: within a window (up to the first block end of any term) each term is
+//!   bounded by its block there; a window whose bounds together cannot reach the weakest held
+//!   is passed whole, and terms whose bounds together cannot reach it only add to candidates
+//!   the others found.
 //! - The caller's visibility predicate (which looks up strings) is asked only about documents
 //!   that would enter the list.
 //!
