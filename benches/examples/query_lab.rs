@@ -22,7 +22,7 @@ fn main() {
         // One query, many times (for a profiler), on the store already built.
         let journal = Journal::open(dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
         let (catalog, _) = Catalog::open(&dir.join("index"), &journal).expect("catalog");
-        let passes: usize = std::env::var("LAB_PASSES").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
+        let passes: usize = std::env::var("LAB_PASSES").ok().and_then(|s| s.parse().ok()).unwrap_or(2).max(1);
         let all = Filters { include_tools: true, ..Filters::default() };
         let query = parse_query(&q).expect("query");
         let mut times = Vec::with_capacity(passes);

@@ -45,9 +45,14 @@ pub(crate) fn code_length(code: u8) -> u32 {
 pub(crate) fn length_norms(avg: f64) -> [f64; 256] {
     let mut t = [0.0; 256];
     for (code, n) in t.iter_mut().enumerate() {
-        *n = K1 * (1.0 - B + B * f64::from(code_length(code as u8)) / avg);
+        *n = length_norm(code as u8, avg);
     }
     t
+}
+
+/// `k1 (1 - b + b len / avg)` of the length `code` stands for.
+fn length_norm(code: u8, avg: f64) -> f64 {
+    K1 * (1.0 - B + B * f64::from(code_length(code)) / avg)
 }
 
 /// BM25 without the idf, of the quantized length ([`length_code`]):
@@ -56,8 +61,7 @@ pub(crate) fn length_norms(avg: f64) -> [f64; 256] {
 /// averages; it shrinks as the length grows.
 pub(crate) fn tf_part(tf: u32, length: u32, avg: f64) -> f64 {
     let tf = f64::from(tf);
-    let norm = 1.0 - B + B * f64::from(code_length(length_code(length))) / avg;
-    tf * (K1 + 1.0) / (tf + K1 * norm)
+    tf * (K1 + 1.0) / (tf + length_norm(length_code(length), avg))
 }
 
 /// `x` as an `f32` not below it.

@@ -425,8 +425,7 @@ impl Union<'_> {
 
     /// A bound on the contribution of any document from `start` to the returned ordinal (the
     /// least last ordinal of the parts' blocks that hold `start`, [`END`] if none does): the
-    /// sum of those blocks' tight bounds (see [`Union::bound`]). The parts stand at or after
-    /// `start`.
+    /// sum of those blocks' tight bounds (see [`Union::bound`]).
     fn window(&self, start: u32, idf: f64) -> Result<(f64, u32), IndexError> {
         let (mut sum, mut last) = (0.0f64, END);
         for t in &self.parts {
@@ -829,10 +828,10 @@ fn partial_view(
     let mut window_last: Option<u32> = None;
     loop {
         let threshold = top.threshold();
-        if threshold.is_some() && window_last.is_none() {
+        let new_window = threshold.is_some() && window_last.is_none();
+        if new_window {
             let mut last = END;
-            for (j, (qi, t, _)) in terms.iter_mut().enumerate() {
-                t.seek(start)?;
+            for (j, (qi, t, _)) in terms.iter().enumerate() {
                 let (bound, l) = t.window(start, idfs[*qi])?;
                 last = last.min(l);
                 prefix[j + 1] = prefix[j] + bound;
@@ -843,6 +842,13 @@ fn partial_view(
         let mut essential = 0;
         while essential < terms.len() && below(prefix[essential + 1], threshold) {
             essential += 1;
+        }
+        if new_window {
+            // The terms candidates come from stand in the window (within one, the weakest held
+            // only rises, so no term joins them); the others are sought only when needed.
+            for (_, t, _) in &mut terms[essential..] {
+                t.seek(start)?;
+            }
         }
         let cand = terms[essential..].iter().map(|t| t.1.doc()).min().unwrap_or(END);
         if let Some(last) = window_last {
