@@ -1,5 +1,5 @@
 //! Profiling aid: merges every segment of the index in `<dir>` (as the index benchmark's build
-//! leaves it), without installing the result, and prints the time.
+//! leaves it), and prints the time; installs the result when LAB_INSTALL is set.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use origin_projections::index::{Index, merge};
@@ -13,5 +13,8 @@ fn main() {
     let t = std::time::Instant::now();
     let merged = merge(&job).expect("merge");
     println!("merged {} segments of {docs} documents in {:.2} s", ids.len(), t.elapsed().as_secs_f64());
-    drop(merged);
+    if std::env::var_os("LAB_INSTALL").is_some() {
+        index.install_merge(merged).expect("install");
+        println!("installed: {} segment(s)", index.segments().len());
+    }
 }

@@ -2,7 +2,7 @@
 //! `<dir>`, rebuilt when its index cannot be opened), then times each query class on Origin
 //! alone. `cargo run --release -p origin-benches --example query_lab -- <dir> [rebuild]`
 //! (LAB_CLASS=<n> one class, LAB_PASSES=<n>, LAB_SLOW: the slowest queries, LAB_MEDIAN: those
-//! around the median, LAB_QUERY=<q>: that query LAB_PASSES times on the store already in
+//! around the median, LAB_QUERY=<q>: that query LAB_PASSES times (LAB_LIMIT hits, default 20) on the store already in
 //! `<dir>`, without reading the corpus, printing the median and the fastest).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -26,10 +26,11 @@ fn main() {
         let all = Filters { include_tools: true, ..Filters::default() };
         let query = parse_query(&q).expect("query");
         let mut times = Vec::with_capacity(passes);
+        let limit: usize = std::env::var("LAB_LIMIT").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
         let mut hits = 0;
         for _ in 0..passes {
             let t = Instant::now();
-            hits = catalog.search(&query, &all, &|_| true, 20).expect("search").len();
+            hits = catalog.search(&query, &all, &|_| true, limit).expect("search").len();
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);

@@ -403,6 +403,11 @@ impl Union<'_> {
         self.parts.iter().filter(|t| t.cursor.doc() == doc).map(|t| t.cursor.tf()).sum()
     }
 
+    /// Documents of its parts together (a document in both counted twice).
+    fn len(&self) -> u64 {
+        self.parts.iter().map(|t| u64::from(t.cursor.len())).sum()
+    }
+
     /// Moves to the first document at or after `target`; returns it ([`END`] past the last).
     fn seek(&mut self, target: u32) -> Result<u32, IndexError> {
         for t in &mut self.parts {
@@ -812,6 +817,28 @@ fn partial_view(
     if terms.is_empty() {
         return Ok(());
     }
+    // The documents of a rare term are scored first (see [`Seed`]); the rest of the pass
+    // leaves them out.
+    let mut seeded: Vec<u32> = Vec::new();
+    if let Some(r) = seed_term(&terms) {
+        let (rqi, mut rare, _) = terms.remove(r);
+        // Cursors of the other terms of their own (the rest of the pass walks them from the
+        // start), strongest bound first.
+        let mut by_bound: Vec<&(usize, Union<'_>, f64)> = terms.iter().collect();
+        by_bound.sort_by(|a, b| b.2.total_cmp(&a.2));
+        let (mut others, mut bounds) = (Vec::with_capacity(terms.len()), Vec::with_capacity(terms.len()));
+        for (qi, _, bound) in by_bound {
+            if let Some(u) = view.partial_term(&query.partial[*qi], query.partial_words[*qi].as_deref(), stats)? {
+                others.push((*qi, u));
+                bounds.push(*bound);
+            }
+        }
+        let seed = Seed { v, view, filter: &filter, visible, stats, idfs, full_ordinals };
+        seed.rare(rqi, &mut rare, &bounds, &mut others, top, &mut seeded)?;
+        if terms.is_empty() {
+            return Ok(());
+        }
+    }
     terms.sort_by(|a, b| a.2.total_cmp(&b.2));
     // prefix[j]: the bounds of the j weakest terms together, over the whole view until `limit`
     // are held, then over the window of ordinals `start..=window_last`, where each term has
@@ -894,7 +921,7 @@ fn partial_view(
             // Summed in query order, as a scan would. A score that cannot enter is passed
             // before the document's row is read (a cache miss).
             let score = contrib.iter().flatten().sum::<f64>() as f32;
-            if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() {
+            if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() && seeded.binary_search(&cand).is_err() {
                 let row = docs.row(cand);
                 if filter.pass(row) {
                     let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
@@ -908,5 +935,98 @@ fn partial_view(
             }
         }
         start = cand + 1;
+    }
+}
+
+/// A term walked first by a partial pass is at most this many documents of a view, and at
+/// most 1/[`SEED_RATIO`] of the longest other term's.
+const SEED_DOCS_MAX: u64 = 1 << 16;
+const SEED_RATIO: u64 = 8;
+
+/// The partial-match term to walk first, if one is rare beside the others: the held list
+/// then fills with its documents, which score the most (a rare term weighs the most), so that
+/// the common terms' documents are mostly passed by their bounds instead of read one by one
+/// while the list is still weak.
+fn seed_term(terms: &[(usize, Union<'_>, f64)]) -> Option<usize> {
+    if terms.len() < 2 {
+        return None;
+    }
+    let lens: Vec<u64> = terms.iter().map(|t| t.1.len()).collect();
+    let r = (0..lens.len()).min_by_key(|&i| lens[i])?;
+    let longest = lens.iter().enumerate().filter(|&(i, _)| i != r).map(|(_, &l)| l).max()?;
+    (lens[r] <= SEED_DOCS_MAX && lens[r] * SEED_RATIO <= longest).then_some(r)
+}
+
+/// Where a partial pass starts when one term is rare beside the others: every document of that
+/// term (which weighs the most), each scored whole as a scan would score it, so that the held
+/// list is strong before the pass walks the common terms' documents in order (until it is,
+/// their bounds pass nothing). The rest of the pass leaves these documents out, and bounds the
+/// others without the rare term.
+struct Seed<'s, 'a> {
+    v: usize,
+    view: &'s View<'a>,
+    filter: &'s DocFilter,
+    visible: &'s dyn Fn(&Candidate<'_>) -> bool,
+    stats: &'s Stats,
+    idfs: &'s [f64],
+    full_ordinals: &'s [u32],
+}
+
+impl Seed<'_, '_> {
+    /// Scores `doc` with `own` (the rare term and its part) and every term of
+    /// `terms` found there by seeking (their cursors stand before or at `doc`; `rest[k]`
+    /// bounds the parts of `terms[k..]` together), and offers it. Passed as soon as what is
+    /// found with what is left to seek cannot reach the weakest held.
+    fn offer(&self, doc: u32, own: (usize, f64), terms: &mut [(usize, Union<'_>)], rest: &[f64], contrib: &mut [Option<f64>], top: &mut TopK) -> Result<(), IndexError> {
+        let code = self.view.docs().codes()[doc as usize];
+        contrib.iter_mut().for_each(|c| *c = None);
+        contrib[own.0] = Some(own.1);
+        let mut sum = own.1;
+        for (k, (qi, u)) in terms.iter_mut().enumerate() {
+            if below(sum + rest[k], top.threshold()) {
+                return Ok(());
+            }
+            if u.seek(doc)? == doc {
+                let c = self.stats.term_coded(self.idfs[*qi], u.tf_at(doc), code);
+                contrib[*qi] = Some(c);
+                sum += c;
+            }
+        }
+        // Summed in query order, as a scan would.
+        let score = contrib.iter().flatten().sum::<f64>() as f32;
+        if top.may_enter(score) {
+            let row = self.view.docs().row(doc);
+            if self.filter.pass(row) {
+                let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: self.v, ordinal: doc };
+                top.offer(r, self.view, self.visible)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every document of `rare` (query term `rqi`), scored with `others` (fresh cursors of the
+    /// other terms, strongest first, bounded over the view by `bounds`) and offered, unless it
+    /// is a full match or its bound cannot reach the weakest held; `walked` gets every
+    /// document of `rare`, in order.
+    fn rare(&self, rqi: usize, rare: &mut Union<'_>, bounds: &[f64], others: &mut [(usize, Union<'_>)], top: &mut TopK, walked: &mut Vec<u32>) -> Result<(), IndexError> {
+        let codes = self.view.docs().codes();
+        // Suffix sums of the others' bounds (`others` comes strongest first).
+        let mut rest = vec![0.0f64; others.len() + 1];
+        for k in (0..others.len()).rev() {
+            rest[k] = rest[k + 1] + bounds[k];
+        }
+        let others_bound = rest[0];
+        let mut contrib: Vec<Option<f64>> = vec![None; self.idfs.len()];
+        let mut doc = rare.doc();
+        while doc != END {
+            walked.push(doc);
+            let own = self.stats.term_coded(self.idfs[rqi], rare.tf_at(doc), codes[doc as usize]);
+            if !below(own + others_bound, top.threshold()) && self.full_ordinals.binary_search(&doc).is_err() {
+                self.offer(doc, (rqi, own), others, &rest, &mut contrib, top)?;
+            }
+            rare.next_from(doc)?;
+            doc = rare.doc();
+        }
+        Ok(())
     }
 }

@@ -616,6 +616,98 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    /// A query with a rare word beside common ones (whose partial pass scores the rare word's
+    /// documents first, then walks the rest without them): full matches are those of a linear
+    /// scan, and the partial matches are exactly the model's, with its scores, for a limit that
+    /// takes them all; a smaller limit takes the first of those.
+    #[test]
+    fn index_partial_matches_of_a_rare_word_beside_common_ones_agree_with_a_linear_scan(
+        doc_count in 100usize..400,
+        seed in any::<u64>(),
+        commit_every in 30usize..300,
+        merge in any::<bool>(),
+        queries in proptest::collection::vec((16usize..PRUNE_WORDS.len(), 1usize..8, 1usize..12, 0u8..3), 1..5),
+        limit in 1usize..30,
+        hide_every in 2u32..9,
+    ) {
+        let docs: Vec<Doc> = (0..doc_count)
+            .map(|i| Doc {
+                id: i as DocId,
+                meta: DocMeta {
+                    scope: Scope::Event,
+                    kind: 0,
+                    tool: i % 7 == 0,
+                    time_unix_ms: ((seed as usize ^ (i * 31)) % 50) as i64,
+                    source: None,
+                    project: (i % 3 == 0).then(|| "a".to_string()),
+                    key: String::new(),
+                    record: 0,
+                    position: 0,
+                },
+                text: skewed_text(seed ^ i as u64, 1 + (seed as usize ^ i) % 30),
+                pieces: Vec::new(),
+                visible: i as u32 % hide_every != 1,
+            })
+            .collect();
+        let mut index = Index::in_memory();
+        for (i, d) in docs.iter().enumerate() {
+            index.add(d.id, &d.meta, &d.text).unwrap();
+            if (i + 1) % commit_every == 0 {
+                index.commit(i as u64).unwrap();
+            }
+        }
+        if merge {
+            index.commit(u64::from(u32::MAX)).unwrap();
+            index.merge_all().unwrap();
+        }
+        let visible = |c: &Candidate<'_>| docs[c.doc as usize].visible;
+        for (rare, a, b, shape) in &queries {
+            let (rare, a, b) = (PRUNE_WORDS[*rare], PRUNE_WORDS[*a], PRUNE_WORDS[*b]);
+            let text = match shape {
+                0 => format!("{rare} {a}"),
+                1 => format!("{a} {rare} {b}"),
+                _ => format!("\"{a} {rare}\" {b}"),
+            };
+            let query = parse_query(&text).unwrap();
+            for f in [Filters { include_tools: true, ..Filters::default() }, Filters { project: Some("a".into()), ..Filters::default() }] {
+                let hits = index.search(&query, &f, &visible, 5000).unwrap();
+                let expected = scan(&docs, &query, &f);
+                let got: BTreeSet<DocId> = hits.iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect();
+                prop_assert_eq!(&got, &expected, "query {:?} filters {:?}", text, f);
+                let first_partial = hits.iter().position(|h| h.matched == Match::Partial).unwrap_or(hits.len());
+                let want = scan_partial(&docs, &query, &f, &expected);
+                let partial: std::collections::BTreeMap<DocId, f32> = hits[first_partial..].iter().map(|h| (h.doc, h.score)).collect();
+                prop_assert_eq!(partial.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "query {:?} filters {:?}", text, f);
+                for (doc, score) in &want {
+                    let got = f64::from(partial[doc]);
+                    prop_assert!((got - score).abs() <= 1e-5 * score.abs().max(1.0), "query {:?}: document {} scores {} against the model's {}", text, doc, got, score);
+                }
+                let cut = index.search(&query, &f, &visible, limit).unwrap();
+                prop_assert_eq!(&cut[..], &hits[..limit.min(hits.len())], "query {:?} limit {}", text, limit);
+            }
+        }
+    }
+}
+
+/// A document of common words of the pruning corpus (its indices 1 to 7, about 14% of the
+/// words each) with, one word in fifty, a rare one (indices 16 to 23, about 0.25% each): rare
+/// enough beside the common ones for a partial pass to score their documents first.
+fn skewed_text(seed: u64, len: usize) -> String {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut words = Vec::with_capacity(len);
+    for _ in 0..len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let pick = (x / 1000) as usize;
+        words.push(if x % 1000 < 20 { PRUNE_WORDS[16 + pick % 8] } else { PRUNE_WORDS[1 + pick % 7] });
+    }
+    words.join(if seed % 5 == 0 { "\n" } else { " " })
+}
+
 /// Words of the pruning corpus: a few common, many rare, so that lists span many blocks and
 /// scores spread.
 const PRUNE_WORDS: &[&str] = &[
