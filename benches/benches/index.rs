@@ -8,15 +8,15 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use origin_benches::corpus::{self, Located};
-use origin_benches::indexbench::{Build, CLASSES, Class, Q, is_han, make_queries, origin_build_with, records, Feed};
+use origin_benches::indexbench::{Build, CLASSES, Class, Q, is_han, make_queries, origin_build_with, records, tantivy_build, Feed};
 use origin_benches::{Rng, fs_type, loadavg, scratch_dir, table};
 use origin_engine::{Access, Journal, Options};
 use origin_projections::{Catalog, Filters, Match, State, parse_query};
 use rusqlite::Connection;
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::query::QueryParser;
-use tantivy::schema::{FAST, STORED, STRING, Schema, TEXT, Value};
-use tantivy::{IndexWriter, TantivyDocument, doc};
+use tantivy::schema::Value;
+use tantivy::TantivyDocument;
 
 const SEED: u64 = 0x1a7e_57a9_e10c_0002;
 
@@ -59,39 +59,6 @@ fn fts5_build(batches: &[Vec<Located>], path: &Path) -> Build {
     conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").expect("checkpoint");
     drop(conn);
     Build { secs, index_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0), other_bytes: 0, note: "text stored in the table".into() }
-}
-
-struct Tantivy {
-    index: tantivy::Index,
-    text: tantivy::schema::Field,
-    n: tantivy::schema::Field,
-}
-
-/// tantivy: one indexing thread, the text stored, one commit at the end (durable: it syncs),
-/// then waiting for its merges.
-fn tantivy_build(batches: &[Vec<Located>], dir: &Path) -> (Build, Tantivy) {
-    let start = Instant::now();
-    let mut sb = Schema::builder();
-    let id = sb.add_text_field("id", STRING | STORED);
-    let text = sb.add_text_field("text", TEXT | STORED);
-    let n_field = sb.add_u64_field("n", FAST | STORED);
-    let time = sb.add_i64_field("time", FAST);
-    let schema = sb.build();
-    std::fs::create_dir_all(dir).expect("dir");
-    let index = tantivy::Index::create_in_dir(dir, schema).expect("create");
-    let mut writer: IndexWriter = index.writer_with_num_threads(1, 256_000_000).expect("writer");
-    let mut n = 0u64;
-    for b in batches {
-        for e in b {
-            writer.add_document(doc!(id => e.event.id.as_str(), text => e.event.text.as_str(), n_field => n, time => e.event.time_unix_ms)).expect("add");
-            n += 1;
-        }
-    }
-    writer.commit().expect("commit");
-    writer.wait_merging_threads().expect("merges");
-    let secs = start.elapsed().as_secs_f64();
-    let build = Build { secs, index_bytes: origin_benches::indexbench::tree_size(dir), other_bytes: 0, note: "text stored".into() };
-    (build, Tantivy { index, text, n: n_field })
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

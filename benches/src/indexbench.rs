@@ -11,6 +11,9 @@ use origin_projections::catalog::{CommitInFlight, Committed};
 use origin_projections::index::{MergePolicy, merge};
 use origin_projections::Catalog;
 
+use tantivy::schema::{FAST, STORED, STRING, Schema, TEXT};
+use tantivy::{IndexWriter, doc};
+
 use crate::corpus::Located;
 use crate::Rng;
 
@@ -333,3 +336,39 @@ pub fn make_queries(events: &[&Located], han_events: &[usize], class: Class, cou
     out
 }
 
+/// A tantivy index of the benchmark's events.
+pub struct Tantivy {
+    /// The index.
+    pub index: tantivy::Index,
+    /// The events' text.
+    pub text: tantivy::schema::Field,
+    /// The event's rank in the corpus.
+    pub n: tantivy::schema::Field,
+}
+
+/// tantivy: one indexing thread, the text stored, one commit at the end (durable: it syncs),
+/// then waiting for its merges.
+pub fn tantivy_build(batches: &[Vec<Located>], dir: &Path) -> (Build, Tantivy) {
+    let start = Instant::now();
+    let mut sb = Schema::builder();
+    let id = sb.add_text_field("id", STRING | STORED);
+    let text = sb.add_text_field("text", TEXT | STORED);
+    let n_field = sb.add_u64_field("n", FAST | STORED);
+    let time = sb.add_i64_field("time", FAST);
+    let schema = sb.build();
+    std::fs::create_dir_all(dir).expect("dir");
+    let index = tantivy::Index::create_in_dir(dir, schema).expect("create");
+    let mut writer: IndexWriter = index.writer_with_num_threads(1, 256_000_000).expect("writer");
+    let mut n = 0u64;
+    for b in batches {
+        for e in b {
+            writer.add_document(doc!(id => e.event.id.as_str(), text => e.event.text.as_str(), n_field => n, time => e.event.time_unix_ms)).expect("add");
+            n += 1;
+        }
+    }
+    writer.commit().expect("commit");
+    writer.wait_merging_threads().expect("merges");
+    let secs = start.elapsed().as_secs_f64();
+    let build = Build { secs, index_bytes: tree_size(dir), other_bytes: 0, note: "text stored".into() };
+    (build, Tantivy { index, text, n: n_field })
+}
