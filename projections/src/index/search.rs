@@ -855,6 +855,12 @@ fn partial_view(
     let mut window_last: Option<u32> = None;
     loop {
         let threshold = top.threshold();
+        if window_last.is_none()
+            && let Some(ess) = one_essential(&terms, threshold)
+        {
+            let rest = OneEssential { v, view, filter: &filter, visible, stats, idfs, full_ordinals, seeded: &seeded };
+            return rest.run(&mut terms, ess, start, top);
+        }
         let new_window = threshold.is_some() && window_last.is_none();
         if new_window {
             let mut last = END;
@@ -1026,6 +1032,106 @@ impl Seed<'_, '_> {
             }
             rare.next_from(doc)?;
             doc = rare.doc();
+        }
+        Ok(())
+    }
+}
+
+/// If the weakest held is such that, bounded over the whole view, every term but the
+/// strongest cannot make the list on its own, and that one is a single list: its index (in
+/// `terms`, weakest bound first).
+fn one_essential(terms: &[(usize, Union<'_>, f64)], threshold: Option<(f32, i64)>) -> Option<usize> {
+    threshold?;
+    let mut sum = 0.0;
+    let mut ess = 0;
+    while ess < terms.len() && below(sum + terms[ess].2, threshold) {
+        sum += terms[ess].2;
+        ess += 1;
+    }
+    (ess + 1 == terms.len() && terms[ess].1.parts.len() == 1).then_some(ess)
+}
+
+/// The rest of a partial pass once candidates can only come from one list (see
+/// [`one_essential`]): walked block by block, a block whose bound with the other terms'
+/// cannot reach the weakest held passed undecoded, and within one, the parts of all its
+/// documents computed at once, so that a document that cannot make the list costs a
+/// comparison (walked one by one with the other terms' windows, each such document was a
+/// candidate of its own: most of the time of a query of several common words).
+struct OneEssential<'s, 'a> {
+    v: usize,
+    view: &'s View<'a>,
+    filter: &'s DocFilter,
+    visible: &'s dyn Fn(&Candidate<'_>) -> bool,
+    stats: &'s Stats,
+    idfs: &'s [f64],
+    full_ordinals: &'s [u32],
+    seeded: &'s [u32],
+}
+
+impl OneEssential<'_, '_> {
+    /// Walks `terms[ess]`'s documents from ordinal `start` on (`terms[..ess]`, weakest bound
+    /// first, only sought); returns at the end of the list, or once no document can enter.
+    fn run(&self, terms: &mut [(usize, Union<'_>, f64)], ess: usize, start: u32, top: &mut TopK) -> Result<(), IndexError> {
+        let docs = self.view.docs();
+        let codes = docs.codes();
+        // prefix[j]: the whole-view bounds of terms[..j] together.
+        let mut prefix = vec![0.0f64; ess + 1];
+        for j in 0..ess {
+            prefix[j + 1] = prefix[j] + terms[j].2;
+        }
+        let others = prefix[ess];
+        let (before, after) = terms.split_at_mut(ess);
+        let (eqi, driver, bound) = (&after[0].0, &mut after[0].1.parts[0], after[0].2);
+        let idf = self.idfs[*eqi];
+        let mut contrib: Vec<Option<f64>> = vec![None; self.idfs.len()];
+        let mut parts: Vec<f64> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+        for b in driver.cursor.block_for(start)..driver.cursor.block_count() {
+            if below(bound + others, top.threshold()) {
+                return Ok(());
+            }
+            let info = driver.cursor.block_at(b).map_err(|e| driver.err(e))?;
+            if info.last < start || below(driver.tight_of(&info, idf) + others, top.threshold()) {
+                continue;
+            }
+            driver.cursor.goto_block(b).map_err(|e| driver.err(e))?;
+            let (ords, tfs) = driver.cursor.block_docs();
+            parts.clear();
+            parts.extend(tfs.iter().zip(ords).map(|(&tf, &o)| self.stats.term_coded(idf, tf, codes[o as usize])));
+            for (i, &cand) in ords.iter().enumerate() {
+                let threshold = top.threshold();
+                if cand < start || below(parts[i] + others, threshold) {
+                    continue;
+                }
+                let code = codes[cand as usize];
+                contrib.iter_mut().for_each(|c| *c = None);
+                contrib[*eqi] = Some(parts[i]);
+                let mut sum = parts[i];
+                let mut hopeless = false;
+                for j in (0..ess).rev() {
+                    if below(sum + prefix[j + 1], threshold) {
+                        hopeless = true;
+                        break;
+                    }
+                    let (qi, t, _) = &mut before[j];
+                    if t.seek(cand)? == cand {
+                        let c = self.stats.term_coded(self.idfs[*qi], t.tf_at(cand), code);
+                        contrib[*qi] = Some(c);
+                        sum += c;
+                    }
+                }
+                if hopeless {
+                    continue;
+                }
+                // Summed in query order, as a scan would.
+                let score = contrib.iter().flatten().sum::<f64>() as f32;
+                if top.may_enter(score) && self.full_ordinals.binary_search(&cand).is_err() && self.seeded.binary_search(&cand).is_err() {
+                    let row = docs.row(cand);
+                    if self.filter.pass(row) {
+                        let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: self.v, ordinal: cand };
+                        top.offer(r, self.view, self.visible)?;
+                    }
+                }
+            }
         }
         Ok(())
     }
