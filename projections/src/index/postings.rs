@@ -742,8 +742,38 @@ impl PosReader {
         PosReader { at: base + info.positions.0, end: base + info.positions.1 }
     }
 
-    /// Reads the next document's `tf` positions into `out`.
+    /// Reads the next document's `tf` positions into `out`, checked as [`PosReader::walk`]
+    /// checks them: deltas of one or two bytes (nearly all) on a short path, anything else
+    /// (longer varints, and every error, which the walk reports where it is) by the walk.
     fn read(&mut self, bytes: &[u8], tf: u32, length: u32, out: &mut Vec<u32>) -> Result<(), BlockError> {
+        out.clear();
+        let b = &bytes[..self.end];
+        let mut at = self.at;
+        let mut prev = 0u32;
+        for k in 0..tf {
+            let delta = match (b.get(at), b.get(at + 1)) {
+                (Some(&b0), _) if b0 < 0x80 => {
+                    at += 1;
+                    u32::from(b0)
+                }
+                (Some(&b0), Some(&b1)) if b1 < 0x80 => {
+                    at += 2;
+                    u32::from(b0 & 0x7f) | (u32::from(b1) << 7)
+                }
+                _ => break,
+            };
+            // Below 2^14 + 2^20: no overflow.
+            let x = if k == 0 { delta } else { prev + delta };
+            if (k > 0 && delta == 0) || x >= length {
+                break;
+            }
+            out.push(x);
+            prev = x;
+        }
+        if out.len() == tf as usize {
+            self.at = at;
+            return Ok(());
+        }
         out.clear();
         self.walk(bytes, tf, length, |x| out.push(x)).map(|_| ())
     }
@@ -778,11 +808,22 @@ impl PosReader {
     }
 
     /// Skips the next `count` positions (of as many documents as they fill): by counting the
-    /// bytes that end a varint, eight at a time, without decoding them. (What is skipped is
+    /// bytes that end a varint, thirty-two or eight at a time, without decoding them. (What is skipped is
     /// not checked; what is read is.)
     fn skip(&mut self, bytes: &[u8], count: u64) -> Result<(), BlockError> {
         let bytes = &bytes[..self.end];
         let (mut at, mut left) = (self.at, count);
+        // Thirty-two bytes at a time while more than they can end is left.
+        let word_at = |b: &[u8], i: usize| u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]]);
+        while left > 32 {
+            let Some(chunk) = bytes.get(at..at + 32) else { break };
+            let n = (!word_at(chunk, 0) & 0x8080_8080_8080_8080).count_ones()
+                + (!word_at(chunk, 8) & 0x8080_8080_8080_8080).count_ones()
+                + (!word_at(chunk, 16) & 0x8080_8080_8080_8080).count_ones()
+                + (!word_at(chunk, 24) & 0x8080_8080_8080_8080).count_ones();
+            left -= u64::from(n);
+            at += 32;
+        }
         while left > 0 {
             if let Some(word) = bytes.get(at..at + 8) {
                 let w = u64::from_le_bytes([word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7]]);
@@ -1209,6 +1250,60 @@ mod tests {
                 let i = p.ordinals.iter().position(|&o| o == want).unwrap();
                 assert_eq!(c.positions().unwrap(), p.positions_of(i), "positions of {want} after seek_any {target}");
             }
+        }
+    }
+
+    /// Positions whose gaps take one, two and three varint bytes (the short read path takes
+    /// the first two, the checked walk the rest), and frequencies up to a thousand (skips of
+    /// many words at a time), read back equal by walking and by seeking; positions that do not
+    /// rise or run past the document are refused on either path.
+    #[test]
+    fn index_postings_positions_of_every_gap_size_read_back_and_damage_is_refused() {
+        let lengths: Vec<u32> = (0..600u32).map(|o| if o % 5 == 0 { 1 << 20 } else { 3000 }).collect();
+        let mut p = Postings::new(true);
+        for ord in (0..600u32).filter(|o| o % 4 != 3) {
+            let positions: Vec<u32> = if ord % 5 == 0 {
+                // Gaps of 2^14 and more: three bytes.
+                (0..3).map(|j| 5 + j * ((1 << 14) + ord)).collect()
+            } else {
+                // Gaps below 2^7 and below 2^14, and many positions.
+                let tf = if ord % 7 == 0 { 1000 } else { 1 + ord % 6 };
+                (0..tf).map(|j| j * if ord % 2 == 0 { 2 } else { 200 } % 2999).take_while(|&x| x < 3000).collect::<std::collections::BTreeSet<u32>>().into_iter().collect()
+            };
+            p.push(ord, positions.len() as u32, &positions);
+        }
+        let tm = times(&lengths);
+        let mut bytes = Vec::new();
+        encode_block(&mut bytes, &p, &lengths, &tm, 8.0);
+        let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
+        let mut c = PostingCursor::new(t, &lengths, true).unwrap();
+        let mut i = 0;
+        while c.doc() != END {
+            if i % 2 == 0 || p.tfs[i] > 500 {
+                let doc = c.doc();
+                assert_eq!(c.positions().unwrap(), p.positions_of(i), "document {doc}");
+            }
+            c.next().unwrap();
+            i += 1;
+        }
+        for target in [0u32, 13, 140, 141, 299, 300, 455, 598] {
+            let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
+            let mut c = PostingCursor::new(t, &lengths, true).unwrap();
+            let want = p.ordinals.iter().position(|&o| o >= target).unwrap();
+            assert_eq!(c.seek(target).unwrap(), p.ordinals[want]);
+            assert_eq!(c.positions().unwrap(), p.positions_of(want), "after seek {target}");
+        }
+        // The same positions read against shorter documents: the first position at or past a
+        // document's length is refused, whichever path reads it.
+        for ord in [1u32, 2, 5, 10] {
+            let i = p.ordinals.iter().position(|&o| o == ord).unwrap();
+            let mut short = lengths.clone();
+            short[ord as usize] = *p.positions_of(i).last().unwrap();
+            let t = TermBlock::open(&bytes, short.len() as u32).unwrap();
+            let mut c = PostingCursor::new(t, &short, true).unwrap();
+            assert_eq!(c.seek(ord).unwrap(), ord);
+            let e = c.positions().unwrap_err();
+            assert_eq!(e.reason, "position past the document's end", "document {ord}");
         }
     }
 
