@@ -2,7 +2,7 @@
 //! `<dir>`, rebuilt when its index cannot be opened), then times each query class on Origin
 //! alone. `cargo run --release -p origin-benches --example query_lab -- <dir> [rebuild]`
 //! (LAB_CLASS=<n> one class, LAB_PASSES=<n>, LAB_SLOW: the slowest queries, LAB_MEDIAN: those
-//! around the median, LAB_QUERY=<q>: that query LAB_PASSES times (LAB_LIMIT hits, default 20) on the store already in
+//! around the median, LAB_QUERY=<q>: that query LAB_PASSES times (LAB_LIMIT hits, default 20; LAB_THRASH: caches emptied before each) on the store already in
 //! `<dir>`, without reading the corpus, printing the median and the fastest).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -28,7 +28,15 @@ fn main() {
         let mut times = Vec::with_capacity(passes);
         let limit: usize = std::env::var("LAB_LIMIT").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
         let mut hits = 0;
-        for _ in 0..passes {
+        // LAB_THRASH: caches emptied before each search (as the index benchmark's other systems
+        // empty them between Origin's queries), by touching 64 MiB.
+        let mut thrash = std::env::var_os("LAB_THRASH").map(|_| vec![0u8; 64 << 20]);
+        for pass in 0..passes {
+            if let Some(buf) = thrash.as_mut() {
+                for i in (0..buf.len()).step_by(64) {
+                    buf[i] = buf[i].wrapping_add(pass as u8);
+                }
+            }
             let t = Instant::now();
             hits = catalog.search(&query, &all, &|_| true, limit).expect("search").len();
             times.push(t.elapsed().as_secs_f64() * 1e3);
