@@ -14,7 +14,10 @@
 //!   windows of blocks: within a window (up to the first block end of any term) each term is
 //!   bounded by its block there; a window whose bounds together cannot reach the weakest held
 //!   is passed whole, and terms whose bounds together cannot reach it only add to candidates
-//!   the others found.
+//!   the others found. A term rare beside the others is walked first, its documents scored
+//!   whole ([`Seed`]), so that the held list is strong before the common terms are walked;
+//!   once candidates can come from one list only, it is walked block by block
+//!   ([`OneEssential`]).
 //! - The caller's visibility predicate (which looks up strings) is asked only about documents
 //!   that would enter the list.
 //!
