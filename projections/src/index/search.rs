@@ -950,7 +950,7 @@ fn partial_view(
 /// A term walked first by a partial pass is at most this many documents of a view, and at
 /// most 1/[`SEED_RATIO`] of the longest other term's.
 const SEED_DOCS_MAX: u64 = 1 << 16;
-const SEED_RATIO: u64 = 8;
+const SEED_RATIO: u64 = 2;
 
 /// The partial-match term to walk first, if one is rare beside the others: the held list
 /// then fills with its documents, which score the most (a rare term weighs the most), so that
