@@ -916,6 +916,21 @@ mod tests {
         assert_eq!(keys(&c, "workflow", Scope::Event), ["claude-code:e1"]);
         c.commit().unwrap();
         drop(c);
+        // A segment of the format before this build's, its header otherwise intact.
+        let seg = fs::read_dir(&idx).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "segment")).unwrap();
+        let mut bytes = fs::read(&seg).unwrap();
+        let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+        bytes[8..10].copy_from_slice(&(version - 1).to_le_bytes());
+        let crc = crc32fast::hash(&bytes[0..28]);
+        bytes[28..32].copy_from_slice(&crc.to_le_bytes());
+        fs::write(&seg, &bytes).unwrap();
+        let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+        let older = format!("format version {}", version - 1);
+        assert!(matches!(&opened, CatalogOpened::Rebuilt { reason } if reason.contains(&older)), "{opened:?}");
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "workflow", Scope::Event), ["claude-code:e1"]);
+        c.commit().unwrap();
+        drop(c);
         // The index of another journal, with a folder someone left inside.
         fs::create_dir_all(idx.join("left-here").join("deeper")).unwrap();
         fs::write(idx.join("left-here").join("deeper").join("f"), b"x").unwrap();

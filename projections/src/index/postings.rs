@@ -366,6 +366,9 @@ fn encode_block_with(scratch: &mut EncodeScratch, out: &mut Vec<u8>, p: &Posting
                 pos.extend_from_slice(p.positions_bytes_of(i));
             }
         }
+        // Each document's length code, after the block's documents: a search reads them in
+        // order with the frequencies instead of gathering them from the document table.
+        docs.extend(p.ordinals[range.clone()].iter().map(|&o| bm25::length_code(lengths[o as usize])));
         let (points, max_part) = frontier_and_best(pairs, avg);
         for (tf, len) in points {
             points_bytes.extend_from_slice(&tf.to_le_bytes());
@@ -608,7 +611,7 @@ impl<'a> TermBlock<'a> {
 
     /// Decodes block `b`'s ordinals and frequencies into `ords` and `tfs` (cleared first),
     /// checking them against the segment's document `lengths` and the block's entry.
-    fn decode(&self, b: usize, info: &Block, lengths: &[u32], ords: &mut Vec<u32>, tfs: &mut Vec<u32>) -> Result<(), BlockError> {
+    fn decode(&self, b: usize, info: &Block, lengths: &[u32], ords: &mut Vec<u32>, tfs: &mut Vec<u32>, codes: &mut Vec<u8>) -> Result<(), BlockError> {
         let base = self.layout.docs.start;
         let bytes = &self.bytes[base + info.docs.0..base + info.docs.1];
         let err = |at: usize, reason| BlockError { at: base + info.docs.0 + at, reason };
@@ -621,7 +624,7 @@ impl<'a> TermBlock<'a> {
                 return Err(err(0, "bit width over 32"));
             }
             let (so, st) = (BitPacker4x::compressed_block_size(nb_o), BitPacker4x::compressed_block_size(nb_t));
-            if bytes.len() != 2 + so + st {
+            if bytes.len() != 2 + so + st + BLOCK_DOCS {
                 return Err(err(0, "block does not end where its directory says"));
             }
             let packer = BitPacker4x::new();
@@ -630,7 +633,9 @@ impl<'a> TermBlock<'a> {
             tfs.clear();
             tfs.resize(BLOCK_DOCS, 0);
             packer.decompress_strictly_sorted(prev, &bytes[2..2 + so], ords, nb_o);
-            packer.decompress(&bytes[2 + so..], tfs, nb_t);
+            packer.decompress(&bytes[2 + so..2 + so + st], tfs, nb_t);
+            codes.clear();
+            codes.extend_from_slice(&bytes[2 + so + st..]);
             // Packed values are unchecked by the packer: ordinals must rise from the previous
             // block to this block's last, below the segment's documents. (Both checks are
             // written without early exits, so they vectorize: they were most of a decode.)
@@ -671,9 +676,11 @@ impl<'a> TermBlock<'a> {
             tfs.push(tf);
             prev = Some(ord);
         }
-        if c.at != bytes.len() || prev != Some(info.last) {
+        if c.at + info.count as usize != bytes.len() || prev != Some(info.last) {
             return Err(shift(c.err("block does not end where its directory says")));
         }
+        codes.clear();
+        codes.extend_from_slice(&bytes[c.at..]);
         Ok(())
     }
 
@@ -703,16 +710,19 @@ impl<'a> TermBlock<'a> {
     pub(crate) fn append_to(&self, lengths: &[u32], base: u32, p: &mut Postings) -> Result<(), BlockError> {
         let with_positions = p.has_positions() && self.layout.has_positions;
         p.shared += self.layout.shared;
-        let (mut ords, mut tfs) = (Vec::with_capacity(BLOCK_DOCS), Vec::with_capacity(BLOCK_DOCS));
+        let (mut ords, mut tfs, mut codes) = (Vec::with_capacity(BLOCK_DOCS), Vec::with_capacity(BLOCK_DOCS), Vec::with_capacity(BLOCK_DOCS));
         for b in 0..self.layout.block_count {
             let info = self.block(b)?;
-            self.decode(b, &info, lengths, &mut ords, &mut tfs)?;
+            self.decode(b, &info, lengths, &mut ords, &mut tfs, &mut codes)?;
             let mut pos = PosReader::new(self, &info);
-            for (&ord, &tf) in ords.iter().zip(&tfs) {
+            for ((&ord, &tf), &code) in ords.iter().zip(&tfs).zip(&codes) {
                 // What writers assert (a merge re-encodes these): checked here, not on the
-                // search path, where a wrong frequency could only skew a score.
+                // search path, where a wrong frequency or code could only skew a score.
                 if tf > lengths[ord as usize] {
                     return Err(BlockError { at: self.layout.docs.start + info.docs.0, reason: "term frequency past the document's length" });
+                }
+                if code != bm25::length_code(lengths[ord as usize]) {
+                    return Err(BlockError { at: self.layout.docs.start + info.docs.1 - codes.len(), reason: "length code is not its document's" });
                 }
                 if with_positions {
                     let (from, to) = pos.check(&self.bytes, tf, lengths[ord as usize])?;
@@ -870,6 +880,7 @@ pub(crate) struct PostingCursor<'a> {
     info: Option<Block>,
     ords: Vec<u32>,
     tfs: Vec<u32>,
+    codes: Vec<u8>,
     /// Index of the current document within the block.
     i: usize,
     doc: u32,
@@ -893,6 +904,7 @@ impl<'a> PostingCursor<'a> {
             info: None,
             ords: Vec::with_capacity(BLOCK_DOCS),
             tfs: Vec::with_capacity(BLOCK_DOCS),
+            codes: Vec::with_capacity(BLOCK_DOCS),
             i: 0,
             doc: END,
             pos: None,
@@ -914,7 +926,7 @@ impl<'a> PostingCursor<'a> {
             return Ok(());
         }
         let info = self.term.block(b)?;
-        self.term.decode(b, &info, self.lengths, &mut self.ords, &mut self.tfs)?;
+        self.term.decode(b, &info, self.lengths, &mut self.ords, &mut self.tfs, &mut self.codes)?;
         self.pos = if self.want_positions { Some(PosReader::new(&self.term, &info)) } else { None };
         self.info = Some(info);
         self.pos_next = 0;
@@ -946,6 +958,13 @@ impl<'a> PostingCursor<'a> {
     #[inline]
     pub(crate) fn block_docs(&self) -> (&[u32], &[u32]) {
         if self.doc == END { (&[], &[]) } else { (&self.ords, &self.tfs) }
+    }
+
+    /// The length codes of the current block's documents ([`bm25::length_code`]; empty past
+    /// the end), as the block stores them.
+    #[inline]
+    pub(crate) fn block_codes(&self) -> &[u8] {
+        if self.doc == END { &[] } else { &self.codes }
     }
 
     /// Stands on the `i`th document of the current block (`i` below its length).

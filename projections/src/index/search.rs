@@ -618,7 +618,6 @@ fn every_term(
     matched: &mut Vec<u32>,
 ) -> Result<(), IndexError> {
     let docs = view.docs();
-    let codes = docs.codes();
     let driver = (0..terms.len()).min_by_key(|&t| terms[t].cursor.len()).unwrap_or(0);
     // Per driver block: (tight bound, latest time, block, the other terms' part of the tight
     // bound). The other terms' overlapping blocks are found walking their directories along
@@ -677,12 +676,12 @@ fn every_term(
             }
         }
         terms[driver].cursor.goto_block(b).map_err(|e| terms[driver].err(e))?;
-        // The block's lengths are gathered first, in a loop of independent loads whose cache
-        // misses overlap (read one by one, each was a miss in turn: most of the time of a
-        // search of common words); then the driver's part of every document.
-        let (ords, tfs) = terms[driver].cursor.block_docs();
+        // The block's length codes, stored in the block (gathered from the document table, they
+        // were a cache miss each: most of the time of a search of common words once other
+        // searches had emptied the caches); then the driver's part of every document.
+        let (_, tfs) = terms[driver].cursor.block_docs();
         block_codes.clear();
-        block_codes.extend(ords.iter().map(|&o| codes[o as usize]));
+        block_codes.extend_from_slice(terms[driver].cursor.block_codes());
         driver_parts.clear();
         driver_parts.extend(tfs.iter().zip(&block_codes).map(|(&tf, &code)| stats.term_coded(idfs[driver], tf, code)));
         'docs: for i in 0..driver_parts.len() {
@@ -743,7 +742,6 @@ fn one_term(
     matched: &mut Vec<u32>,
 ) -> Result<(), IndexError> {
     let docs = view.docs();
-    let codes = docs.codes();
     // (tight bound, latest time, block): best bound first, then latest.
     let mut order: Vec<(f64, i64, usize)> = Vec::with_capacity(term.cursor.block_count());
     for b in 0..term.cursor.block_count() {
@@ -766,11 +764,11 @@ fn one_term(
         if term.cursor.block() != b {
             term.cursor.goto_block(b).map_err(|e| term.err(e))?;
         }
-        // The block's lengths gathered in one loop of independent loads (their cache misses
-        // overlap), its scores computed, then its documents offered.
+        // The block's length codes (stored in it), its scores computed, then its documents
+        // offered.
         let (ords, tfs) = term.cursor.block_docs();
         block_codes.clear();
-        block_codes.extend(ords.iter().map(|&o| codes[o as usize]));
+        block_codes.extend_from_slice(term.cursor.block_codes());
         scores.clear();
         scores.extend(tfs.iter().zip(&block_codes).map(|(&tf, &code)| stats.term_coded(idf, tf, code) as f32));
         if !top.is_full() {
@@ -1099,7 +1097,7 @@ impl OneEssential<'_, '_> {
             driver.cursor.goto_block(b).map_err(|e| driver.err(e))?;
             let (ords, tfs) = driver.cursor.block_docs();
             parts.clear();
-            parts.extend(tfs.iter().zip(ords).map(|(&tf, &o)| self.stats.term_coded(idf, tf, codes[o as usize])));
+            parts.extend(tfs.iter().zip(driver.cursor.block_codes()).map(|(&tf, &code)| self.stats.term_coded(idf, tf, code)));
             for (i, &cand) in ords.iter().enumerate() {
                 let threshold = top.threshold();
                 if cand < start || below(parts[i] + others, threshold) {

@@ -16,7 +16,7 @@ pub(crate) const FOOTER_MAGIC: &[u8; 8] = b"ORGNIEND";
 /// its stem term, which counts the documents it shares with the word instead; 4: blocks'
 /// score bounds are of one-byte length codes, as scores are). A segment of
 /// another format is refused, and the index, a projection, is rebuilt.
-pub(crate) const FORMAT_VERSION: u16 = 4;
+pub(crate) const FORMAT_VERSION: u16 = 5;
 /// Header size.
 pub(crate) const HEADER_SIZE_BYTES: usize = 32;
 /// Footer size.
