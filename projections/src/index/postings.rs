@@ -611,7 +611,7 @@ impl<'a> TermBlock<'a> {
 
     /// Decodes block `b`'s ordinals and frequencies into `ords` and `tfs` (cleared first),
     /// checking them against the segment's document `lengths` and the block's entry.
-    fn decode(&self, b: usize, info: &Block, lengths: &[u32], ords: &mut Vec<u32>, tfs: &mut Vec<u32>, codes: &mut Vec<u8>) -> Result<(), BlockError> {
+    fn decode(&self, b: usize, info: &Block, lengths: &[u32], ords: &mut Vec<u32>, tfs: &mut Vec<u32>, codes: &mut std::ops::Range<usize>) -> Result<(), BlockError> {
         let base = self.layout.docs.start;
         let bytes = &self.bytes[base + info.docs.0..base + info.docs.1];
         let err = |at: usize, reason| BlockError { at: base + info.docs.0 + at, reason };
@@ -634,8 +634,7 @@ impl<'a> TermBlock<'a> {
             tfs.resize(BLOCK_DOCS, 0);
             packer.decompress_strictly_sorted(prev, &bytes[2..2 + so], ords, nb_o);
             packer.decompress(&bytes[2 + so..2 + so + st], tfs, nb_t);
-            codes.clear();
-            codes.extend_from_slice(&bytes[2 + so + st..]);
+            *codes = base + info.docs.0 + 2 + so + st..base + info.docs.1;
             // Packed values are unchecked by the packer: ordinals must rise from the previous
             // block to this block's last, below the segment's documents. (Both checks are
             // written without early exits, so they vectorize: they were most of a decode.)
@@ -679,8 +678,7 @@ impl<'a> TermBlock<'a> {
         if c.at + info.count as usize != bytes.len() || prev != Some(info.last) {
             return Err(shift(c.err("block does not end where its directory says")));
         }
-        codes.clear();
-        codes.extend_from_slice(&bytes[c.at..]);
+        *codes = base + info.docs.0 + c.at..base + info.docs.1;
         Ok(())
     }
 
@@ -710,19 +708,19 @@ impl<'a> TermBlock<'a> {
     pub(crate) fn append_to(&self, lengths: &[u32], base: u32, p: &mut Postings) -> Result<(), BlockError> {
         let with_positions = p.has_positions() && self.layout.has_positions;
         p.shared += self.layout.shared;
-        let (mut ords, mut tfs, mut codes) = (Vec::with_capacity(BLOCK_DOCS), Vec::with_capacity(BLOCK_DOCS), Vec::with_capacity(BLOCK_DOCS));
+        let (mut ords, mut tfs, mut codes) = (Vec::with_capacity(BLOCK_DOCS), Vec::with_capacity(BLOCK_DOCS), 0..0);
         for b in 0..self.layout.block_count {
             let info = self.block(b)?;
             self.decode(b, &info, lengths, &mut ords, &mut tfs, &mut codes)?;
             let mut pos = PosReader::new(self, &info);
-            for ((&ord, &tf), &code) in ords.iter().zip(&tfs).zip(&codes) {
+            for ((&ord, &tf), &code) in ords.iter().zip(&tfs).zip(&self.bytes[codes.clone()]) {
                 // What writers assert (a merge re-encodes these): checked here, not on the
                 // search path, where a wrong frequency or code could only skew a score.
                 if tf > lengths[ord as usize] {
                     return Err(BlockError { at: self.layout.docs.start + info.docs.0, reason: "term frequency past the document's length" });
                 }
                 if code != bm25::length_code(lengths[ord as usize]) {
-                    return Err(BlockError { at: self.layout.docs.start + info.docs.1 - codes.len(), reason: "length code is not its document's" });
+                    return Err(BlockError { at: codes.start, reason: "length code is not its document's" });
                 }
                 if with_positions {
                     let (from, to) = pos.check(&self.bytes, tf, lengths[ord as usize])?;
@@ -880,7 +878,8 @@ pub(crate) struct PostingCursor<'a> {
     info: Option<Block>,
     ords: Vec<u32>,
     tfs: Vec<u32>,
-    codes: Vec<u8>,
+    /// Where the current block's length codes are in the term block's bytes.
+    codes: std::ops::Range<usize>,
     /// Index of the current document within the block.
     i: usize,
     doc: u32,
@@ -904,7 +903,7 @@ impl<'a> PostingCursor<'a> {
             info: None,
             ords: Vec::with_capacity(BLOCK_DOCS),
             tfs: Vec::with_capacity(BLOCK_DOCS),
-            codes: Vec::with_capacity(BLOCK_DOCS),
+            codes: 0..0,
             i: 0,
             doc: END,
             pos: None,
@@ -964,7 +963,7 @@ impl<'a> PostingCursor<'a> {
     /// the end), as the block stores them.
     #[inline]
     pub(crate) fn block_codes(&self) -> &[u8] {
-        if self.doc == END { &[] } else { &self.codes }
+        if self.doc == END { &[] } else { &self.term.bytes[self.codes.clone()] }
     }
 
     /// Stands on the `i`th document of the current block (`i` below its length).
