@@ -3,7 +3,8 @@
 //! run, as the index benchmark builds it). Each query of a class runs on both, alternating,
 //! LAB_PASSES times (default 20); prints each system's p50 and p99 of per-query medians, and
 //! the queries where Origin is slowest against tantivy. LAB_CLASS=<n> picks the class (default
-//! 1, two to four words); LAB_SHOW=<n> how many queries to list (default 12).
+//! 1, two to four words); LAB_SHOW=<n> how many queries to list (default 12); LAB_FULL_ONLY:
+//! Origin without partial matches (only documents holding every word, as tantivy answers).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::time::Instant;
@@ -58,6 +59,7 @@ fn main() {
 
     let class_index = env("LAB_CLASS", 1);
     let passes = env("LAB_PASSES", 20).max(1);
+    let full_only = std::env::var_os("LAB_FULL_ONLY").is_some();
     let mut rng = Rng::new(0x1a7e_57a9_e10c_0002 ^ 0xface);
     let mut rows = Vec::new();
     for (ci, class) in CLASSES.into_iter().enumerate() {
@@ -67,6 +69,7 @@ fn main() {
         }
         for q in &qs {
             let query = parse_query(&q.origin).expect("query");
+            let query = if full_only { query.every_word_only() } else { query };
             let tq = qp.parse_query(&q.tantivy).ok();
             let (mut o, mut t) = (Vec::with_capacity(passes), Vec::with_capacity(passes));
             let (mut oh, mut th) = (0, 0);

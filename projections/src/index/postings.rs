@@ -870,6 +870,14 @@ impl PosReader {
 
 /// Walks one term's postings in ordinal order, a block at a time, reading the directory as it
 /// goes (nothing is decoded before a block is entered).
+/// A document [`PostingCursor::find_all`] found: its index among the targets and its
+/// frequency.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub k: u32,
+    pub tf: u32,
+}
+
 pub(crate) struct PostingCursor<'a> {
     term: TermBlock<'a>,
     lengths: &'a [u32],
@@ -1022,8 +1030,9 @@ impl<'a> PostingCursor<'a> {
     }
 
     /// Moves to the first document at or after `target`, backwards too: the block that may
-    /// hold it is found in the directory and decoded if it is not the current one.
-    pub(crate) fn seek_any(&mut self, target: u32) -> Result<u32, BlockError> {
+    /// hold it is found in the directory and decoded if it is not the current one (the start
+    /// of a forward walk by [`PostingCursor::advance_to`]).
+    pub(crate) fn begin_at(&mut self, target: u32) -> Result<u32, BlockError> {
         let in_block = self.doc != END && self.ords.first().is_some_and(|&f| f <= target) && target <= self.block_last();
         if !in_block {
             let b = self.find_block(0, target);
@@ -1043,6 +1052,88 @@ impl<'a> PostingCursor<'a> {
         self.i = at;
         self.doc = self.ords[at];
         Ok(self.doc)
+    }
+
+    /// Of `targets` (ordinals, ascending), finds those this term holds: for each, in order, its
+    /// index in `targets` and its frequency, pushed to `found`
+    /// (cleared first). The term's blocks are walked beside the targets, each decoded at most
+    /// once, from the block that may hold the first target (the current one when it may: the
+    /// targets of one call ascend, those of successive calls need not). The cursor is left on
+    /// the last block read.
+    pub(crate) fn find_all(&mut self, targets: &[u32], found: &mut Vec<Found>) -> Result<(), BlockError> {
+        found.clear();
+        let Some(&first) = targets.first() else { return Ok(()) };
+        if self.begin_at(first)? == END {
+            return Ok(());
+        }
+        let mut j = self.i;
+        let mut k = 0;
+        loop {
+            let (ords, tfs) = (&self.ords, &self.tfs);
+            // The decoded block's own last (not the directory's, which a damaged block may
+            // contradict): every target up to it has a first ordinal at or past it here.
+            let last = ords.last().copied().unwrap_or(0);
+            while k < targets.len() {
+                let t = targets[k];
+                if t > last {
+                    break;
+                }
+                if j + 16 < ords.len() && ords[j + 16] < t {
+                    j += 17 + ords[j + 17..].partition_point(|&o| o < t);
+                } else {
+                    while ords[j] < t {
+                        j += 1;
+                    }
+                }
+                if ords[j] == t {
+                    found.push(Found { k: k as u32, tf: tfs[j] });
+                    j += 1;
+                }
+                k += 1;
+            }
+            if k == targets.len() {
+                break;
+            }
+            // Past this block: the one that may hold the next target.
+            let b = self.find_block(self.block + 1, targets[k]);
+            self.load(b)?;
+            if self.doc == END {
+                return Ok(());
+            }
+            j = 0;
+        }
+        self.stand_at(j.min(self.ords.len() - 1));
+        Ok(())
+    }
+
+    /// Moves forward to the first document at or after `target` (never back: targets ascend
+    /// from a [`PostingCursor::begin_at`]); true if it is `target`.
+    #[inline]
+    pub(crate) fn advance_to(&mut self, target: u32) -> Result<bool, BlockError> {
+        if self.doc == END {
+            return Ok(false);
+        }
+        if target > self.ords.last().copied().unwrap_or(0) {
+            let b = self.find_block(self.block + 1, target);
+            self.load(b)?;
+            if self.doc == END {
+                return Ok(false);
+            }
+        }
+        let ords = &self.ords;
+        let mut j = self.i;
+        if j + 16 < ords.len() && ords[j + 16] < target {
+            j += 17 + ords[j + 17..].partition_point(|&o| o < target);
+        } else {
+            while j < ords.len() && ords[j] < target {
+                j += 1;
+            }
+        }
+        // Past the decoded block's end only if it contradicts its directory (damage the
+        // block's checks did not see): the target is not here.
+        let held = ords.get(j) == Some(&target);
+        self.stand_at(j.min(ords.len() - 1));
+        Ok(held)
     }
 
     /// The first block whose last ordinal is at least `target` (the block count if none).
@@ -1110,7 +1201,7 @@ impl<'a> PostingCursor<'a> {
             return Ok(&self.pos_buf);
         }
         if self.pos_next > self.i {
-            // `seek_any` moved back within the block: read its positions from the start again.
+            // `begin_at` moved back within the block: read its positions from the start again.
             let Some(info) = self.info.as_ref() else { return Ok(&[]) };
             self.pos = Some(PosReader::new(&self.term, info));
             self.pos_next = 0;
@@ -1263,11 +1354,79 @@ mod tests {
             rng ^= rng << 17;
             let target = (rng % 1210) as u32;
             let want = p.ordinals.iter().copied().find(|&o| o >= target).unwrap_or(END);
-            assert_eq!(c.seek_any(target).unwrap(), want, "seek_any {target}");
+            assert_eq!(c.begin_at(target).unwrap(), want, "begin_at {target}");
             if want != END && rng % 3 != 0 {
                 let i = p.ordinals.iter().position(|&o| o == want).unwrap();
-                assert_eq!(c.positions().unwrap(), p.positions_of(i), "positions of {want} after seek_any {target}");
+                assert_eq!(c.positions().unwrap(), p.positions_of(i), "positions of {want} after begin_at {target}");
             }
+        }
+    }
+
+    /// The walks beside ascending targets, one term at a time (`find_all`) and every term
+    /// together (`begin_at`, then `advance_to`), against the list itself: each target the list
+    /// holds is found with its frequency (and, walking together, its positions), none it does
+    /// not hold, from wherever the cursor stood before (a driver's blocks come in any order),
+    /// in lists dense, sparse and clustered beside the targets.
+    #[test]
+    fn index_postings_walks_beside_ascending_targets_agree_with_the_list() {
+        let n = 6000u32;
+        let lengths: Vec<u32> = vec![60; n as usize];
+        let tm = times(&lengths);
+        let lists: [fn(u32) -> bool; 3] = [|o| o % 7 != 3, |o| o % 23 == 0, |o| (o / 400) % 3 == 1 && o % 2 == 0];
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = move |m: u32| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % u64::from(m)) as u32
+        };
+        for holds in lists {
+            let mut p = Postings::new(true);
+            for ord in (0..n).filter(|&o| holds(o)) {
+                let tf = 1 + ord % 5;
+                let positions: Vec<u32> = (0..tf).map(|j| ord % 11 + j * 11).collect();
+                p.push(ord, tf, &positions);
+            }
+            let mut bytes = Vec::new();
+            encode_block(&mut bytes, &p, &lengths, &tm, 8.0);
+            let t = TermBlock::open(&bytes, n).unwrap();
+            assert!(t.block_count() > 2, "the list spans blocks");
+            let mut c = PostingCursor::new(t, &lengths, true).unwrap();
+            let (mut found, mut walked_all, mut walked_together) = (Vec::new(), 0usize, 0usize);
+            for round in 0..400 {
+                // Targets: up to 128 ascending ordinals from a window of random width (some
+                // past the last ordinal), the list's own among them.
+                let width = [200, 1500, n + 50][round % 3];
+                let base = rand(n + 50 - width.min(n));
+                let mut targets: Vec<u32> = (0..1 + rand(128)).map(|_| base + rand(width)).collect();
+                targets.sort_unstable();
+                targets.dedup();
+                let want: Vec<Found> = targets
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, &o)| p.ordinals.binary_search(&o).ok().map(|i| Found { k: k as u32, tf: p.tfs[i] }))
+                    .collect();
+                c.begin_at(rand(n + 50)).unwrap();
+                c.find_all(&targets, &mut found).unwrap();
+                assert_eq!(found, want, "find_all {targets:?}");
+                walked_all += found.len();
+                c.begin_at(rand(n + 50)).unwrap();
+                c.begin_at(targets[0]).unwrap();
+                for (k, &target) in targets.iter().enumerate() {
+                    let at = want.iter().find(|f| f.k as usize == k);
+                    assert_eq!(c.advance_to(target).unwrap(), at.is_some(), "advance_to {target}");
+                    if let Some(f) = at {
+                        assert_eq!(c.doc(), target);
+                        assert_eq!(c.tf(), f.tf);
+                        if k % 2 == 0 {
+                            let i = p.ordinals.binary_search(&target).unwrap();
+                            assert_eq!(c.positions().unwrap(), p.positions_of(i), "positions of {target}");
+                        }
+                        walked_together += 1;
+                    }
+                }
+            }
+            assert!(walked_all > 400 && walked_together == walked_all, "{walked_all} {walked_together}");
         }
     }
 

@@ -154,6 +154,12 @@ impl Query {
         self.clauses.len()
     }
 
+    /// The same query without partial matches: only documents that hold every clause are
+    /// returned (what the peers in the index benchmark answer, for a like-for-like figure).
+    pub fn every_word_only(&self) -> Query {
+        Query { partial: Vec::new(), partial_words: Vec::new(), ..self.clone() }
+    }
+
     /// True if every document holding a partial-match term is a full match, so there are no
     /// partial matches: a query of one term that is its own partial-match term (a CJK bigram
     /// or character; a word's is its stem, which other words share).

@@ -30,7 +30,7 @@ use std::collections::BinaryHeap;
 
 use super::doc::{DocRow, DocTable};
 use super::memory::MemorySegment;
-use super::postings::{BlockError, END, PostingCursor, TermBlock};
+use super::postings::{BlockError, END, Found, PostingCursor, TermBlock};
 use super::limits::QUERY_TERMS_MAX;
 use super::query::Query;
 use super::segment::Segment;
@@ -88,10 +88,6 @@ impl<'a> Term<'a> {
 
     fn seek(&mut self, target: u32) -> Result<u32, IndexError> {
         self.cursor.seek(target).map_err(|e| self.err(e))
-    }
-
-    fn seek_any(&mut self, target: u32) -> Result<u32, IndexError> {
-        self.cursor.seek_any(target).map_err(|e| self.err(e))
     }
 
     /// Reads the current document's positions into the cursor
@@ -663,6 +659,24 @@ fn every_term(
     let mut block_codes: Vec<u8> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     let mut anchors: Vec<u32> = Vec::new();
     let mut driver_parts: Vec<f64> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let has_phrases = query.clauses.iter().any(|c| c.terms.len() > 1);
+    let stride = terms.len();
+    let mut targets: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut survivors: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut rows: Vec<u32> = Vec::new();
+    // A full match: noted (for the partial pass, while fewer than `limit` are held), then
+    // offered if it passes the filters.
+    let keep = |score: f64, cand: u32, top: &mut TopK, matched: &mut Vec<u32>| -> Result<(), IndexError> {
+        if !top.is_full() {
+            matched.push(cand);
+        }
+        let row = docs.row(cand);
+        if filter.pass(row) {
+            top.offer(Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand }, view, visible)?;
+        }
+        Ok(())
+    };
+    let mut found: Vec<Found> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     for (tight, time, b, others) in order {
         if below(tight, top.threshold()) {
             break;
@@ -684,37 +698,85 @@ fn every_term(
         block_codes.extend_from_slice(terms[driver].cursor.block_codes());
         driver_parts.clear();
         driver_parts.extend(tfs.iter().zip(&block_codes).map(|(&tf, &code)| stats.term_coded(idfs[driver], tf, code)));
-        'docs: for i in 0..driver_parts.len() {
-            // The driver's own part, with the others' bounds over the block: a document that
-            // cannot reach the weakest held is passed without seeking the others.
-            if top.is_full() && below(driver_parts[i] + others, top.threshold()) {
-                continue;
+        // The block's candidates: a document whose own part, with the others' bounds over the
+        // block, cannot reach the weakest held is left out before any other list is read.
+        let ords = terms[driver].cursor.block_docs().0;
+        targets.clear();
+        survivors.clear();
+        for (i, (&ord, &part)) in ords.iter().zip(&driver_parts).enumerate() {
+            if !(top.is_full() && below(part + others, top.threshold())) {
+                targets.push(ord);
+                survivors.push(i as u32);
             }
-            terms[driver].cursor.stand_at(i);
-            let cand = terms[driver].cursor.doc();
-            for &t in &seek_order {
-                if terms[t].seek_any(cand)? != cand {
-                    continue 'docs;
+        }
+        if has_phrases {
+            // With phrases, every cursor must stand on a candidate to read its positions:
+            // the other terms walk forward beside the candidates together, rarest first, so
+            // that none goes back to a block it has left.
+            if let Some(&first) = targets.first() {
+                for &t in &seek_order {
+                    terms[t].cursor.begin_at(first).map_err(|e| terms[t].err(e))?;
                 }
             }
+            'cands: for (w, &i) in survivors.iter().enumerate() {
+                let (i, cand) = (i as usize, targets[w]);
+                for &t in &seek_order {
+                    if !terms[t].cursor.advance_to(cand).map_err(|e| terms[t].err(e))? {
+                        continue 'cands;
+                    }
+                }
+                let code = block_codes[i];
+                let mut score = 0.0;
+                for (t, (term, &idf)) in terms.iter().zip(idfs).enumerate() {
+                    score += if t == driver { driver_parts[i] } else { stats.term_coded(idf, term.cursor.tf(), code) };
+                }
+                // Once `limit` are held (partial matches are then not looked for, so
+                // `matched` is not needed), a document that cannot enter is passed before its
+                // phrases' positions are read; until then every document may enter.
+                if !top.may_enter(score as f32) {
+                    continue;
+                }
+                terms[driver].cursor.stand_at(i);
+                if phrases_hold(query, slots, terms, &mut anchors)? {
+                    keep(score, cand, top, matched)?;
+                }
+            }
+            continue;
+        }
+        // Without phrases, each other term, rarest first, keeps the candidates it holds: its
+        // blocks walked beside them (a merge, each block decoded at most once), one term at a
+        // time.
+        rows.clear();
+        rows.resize(survivors.len() * stride, 0);
+        for &t in &seek_order {
+            if targets.is_empty() {
+                break;
+            }
+            terms[t].cursor.find_all(&targets, &mut found).map_err(|e| terms[t].err(e))?;
+            for (w, f) in found.iter().enumerate() {
+                let k = f.k as usize;
+                if w != k {
+                    targets[w] = targets[k];
+                    survivors[w] = survivors[k];
+                    rows.copy_within(k * stride..(k + 1) * stride, w * stride);
+                }
+                rows[w * stride + t] = f.tf;
+            }
+            targets.truncate(found.len());
+            survivors.truncate(found.len());
+            rows.truncate(found.len() * stride);
+        }
+        for (w, &i) in survivors.iter().enumerate() {
+            let i = i as usize;
+            let tfs = &rows[w * stride..(w + 1) * stride];
             let code = block_codes[i];
             let mut score = 0.0;
-            for (t, (term, &idf)) in terms.iter().zip(idfs).enumerate() {
-                score += if t == driver { driver_parts[i] } else { stats.term_coded(idf, term.cursor.tf(), code) };
+            for (t, &idf) in idfs.iter().enumerate() {
+                score += if t == driver { driver_parts[i] } else { stats.term_coded(idf, tfs[t], code) };
             }
-            // Once `limit` are held (partial matches are then not looked for, so `matched` is
-            // not needed), a document that cannot enter is passed before its phrases'
-            // positions are read; until then every document may enter.
-            let enters = top.may_enter(score as f32);
-            if enters && phrases_hold(query, slots, terms, &mut anchors)? {
-                if !top.is_full() {
-                    matched.push(cand);
-                }
-                let row = docs.row(cand);
-                if filter.pass(row) {
-                    let r = Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
-                    top.offer(r, view, visible)?;
-                }
+            // Once `limit` are held, a document that cannot enter is passed.
+            if top.may_enter(score as f32) {
+                keep(score, targets[w], top, matched)?;
             }
         }
     }
