@@ -560,6 +560,20 @@ impl<'a> TermBlock<'a> {
         u32_le(self.entry(b), 0)
     }
 
+    /// Block `b`'s last ordinal, latest time and largest frequency part, for ordering and
+    /// passing blocks without reading them: the bound checked as [`TermBlock::block`] checks
+    /// it; the rest of the entry is checked when the block is read.
+    pub(crate) fn bound(&self, b: usize) -> Result<(u32, i64, f32), BlockError> {
+        let e = self.entry(b);
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&e[16..24]);
+        let max_part = f32::from_bits(u32_le(e, 24));
+        if !(max_part.is_finite() && max_part > 0.0) || e[28..32] != [0; 4] {
+            return Err(BlockError { at: self.layout.dir.start + b * DIR_ENTRY_BYTES, reason: "block bound out of range" });
+        }
+        Ok((u32_le(e, 0), i64::from_le_bytes(t), max_part))
+    }
+
     /// Block `b`'s directory entry, checked: its parts rise from the previous block's and fit.
     pub(crate) fn block(&self, b: usize) -> Result<Block, BlockError> {
         let err = |reason| BlockError { at: self.layout.dir.start + b * DIR_ENTRY_BYTES, reason };
@@ -1168,6 +1182,11 @@ impl<'a> PostingCursor<'a> {
     /// Number of blocks.
     pub(crate) fn block_count(&self) -> usize {
         self.term.block_count()
+    }
+
+    /// Block `b`'s last ordinal, latest time and bound ([`TermBlock::bound`]).
+    pub(crate) fn block_bound(&self, b: usize) -> Result<(u32, i64, f32), BlockError> {
+        self.term.bound(b)
     }
 
     /// Block `b`'s entry, checked.

@@ -72,7 +72,12 @@ impl<'a> Term<'a> {
     /// scaled to the index's average, with a margin against rounding. Compare with
     /// [`below`], never for equality.
     fn tight_of(&self, info: &super::postings::Block, idf: f64) -> f64 {
-        idf * f64::from(info.max_part) * self.scale * (1.0 + BOUND_MARGIN)
+        self.tight_part(info.max_part, idf)
+    }
+
+    /// [`Term::tight_of`] of a block's largest frequency part.
+    fn tight_part(&self, max_part: f32, idf: f64) -> f64 {
+        idf * f64::from(max_part) * self.scale * (1.0 + BOUND_MARGIN)
     }
 
     fn err(&self, e: BlockError) -> IndexError {
@@ -637,10 +642,10 @@ fn every_term(
             let (mut g, mut tm) = (0.0f64, i64::MIN);
             let mut j = next[t];
             while j < c.block_count() {
-                let o = c.block_at(j).map_err(|e| terms[t].err(e))?;
-                g = g.max(terms[t].tight_of(&o, idf));
-                tm = tm.max(o.max_time);
-                if o.last >= info.last {
+                let (last, max_time, max_part) = c.block_bound(j).map_err(|e| terms[t].err(e))?;
+                g = g.max(terms[t].tight_part(max_part, idf));
+                tm = tm.max(max_time);
+                if last >= info.last {
                     break;
                 }
                 j += 1;
