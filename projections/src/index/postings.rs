@@ -577,15 +577,9 @@ impl<'a> TermBlock<'a> {
     /// Block `b`'s directory entry, checked: its parts rise from the previous block's and fit.
     pub(crate) fn block(&self, b: usize) -> Result<Block, BlockError> {
         let err = |reason| BlockError { at: self.layout.dir.start + b * DIR_ENTRY_BYTES, reason };
+        let (last, max_time, max_part) = self.bound(b)?;
         let e = self.entry(b);
-        let (last, docs_end, pos_end, points_end) = (u32_le(e, 0), u32_le(e, 4) as usize, u32_le(e, 8) as usize, u32_le(e, 12) as usize);
-        let mut t = [0u8; 8];
-        t.copy_from_slice(&e[16..24]);
-        let max_time = i64::from_le_bytes(t);
-        let max_part = f32::from_bits(u32_le(e, 24));
-        if !(max_part.is_finite() && max_part > 0.0) || e[28..32] != [0; 4] {
-            return Err(err("block bound out of range"));
-        }
+        let (docs_end, pos_end, points_end) = (u32_le(e, 4) as usize, u32_le(e, 8) as usize, u32_le(e, 12) as usize);
         let (prev_last, docs_start, pos_start, points_start) = if b == 0 {
             (None, 0, 0, 0)
         } else {
@@ -882,8 +876,20 @@ impl PosReader {
     }
 }
 
-/// Walks one term's postings in ordinal order, a block at a time, reading the directory as it
-/// goes (nothing is decoded before a block is entered).
+/// The first index at or after `from` whose ordinal is at least `target` (`ords.len()` if
+/// none): a short scan when it is near (most steps of a walk beside a common term), else a
+/// binary search past the next sixteen.
+#[inline(always)]
+fn first_at_or_after(ords: &[u32], mut from: usize, target: u32) -> usize {
+    if from + 16 < ords.len() && ords[from + 16] < target {
+        return from + 17 + ords[from + 17..].partition_point(|&o| o < target);
+    }
+    while from < ords.len() && ords[from] < target {
+        from += 1;
+    }
+    from
+}
+
 /// A document [`PostingCursor::find_all`] found: its index among the targets and its
 /// frequency.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -892,6 +898,8 @@ pub(crate) struct Found {
     pub tf: u32,
 }
 
+/// Walks one term's postings in ordinal order, a block at a time, reading the directory as it
+/// goes (nothing is decoded before a block is entered).
 pub(crate) struct PostingCursor<'a> {
     term: TermBlock<'a>,
     lengths: &'a [u32],
@@ -1069,17 +1077,19 @@ impl<'a> PostingCursor<'a> {
     }
 
     /// Of `targets` (ordinals, ascending), finds those this term holds: for each, in order, its
-    /// index in `targets` and its frequency, pushed to `found`
-    /// (cleared first). The term's blocks are walked beside the targets, each decoded at most
-    /// once, from the block that may hold the first target (the current one when it may: the
-    /// targets of one call ascend, those of successive calls need not). The cursor is left on
-    /// the last block read.
+    /// index in `targets` and its frequency, pushed to `found` (cleared first). The term's
+    /// blocks are walked beside the targets ([`PostingCursor::advance_to`]), each decoded at
+    /// most once, from the block that may hold the first target (the current one when it may:
+    /// the targets of one call ascend, those of successive calls need not). The cursor is left
+    /// on the last block read.
     pub(crate) fn find_all(&mut self, targets: &[u32], found: &mut Vec<Found>) -> Result<(), BlockError> {
         found.clear();
         let Some(&first) = targets.first() else { return Ok(()) };
         if self.begin_at(first)? == END {
             return Ok(());
         }
+        // The walk of `advance_to` with its place kept in a local (the same steps through a
+        // call per target measured 8-12% slower).
         let mut j = self.i;
         let mut k = 0;
         loop {
@@ -1092,13 +1102,7 @@ impl<'a> PostingCursor<'a> {
                 if t > last {
                     break;
                 }
-                if j + 16 < ords.len() && ords[j + 16] < t {
-                    j += 17 + ords[j + 17..].partition_point(|&o| o < t);
-                } else {
-                    while ords[j] < t {
-                        j += 1;
-                    }
-                }
+                j = first_at_or_after(ords, j, t);
                 if ords[j] == t {
                     found.push(Found { k: k as u32, tf: tfs[j] });
                     j += 1;
@@ -1135,14 +1139,7 @@ impl<'a> PostingCursor<'a> {
             }
         }
         let ords = &self.ords;
-        let mut j = self.i;
-        if j + 16 < ords.len() && ords[j + 16] < target {
-            j += 17 + ords[j + 17..].partition_point(|&o| o < target);
-        } else {
-            while j < ords.len() && ords[j] < target {
-                j += 1;
-            }
-        }
+        let j = first_at_or_after(ords, self.i, target);
         // Past the decoded block's end only if it contradicts its directory (damage the
         // block's checks did not see): the target is not here.
         let held = ords.get(j) == Some(&target);
