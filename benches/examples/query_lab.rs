@@ -3,7 +3,8 @@
 //! alone. `cargo run --release -p origin-benches --example query_lab -- <dir> [rebuild]`
 //! (LAB_CLASS=<n> one class, LAB_PASSES=<n>, LAB_SLOW: the slowest queries, LAB_MEDIAN: those
 //! around the median, LAB_QUERY=<q>: that query LAB_PASSES times (LAB_LIMIT hits, default 20; LAB_THRASH: caches emptied before each) on the store already in
-//! `<dir>`, without reading the corpus, printing the median and the fastest).
+//! `<dir>`, without reading the corpus, printing the median and the fastest; LAB_FULL_ONLY:
+//! without partial matches).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::time::Instant;
@@ -12,7 +13,7 @@ use origin_benches::corpus;
 use origin_benches::indexbench::{CLASSES, is_han, make_queries, origin_build, records};
 use origin_benches::Rng;
 use origin_engine::{Access, Journal, Options};
-use origin_projections::{Catalog, CatalogOpened, Filters, parse_query};
+use origin_projections::{Catalog, CatalogOpened, Filters, Match, parse_query};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -25,9 +26,11 @@ fn main() {
         let passes: usize = std::env::var("LAB_PASSES").ok().and_then(|s| s.parse().ok()).unwrap_or(2).max(1);
         let all = Filters { include_tools: true, ..Filters::default() };
         let query = parse_query(&q).expect("query");
+        // LAB_FULL_ONLY: without partial matches.
+        let query = if std::env::var_os("LAB_FULL_ONLY").is_some() { query.every_word_only() } else { query };
         let mut times = Vec::with_capacity(passes);
         let limit: usize = std::env::var("LAB_LIMIT").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
-        let mut hits = 0;
+        let (mut hits, mut full) = (0, 0);
         // LAB_THRASH: caches emptied before each search (as the index benchmark's other systems
         // empty them between Origin's queries), by touching 64 MiB.
         let mut thrash = std::env::var_os("LAB_THRASH").map(|_| vec![0u8; 64 << 20]);
@@ -38,11 +41,13 @@ fn main() {
                 }
             }
             let t = Instant::now();
-            hits = catalog.search(&query, &all, &|_| true, limit).expect("search").len();
+            let found = catalog.search(&query, &all, &|_| true, limit).expect("search");
+            hits = found.len();
+            full = found.iter().filter(|h| h.matched == Match::All).count();
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);
-        println!("{q}: {:.3} ms median, {:.3} min, {hits} hits", times[times.len() / 2], times[0]);
+        println!("{q}: {:.3} ms median, {:.3} min, {hits} hits ({full} full)", times[times.len() / 2], times[0]);
         return;
     }
     let n = corpus::events_target();
