@@ -705,15 +705,20 @@ fn every_term(
         driver_parts.extend(tfs.iter().zip(&block_codes).map(|(&tf, &code)| stats.term_coded(idfs[driver], tf, code)));
         // The block's candidates: a document whose own part, with the others' bounds over the
         // block, cannot reach the weakest held is left out before any other list is read.
+        // (Written in place and kept by moving on, the threshold read once: a branch per
+        // document here was a sixth of the samples of "src home output".)
         let ords = terms[driver].cursor.block_docs().0;
-        targets.clear();
-        survivors.clear();
+        let threshold = top.threshold();
+        targets.resize(ords.len(), 0);
+        survivors.resize(ords.len(), 0);
+        let mut n = 0;
         for (i, (&ord, &part)) in ords.iter().zip(&driver_parts).enumerate() {
-            if !(top.is_full() && below(part + others, top.threshold())) {
-                targets.push(ord);
-                survivors.push(i as u32);
-            }
+            targets[n] = ord;
+            survivors[n] = i as u32;
+            n += usize::from(!below(part + others, threshold));
         }
+        targets.truncate(n);
+        survivors.truncate(n);
         if has_phrases {
             // With phrases, every cursor must stand on a candidate to read its positions:
             // the other terms walk forward beside the candidates together, rarest first, so
