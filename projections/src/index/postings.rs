@@ -1058,7 +1058,7 @@ impl<'a> PostingCursor<'a> {
                 return Ok(self.doc);
             }
         }
-        let at = self.i + self.ords[self.i..].partition_point(|&o| o < target);
+        let at = first_at_or_after(&self.ords, self.i, target);
         self.i = at;
         self.doc = self.ords[at];
         Ok(self.doc)
