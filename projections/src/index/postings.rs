@@ -1079,11 +1079,9 @@ impl<'a> PostingCursor<'a> {
             }
         }
         // Forward from the current document when it is not past the target (documents of a
-        // driver block are sought in order): a short scan; else a binary search.
+        // driver block are sought in order), by the walks' step.
         let from = if in_block && self.doc <= target { self.i } else { 0 };
-        let rest = &self.ords[from..];
-        let at = from
-            + if rest.len() > 8 && rest[8] < target { 8 + rest[8..].partition_point(|&o| o < target) } else { rest.iter().position(|&o| o >= target).unwrap_or(rest.len()) };
+        let at = first_at_or_after(&self.ords, from, target);
         self.i = at;
         self.doc = self.ords[at];
         Ok(self.doc)
