@@ -319,6 +319,41 @@ fn search_applies_every_filter() {
 }
 
 #[test]
+fn index_asks_visibility_of_the_hits_and_searches_again_when_one_is_hidden() {
+    // 300 documents hold "deploy", the later ones more often (so the best are spread over the
+    // segments and the memory one); two segments on disk and the memory segment.
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = Index::open(dir.path()).unwrap();
+    for i in 0..300u32 {
+        let text = format!("{} note {i}", "deploy ".repeat(1 + (i as usize * 7) % 5));
+        index.add(i, &meta(i as i64), &text).unwrap();
+        if i == 99 || i == 199 {
+            index.commit(u64::from(i) + 1).unwrap();
+        }
+    }
+    let asked = std::cell::RefCell::new(Vec::new());
+    let asked = &asked;
+    let counting = |hidden: Vec<DocId>| {
+        move |c: &Candidate<'_>| {
+            asked.borrow_mut().push(c.doc);
+            !hidden.contains(&c.doc)
+        }
+    };
+    // Nothing hidden: the predicate is asked about the ten hits only, each once.
+    let hits = index.search(&q("deploy"), &Filters::default(), &counting(Vec::new()), 10).unwrap();
+    let docs: Vec<DocId> = hits.iter().map(|h| h.doc).collect();
+    assert_eq!(docs.len(), 10);
+    assert_eq!(*asked.borrow(), docs, "asked about the hits, in rank order");
+    // The best hit hidden: searched again, asking about entrants; the answer is the next ten.
+    asked.borrow_mut().clear();
+    let again: Vec<DocId> =
+        index.search(&q("deploy"), &Filters::default(), &counting(vec![docs[0]]), 10).unwrap().iter().map(|h| h.doc).collect();
+    let eleven: Vec<DocId> = index.search(&q("deploy"), &Filters::default(), &all, 11).unwrap().iter().map(|h| h.doc).collect();
+    assert_eq!(again, eleven[1..].to_vec());
+    assert!(asked.borrow().len() > 10, "the second search asked about its entrants: {:?}", asked.borrow());
+}
+
+#[test]
 fn index_refuses_duplicate_documents_and_large_limits() {
     let mut index = index_of(&["one"]);
     assert!(matches!(index.add(0, &meta(0), "again"), Err(IndexError::DuplicateDoc(0))));
