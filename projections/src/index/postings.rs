@@ -935,14 +935,30 @@ pub(crate) struct PostingCursor<'a> {
     want_positions: bool,
 }
 
+/// [`PostingCursor::block`] of a cursor that has decoded nothing yet.
+const NOT_LOADED: usize = usize::MAX;
+
 impl<'a> PostingCursor<'a> {
     /// A cursor over a term block, on its first document.
     pub(crate) fn new(term: TermBlock<'a>, lengths: &'a [u32], positions: bool) -> Result<PostingCursor<'a>, BlockError> {
+        let mut c = PostingCursor::unloaded(term, lengths, positions);
+        c.load(0)?;
+        Ok(c)
+    }
+
+    /// A cursor over a term block that decodes nothing until it is moved: for searches that
+    /// take blocks in the order of their bounds, or seek the first document they want, the
+    /// first block [`PostingCursor::new`] decodes was often never read (a sixth of a one-word
+    /// search's time). Until [`PostingCursor::goto_block`], [`PostingCursor::begin_at`],
+    /// [`PostingCursor::find_all`], [`PostingCursor::seek`], [`PostingCursor::next`] or
+    /// [`PostingCursor::advance_to`] it stands nowhere (the last three first stand where
+    /// [`PostingCursor::new`] would); the directory (block count, bounds) reads as always.
+    pub(crate) fn unloaded(term: TermBlock<'a>, lengths: &'a [u32], positions: bool) -> PostingCursor<'a> {
         let want_positions = positions && term.layout.has_positions;
-        let mut c = PostingCursor {
+        PostingCursor {
             term,
             lengths,
-            block: usize::MAX,
+            block: NOT_LOADED,
             info: None,
             ords: Vec::with_capacity(BLOCK_DOCS),
             tfs: Vec::with_capacity(BLOCK_DOCS),
@@ -954,9 +970,16 @@ impl<'a> PostingCursor<'a> {
             pos_buf: Vec::new(),
             pos_cached: None,
             want_positions,
-        };
-        c.load(0)?;
-        Ok(c)
+        }
+    }
+
+    /// Stands where [`PostingCursor::new`] does if nothing is decoded yet.
+    #[inline]
+    fn loaded(&mut self) -> Result<(), BlockError> {
+        if self.block == NOT_LOADED {
+            self.load(0)?;
+        }
+        Ok(())
     }
 
     /// Decodes block `b` and stands on its first document (or at the end past the last block).
@@ -987,6 +1010,7 @@ impl<'a> PostingCursor<'a> {
     /// The current document, or [`END`].
     #[inline]
     pub(crate) fn doc(&self) -> u32 {
+        debug_assert!(self.block != NOT_LOADED, "a cursor read before it was moved");
         self.doc
     }
 
@@ -1019,6 +1043,7 @@ impl<'a> PostingCursor<'a> {
     /// Moves to the next document.
     #[inline]
     pub(crate) fn next(&mut self) -> Result<u32, BlockError> {
+        self.loaded()?;
         if self.doc == END {
             return Ok(END);
         }
@@ -1047,6 +1072,7 @@ impl<'a> PostingCursor<'a> {
 
     /// Moves to the first document at or after `target` (never backwards).
     pub(crate) fn seek(&mut self, target: u32) -> Result<u32, BlockError> {
+        self.loaded()?;
         if self.doc >= target {
             return Ok(self.doc);
         }
@@ -1139,6 +1165,7 @@ impl<'a> PostingCursor<'a> {
     /// from a [`PostingCursor::begin_at`]); true if it is `target`.
     #[inline]
     pub(crate) fn advance_to(&mut self, target: u32) -> Result<bool, BlockError> {
+        self.loaded()?;
         if self.doc == END {
             return Ok(false);
         }
@@ -1387,6 +1414,57 @@ mod tests {
                 assert_eq!(c.positions().unwrap(), p.positions_of(i), "positions of {want} after begin_at {target}");
             }
         }
+    }
+
+    /// A cursor that decodes nothing until it is moved stands, after its first move of any
+    /// kind, where one made on its first document stands after the same move, with the same
+    /// frequency and positions; and nothing is decoded before.
+    #[test]
+    fn index_postings_unloaded_cursor_moves_as_a_loaded_one() {
+        let (p, lengths) = sample(1000, true);
+        let tm = times(&lengths);
+        let mut bytes = Vec::new();
+        encode_block(&mut bytes, &p, &lengths, &tm, 8.0);
+        let open = || TermBlock::open(&bytes, lengths.len() as u32).unwrap();
+        let last = *p.ordinals.last().unwrap();
+        let (first, second) = (p.ordinals[0], p.ordinals[1]);
+        let targets = [0, first, first + 1, second, p.ordinals[BLOCK_DOCS], p.ordinals[BLOCK_DOCS] + 1, last, last + 1];
+        let state = |c: &mut PostingCursor<'_>| -> (u32, usize, Option<(u32, Vec<u32>)>) {
+            let doc = c.doc();
+            let rest = (doc != END).then(|| (c.tf(), c.positions().unwrap().to_vec()));
+            (doc, c.block(), rest)
+        };
+        type Move = fn(&mut PostingCursor<'_>, u32) -> u32;
+        let moves: [(&str, Move); 5] = [
+            ("next", |c, _| c.next().unwrap()),
+            ("seek", |c, t| c.seek(t).unwrap()),
+            ("advance_to", |c, t| {
+                c.advance_to(t).unwrap();
+                c.doc()
+            }),
+            ("begin_at", |c, t| c.begin_at(t).unwrap()),
+            ("goto_block", |c, t| c.goto_block((t as usize / 200).min(7)).unwrap()),
+        ];
+        for (name, step) in moves {
+            for &t in &targets {
+                let mut lazy = PostingCursor::unloaded(open(), &lengths, true);
+                assert_eq!(lazy.block(), NOT_LOADED, "nothing decoded before a move");
+                assert_eq!(lazy.block_count(), open().block_count());
+                let mut eager = PostingCursor::new(open(), &lengths, true).unwrap();
+                assert_eq!(step(&mut lazy, t), step(&mut eager, t), "{name} {t}");
+                assert_eq!(state(&mut lazy), state(&mut eager), "{name} {t}");
+                // And on from there alike.
+                for _ in 0..3 {
+                    assert_eq!(lazy.next().unwrap(), eager.next().unwrap(), "{name} {t}, then next");
+                }
+            }
+        }
+        let mut found = (Vec::new(), Vec::new());
+        let some: Vec<u32> = p.ordinals.iter().copied().step_by(7).collect();
+        PostingCursor::unloaded(open(), &lengths, true).find_all(&some, &mut found.0).unwrap();
+        PostingCursor::new(open(), &lengths, true).unwrap().find_all(&some, &mut found.1).unwrap();
+        assert_eq!(found.0, found.1);
+        assert_eq!(found.0.len(), some.len());
     }
 
     /// The walks beside ascending targets, one term at a time (`find_all`) and every term

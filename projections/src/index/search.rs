@@ -124,30 +124,49 @@ impl View<'_> {
     }
 
     /// A term's cursor, its tight bounds scaled to the index's average length.
+    /// The term's cursor here, on its first document, with its bounds scaled to the index.
     fn term_in(&self, term: &str, positions: bool, stats: &Stats) -> Result<Option<Term<'_>>, IndexError> {
+        self.term_scaled(term, positions, stats, true)
+    }
+
+    /// [`View::term_in`], decoding nothing until the cursor is moved
+    /// ([`PostingCursor::unloaded`]): for full matches, which move each cursor to a block of
+    /// their choosing before reading it.
+    fn term_unloaded(&self, term: &str, positions: bool, stats: &Stats) -> Result<Option<Term<'_>>, IndexError> {
+        self.term_scaled(term, positions, stats, false)
+    }
+
+    fn term_scaled(&self, term: &str, positions: bool, stats: &Stats, load: bool) -> Result<Option<Term<'_>>, IndexError> {
         let scale = (stats.avg_length / self.avg_length()).max(1.0);
-        Ok(self.term(term, positions)?.map(|mut t| {
+        Ok(self.term(term, positions, load)?.map(|mut t| {
             t.scale = scale;
             t
         }))
     }
 
-    fn term(&self, term: &str, positions: bool) -> Result<Option<Term<'_>>, IndexError> {
+    fn term(&self, term: &str, positions: bool, load: bool) -> Result<Option<Term<'_>>, IndexError> {
+        let open = |block, lengths| {
+            if load {
+                PostingCursor::new(block, lengths, positions)
+            } else {
+                Ok(PostingCursor::unloaded(block, lengths, positions))
+            }
+        };
         match self {
             View::Memory(m) => match m.postings(term) {
                 None => Ok(None),
                 Some(p) => {
                     let avg = bm25::avg_length(m.docs.token_count(), u64::from(m.docs.len()));
                     let block = TermBlock::of(&p.decode(), m.docs.lengths(), m.docs.times(), avg);
-                    let cursor = PostingCursor::new(block, m.docs.lengths(), positions)
-                        .map_err(|e| IndexError::Invalid(format!("in-memory postings: {}", e.reason)))?;
+                    let cursor =
+                        open(block, m.docs.lengths()).map_err(|e| IndexError::Invalid(format!("in-memory postings: {}", e.reason)))?;
                     Ok(Some(Term::new(cursor, None, 0)))
                 }
             },
             View::Disk(s) => match s.term_block(term)? {
                 None => Ok(None),
                 Some((t, offset)) => {
-                    let cursor = PostingCursor::new(t, s.docs().lengths(), positions).map_err(|e| s.postings_error(offset, e))?;
+                    let cursor = open(t, s.docs().lengths()).map_err(|e| s.postings_error(offset, e))?;
                     Ok(Some(Term::new(cursor, Some(s), offset)))
                 }
             },
@@ -618,7 +637,7 @@ fn full_view(
     let mut terms: Vec<Term<'_>> = Vec::with_capacity(query.terms.len());
     for term in &query.terms {
         let positions = query.clauses.iter().any(|c| c.terms.len() > 1 && c.terms.iter().any(|(t, _)| t == term));
-        match view.term_in(term, positions, stats)? {
+        match view.term_unloaded(term, positions, stats)? {
             Some(t) => terms.push(t),
             None => return Ok(()),
         }
