@@ -62,6 +62,22 @@ const CHUNK_HEADER: usize = 8;
 const CHUNK_FIRST_LOG: u8 = 4;
 const CHUNK_MAX_LOG: u8 = 15;
 
+/// The most bytes [`MemorySegment::append_small`] stores: three varints of a `u32`.
+const SMALL_ENTRY: usize = 16;
+
+/// Writes `v` as a varint into `buf` at `at`; returns the end (`buf` has room: at most five
+/// bytes per value, three values in [`SMALL_ENTRY`]).
+#[inline]
+fn put_varint_into(buf: &mut [u8; SMALL_ENTRY], mut at: usize, mut v: u32) -> usize {
+    while v >= 0x80 {
+        buf[at] = (v as u8) | 0x80;
+        v >>= 7;
+        at += 1;
+    }
+    buf[at] = v as u8;
+    at + 1
+}
+
 /// One term: 64 bytes, one cache line.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
@@ -405,6 +421,32 @@ impl MemorySegment {
         (word(0) as usize, word(4))
     }
 
+    /// Appends an entry of at most [`SMALL_ENTRY`] bytes (the delta, the frequency, and the
+    /// position if the term keeps positions and occurs once) to term `id`'s stream when its
+    /// last chunk has that many bytes left: encoded on the stack and stored whole, so that
+    /// nothing is copied by length (a copy of a few bytes by `memcpy` was 6% of the feed's
+    /// samples). The bytes stored past the entry are in the chunk's unused part and are
+    /// written over by the next entry. False, storing nothing, otherwise.
+    #[inline]
+    fn append_small(&mut self, id: u32, delta: u32, tf: u32, first: u32) -> bool {
+        let t = &self.terms[id as usize];
+        let (used, log) = (usize::from(t.tail_used), t.tail_capacity_log);
+        if t.tail == NONE || (1usize << log) - used < SMALL_ENTRY {
+            return false;
+        }
+        let mut buf = [0u8; SMALL_ENTRY];
+        let mut n = put_varint_into(&mut buf, 0, delta);
+        n = put_varint_into(&mut buf, n, tf);
+        if t.with_positions {
+            n = put_varint_into(&mut buf, n, self.occurrences[first as usize].0);
+        }
+        let (page, at) = Self::place(t.tail);
+        let from = at + CHUNK_HEADER + used;
+        self.pages[page][from..from + SMALL_ENTRY].copy_from_slice(&buf);
+        self.terms[id as usize].tail_used = (used + n) as u16;
+        true
+    }
+
     /// Appends `scratch` to term `id`'s stream.
     fn append(&mut self, id: u32) {
         let scratch = std::mem::take(&mut self.scratch);
@@ -483,19 +525,22 @@ impl MemorySegment {
             let t = &self.terms[id as usize];
             let (last_ord, cur_tf, cur_first, with_positions) = (t.last_ord, t.cur_tf, t.cur_first, t.with_positions);
             let delta = if last_ord == NONE { ordinal } else { ordinal - last_ord };
-            self.scratch.clear();
-            put_varint(&mut self.scratch, u64::from(delta));
-            put_varint(&mut self.scratch, u64::from(cur_tf));
-            if with_positions {
-                let (mut at, mut last) = (cur_first, None);
-                while at != NONE {
-                    let (p, next) = self.occurrences[at as usize];
-                    put_varint(&mut self.scratch, u64::from(last.map_or(p, |l| p - l)));
-                    last = Some(p);
-                    at = next;
+            let small = (!with_positions || cur_tf == 1) && self.append_small(id, delta, cur_tf, cur_first);
+            if !small {
+                self.scratch.clear();
+                put_varint(&mut self.scratch, u64::from(delta));
+                put_varint(&mut self.scratch, u64::from(cur_tf));
+                if with_positions {
+                    let (mut at, mut last) = (cur_first, None);
+                    while at != NONE {
+                        let (p, next) = self.occurrences[at as usize];
+                        put_varint(&mut self.scratch, u64::from(last.map_or(p, |l| p - l)));
+                        last = Some(p);
+                        at = next;
+                    }
                 }
+                self.append(id);
             }
-            self.append(id);
             let t = &mut self.terms[id as usize];
             t.count += 1;
             t.last_ord = ordinal;
