@@ -253,7 +253,9 @@ fn is_cut(bytes: &[u8], i: usize) -> bool {
 }
 
 /// Calls `emit` for every token of `text`, in order: the tokens [`tokenize_whole`] gives,
-/// without allocating for ASCII words.
+/// without allocating for ASCII words. (Generic over `emit`, so that the memory segment's
+/// handling of a token is compiled into the loop: called through `&mut dyn FnMut`, the feed of
+/// 1M events took 5-8% longer.)
 ///
 /// Why this is [`tokenize_whole`]: an ASCII byte other than a letter or digit ends a word
 /// (rule 3 of the module docs cuts words at it, and it is never part of a CJK run); when an
@@ -262,7 +264,7 @@ fn is_cut(bytes: &[u8], i: usize) -> bool {
 /// character before them). So the text is cut there into chunks, each tokenized on its own:
 /// a chunk of ASCII letters and digits is one word, already in NFKC, lower-cased by byte; any
 /// other chunk goes through the full rules. A property test compares both on mixed scripts.
-pub(crate) fn for_each_token(text: &str, emit: &mut dyn FnMut(TokenRef<'_>)) {
+pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
     let bytes = text.as_bytes();
     let mut position = 0u32;
     let mut lower = String::new();
