@@ -71,6 +71,7 @@ pub(crate) fn f32_up(x: f64) -> f32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -155,6 +155,7 @@ pub fn merge(job: &MergeJob) -> Result<Merged, IndexError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

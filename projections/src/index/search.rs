@@ -123,8 +123,8 @@ impl View<'_> {
         bm25::avg_length(self.docs().token_count(), u64::from(self.docs().len()))
     }
 
-    /// A term's cursor, its tight bounds scaled to the index's average length.
-    /// The term's cursor here, on its first document, with its bounds scaled to the index.
+    /// The term's cursor here, on its first document, its tight bounds scaled to the index's
+    /// average length.
     fn term_in(&self, term: &str, positions: bool, stats: &Stats) -> Result<Option<Term<'_>>, IndexError> {
         self.term_scaled(term, positions, stats, true)
     }

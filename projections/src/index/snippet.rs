@@ -161,6 +161,7 @@ fn window_start(text: &str, marks: &[(usize, usize)], content_end: usize) -> usi
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::index::parse_query;

@@ -80,6 +80,7 @@ impl Stems {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::index::token::tokenize;

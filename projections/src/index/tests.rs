@@ -1,5 +1,6 @@
 //! Behaviour tests of the index: against a linear scan, per script, ranking, partial matches,
 //! filters, persistence, merging and damage.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -420,6 +420,7 @@ impl Tokens<'_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::index::stem::Stems;
