@@ -69,10 +69,6 @@ fn points_bound(stats: &Stats, idf: f64, points: impl Iterator<Item = (u32, u32)
 }
 
 impl<'a> Term<'a> {
-    fn new(cursor: PostingCursor<'a>, segment: Option<&'a Segment>, offset: u64) -> Term<'a> {
-        Term { cursor, segment, offset, scale: 1.0 }
-    }
-
     /// The tight bound of a block: its best frequency part (under its segment's average),
     /// scaled to the index's average, with a margin against rounding. Compare with
     /// [`below`], never for equality.
@@ -136,15 +132,10 @@ impl View<'_> {
         self.term_scaled(term, positions, stats, false)
     }
 
+    /// The term's cursor here (on its first document if `load`, else unloaded), its tight
+    /// bounds scaled to the index's average length.
     fn term_scaled(&self, term: &str, positions: bool, stats: &Stats, load: bool) -> Result<Option<Term<'_>>, IndexError> {
         let scale = (stats.avg_length / self.avg_length()).max(1.0);
-        Ok(self.term(term, positions, load)?.map(|mut t| {
-            t.scale = scale;
-            t
-        }))
-    }
-
-    fn term(&self, term: &str, positions: bool, load: bool) -> Result<Option<Term<'_>>, IndexError> {
         let open = |block, lengths| {
             if load {
                 PostingCursor::new(block, lengths, positions)
@@ -160,14 +151,14 @@ impl View<'_> {
                     let block = TermBlock::of(&p.decode(), m.docs.lengths(), m.docs.times(), avg);
                     let cursor =
                         open(block, m.docs.lengths()).map_err(|e| IndexError::Invalid(format!("in-memory postings: {}", e.reason)))?;
-                    Ok(Some(Term::new(cursor, None, 0)))
+                    Ok(Some(Term { cursor, segment: None, offset: 0, scale }))
                 }
             },
             View::Disk(s) => match s.term_block(term)? {
                 None => Ok(None),
                 Some((t, offset)) => {
                     let cursor = open(t, s.docs().lengths()).map_err(|e| s.postings_error(offset, e))?;
-                    Ok(Some(Term::new(cursor, Some(s), offset)))
+                    Ok(Some(Term { cursor, segment: Some(s), offset, scale }))
                 }
             },
         }
