@@ -431,7 +431,7 @@ impl MemorySegment {
     fn append_small(&mut self, id: u32, delta: u32, tf: u32, first: u32) -> bool {
         let t = &self.terms[id as usize];
         let (used, log) = (usize::from(t.tail_used), t.tail_capacity_log);
-        if t.tail == NONE || (1usize << log) - used < SMALL_ENTRY {
+        if (t.with_positions && tf != 1) || t.tail == NONE || (1usize << log) - used < SMALL_ENTRY {
             return false;
         }
         let mut buf = [0u8; SMALL_ENTRY];
@@ -525,8 +525,7 @@ impl MemorySegment {
             let t = &self.terms[id as usize];
             let (last_ord, cur_tf, cur_first, with_positions) = (t.last_ord, t.cur_tf, t.cur_first, t.with_positions);
             let delta = if last_ord == NONE { ordinal } else { ordinal - last_ord };
-            let small = (!with_positions || cur_tf == 1) && self.append_small(id, delta, cur_tf, cur_first);
-            if !small {
+            if !self.append_small(id, delta, cur_tf, cur_first) {
                 self.scratch.clear();
                 put_varint(&mut self.scratch, u64::from(delta));
                 put_varint(&mut self.scratch, u64::from(cur_tf));
