@@ -4,7 +4,8 @@
 //! LAB_PASSES times (default 20); prints each system's p50 and p99 of per-query medians, and
 //! the queries where Origin is slowest against tantivy. LAB_CLASS=<n> picks the class (default
 //! 1, two to four words); LAB_SHOW=<n> how many queries to list (default 12); LAB_FULL_ONLY:
-//! Origin without partial matches (only documents holding every word, as tantivy answers).
+//! Origin without partial matches (only documents holding every word, as tantivy answers);
+//! LAB_THRASH: caches emptied before each search.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::time::Instant;
@@ -60,6 +61,17 @@ fn main() {
     let class_index = env("LAB_CLASS", 1);
     let passes = env("LAB_PASSES", 20).max(1);
     let full_only = std::env::var_os("LAB_FULL_ONLY").is_some();
+    // LAB_THRASH: caches emptied before each search (64 MiB touched), as the index benchmark's
+    // rotation between systems empties them.
+    let mut thrash = std::env::var_os("LAB_THRASH").map(|_| vec![0u8; 64 << 20]);
+    let mut empty_caches = move || {
+        if let Some(buf) = thrash.as_mut() {
+            for i in (0..buf.len()).step_by(64) {
+                buf[i] = buf[i].wrapping_add(1);
+            }
+            std::hint::black_box(&buf);
+        }
+    };
     let mut rng = Rng::new(0x1a7e_57a9_e10c_0002 ^ 0xface);
     let mut rows = Vec::new();
     for (ci, class) in CLASSES.into_iter().enumerate() {
@@ -74,9 +86,11 @@ fn main() {
             let (mut o, mut t) = (Vec::with_capacity(passes), Vec::with_capacity(passes));
             let (mut oh, mut th) = (0, 0);
             for _ in 0..passes {
+                empty_caches();
                 let s = Instant::now();
                 oh = catalog.search(&query, &all, &|_| true, 20).expect("search").len();
                 o.push(s.elapsed().as_secs_f64() * 1e3);
+                empty_caches();
                 let s = Instant::now();
                 th = tq.as_ref().map_or(0, |tq| searcher.search(tq, &TopDocs::with_limit(20)).expect("search").len());
                 t.push(s.elapsed().as_secs_f64() * 1e3);

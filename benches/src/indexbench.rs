@@ -28,6 +28,44 @@ pub fn tree_size(dir: &Path) -> u64 {
     total
 }
 
+/// Copies the files below `from` to `to` (created).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy's directory");
+    for e in std::fs::read_dir(from).expect("read the directory").flatten() {
+        let target = to.join(e.file_name());
+        if e.file_type().expect("type").is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy a file");
+        }
+    }
+}
+
+/// What `origin mcp` does once the store is idle: the merges the policy calls for an idle
+/// index (its segments settle into one), on the store in `dir`. The time is the merges'.
+pub fn settle(dir: &Path) -> Build {
+    let journal = Journal::open(dir.join("journal"), Options::default()).expect("journal");
+    let (mut catalog, _) = Catalog::open(&dir.join("index"), &journal).expect("catalog");
+    catalog.catch_up(&journal).expect("catch up");
+    let before = catalog.index().segments().len();
+    let policy = MergePolicy { idle: true, ..MergePolicy::default() };
+    let start = Instant::now();
+    let mut merges = 0;
+    while let Some(planned) = catalog.plan_merge(&policy).expect("plan") {
+        let merged = merge(&planned.job).expect("merge");
+        catalog.install_merge(merged, planned).expect("install");
+        merges += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let after = catalog.index().segments().len();
+    Build {
+        secs,
+        index_bytes: tree_size(&dir.join("index")),
+        other_bytes: 0,
+        note: format!("{before} segments into {after} by {merges} merge(s)"),
+    }
+}
+
 /// For the labs: the benchmark corpus of `ORIGIN_BENCH_EVENTS` searchable events, as the
 /// records the build appends, and the number of searchable events they hold.
 pub fn corpus_records() -> (usize, Vec<(u8, u8, Vec<u8>)>) {

@@ -889,7 +889,7 @@ mod tests {
             assert_eq!(c.index().doc_count(), 6);
         }
         // While one holds the writer's lock, the other's commit waits its turn.
-        let planned = a.plan_merge(&MergePolicy { merge_factor: 2, segments_max: 4 }).unwrap().expect("two segments");
+        let planned = a.plan_merge(&MergePolicy { merge_factor: 2, segments_max: 4, idle: false }).unwrap().expect("two segments");
         append(&j, &ingested(vec![event(9, EventKind::Message, "shared words 9")]));
         b.catch_up(&j).unwrap();
         assert_eq!(b.commit().unwrap(), Committed::Busy);

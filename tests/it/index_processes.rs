@@ -123,3 +123,46 @@ fn kill_9_while_the_server_writes_and_merges_index_segments_never_loses_or_doubl
     );
     assert!(killed_behind * 2 >= cycles, "most kills must land while the server is still indexing ({killed_behind} of {cycles})");
 }
+
+#[test]
+fn an_idle_server_settles_the_index_into_one_segment_holding_every_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let agents = tempfile::tempdir().expect("agents home");
+    let home = dir.path();
+    // 2,000 events: six segments of 300 documents (200 wait in memory), and no tier holds the
+    // eight in a row a tiered merge needs, so only settling makes them one.
+    let records = 5;
+    append_message_records(home, 0..records, PER, text);
+    let total = records * PER;
+    let mut child = server(home, agents.path());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut most_segments, mut settled) = (0usize, None);
+    while Instant::now() < deadline {
+        if let Ok(index) = Index::open_shared(&index_dir(home)) {
+            most_segments = most_segments.max(index.segments().len());
+            // Fewer than a segment's worth waits in memory until the server ends.
+            if index.doc_count() + 300 > total && index.segments().len() == 1 {
+                settled = Some(index.doc_count());
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("kill");
+    let out = child.wait_with_output().expect("reap");
+    let docs = settled.unwrap_or_else(|| {
+        panic!("the idle server left {most_segments} segments unsettled in 60 s: {}", String::from_utf8_lossy(&out.stderr))
+    });
+    assert!(most_segments >= 2, "the server wrote {most_segments} segment(s): nothing to settle");
+    let index = Index::open_shared(&index_dir(home)).expect("index");
+    assert_eq!(index.segments().len(), 1);
+    let all = Filters::default();
+    for r in 0..records {
+        let hits = index.search(&parse_query(&format!("recmark{r}")).expect("query"), &all, &|_| true, 2 * PER).expect("search");
+        let held = hits.iter().filter(|h| h.matched == Match::All).count();
+        // Every record's events are in the settled segment, each once, but the last few that
+        // wait in memory.
+        assert!(held <= PER && (held == PER || r == records - 1), "record {r}: {held} of its {PER} events after settling");
+    }
+    assert_eq!(index.doc_count(), docs);
+}

@@ -984,7 +984,7 @@ fn index_merge_runs_on_another_thread_while_documents_arrive() {
         add_all(&mut index, chunk);
         index.commit(1).unwrap();
     }
-    let policy = MergePolicy { merge_factor: 3, segments_max: 8 };
+    let policy = MergePolicy { merge_factor: 3, segments_max: 8, idle: false };
     let job = index.plan_merge_by(&policy).unwrap().expect("three small segments make a tier");
     let worker = std::thread::spawn(move || merge(&job));
     add_all(&mut index, &docs[6..]);

@@ -423,13 +423,23 @@ impl Archive {
 
     /// One merge of the text index's segments, if the policy calls for one and this process
     /// can write the index: planned and installed under the store's lock, run without it, so
-    /// the tools keep answering meanwhile. Returns true if a merge was done.
-    pub fn merge_step(&self) -> Result<bool, ToolError> {
-        let planned = guard(&self.inner).catalog.plan_merge(&MergePolicy::default()).map_err(store_error)?;
+    /// the tools keep answering meanwhile. `idle`: nothing was written to the store for a
+    /// while, so the segments may settle into one (see [`MergePolicy`]). Returns true if a
+    /// merge was done.
+    pub fn merge_step(&self, idle: bool) -> Result<bool, ToolError> {
+        let policy = MergePolicy { idle, ..MergePolicy::default() };
+        let planned = guard(&self.inner).catalog.plan_merge(&policy).map_err(store_error)?;
         let Some(planned) = planned else { return Ok(false) };
         let merged = origin_projections::index::merge(&planned.job).map_err(store_error)?;
         guard(&self.inner).catalog.install_merge(merged, planned).map_err(store_error)?;
         Ok(true)
+    }
+
+    /// Where the store's writes stand: the journal's end as this process knows it, and the
+    /// offset the text index has read to. The same at two looks: nothing was written to the
+    /// store (as far as this process saw) and nothing indexed meanwhile.
+    pub fn write_mark(&self) -> (u64, u64) {
+        (self.journal.next_offset(), guard(&self.inner).catalog.read_to())
     }
 
     /// Saves the state's snapshot if it reflects records the saved one does not, and writes the

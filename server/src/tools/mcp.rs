@@ -488,7 +488,8 @@ impl Merges {
 const CHECKPOINT_RECORDS: u64 = 256;
 
 /// Installs the text index's segments written on threads of their own and merges them in the
-/// background, as the policy calls for, so that searches keep reading few segments; and saves
+/// background, as the policy calls for, so that searches keep reading few segments (one, once
+/// the store has been idle for an interval and has grown enough since it last settled); and saves
 /// the projections' snapshot when it is behind.
 fn spawn_merges(archive: Arc<Archive>) -> Merges {
     let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
@@ -499,6 +500,9 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
         .name("origin-merge".into())
         .spawn(move || {
             let (lock, cv) = &*flag;
+            // Where the store's writes stood at the last look: the same again means nothing
+            // was written or indexed for a whole interval, and the segments may settle into one.
+            let mut looked: Option<(u64, u64)> = None;
             loop {
                 let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                 // A stop asked while this thread was working is seen here, not an interval later.
@@ -515,8 +519,11 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                 }
                 // One merge at a time until none is called for; a failure is reported and
                 // tried again later (the index stays correct without merges).
+                let mark = archive.write_mark();
+                let idle = looked == Some(mark);
+                looked = Some(mark);
                 loop {
-                    match archive.merge_step() {
+                    match archive.merge_step(idle) {
                         Ok(true) => continue,
                         Ok(false) => break,
                         Err(e) => {
