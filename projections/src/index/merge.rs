@@ -38,10 +38,11 @@ pub struct SegmentInfo {
 /// When the index is `idle` (its writer has indexed nothing for a while) and no tiered merge
 /// is called for, every segment is merged into one ("settling"), so that a search reads one
 /// segment instead of up to `segments_max`: on the index benchmark's 1M events, six segments
-/// cost a cold search 11-45% more than one (measured per query class and query). To bound the rewriting, an index settles only once
-/// the documents outside its largest segment are at least a quarter of that segment's: each
-/// settle grows the largest segment by a quarter or more, so a document is rewritten by
-/// settling a bounded number of times (about five, summed over an index's growth).
+/// cost a cold search 11-45% more than one (measured per query class and query). To bound the
+/// rewriting, an index settles only once the documents outside its largest segment are at
+/// least a quarter of that segment's: each settle grows the largest segment by a quarter or
+/// more, so a document is rewritten by settling a bounded number of times (about five, summed
+/// over an index's growth).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MergePolicy {
     /// Segments merged at once (at least 2).
