@@ -503,6 +503,9 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
             // Where the store's writes stood at the last look: the same again means nothing
             // was written or indexed for a whole interval, and the segments may settle into one.
             let mut looked: Option<(u64, u64)> = None;
+            // Merges that failed in a row, and when to try again: a merge that keeps failing
+            // (a full disk) is not rerun, at a whole merge's cost, every interval.
+            let (mut failed, mut retry_at) = (0u32, std::time::Instant::now());
             loop {
                 let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                 // A stop asked while this thread was working is seen here, not an interval later.
@@ -522,12 +525,18 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                 let mark = archive.write_mark();
                 let idle = looked == Some(mark);
                 looked = Some(mark);
-                loop {
+                while std::time::Instant::now() >= retry_at {
                     match archive.merge_step(idle) {
-                        Ok(true) => continue,
-                        Ok(false) => break,
+                        Ok(true) => failed = 0,
+                        Ok(false) => {
+                            failed = 0;
+                            break;
+                        }
                         Err(e) => {
-                            eprintln!("origin: merging the text index failed ({e}); trying again later");
+                            failed = failed.saturating_add(1);
+                            let wait = merge_retry_wait(interval, failed);
+                            retry_at = std::time::Instant::now() + wait;
+                            eprintln!("origin: merging the text index failed ({e}); trying again in {} s", wait.as_secs());
                             break;
                         }
                     }
@@ -539,6 +548,17 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
         })
         .ok();
     Merges { stop, thread }
+}
+
+/// The longest wait before merging again after failures.
+const MERGE_RETRY_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// How long the merge thread waits before merging again after `failed` failures in a row:
+/// doubling from one interval, at most [`MERGE_RETRY_WAIT_MAX`] (or one interval, if that is
+/// longer).
+fn merge_retry_wait(interval: std::time::Duration, failed: u32) -> std::time::Duration {
+    let doubled = interval.saturating_mul(1u32 << failed.saturating_sub(1).min(16));
+    doubled.min(MERGE_RETRY_WAIT_MAX.max(interval))
 }
 
 /// Longest line read from the client (rmcp's own limit applies after this).
@@ -614,6 +634,18 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merge_retries_wait_twice_as_long_after_each_failure_up_to_ten_minutes() {
+        let second = std::time::Duration::from_secs;
+        let waits: Vec<u64> = (1..=10).map(|f| merge_retry_wait(second(5), f).as_secs()).collect();
+        assert_eq!(waits, [5, 10, 20, 40, 80, 160, 320, 600, 600, 600]);
+        assert_eq!(merge_retry_wait(second(5), u32::MAX), second(600));
+        // An interval longer than the cap is kept: retrying never comes sooner than merging does.
+        assert_eq!(merge_retry_wait(second(900), 1), second(900));
+        assert_eq!(merge_retry_wait(second(900), 5), second(900));
+        assert_eq!(merge_retry_wait(std::time::Duration::from_millis(50), 3).as_millis(), 200);
+    }
 
     fn err(r: Result<Arc<Archive>, ToolError>, what: &str) -> ToolError {
         match r {
