@@ -126,7 +126,7 @@ fn main() {
     // What `origin mcp` does once the store is idle: its segments settle into one. On a copy,
     // so that the queries run on the index both as the build leaves it and settled.
     let settled_dir = work.path().join("origin-settled");
-    copy_tree(&origin_dir, &settled_dir);
+    copy_tree(&origin_dir, &settled_dir, false);
     let settled = settle(&settled_dir);
     eprintln!("Origin settled in {:.1} s (loadavg {})", settled.secs, loadavg());
     println!();

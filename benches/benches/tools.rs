@@ -13,7 +13,7 @@ use std::time::Instant;
 use origin::tools::archive::{Archive, SearchArgs, TimelineArgs};
 use origin_benches::agentlogs::iso;
 use origin_benches::corpus::{self, Located};
-use origin_benches::indexbench::{CLASSES, is_han, make_queries};
+use origin_benches::indexbench::{CLASSES, copy_tree, is_han, make_queries};
 use origin_benches::{Rng, loadavg, median, table};
 use origin_engine::{Access, Journal, Options};
 use origin_ingest::Homes;
@@ -40,21 +40,6 @@ fn fresh_home(corpus_store: &Path, home: &Path) {
     let _ = std::fs::remove_dir_all(home);
     copy_tree(&corpus_store.join("journal"), &home.join("journal"), false);
     copy_tree(&corpus_store.join("raw"), &home.join("raw"), true);
-}
-
-fn copy_tree(from: &Path, to: &Path, link: bool) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        if e.file_type().expect("type").is_dir() {
-            copy_tree(&src, &dst, link);
-        } else if link {
-            std::fs::hard_link(&src, &dst).expect("link");
-        } else {
-            std::fs::copy(&src, &dst).expect("copy");
-        }
-    }
 }
 
 /// One kind of call, with its arguments.

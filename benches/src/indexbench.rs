@@ -28,15 +28,18 @@ pub fn tree_size(dir: &Path) -> u64 {
     total
 }
 
-/// Copies the files below `from` to `to` (created).
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy's directory");
-    for e in std::fs::read_dir(from).expect("read the directory").flatten() {
-        let target = to.join(e.file_name());
+/// Copies the files below `from` to `to` (created), or hard-links them if `link`.
+pub fn copy_tree(from: &Path, to: &Path, link: bool) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir") {
+        let e = e.expect("entry");
+        let (src, dst) = (e.path(), to.join(e.file_name()));
         if e.file_type().expect("type").is_dir() {
-            copy_tree(&e.path(), &target);
+            copy_tree(&src, &dst, link);
+        } else if link {
+            std::fs::hard_link(&src, &dst).expect("link");
         } else {
-            std::fs::copy(e.path(), &target).expect("copy a file");
+            std::fs::copy(&src, &dst).expect("copy");
         }
     }
 }
@@ -44,7 +47,7 @@ pub fn copy_tree(from: &Path, to: &Path) {
 /// What `origin mcp` does once the store is idle: the merges the policy calls for an idle
 /// index (its segments settle into one), on the store in `dir`. The time is the merges'.
 pub fn settle(dir: &Path) -> Build {
-    let journal = Journal::open(dir.join("journal"), Options::default()).expect("journal");
+    let journal = Journal::open(dir.join("journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("journal");
     let (mut catalog, _) = Catalog::open(&dir.join("index"), &journal).expect("catalog");
     catalog.catch_up(&journal).expect("catch up");
     let before = catalog.index().segments().len();
