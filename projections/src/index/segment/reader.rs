@@ -228,8 +228,8 @@ impl Segment {
         &self.fst
     }
 
-    /// The key of the document at `ordinal`.
-    pub(crate) fn key(&self, ordinal: u32) -> Result<&str, IndexError> {
+    /// Where the key of the document at `ordinal` lies in the file.
+    fn key_range(&self, ordinal: u32) -> Result<Range<usize>, IndexError> {
         let bytes = self.backing.bytes();
         let i = ordinal as usize;
         if i >= self.docs.len() as usize {
@@ -242,8 +242,33 @@ impl Segment {
             u64::from_le_bytes(b) as usize
         };
         // The offsets were checked on open: rising, within the key bytes.
-        let (a, b) = (at(i), at(i + 1));
-        let raw = &bytes[self.key_bytes.start + a..self.key_bytes.start + b];
+        Ok(self.key_bytes.start + at(i)..self.key_bytes.start + at(i + 1))
+    }
+
+    /// Reads the first byte of the keys of `ordinals` (as many as fit a small buffer), their
+    /// offsets first and then the bytes, each pass with loads that do not wait on one another:
+    /// so that the keys' cache misses overlap instead of coming one after another when
+    /// [`Segment::key`] reads them. Returns a value made of the bytes read, for the caller to
+    /// pass to [`std::hint::black_box`].
+    pub(crate) fn touch_keys(&self, ordinals: &[u32]) -> u8 {
+        let bytes = self.backing.bytes();
+        let mut starts = [0usize; 64];
+        let mut n = 0;
+        for &o in ordinals.iter().take(starts.len()) {
+            if let Ok(r) = self.key_range(o) {
+                starts[n] = r.start;
+                n += 1;
+            }
+        }
+        starts[..n].iter().fold(0u8, |acc, &s| acc ^ bytes.get(s).copied().unwrap_or(0))
+    }
+
+    /// The key of the document at `ordinal`.
+    pub(crate) fn key(&self, ordinal: u32) -> Result<&str, IndexError> {
+        let bytes = self.backing.bytes();
+        let r = self.key_range(ordinal)?;
+        let a = r.start - self.key_bytes.start;
+        let raw = &bytes[r];
         std::str::from_utf8(raw).map_err(|_| {
             IndexError::corrupt(&self.path, (self.key_bytes.start + a) as u64, "a document key is not UTF-8")
         })
