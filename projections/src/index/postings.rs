@@ -375,6 +375,8 @@ fn encode_block_with(scratch: &mut EncodeScratch, out: &mut Vec<u8>, p: &Posting
             points_bytes.extend_from_slice(&len.to_le_bytes());
             point_count += 1;
         }
+        // Under 4 GiB: the encoder refuses a term whose positions are not (`Encoder::add_term`),
+        // and a term's documents part is at most ten bytes a document.
         let end = |n: usize| u32::try_from(n).expect("a term's postings in one segment stay under 4 GiB");
         dir.extend_from_slice(&p.ordinals[range.end - 1].to_le_bytes());
         dir.extend_from_slice(&end(docs.len()).to_le_bytes());

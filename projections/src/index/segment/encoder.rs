@@ -83,6 +83,12 @@ impl<'d, W: Write> Encoder<'d, W> {
                 assert!(last < length);
             }
         }
+        // A term block's directory keeps offsets within its positions as `u32` (its documents
+        // part is far smaller: at most ten bytes a document). Only a term occurring billions
+        // of times in one segment comes near; that segment is refused, not written wrong.
+        if u32::try_from(p.positions.len()).is_err() {
+            return Err(io::Error::other(format!("the positions of term {term:?} take {} bytes, over the 4 GiB a segment's term may hold", p.positions.len())));
+        }
         let value = self.out.written - self.postings_offset;
         self.block.clear();
         let avg = crate::index::bm25::avg_length(self.docs.token_count(), u64::from(self.docs.len()));
