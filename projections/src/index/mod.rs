@@ -662,7 +662,9 @@ impl Index {
                 limits::SEARCH_LIMIT_MAX
             )));
         }
-        let mut views: Vec<View<'_>> = self.segments.iter().map(|s| View::Disk(s)).collect();
+        // Room for the memory views too: growing the list was a reallocation on every search.
+        let mut views: Vec<View<'_>> = Vec::with_capacity(self.segments.len() + 2);
+        views.extend(self.segments.iter().map(|s| View::Disk(s)));
         if let Some(f) = &self.frozen {
             views.push(View::Memory(f));
         }
