@@ -23,6 +23,11 @@ fn text(n: usize) -> String {
 }
 
 fn server(home: &Path, agents: &Path) -> Child {
+    server_merging_every(home, agents, "50")
+}
+
+/// `origin mcp` on `home`, its background thread looking for merges every `merge_ms` ms.
+fn server_merging_every(home: &Path, agents: &Path, merge_ms: &str) -> Child {
     Command::new(origin_bin())
         .arg("--home")
         .arg(home)
@@ -31,7 +36,7 @@ fn server(home: &Path, agents: &Path) -> Child {
         .arg(agents)
         .env("ORIGIN_WATCH_INTERVAL_MS", "0")
         .env("ORIGIN_INDEX_COMMIT_DOCS", COMMIT_DOCS)
-        .env("ORIGIN_MERGE_INTERVAL_MS", "50")
+        .env("ORIGIN_MERGE_INTERVAL_MS", merge_ms)
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
         .env_remove("GROK_HOME")
@@ -151,7 +156,9 @@ fn an_idle_server_settles_the_index_into_one_segment_holding_every_event() {
     let records = 5;
     append_message_records(home, 0..records, PER, text);
     let total = records * PER;
-    let mut child = server(home, agents.path());
+    // Settling waits for an interval without writes: 250 ms, so that the segments it settles
+    // stay in view of the 50 ms looks below for that long, however fast the machine writes them.
+    let mut child = server_merging_every(home, agents.path(), "250");
     let deadline = Instant::now() + Duration::from_secs(60);
     let (mut most_segments, mut settled) = (0usize, None);
     while Instant::now() < deadline {
