@@ -24,6 +24,10 @@
 //! `tested`, …): a partial match reads the word's postings beside the stem's, and the stem
 //! term counts the documents that hold both (`Postings::shared`), for the union's document
 //! frequency. That spares a stream entry per document for most words.
+//!
+//! Two adjacent words of which one is a stop word also add their pair term (`pairs.rs`), a
+//! term without positions, as a token of the document after the second word; whether a word
+//! is a stop word is found by its hash, computed anyway (`stop_table`).
 
 use std::hash::Hasher;
 
@@ -31,6 +35,7 @@ use rustc_hash::FxHasher;
 
 use super::doc::DocTable;
 use super::limits::{DOC_TOKENS_MAX, SEGMENT_DOCS_MAX};
+use super::pairs::{STOP_WORD_BYTES_MAX, push_pair};
 use super::postings::{Postings, put_varint};
 use super::stem::Stems;
 use super::token::{TokenKind, for_each_token};
@@ -205,6 +210,8 @@ pub(crate) struct MemorySegment {
     /// The document being added: its tokens' terms, one after another, and its tokens.
     doc_terms: String,
     doc_tokens: Vec<DocToken>,
+    /// Where a pair term's key is put together.
+    pair_key: String,
 }
 
 /// A token of the document being added.
@@ -214,7 +221,48 @@ struct DocToken {
     end: u32,
     position: u32,
     word: bool,
+    /// A pair term ([`super::pairs`]): no positions, no stem.
+    pair: bool,
     hash: u64,
+}
+
+/// Slots of [`stop_table`]: a power of two, at least twice the stop words.
+const STOP_SLOTS: usize = 512;
+
+/// The stop words by hash, open addressing on the hash's low bits: `(hash, one more than the
+/// index in the list)`, 0 an empty slot. A token's hash, computed anyway, finds whether it is a stop word in
+/// a load or two and, on a match, one comparison of a few bytes.
+fn stop_table() -> &'static [(u64, u8); STOP_SLOTS] {
+    static TABLE: std::sync::OnceLock<[(u64, u8); STOP_SLOTS]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [(0u64, 0u8); STOP_SLOTS];
+        for (k, w) in super::stem::STOP_WORDS.iter().enumerate() {
+            let h = hash(w.as_bytes());
+            let mut i = h as usize & (STOP_SLOTS - 1);
+            while t[i].1 != 0 {
+                i = (i + 1) & (STOP_SLOTS - 1);
+            }
+            // Fewer than 255 stop words (a test checks), so the index fits.
+            t[i] = (h, (k + 1) as u8);
+        }
+        t
+    })
+}
+
+/// True if the word `term` (of hash `h`) is a stop word: exactly [`super::stem::is_stop_word`].
+#[inline]
+fn is_stop(table: &[(u64, u8); STOP_SLOTS], h: u64, term: &str) -> bool {
+    if term.len() > STOP_WORD_BYTES_MAX {
+        return false;
+    }
+    let mut i = h as usize & (STOP_SLOTS - 1);
+    loop {
+        match table[i] {
+            (_, 0) => return false,
+            (x, k) if x == h && super::stem::STOP_WORDS[usize::from(k) - 1] == term => return true,
+            _ => i = (i + 1) & (STOP_SLOTS - 1),
+        }
+    }
 }
 
 /// Tokens whose slots and records are read ahead together.
@@ -234,6 +282,7 @@ impl Default for MemorySegment {
             scratch: Vec::new(),
             doc_terms: String::new(),
             doc_tokens: Vec::new(),
+            pair_key: String::new(),
         }
     }
 }
@@ -560,11 +609,11 @@ impl MemorySegment {
         }
         // What one document can add to the arena: it has at most 2^21 tokens, and no more than
         // its bytes (a CJK character of 3 bytes gives two); each writes at most 15 bytes of
-        // stream with its stem's, in chunks at most 4 times what they hold (each chunk at most
-        // doubles the full one before it), plus a header and page ends. 128 bytes per token
-        // and two pages bound it.
+        // stream with its stem's, and 10 more of a pair term's, in chunks at most 4 times what
+        // they hold (each chunk at most doubles the full one before it), plus a header and
+        // page ends. 192 bytes per token and two pages bound it.
         let tokens = text.len().min(2 * DOC_TOKENS_MAX as usize);
-        let bound = tokens * 128 + 2 * PAGE_SIZE;
+        let bound = tokens * 192 + 2 * PAGE_SIZE;
         if (self.pages.len() * PAGE_SIZE).saturating_add(bound) > PAGES_MAX * PAGE_SIZE {
             return Err(IndexError::Invalid("the in-memory segment's postings are full; commit before adding more".into()));
         }
@@ -576,12 +625,44 @@ impl MemorySegment {
         terms.clear();
         tokens.clear();
         let mut length = 0;
+        let stops = stop_table();
+        // The last token, if a word: where its term is, its position, and whether it may be a
+        // stop word. Two adjacent words of which one is a stop word add their pair term.
+        let mut last_word: Option<(u32, u32, u32, bool)> = None;
+        let mut pair = std::mem::take(&mut self.pair_key);
         for_each_token(text, &mut |t| {
             let start = terms.len();
             terms.push_str(t.term);
-            tokens.push(DocToken { start: start as u32, end: terms.len() as u32, position: t.position, word: t.kind == TokenKind::Word, hash: hash(t.term.as_bytes()) });
+            let end = terms.len() as u32;
+            let h = hash(t.term.as_bytes());
+            let word = t.kind == TokenKind::Word;
+            tokens.push(DocToken { start: start as u32, end, position: t.position, word, pair: false, hash: h });
             length = t.position + 1;
+            if !word {
+                last_word = None;
+                return;
+            }
+            let stop = is_stop(stops, h, t.term);
+            if let Some((a_start, a_end, a_position, a_stop)) = last_word
+                && (a_stop || stop)
+                && a_position + 1 == t.position
+            {
+                pair.clear();
+                push_pair(&mut pair, &terms[a_start as usize..a_end as usize], a_stop, t.term, stop);
+                let p_start = terms.len();
+                terms.push_str(&pair);
+                tokens.push(DocToken {
+                    start: p_start as u32,
+                    end: terms.len() as u32,
+                    position: a_position,
+                    word: false,
+                    pair: true,
+                    hash: hash(pair.as_bytes()),
+                });
+            }
+            last_word = Some((start as u32, end, t.position, stop));
         });
+        self.pair_key = pair;
         for batch in tokens.chunks(TOKEN_BATCH) {
             let mask = self.slots.len() - 1;
             let mut touched = 0u64;
@@ -597,7 +678,7 @@ impl MemorySegment {
             std::hint::black_box(touched);
             for t in batch {
                 let term = &terms[t.start as usize..t.end as usize];
-                let id = self.intern_hashed(term, t.hash, true);
+                let id = self.intern_hashed(term, t.hash, !t.pair);
                 self.occur(id, ordinal, t.position);
                 if t.word {
                     let mut stem = self.terms[id as usize].stem;

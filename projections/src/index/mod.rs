@@ -48,6 +48,7 @@ pub mod limits;
 mod manifest;
 mod memory;
 mod merge;
+mod pairs;
 mod postings;
 mod query;
 mod search;

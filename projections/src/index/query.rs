@@ -11,10 +11,15 @@
 //!
 //! Partial-match terms: the stem of every word that is not a stop word, and every CJK bigram
 //! or lone character, each once.
+//!
+//! Pair terms: of every two adjacent words of a phrase of which one is a stop word, the pair
+//! term the index stores for them (`pairs.rs`), each once; required for full matches, with no
+//! weight.
 
 use std::fmt;
 
 use super::limits::{QUERY_SIZE_BYTES_MAX, QUERY_TERMS_MAX};
+use super::pairs::phrase_pairs;
 use super::stem::Stems;
 use super::token::{TokenKind, tokenize};
 
@@ -33,6 +38,9 @@ pub struct Query {
     /// the word it spells when that word is its own stem (`test` for the stem of `tests`),
     /// which the index does not write in the stem term.
     pub(crate) partial_words: Vec<Option<String>>,
+    /// The pair terms the phrases require ([`super::pairs`]): looked up beside `terms` for
+    /// full matches, with no weight.
+    pub(crate) pairs: Vec<String>,
 }
 
 /// Terms that must occur at the given positions relative to each other.
@@ -128,7 +136,11 @@ pub fn parse_query(q: &str) -> Result<Query, QueryError> {
         .iter()
         .map(|c| c.terms.iter().map(|(t, _)| terms.iter().position(|x| x == t).unwrap_or(0)).collect())
         .collect();
-    Ok(Query { clauses, terms, clause_terms, partial, partial_words })
+    let mut pairs = Vec::new();
+    for c in &clauses {
+        phrase_pairs(&c.terms, &mut pairs);
+    }
+    Ok(Query { clauses, terms, clause_terms, partial, partial_words, pairs })
 }
 
 fn add_part(text: &str, quoted: bool, clauses: &mut Vec<Clause>) {
@@ -158,6 +170,13 @@ impl Query {
     /// returned (what the peers in the index benchmark answer, for a like-for-like figure).
     pub fn every_word_only(&self) -> Query {
         Query { partial: Vec::new(), partial_words: Vec::new(), ..self.clone() }
+    }
+
+    /// The same query without its pair terms: the same results, found without them (for
+    /// tests that compare the two).
+    #[cfg(test)]
+    pub(crate) fn without_pairs(&self) -> Query {
+        Query { pairs: Vec::new(), ..self.clone() }
     }
 
     /// True if every document holding a partial-match term is a full match, so there are no

@@ -651,7 +651,22 @@ fn full_view(
     if terms.len() == 1 && query.clauses.iter().all(|c| c.terms.len() == 1) {
         return one_term(v, view, &filter, visible, stats, idfs[0], &mut terms[0], top, matched);
     }
-    every_term(v, view, query, &filter, visible, stats, idfs, &mut terms, &slots, top, matched)
+    if query.pairs.is_empty() {
+        return every_term(v, view, query, &filter, visible, stats, idfs, &mut terms, &slots, top, matched);
+    }
+    // The phrases' pair terms, required and of no weight: far rarer than the words, one of
+    // them drives. A document holding a phrase holds its pairs, so one missing here means no
+    // document here holds the phrase.
+    for pair in &query.pairs {
+        match view.term_unloaded(pair, false, stats)? {
+            Some(t) => terms.push(t),
+            None => return Ok(()),
+        }
+    }
+    let mut weights = Vec::with_capacity(terms.len());
+    weights.extend_from_slice(idfs);
+    weights.resize(terms.len(), 0.0);
+    every_term(v, view, query, &filter, visible, stats, &weights, &mut terms, &slots, top, matched)
 }
 
 /// Full matches of a query of several terms (words, phrases): the rarest term drives, block

@@ -16,7 +16,7 @@ pub(crate) const STEM_PREFIX: char = '\u{1}';
 /// English stop words (Snowball's list, with the fragments contractions split into).
 /// Sorted, for binary search.
 #[rustfmt::skip]
-const STOP_WORDS: &[&str] = &[
+pub(crate) const STOP_WORDS: &[&str] = &[
     "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
     "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",
     "by", "can", "could", "d", "did", "do", "does", "doing", "don", "down", "during", "each",
@@ -88,6 +88,8 @@ mod tests {
     #[test]
     fn index_stem_stop_words_are_sorted() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+        // The memory segment's table of them numbers them in a byte.
+        assert!(STOP_WORDS.len() < 255);
     }
 
     #[test]

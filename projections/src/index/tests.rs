@@ -380,6 +380,8 @@ const PIECES: &[&str] = &[
     "rust",
     "Ｒｕｓｔ",
     "the",
+    "of",
+    "and the",
     "CI",
     "record.rs",
     "don’t",
@@ -462,10 +464,20 @@ fn build_query(docs: &[Doc], shape: (u8, usize, usize, usize)) -> String {
         _ if kind >= 192 || d.pieces.is_empty() => PIECES[i % PIECES.len()],
         n => PIECES[d.pieces[i % n]],
     };
-    match kind % 4 {
+    match kind % 5 {
         0 => piece(b).to_string(),
         1 => format!("{} {}", piece(b), piece(len)),
         2 => format!("\"{}\n{}\"", piece(b), piece(b + 1)),
+        // A phrase of two to four words of the document as written (stop words and their
+        // neighbours: pair terms).
+        4 => {
+            let words: Vec<&str> = d.text.split_whitespace().collect();
+            if words.is_empty() {
+                return "the".into();
+            }
+            let start = b % words.len();
+            format!("\"{}\"", words[start..(start + 2 + len % 3).min(words.len())].join(" "))
+        }
         _ => {
             let chars: Vec<char> = d.text.chars().collect();
             if chars.is_empty() {
@@ -646,7 +658,10 @@ proptest! {
                     prop_assert!((got - score).abs() <= 1e-5 * score.abs().max(1.0), "query {:?}: document {} scores {} against the model's {}", text, doc, got, score);
                 }
                 let same = reference.search(&query, &f, &visible, 1000).unwrap();
-                prop_assert_eq!(hits, same);
+                prop_assert_eq!(&hits, &same);
+                // Pair terms only find the documents sooner: without them, the same hits.
+                let unpaired = index.search(&query.without_pairs(), &f, &visible, 1000).unwrap();
+                prop_assert_eq!(hits, unpaired, "query {:?}: pair terms changed the hits", text);
             }
         }
     }
@@ -822,6 +837,8 @@ proptest! {
                     let hits = index.search(&query, &f, &visible, limit).unwrap();
                     let want: Vec<Hit> = all_hits.iter().take(limit).cloned().collect();
                     prop_assert_eq!(&hits, &want, "query {:?} limit {} filters {:?}", text, limit, f);
+                    let unpaired = index.search(&query.without_pairs(), &f, &visible, limit).unwrap();
+                    prop_assert_eq!(&hits, &unpaired, "query {:?} limit {}: pair terms changed the hits", text, limit);
                 }
             }
         }
@@ -1354,6 +1371,28 @@ fn index_commit_that_fails_to_be_written_gives_its_documents_back_or_drops_them(
     }
 }
 
+/// The documents and frequencies of every pair term of `texts` ([`super::pairs`]), from
+/// `tokenize` and the stop-word list: two word tokens at adjacent positions, one a stop word.
+fn naive_pairs(texts: &[String]) -> std::collections::BTreeMap<String, Vec<(u32, u32)>> {
+    let mut out: std::collections::BTreeMap<String, Vec<(u32, u32)>> = Default::default();
+    for (ord, t) in texts.iter().enumerate() {
+        let words: Vec<_> = tokenize(t).into_iter().filter(|t| t.kind == super::token::TokenKind::Word).collect();
+        for w in words.windows(2) {
+            let (a_stop, b_stop) = (super::stem::is_stop_word(&w[0].term), super::stem::is_stop_word(&w[1].term));
+            if w[0].position + 1 != w[1].position || !(a_stop || b_stop) {
+                continue;
+            }
+            let side = |t: &str, stop: bool| if stop { t.to_string() } else { format!("#{:03x}", crc32fast::hash(t.as_bytes()) % 1024) };
+            let list = out.entry(format!("\u{2}{} {}", side(&w[0].term, a_stop), side(&w[1].term, b_stop))).or_default();
+            match list.last_mut() {
+                Some((o, tf)) if *o == ord as u32 => *tf += 1,
+                _ => list.push((ord as u32, 1)),
+            }
+        }
+    }
+    out
+}
+
 /// The postings `tokenize` gives for every term of `texts` (document `i` has ordinal `i`).
 fn naive_postings(texts: &[String]) -> std::collections::BTreeMap<String, Vec<(u32, Vec<u32>)>> {
     let mut out: std::collections::BTreeMap<String, Vec<(u32, Vec<u32>)>> = Default::default();
@@ -1380,6 +1419,9 @@ fn index_memory_postings_equal_a_naive_build_with_long_terms_many_terms_and_long
     texts.push((0..300).map(|i| format!("averyveryverylongidentifier{i}")).collect::<Vec<_>>().join(" "));
     texts.push(format!("{} again", "x".repeat(300)));
     texts.push("我们用中文写文档 again 中文".to_string());
+    // Pair terms: stop words beside words, across a line break and punctuation, beside a cut
+    // word, beside CJK (no pair), and stop words side by side.
+    texts.push(format!("the cache and the index.\nOf the {} the 中文 the to the don't again", "y".repeat(300)));
     for i in 0..200 {
         texts.push(format!("again t{:x} averyveryverylongidentifier{} 文档", i * 7, i % 13));
     }
@@ -1395,17 +1437,32 @@ fn index_memory_postings_equal_a_naive_build_with_long_terms_many_terms_and_long
         assert_eq!(&got, want, "{term}");
     }
     let terms = index.memory.sorted_terms().unwrap();
-    let words: Vec<&str> = terms.iter().map(|(t, _)| *t).filter(|t| !t.starts_with(super::stem::STEM_PREFIX)).collect();
+    let words: Vec<&str> = terms
+        .iter()
+        .map(|(t, _)| *t)
+        .filter(|t| !t.starts_with(super::stem::STEM_PREFIX) && !t.starts_with(super::pairs::PAIR_PREFIX))
+        .collect();
     assert_eq!(words, naive.keys().map(String::as_str).collect::<Vec<_>>());
+    // Pair terms: exactly those of the naive build, with their documents and frequencies.
+    let pairs = naive_pairs(&texts);
+    let held: Vec<&str> = terms.iter().map(|(t, _)| *t).filter(|t| t.starts_with(super::pairs::PAIR_PREFIX)).collect();
+    assert_eq!(held, pairs.keys().map(String::as_str).collect::<Vec<_>>());
+    assert!(pairs.len() >= 3, "{pairs:?}");
+    for (term, want) in &pairs {
+        let got = index.memory.postings(term).unwrap().decode();
+        let got: Vec<(u32, u32)> = got.ordinals.iter().zip(&got.tfs).map(|(&o, &tf)| (o, tf)).collect();
+        assert_eq!(&got, want, "{term:?}");
+    }
     assert!(naive.keys().any(|t| t.len() == limits::TERM_SIZE_BYTES_MAX));
     // Committed, a segment answers as the memory did.
-    let before: Vec<BTreeSet<DocId>> = ["again", "\"again again\"", "t3f", "averyveryverylongidentifier12", "中文"]
+    let before: Vec<BTreeSet<DocId>> = ["again", "\"again again\"", "t3f", "averyveryverylongidentifier12", "中文", "\"and the index of the\""]
         .iter()
         .map(|x| search(&index, x, 300).into_iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect())
         .collect();
     assert_eq!(before[0].len(), texts.len() - 2);
+    assert_eq!(before[5], BTreeSet::from([5]), "the phrase of stop words across a line break");
     index.commit(1).unwrap();
-    let after: Vec<BTreeSet<DocId>> = ["again", "\"again again\"", "t3f", "averyveryverylongidentifier12", "中文"]
+    let after: Vec<BTreeSet<DocId>> = ["again", "\"again again\"", "t3f", "averyveryverylongidentifier12", "中文", "\"and the index of the\""]
         .iter()
         .map(|x| search(&index, x, 300).into_iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect())
         .collect();

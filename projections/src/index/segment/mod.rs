@@ -14,9 +14,10 @@ pub(crate) const FOOTER_MAGIC: &[u8; 8] = b"ORGNIEND";
 /// The segment format this build writes and reads (2: term blocks in blocks of 128 documents
 /// with a directory of skip and score bounds; 3: a word that is its own stem is not written in
 /// its stem term, which counts the documents it shares with the word instead; 4: blocks'
-/// score bounds are of one-byte length codes, as scores are). A segment of
-/// another format is refused, and the index, a projection, is rebuilt.
-pub(crate) const FORMAT_VERSION: u16 = 5;
+/// score bounds are of one-byte length codes, as scores are; 5: each block stores its documents'
+/// length codes; 6: pair terms of adjacent words with a stop word, `index/pairs.rs`). A segment
+/// of another format is refused, and the index, a projection, is rebuilt.
+pub(crate) const FORMAT_VERSION: u16 = 6;
 /// Header size.
 pub(crate) const HEADER_SIZE_BYTES: usize = 32;
 /// Footer size.
