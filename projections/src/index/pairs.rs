@@ -48,29 +48,34 @@ pub(crate) fn is_word_term(term: &str) -> bool {
     term.chars().next().is_some_and(|c| !is_cjk(c))
 }
 
+/// Appends `#` and the three lower-case hex digits of `word`'s bucket to `out` (by hand: the
+/// formatting machinery was a measurable part of adding a document).
+fn push_bucket(out: &mut String, word: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let b = bucket(word) as usize;
+    out.push('#');
+    for shift in [8, 4, 0] {
+        out.push(char::from(HEX[(b >> shift) & 0xf]));
+    }
+}
+
 /// Appends the pair term of adjacent words `a` then `b` to `out` and returns true, if one of
 /// them is a stop word (`a_stop`, `b_stop`: whether each is); else appends nothing.
 pub(crate) fn push_pair(out: &mut String, a: &str, a_stop: bool, b: &str, b_stop: bool) -> bool {
-    use std::fmt::Write;
-    match (a_stop, b_stop) {
-        (false, false) => return false,
-        (true, true) => {
-            out.push(PAIR_PREFIX);
-            out.push_str(a);
-            out.push(' ');
-            out.push_str(b);
-        }
-        (true, false) => {
-            out.push(PAIR_PREFIX);
-            out.push_str(a);
-            // Writing to a String cannot fail.
-            let _ = write!(out, " #{:03x}", bucket(b));
-        }
-        (false, true) => {
-            out.push(PAIR_PREFIX);
-            let _ = write!(out, "#{:03x} ", bucket(a));
-            out.push_str(b);
-        }
+    if !(a_stop || b_stop) {
+        return false;
+    }
+    out.push(PAIR_PREFIX);
+    if a_stop {
+        out.push_str(a);
+    } else {
+        push_bucket(out, a);
+    }
+    out.push(' ');
+    if b_stop {
+        out.push_str(b);
+    } else {
+        push_bucket(out, b);
     }
     true
 }
