@@ -1455,14 +1455,15 @@ fn index_memory_postings_equal_a_naive_build_with_long_terms_many_terms_and_long
     }
     assert!(naive.keys().any(|t| t.len() == limits::TERM_SIZE_BYTES_MAX));
     // Committed, a segment answers as the memory did.
-    let before: Vec<BTreeSet<DocId>> = ["again", "\"again again\"", "t3f", "averyveryverylongidentifier12", "中文", "\"and the index of the\""]
+    let before: Vec<BTreeSet<DocId>> = ["again", "\"again again\"", "t3f", "averyveryverylongidentifier12", "中文", "\"and the index of the\"", "用中文写文档"]
         .iter()
         .map(|x| search(&index, x, 300).into_iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect())
         .collect();
     assert_eq!(before[0].len(), texts.len() - 2);
     assert_eq!(before[5], BTreeSet::from([5]), "the phrase of stop words across a line break");
+    assert_eq!(before[6], BTreeSet::from([4]), "six characters of a CJK run");
     index.commit(1).unwrap();
-    let after: Vec<BTreeSet<DocId>> = ["again", "\"again again\"", "t3f", "averyveryverylongidentifier12", "中文", "\"and the index of the\""]
+    let after: Vec<BTreeSet<DocId>> = ["again", "\"again again\"", "t3f", "averyveryverylongidentifier12", "中文", "\"and the index of the\"", "用中文写文档"]
         .iter()
         .map(|x| search(&index, x, 300).into_iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect())
         .collect();
