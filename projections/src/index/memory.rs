@@ -230,8 +230,8 @@ struct DocToken {
 const STOP_SLOTS: usize = 512;
 
 /// The stop words by hash, open addressing on the hash's low bits: `(hash, one more than the
-/// index in the list)`, 0 an empty slot. A token's hash, computed anyway, finds whether it is a stop word in
-/// a load or two and, on a match, one comparison of a few bytes.
+/// index in the list)`, 0 an empty slot. A token's hash, computed anyway, finds whether it is
+/// a stop word in a load or two and, on a match, one comparison of a few bytes.
 fn stop_table() -> &'static [(u64, u8); STOP_SLOTS] {
     static TABLE: std::sync::OnceLock<[(u64, u8); STOP_SLOTS]> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
@@ -626,8 +626,8 @@ impl MemorySegment {
         tokens.clear();
         let mut length = 0;
         let stops = stop_table();
-        // The last token, if a word: where its term is, its position, and whether it may be a
-        // stop word. Two adjacent words of which one is a stop word add their pair term.
+        // The last token, if a word: where its term is, its position, and whether it is a stop
+        // word. Two adjacent words of which one is a stop word add their pair term.
         let mut last_word: Option<(u32, u32, u32, bool)> = None;
         let mut pair = std::mem::take(&mut self.pair_key);
         for_each_token(text, &mut |t| {
