@@ -1033,7 +1033,21 @@ fn partial_view(
                 if last == END {
                     return Ok(());
                 }
-                start = last + 1;
+                // No document before `cand` holds a term candidates come from. If the other
+                // terms together cannot make the list anywhere (bounded over the whole view),
+                // none of those documents can: the next window starts at `cand`, not after
+                // this one (windows end where the densest term's blocks do, so stepping one
+                // at a time to a rare term's next document was most of a partial pass of
+                // rare words beside a common one).
+                let rest: f64 = terms[..essential].iter().map(|t| t.2).sum();
+                if below(rest, threshold) {
+                    if cand == END {
+                        return Ok(());
+                    }
+                    start = cand;
+                } else {
+                    start = last + 1;
+                }
                 window_last = None;
                 continue;
             }

@@ -1514,3 +1514,44 @@ fn index_stem_term_leaves_out_the_word_that_is_its_own_stem_and_counts_what_they
         assert_eq!(before.len(), with_form);
     }
 }
+
+/// A partial pass that passes windows whose terms cannot reach the weakest held must not pass
+/// the documents after them: strong documents first (they set the threshold), then a long
+/// stretch of weak ones (every window there is passed), then stronger ones at the end, which
+/// must enter. The words come in two forms each (`alpha`, `alphas`), so that each partial
+/// term is a stem's list and its word's together (not a single list, which another walk takes).
+#[test]
+fn index_partial_pass_finds_strong_documents_after_a_stretch_of_weak_ones() {
+    let filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor";
+    let mut index = Index::in_memory();
+    let mut texts: Vec<String> = Vec::new();
+    for _ in 0..12 {
+        texts.push("alpha alpha beta beta".into());
+    }
+    // Long documents with the words once (weak), between short ones without them (which keep
+    // the average length low, so the long ones weaker still).
+    let long = format!("{filler} {filler} {filler} {filler} {filler} {filler} {filler} {filler}");
+    for i in 0..12000 {
+        texts.push(match i % 4 {
+            0 => format!("{long} alpha beta {long}"),
+            2 => format!("{long} alphas betas {long}"),
+            _ => "lorem ipsum".to_string(),
+        });
+    }
+    for _ in 0..10 {
+        texts.push("alpha alpha alpha beta beta beta".into());
+    }
+    for (i, t) in texts.iter().enumerate() {
+        index.add(i as DocId, &meta(i as i64), t).unwrap();
+    }
+    index.commit(1).unwrap();
+    // No document holds `zeta`: every hit is partial.
+    let unpruned = search(&index, "alpha beta zeta", 5000);
+    assert!(unpruned.iter().all(|h| h.matched == Match::Partial));
+    // The last ten documents are the best ten: the pass has to reach them.
+    assert!(unpruned[..10].iter().all(|h| h.doc >= 12012), "{:?}", unpruned[..12].iter().map(|h| (h.doc, h.score)).collect::<Vec<_>>());
+    for limit in [3, 5, 10, 20] {
+        let hits = search(&index, "alpha beta zeta", limit);
+        assert_eq!(hits, unpruned[..limit].to_vec(), "limit {limit}");
+    }
+}
