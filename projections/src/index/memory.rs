@@ -643,12 +643,11 @@ impl MemorySegment {
                 return;
             }
             let stop = is_stop(stops, h, t.term);
+            pair.clear();
             if let Some((a_start, a_end, a_position, a_stop)) = last_word
-                && (a_stop || stop)
                 && a_position + 1 == t.position
+                && push_pair(&mut pair, &terms[a_start as usize..a_end as usize], a_stop, t.term, stop)
             {
-                pair.clear();
-                push_pair(&mut pair, &terms[a_start as usize..a_end as usize], a_stop, t.term, stop);
                 let p_start = terms.len();
                 terms.push_str(&pair);
                 tokens.push(DocToken {
@@ -723,5 +722,28 @@ impl MemorySegment {
                 Ok((k, MemPostings { segment: self, term: t }))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// The hash table of stop words answers as the list does: every stop word, and no other
+    /// word (prefixes, extensions, case, long words among them).
+    #[test]
+    fn index_memory_stop_table_agrees_with_the_stop_word_list() {
+        let table = stop_table();
+        for w in super::super::stem::STOP_WORDS {
+            assert!(is_stop(table, hash(w.as_bytes()), w), "{w}");
+            for other in [format!("{w}s"), format!("x{w}"), w[..w.len() - 1].to_string(), w.to_uppercase()] {
+                let want = super::super::stem::is_stop_word(&other);
+                assert_eq!(is_stop(table, hash(other.as_bytes()), &other), want, "{other:?}");
+            }
+        }
+        for w in ["query", "line", "yourselvess", "", "中文"] {
+            assert!(!is_stop(table, hash(w.as_bytes()), w), "{w}");
+        }
     }
 }

@@ -30,7 +30,7 @@ use super::token::is_cjk;
 pub(crate) const PAIR_PREFIX: char = '\u{2}';
 
 /// Buckets of the words beside a stop word (a power of two).
-pub(crate) const PAIR_BUCKETS: u32 = 1 << 10;
+const PAIR_BUCKETS: u32 = 1 << 10;
 
 /// The longest stop word, in bytes: a longer token is never one (a quick test before the
 /// lookup).
@@ -44,7 +44,7 @@ pub(crate) fn bucket(word: &str) -> u32 {
 
 /// True if `term` is a word's term (not a CJK unigram or bigram: those begin with a CJK
 /// character, which no word holds).
-pub(crate) fn is_word_term(term: &str) -> bool {
+fn is_word_term(term: &str) -> bool {
     term.chars().next().is_some_and(|c| !is_cjk(c))
 }
 
