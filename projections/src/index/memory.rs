@@ -796,6 +796,20 @@ mod tests {
         }
         assert_eq!(m.find_id("abcdefghijklmnopq"), None);
         assert_eq!(m.find_id("b"), None);
+        // Terms come out in byte order: keys sharing their first 15 bytes, prefixes of each
+        // other, a NUL against the end of a key, bytes above 0x7f.
+        for &id in &ids {
+            m.terms[id as usize].count = 1;
+        }
+        for k in ["abcdefghijklmnopqrstuvwxya", "\u{1}abc", "\u{2}a b", "zé", "z", "abcdefghijklmnoa", "abcdefghijklmn"] {
+            let id = m.intern(k, false);
+            m.terms[id as usize].count = 1;
+        }
+        let got: Vec<&str> = m.sorted_terms().unwrap().into_iter().map(|(k, _)| k).collect();
+        let mut want = got.clone();
+        want.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        assert_eq!(got, want);
+        assert_eq!(got.len(), keys.len() + 7);
     }
 
     /// The hash table of stop words answers as the list does: every stop word, and no other
