@@ -113,8 +113,9 @@ pub enum Feed {
 }
 
 /// Origin: every record appended to a fresh durable journal (one fdatasync per record, as
-/// ingest does), the catalog fed from the journal as the tools do (decode, tokenize; every
-/// 50,000 documents a segment written on a thread of its own while feeding goes on), merges
+/// ingest does), the catalog fed from the journal as the tools do (decode, tokenize; a
+/// segment written on a thread of its own whenever the in-memory documents reach the commit
+/// budget, while feeding goes on; `LAB_COMMIT_DOCS` sets a count instead, for labs), merges
 /// on a second thread as `origin mcp` runs them, a last commit and the merges the policy still
 /// calls for. Sequential: see [`Feed`].
 pub fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
@@ -125,7 +126,10 @@ pub fn origin_build(records: &[(u8, u8, Vec<u8>)], dir: &Path) -> Build {
 pub fn origin_build_with(records: &[(u8, u8, Vec<u8>)], dir: &Path, feed: Feed) -> Build {
     let start = Instant::now();
     let journal = Arc::new(Journal::open(dir.join("journal"), Options::default()).expect("journal"));
-    let (catalog, _) = Catalog::open(&dir.join("index"), &journal).expect("catalog");
+    let (mut catalog, _) = Catalog::open(&dir.join("index"), &journal).expect("catalog");
+    if let Some(n) = std::env::var("LAB_COMMIT_DOCS").ok().and_then(|s| s.parse().ok()) {
+        catalog.set_commit_docs(n);
+    }
     let catalog = Arc::new(Mutex::new(catalog));
     let done = Arc::new(AtomicBool::new(false));
     let merges = {

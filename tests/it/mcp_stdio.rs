@@ -34,7 +34,14 @@ fn server_command(home: &Path) -> tokio::process::Command {
 }
 
 async fn connect(home: &Path, client: &str) -> RunningService<RoleClient, ClientConfig> {
-    let transport = TokioChildProcess::new(server_command(home)).expect("spawn origin mcp");
+    connect_with(home, client, &[]).await
+}
+
+/// [`connect`], the server given these environment variables besides.
+async fn connect_with(home: &Path, client: &str, env: &[(&str, &str)]) -> RunningService<RoleClient, ClientConfig> {
+    let mut command = server_command(home);
+    command.envs(env.iter().copied());
+    let transport = TokioChildProcess::new(command).expect("spawn origin mcp");
     let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new(client, "1.0"));
     info.serve(transport).await.expect("initialize")
 }
@@ -330,13 +337,35 @@ fn segment_files(home: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// `ORIGIN_INDEX_COMMIT_MB` sets the memory that calls for a segment: a catch-up of 15,000
+/// small events under 1 MiB writes several segments, which hold them all (and the sample
+/// logs' events).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_writes_a_segment_each_time_its_memory_reaches_the_budget_set() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    store_of_many_events(dir.path(), 3, 5_000);
+    let c = connect_with(dir.path(), "claude-code", &[("ORIGIN_INDEX_COMMIT_MB", "1")]).await;
+    let found = ok(&call(&c, "search", json!({"query": "omegaword"})).await);
+    assert!(found.to_string().contains("omegaword"), "{found}");
+    c.cancel().await.expect("close");
+    let index_dir = dir.path().join("projections").join("index");
+    let listed = || origin_projections::Index::open_shared(&index_dir).map(|i| (i.segments().len(), i.doc_count())).unwrap_or((0, 0));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while listed().1 < 15_000 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (segments, docs) = listed();
+    assert!(docs >= 15_000, "{docs} documents");
+    assert!(segments >= 2, "{segments} segment(s) under a budget of 1 MiB");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_writes_the_index_of_a_large_catch_up_on_a_thread_of_its_own_and_keeps_every_event() {
     let dir = tempfile::tempdir().expect("tempdir");
-    // More events than one in-memory segment holds (50,000): the first segment is written on
-    // a thread of its own while the rest are fed.
+    // More events than one in-memory segment holds (50,000, as set here): the first segment is
+    // written on a thread of its own while the rest are fed.
     store_of_many_events(dir.path(), 13, 5_000);
-    let c = connect(dir.path(), "claude-code").await;
+    let c = connect_with(dir.path(), "claude-code", &[("ORIGIN_INDEX_COMMIT_DOCS", "50000")]).await;
     for word in ["alphaword", "omegaword"] {
         let found = ok(&call(&c, "search", json!({"query": word})).await);
         assert!(found.to_string().contains(word), "{word}: {found}");

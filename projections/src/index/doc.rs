@@ -49,11 +49,24 @@ pub(crate) struct DocTable {
     token_count: u64,
     /// Keys by ordinal, for tables being built (empty for a table decoded from a segment).
     keys: Vec<String>,
+    /// Bytes of the strings and keys held, with their headers (what [`DocTable::heap_bytes`]
+    /// counts without walking them).
+    string_bytes: usize,
 }
 
 impl DocTable {
     pub(crate) fn len(&self) -> u32 {
         self.rows.len() as u32
+    }
+
+    /// About the bytes of memory the table takes (its vectors' room and its strings).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.rows.capacity() * size_of::<DocRow>()
+            + self.lengths.capacity() * 4
+            + self.codes.capacity()
+            + self.times.capacity() * 8
+            + self.keys.capacity() * size_of::<String>()
+            + self.string_bytes
     }
 
     pub(crate) fn row(&self, ordinal: u32) -> &DocRow {
@@ -100,6 +113,8 @@ impl DocTable {
         let id = self.strings.len() as u32;
         self.strings.push(s.to_string());
         self.string_ids.insert(s.to_string(), id);
+        // Twice: the list and the map; with the map's entry.
+        self.string_bytes += 2 * s.len() + 3 * size_of::<String>() + 4;
         id
     }
 
@@ -132,6 +147,7 @@ impl DocTable {
             position: meta.position,
         };
         self.keys.push(meta.key.clone());
+        self.string_bytes += meta.key.len();
         self.push_row(row, length)
     }
 
@@ -141,6 +157,7 @@ impl DocTable {
         row.source = self.intern(other.string(row.source));
         row.project = self.intern(other.string(row.project));
         self.keys.push(key.to_owned());
+        self.string_bytes += key.len();
         self.push_row(row, other.lengths[ordinal as usize])
     }
 

@@ -207,16 +207,29 @@ pub(crate) struct MemorySegment {
     touched: Vec<u32>,
     /// Where a document's entry is encoded before it is appended.
     scratch: Vec<u8>,
-    /// The document being added: its tokens' terms, one after another, and its tokens.
-    doc_terms: String,
-    doc_tokens: Vec<DocToken>,
-    /// Where a pair term's key is put together.
-    pair_key: String,
+    /// The document being added by [`MemorySegment::add`], tokenized.
+    prepared: Prepared,
 }
 
-/// A token of the document being added.
+/// A document tokenized for [`MemorySegment::add_prepared`]: its tokens' terms, one after
+/// another, and its tokens with their hashes and pair terms. Made by [`Prepared::prepare`],
+/// which reads nothing of a segment, so that documents can be tokenized on one thread and
+/// added on another.
+#[derive(Default)]
+pub(crate) struct Prepared {
+    terms: String,
+    tokens: Vec<DocToken>,
+    /// Positions the document takes (its last token's, plus one).
+    length: u32,
+    /// Bytes of the document's text.
+    text_bytes: usize,
+    /// Where a pair term's key is put together.
+    pair: String,
+}
+
+/// A token of a prepared document.
 struct DocToken {
-    /// Its term in [`MemorySegment::doc_terms`].
+    /// Its term in [`Prepared::terms`].
     start: u32,
     end: u32,
     position: u32,
@@ -280,9 +293,7 @@ impl Default for MemorySegment {
             occurrences: Vec::new(),
             touched: Vec::new(),
             scratch: Vec::new(),
-            doc_terms: String::new(),
-            doc_tokens: Vec::new(),
-            pair_key: String::new(),
+            prepared: Prepared::default(),
         }
     }
 }
@@ -318,6 +329,65 @@ fn hash(key: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write(key);
     h.finish()
+}
+
+/// Bytes of terms a [`Prepared`] keeps room for between documents; one prepared for a larger
+/// document gives the rest back ([`Prepared::trim`]).
+const PREPARED_KEPT_BYTES: usize = 1 << 16;
+
+impl Prepared {
+    /// Gives back what a large document made it hold beyond a typical document's room.
+    pub(crate) fn trim(&mut self) {
+        self.terms.shrink_to(PREPARED_KEPT_BYTES);
+        self.tokens.shrink_to(PREPARED_KEPT_BYTES / 8);
+    }
+
+    /// Tokenizes `text`: each token with its hash, and the pair terms of adjacent words of
+    /// which one is a stop word.
+    pub(crate) fn prepare(&mut self, text: &str) {
+        let Prepared { terms, tokens, length, text_bytes, pair } = self;
+        terms.clear();
+        tokens.clear();
+        *length = 0;
+        *text_bytes = text.len();
+        let stops = stop_table();
+        // The last token, if a word: where its term is, its position, and whether it is a stop
+        // word. Two adjacent words of which one is a stop word add their pair term.
+        let mut last_word: Option<(u32, u32, u32, bool)> = None;
+        for_each_token(text, &mut |t| {
+            let start = terms.len();
+            terms.push_str(t.term);
+            let end = terms.len() as u32;
+            let h = hash(t.term.as_bytes());
+            let word = t.kind == TokenKind::Word;
+            tokens.push(DocToken { start: start as u32, end, position: t.position, word, pair: false, hash: h });
+            *length = t.position + 1;
+            if !word {
+                last_word = None;
+                return;
+            }
+            let stop = is_stop(stops, h, t.term);
+            pair.clear();
+            if let Some((a_start, a_end, a_position, a_stop)) = last_word
+                && a_position + 1 == t.position
+                && push_pair(pair, &terms[a_start as usize..a_end as usize], a_stop, t.term, stop)
+            {
+                let p_start = terms.len();
+                terms.push_str(pair);
+                tokens.push(DocToken {
+                    start: p_start as u32,
+                    end: terms.len() as u32,
+                    position: a_position,
+                    word: false,
+                    pair: true,
+                    hash: hash(pair.as_bytes()),
+                });
+            }
+            last_word = Some((start as u32, end, t.position, stop));
+        });
+        // Room to read 16 bytes from any token's start ([`key_form_at`]).
+        terms.push_str("\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0");
+    }
 }
 
 impl MemorySegment {
@@ -639,6 +709,16 @@ impl MemorySegment {
 
     /// Tokenizes and adds one document (its id not yet in the index: the caller checks).
     pub(crate) fn add(&mut self, doc: DocId, meta: &DocMeta, text: &str, stems: &Stems) -> Result<(), IndexError> {
+        let mut prepared = std::mem::take(&mut self.prepared);
+        prepared.prepare(text);
+        let added = self.add_prepared(doc, meta, &prepared, stems);
+        self.prepared = prepared;
+        added
+    }
+
+    /// Adds one document tokenized by [`Prepared::prepare`] (its id not yet in the index: the
+    /// caller checks). The same as [`MemorySegment::add`] of its text.
+    pub(crate) fn add_prepared(&mut self, doc: DocId, meta: &DocMeta, prepared: &Prepared, stems: &Stems) -> Result<(), IndexError> {
         DocTable::check_meta(meta).map_err(IndexError::Invalid)?;
         if self.docs.len() >= SEGMENT_DOCS_MAX {
             return Err(IndexError::Invalid(format!(
@@ -650,59 +730,17 @@ impl MemorySegment {
         // stream with its stem's, and 10 more of a pair term's, in chunks at most 4 times what
         // they hold (each chunk at most doubles the full one before it), plus a header and
         // page ends. 192 bytes per token and two pages bound it.
-        let tokens = text.len().min(2 * DOC_TOKENS_MAX as usize);
+        let tokens = prepared.text_bytes.min(2 * DOC_TOKENS_MAX as usize);
         let bound = tokens * 192 + 2 * PAGE_SIZE;
         if (self.pages.len() * PAGE_SIZE).saturating_add(bound) > PAGES_MAX * PAGE_SIZE {
             return Err(IndexError::Invalid("the in-memory segment's postings are full; commit before adding more".into()));
         }
         let ordinal = self.docs.len();
-        // The document's tokens first, each with its hash; then, a batch at a time, the slots
-        // of the batch and the records they name are read ahead of their use, so that the
-        // processor waits for many cache misses at once rather than for two per token.
-        let (mut terms, mut tokens) = (std::mem::take(&mut self.doc_terms), std::mem::take(&mut self.doc_tokens));
-        terms.clear();
-        tokens.clear();
-        let mut length = 0;
-        let stops = stop_table();
-        // The last token, if a word: where its term is, its position, and whether it is a stop
-        // word. Two adjacent words of which one is a stop word add their pair term.
-        let mut last_word: Option<(u32, u32, u32, bool)> = None;
-        let mut pair = std::mem::take(&mut self.pair_key);
-        for_each_token(text, &mut |t| {
-            let start = terms.len();
-            terms.push_str(t.term);
-            let end = terms.len() as u32;
-            let h = hash(t.term.as_bytes());
-            let word = t.kind == TokenKind::Word;
-            tokens.push(DocToken { start: start as u32, end, position: t.position, word, pair: false, hash: h });
-            length = t.position + 1;
-            if !word {
-                last_word = None;
-                return;
-            }
-            let stop = is_stop(stops, h, t.term);
-            pair.clear();
-            if let Some((a_start, a_end, a_position, a_stop)) = last_word
-                && a_position + 1 == t.position
-                && push_pair(&mut pair, &terms[a_start as usize..a_end as usize], a_stop, t.term, stop)
-            {
-                let p_start = terms.len();
-                terms.push_str(&pair);
-                tokens.push(DocToken {
-                    start: p_start as u32,
-                    end: terms.len() as u32,
-                    position: a_position,
-                    word: false,
-                    pair: true,
-                    hash: hash(pair.as_bytes()),
-                });
-            }
-            last_word = Some((start as u32, end, t.position, stop));
-        });
-        self.pair_key = pair;
-        // Room to read 16 bytes from any token's start ([`key_form_at`]).
-        terms.push_str("\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0");
-        for batch in tokens.chunks(TOKEN_BATCH) {
+        // A batch of tokens at a time, the slots of the batch and the records they name are
+        // read ahead of their use, so that the processor waits for many cache misses at once
+        // rather than for two per token.
+        let terms = prepared.terms.as_str();
+        for batch in prepared.tokens.chunks(TOKEN_BATCH) {
             let mask = self.slots.len() - 1;
             let mut touched = 0u64;
             for t in batch {
@@ -732,12 +770,20 @@ impl MemorySegment {
                 }
             }
         }
-        self.doc_terms = terms;
-        self.doc_tokens = tokens;
         self.close(ordinal);
-        let pushed = self.docs.push(doc, meta, length);
+        let pushed = self.docs.push(doc, meta, prepared.length);
         assert_eq!(pushed, ordinal, "the document takes the ordinal its postings were given");
         Ok(())
+    }
+
+    /// About the bytes of memory the segment takes: its arena's pages, terms, slots, long
+    /// keys and document table (what [`crate::catalog::Catalog::wants_commit`] weighs).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.pages.len() * PAGE_SIZE
+            + self.terms.capacity() * size_of::<Term>()
+            + self.slots.capacity() * 8
+            + self.long_keys.capacity()
+            + self.docs.heap_bytes()
     }
 
     pub(crate) fn is_empty(&self) -> bool {

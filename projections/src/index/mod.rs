@@ -83,6 +83,10 @@ use stem::Stems;
 /// A document's id, chosen by the caller (unique within the index).
 pub type DocId = u32;
 
+/// Text [`Index::add_all`] must be given before it tokenizes on a helper thread: below this,
+/// starting the thread (tens of microseconds) costs about what it saves.
+pub const PARALLEL_TEXT_BYTES: usize = 64 * 1024;
+
 /// Entries or events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -230,6 +234,8 @@ pub struct Index {
     /// The largest id in the index (segments and memory), if any.
     last_doc: Option<DocId>,
     stems: Stems,
+    /// Buffers [`Index::add_all`]'s helper tokenizes into, kept from one call to the next.
+    spare_runs: Vec<Vec<memory::Prepared>>,
 }
 
 impl std::fmt::Debug for Index {
@@ -306,6 +312,7 @@ impl Index {
             mark: None,
             last_doc: None,
             stems: Stems::new(),
+            spare_runs: Vec::new(),
         }
     }
 
@@ -441,6 +448,91 @@ impl Index {
         Ok(())
     }
 
+    /// Adds documents in order: the same as [`Index::add`] of each in turn, and stops at the
+    /// first that fails (those before it stay added). When they hold enough text to be worth a
+    /// thread ([`PARALLEL_TEXT_BYTES`]), a helper thread tokenizes each document while the one
+    /// before it goes into the in-memory segment, so that a catch-up keeps two cores busy.
+    pub fn add_all(&mut self, docs: &[(DocId, DocMeta, &str)]) -> Result<(), IndexError> {
+        let text_bytes: usize = docs.iter().map(|d| d.2.len()).sum();
+        if docs.len() < 2 || text_bytes < PARALLEL_TEXT_BYTES {
+            return docs.iter().try_for_each(|(doc, meta, text)| self.add(*doc, meta, text));
+        }
+        // The helper tokenizes runs of documents into buffers the adder hands back, a run or
+        // two ahead: handing over each document alone woke a thread per document, which cost
+        // more than the tokenizing saved. The buffers are kept for the next call.
+        const RUN: usize = 32;
+        const AHEAD: usize = 2;
+        let mut spare = std::mem::take(&mut self.spare_runs);
+        spare.resize_with(AHEAD + 1, Vec::new);
+        let (result, spare) = std::thread::scope(|s| {
+            let (prepared_tx, prepared_rx) = std::sync::mpsc::sync_channel::<Vec<memory::Prepared>>(AHEAD);
+            let (spare_tx, spare_rx) = std::sync::mpsc::channel::<Vec<memory::Prepared>>();
+            for run in spare {
+                // The receiver is alive here; a send cannot fail.
+                let _ = spare_tx.send(run);
+            }
+            let helper = std::thread::Builder::new().name("origin-tokenize".into()).spawn_scoped(s, move || {
+                for run in docs.chunks(RUN) {
+                    let Ok(mut buffers) = spare_rx.recv() else { break };
+                    if buffers.len() < run.len() {
+                        buffers.resize_with(run.len(), memory::Prepared::default);
+                    }
+                    for (p, (_, _, text)) in buffers.iter_mut().zip(run) {
+                        p.prepare(text);
+                    }
+                    if prepared_tx.send(buffers).is_err() {
+                        break;
+                    }
+                }
+                spare_rx
+            });
+            let Ok(helper) = helper else {
+                // No thread to be had: tokenize here.
+                drop((prepared_rx, spare_tx));
+                let result = docs.iter().try_for_each(|(doc, meta, text)| self.add(*doc, meta, text));
+                return (result, Vec::new());
+            };
+            let mut result = Ok(());
+            let mut kept = Vec::new();
+            'runs: for run in docs.chunks(RUN) {
+                // The helper sends one buffer per run unless it panicked (the scope passes the
+                // panic on when it ends).
+                let Ok(buffers) = prepared_rx.recv() else { break };
+                for ((doc, meta, _), p) in run.iter().zip(&buffers) {
+                    result = self.add_prepared(*doc, meta, p);
+                    if result.is_err() {
+                        kept.push(buffers);
+                        break 'runs;
+                    }
+                }
+                let _ = spare_tx.send(buffers);
+            }
+            // The helper stops at its next send or wait once these are gone (what it had
+            // sent is taken back first).
+            kept.extend(prepared_rx.try_iter());
+            drop((prepared_rx, spare_tx));
+            if let Ok(spare_rx) = helper.join() {
+                kept.extend(spare_rx.try_iter());
+            }
+            (result, kept)
+        });
+        self.spare_runs = spare;
+        for run in &mut self.spare_runs {
+            run.iter_mut().for_each(memory::Prepared::trim);
+        }
+        result
+    }
+
+    /// [`Index::add`] of a document tokenized already.
+    fn add_prepared(&mut self, doc: DocId, meta: &DocMeta, prepared: &memory::Prepared) -> Result<(), IndexError> {
+        if self.last_doc.is_some_and(|last| doc <= last) {
+            return Err(IndexError::DuplicateDoc(doc));
+        }
+        self.memory.add_prepared(doc, meta, prepared, &self.stems)?;
+        self.last_doc = Some(doc);
+        Ok(())
+    }
+
     /// The largest document id in the index: the next one added must be above it.
     pub fn last_doc(&self) -> Option<DocId> {
         self.last_doc
@@ -451,6 +543,11 @@ impl Index {
         self.segments.iter().map(|s| s.doc_count() as usize).sum::<usize>()
             + self.frozen.as_ref().map_or(0, |f| f.docs.len() as usize)
             + self.memory.docs.len() as usize
+    }
+
+    /// About the bytes of memory the in-memory segment takes (commit when it grows large).
+    pub fn memory_bytes(&self) -> usize {
+        self.memory.heap_bytes()
     }
 
     /// Documents waiting in the in-memory segment (commit when it grows large).

@@ -936,6 +936,68 @@ fn index_segment_round_trip_keeps_results_identical() {
     }
 }
 
+/// Documents of every script and size, from [`PIECES`] and the corpus's texts, with a few
+/// far longer than the rest: enough text for [`Index::add_all`] to tokenize on its helper.
+fn many_docs(seed: u64, count: usize) -> Vec<(DocId, DocMeta, String)> {
+    let mut rng = seed;
+    let mut next = || {
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (rng >> 33) as usize
+    };
+    let base = corpus();
+    (0..count)
+        .map(|i| {
+            let words = if i % 97 == 5 { 3_000 } else { 5 + next() % 120 };
+            let mut text = base[next() % base.len()].2.clone();
+            for _ in 0..words {
+                text.push_str(PIECES[next() % PIECES.len()]);
+                text.push_str(SEPARATORS[next() % SEPARATORS.len()]);
+            }
+            (i as DocId * 2 + 1, DocMeta { key: format!("k{i}"), ..meta(i as i64 % 50) }, text)
+        })
+        .collect()
+}
+
+/// `Index::add_all` (tokenizing on a helper thread when given enough text) writes the very
+/// segment that adding the same documents one by one writes, byte for byte, whatever the
+/// runs it is given; and it stops at the first document that fails, keeping those before.
+#[test]
+fn index_add_all_writes_the_segment_adding_one_by_one_writes() {
+    let docs = many_docs(7, 700);
+    let text_bytes: usize = docs.iter().map(|d| d.2.len()).sum();
+    assert!(text_bytes > 4 * PARALLEL_TEXT_BYTES, "{text_bytes} bytes");
+    let one_by_one = tempfile::tempdir().unwrap();
+    let mut index = Index::open(one_by_one.path()).unwrap();
+    add_all(&mut index, &docs);
+    let before = results(&index);
+    index.commit(9).unwrap();
+    let expected = fs::read(segment_file(one_by_one.path())).unwrap();
+    for runs in [vec![700], vec![1, 2, 3, 300, 394], vec![350, 350], vec![64; 11]] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = Index::open(dir.path()).unwrap();
+        let mut at = 0;
+        for n in runs {
+            let n = n.min(docs.len() - at);
+            let run: Vec<(DocId, DocMeta, &str)> = docs[at..at + n].iter().map(|(d, m, t)| (*d, m.clone(), t.as_str())).collect();
+            index.add_all(&run).unwrap();
+            at += n;
+        }
+        assert_eq!(at, docs.len());
+        assert_eq!(results(&index), before);
+        index.commit(9).unwrap();
+        assert!(fs::read(segment_file(dir.path())).unwrap() == expected, "the segments differ");
+    }
+    // A document that fails (its id not above the last) stops the run there.
+    let mut index = Index::in_memory();
+    let mut run: Vec<(DocId, DocMeta, &str)> = docs[..400].iter().map(|(d, m, t)| (*d, m.clone(), t.as_str())).collect();
+    run[300].0 = run[299].0;
+    assert!(matches!(index.add_all(&run), Err(IndexError::DuplicateDoc(d)) if d == run[299].0));
+    assert_eq!(index.doc_count(), 300);
+    assert_eq!(index.last_doc(), Some(run[299].0));
+    index.add_all(&run[300..].iter().map(|(d, m, t)| (*d + 1, m.clone(), *t)).collect::<Vec<_>>()).unwrap();
+    assert_eq!(index.doc_count(), 400);
+}
+
 #[test]
 fn index_merge_keeps_results_identical() {
     let dir = tempfile::tempdir().unwrap();

@@ -122,6 +122,13 @@ fn commit_docs_setting() -> Option<u32> {
     positive_setting("ORIGIN_INDEX_COMMIT_DOCS", &instead).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
+/// `ORIGIN_INDEX_COMMIT_MB`: megabytes (MiB) of in-memory documents that call for a segment of
+/// the text index.
+fn commit_bytes_setting() -> Option<usize> {
+    let instead = format!("writing a segment every {} MiB", origin_projections::catalog::COMMIT_BYTES >> 20);
+    positive_setting("ORIGIN_INDEX_COMMIT_MB", &instead).map(|n| usize::try_from(n.saturating_mul(1 << 20)).unwrap_or(usize::MAX))
+}
+
 /// Arguments of `search`.
 #[derive(Debug, Default, Clone)]
 pub struct SearchArgs {
@@ -311,6 +318,9 @@ impl Archive {
         let (mut catalog, opened) = Catalog::open(&home.join("projections").join("index"), &journal)?;
         if let Some(n) = commit_docs_setting() {
             catalog.set_commit_docs(n);
+        }
+        if let Some(n) = commit_bytes_setting() {
+            catalog.set_commit_bytes(n);
         }
         catalog.seed_entries(&state)?;
         if let CatalogOpened::Rebuilt { reason } = &opened {
