@@ -104,7 +104,8 @@ pub struct Build {
 /// How the build hands records from the journal's writer to the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Feed {
-    /// One thread: append a record (durably), then feed it, then the next.
+    /// No writer thread: append a record (durably), then feed it, then the next (the index
+    /// still tokenizes a large record's events on its helper thread, `Index::add_all`).
     Sequential,
     /// As `origin mcp` runs (the watch thread ingests while the tools' catch-up feeds the
     /// index) and as `origin ingest` beside a running server does: one thread appends every
