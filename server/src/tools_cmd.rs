@@ -227,7 +227,11 @@ pub fn mcp(home: &Path, agents: &AgentsArgs) -> Result<Exit> {
         Archive::open(&home, homes, recorded.as_deref()).with_context(|| format!("opening the store in {}", home.display()))
     })?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("starting the async runtime")?;
-    rt.block_on(crate::tools::mcp::serve_stdio(opening))?;
+    let served = rt.block_on(crate::tools::mcp::serve_stdio(opening));
+    // Not waiting for the task that reads stdin: after a SIGTERM the client may keep stdin
+    // open, and a read in progress would hold the runtime's end forever.
+    rt.shutdown_background();
+    served?;
     Ok(Exit::Ok)
 }
 

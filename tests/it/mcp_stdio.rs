@@ -316,6 +316,60 @@ async fn a_server_that_rebuilt_its_state_saves_a_snapshot_when_its_client_leaves
     assert!(found.to_string().contains("healthz"), "{found}");
 }
 
+/// SIGTERM ends a session as the end of stdin does: the server saves its snapshot and exits
+/// (with stdin still open, as a client that sends SIGTERM leaves it), instead of dying with
+/// what it had not saved.
+#[test]
+fn a_server_sent_sigterm_saves_its_snapshot_and_exits() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let snapshot = dir.path().join("projections").join("state.snap");
+    let mut child = Command::new(origin_bin())
+        .arg("--home")
+        .arg(dir.path())
+        .args(["mcp", "--agents-home"])
+        .arg(sample())
+        .args(["--recorded-home", "/home/dev"])
+        .env("ORIGIN_WATCH_INTERVAL_MS", "0")
+        .env("ORIGIN_DEVICE", "laptop")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn origin mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut send = |v: Value| writeln!(stdin, "{v}").and_then(|()| stdin.flush()).expect("write");
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "healthz"}}}));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(stdout.read_line(&mut line).expect("read") > 0, "the server ended before answering");
+        let v: Value = serde_json::from_str(&line).expect("a JSON line");
+        if v["id"] == 2 {
+            assert_ne!(v["result"]["isError"], true, "{v}");
+            break;
+        }
+    }
+    assert!(!snapshot.exists(), "saved before the session ended");
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    assert!(killed.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running 30 s after SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(snapshot.exists(), "no state snapshot after SIGTERM");
+    drop(stdin);
+}
+
 /// A store whose journal holds `records` ingested records of `per` short messages each; the
 /// first record's first message says `alphaword`, the last record's last says `omegaword`.
 fn store_of_many_events(home: &Path, records: usize, per: usize) {

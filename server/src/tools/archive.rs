@@ -456,6 +456,20 @@ impl Archive {
     /// text index's in-memory documents (so the next start replays and indexes only what
     /// follows).
     pub fn save_snapshot(&self) -> Result<(), ToolError> {
+        // The state's snapshot first: it is what a next start needs most (rebuilding the state
+        // reads the whole journal), and writing it takes a fraction of a second, while the
+        // index's commit below may take seconds, which a client ending the process may not
+        // wait for (its documents are then fed again from the index's mark).
+        {
+            let mut inner = guard(&self.inner);
+            if inner.state.read_to() != inner.saved_to {
+                let dir = self.home.join("projections");
+                std::fs::create_dir_all(&dir).map_err(store_error)?;
+                let path = dir.join(origin_projections::state::SNAPSHOT_FILE_NAME);
+                inner.state.save_snapshot(&self.journal, &origin_engine::vfs::OsFs, &path).map_err(store_error)?;
+                inner.saved_to = inner.state.read_to();
+            }
+        }
         // A commit being written is waited for without holding the archive, then installed.
         let pending = guard(&self.inner).commit.take();
         let mut inner = match pending {
@@ -469,14 +483,6 @@ impl Archive {
         };
         // Another process may hold the index's lock: then its documents stay for it to write.
         inner.catalog.commit().map_err(store_error)?;
-        if inner.state.read_to() == inner.saved_to {
-            return Ok(());
-        }
-        let dir = self.home.join("projections");
-        std::fs::create_dir_all(&dir).map_err(store_error)?;
-        let path = dir.join(origin_projections::state::SNAPSHOT_FILE_NAME);
-        inner.state.save_snapshot(&self.journal, &origin_engine::vfs::OsFs, &path).map_err(store_error)?;
-        inner.saved_to = inner.state.read_to();
         Ok(())
     }
 

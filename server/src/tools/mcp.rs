@@ -472,13 +472,15 @@ struct Merges {
 }
 
 impl Merges {
-    fn stop(mut self) {
+    /// Tells the thread to stop at its next look, without waiting for it: a merge under way
+    /// (settling a large store takes tens of seconds) is left to the process's end, which
+    /// clients allow only seconds. What it leaves is a temporary file the next start deletes;
+    /// its inputs stay listed until a merge is installed (the manifest is renamed into place).
+    fn stop(self) {
         let (lock, cv) = &*self.stop;
         *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
         cv.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        drop(self.thread);
     }
 }
 
@@ -610,6 +612,20 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
         })
     };
     let service = Server::opening(opening.clone()).serve((server_in, tokio::io::stdout())).await?;
+    // SIGTERM ends the session as the end of stdin does, so that what follows still runs:
+    // clients that close stdin wait a few seconds, then send SIGTERM, then SIGKILL.
+    let cancel = service.cancellation_token();
+    let terminated = tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else { return };
+            if term.recv().await.is_some() {
+                cancel.cancel();
+            }
+        }
+        #[cfg(not(unix))]
+        drop(cancel);
+    });
     let ended = service.waiting().await;
     started.abort();
     if let Some(m) = merges.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -627,6 +643,8 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
         }
         None => eprintln!("origin: the client left before the store finished opening; the next start goes on from what was saved"),
     }
+    // The handler stays installed: a SIGTERM during the work above did not cut it short.
+    drop(terminated);
     ended?;
     Ok(())
 }
