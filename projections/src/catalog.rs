@@ -256,9 +256,25 @@ fn lock(dir: &Path, wait: bool) -> Result<Option<File>, CatalogError> {
 }
 
 impl Catalog {
+    /// A catalog of `index`, in `dir` if any, fed up to `read_to`, with the default commit
+    /// budget and no entries yet.
+    fn with(dir: Option<PathBuf>, index: Index, read_to: u64) -> Catalog {
+        Catalog {
+            dir,
+            index,
+            read_to,
+            entries: Index::in_memory(),
+            entries_to: 0,
+            writer: Weak::new(),
+            merging: Weak::new(),
+            commit_docs: COMMIT_DOCS,
+            commit_bytes: COMMIT_BYTES,
+        }
+    }
+
     /// An empty catalog in memory (tests, and stores opened read-only).
     pub fn in_memory() -> Catalog {
-        Catalog { dir: None, index: Index::in_memory(), read_to: 0, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new(), commit_docs: COMMIT_DOCS, commit_bytes: COMMIT_BYTES }
+        Catalog::with(None, Index::in_memory(), 0)
     }
 
     /// Opens the catalog in `dir` for `journal`'s store, creating it if needed; an index that
@@ -280,7 +296,7 @@ impl Catalog {
                     }
                     _ => {
                         let read_to = index.mark().unwrap_or(0);
-                        let c = Catalog { dir: Some(dir.to_path_buf()), index, read_to, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new(), commit_docs: COMMIT_DOCS, commit_bytes: COMMIT_BYTES };
+                        let c = Catalog::with(Some(dir.to_path_buf()), index, read_to);
                         // Clean up what a crashed writer left, if no one is writing now.
                         if let Some(_lock) = lock(dir, false)? {
                             c.index.remove_leftovers()?;
@@ -329,7 +345,7 @@ impl Catalog {
         let id_path = dir.join(IDENTITY_FILE);
         fs::write(&id_path, identity_bytes(journal.store_id(), journal.epoch())).map_err(io("write", &id_path))?;
         let index = Index::open(dir)?;
-        Ok(Catalog { dir: Some(dir.to_path_buf()), index, read_to: 0, entries: Index::in_memory(), entries_to: 0, writer: Weak::new(), merging: Weak::new(), commit_docs: COMMIT_DOCS, commit_bytes: COMMIT_BYTES })
+        Ok(Catalog::with(Some(dir.to_path_buf()), index, 0))
     }
 
     /// The offset from which records are still to be fed (to the events' index or the

@@ -495,8 +495,7 @@ impl Index {
             let mut result = Ok(());
             let mut kept = Vec::new();
             'runs: for run in docs.chunks(RUN) {
-                // The helper sends one buffer per run unless it panicked (the scope passes the
-                // panic on when it ends).
+                // The helper sends one buffer per run unless it panicked (passed on below).
                 let Ok(buffers) = prepared_rx.recv() else { break };
                 for ((doc, meta, _), p) in run.iter().zip(&buffers) {
                     result = self.add_prepared(*doc, meta, p);
@@ -511,8 +510,12 @@ impl Index {
             // sent is taken back first).
             kept.extend(prepared_rx.try_iter());
             drop((prepared_rx, spare_tx));
-            if let Ok(spare_rx) = helper.join() {
-                kept.extend(spare_rx.try_iter());
+            match helper.join() {
+                Ok(spare_rx) => kept.extend(spare_rx.try_iter()),
+                // A panic while tokenizing is this call's, as it is when `add` tokenizes (joined
+                // here, it would otherwise be caught, and the documents not added would look
+                // added).
+                Err(panic) => std::panic::resume_unwind(panic),
             }
             (result, kept)
         });

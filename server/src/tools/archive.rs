@@ -460,30 +460,34 @@ impl Archive {
         // reads the whole journal), and writing it takes a fraction of a second, while the
         // index's commit below may take seconds, which a client ending the process may not
         // wait for (its documents are then fed again from the index's mark).
-        {
+        // A snapshot that cannot be saved (a full disk) does not keep the index from being
+        // written: both are tried, and the first failure is returned.
+        let saved = {
             let mut inner = guard(&self.inner);
-            if inner.state.read_to() != inner.saved_to {
+            if inner.state.read_to() == inner.saved_to {
+                Ok(())
+            } else {
                 let dir = self.home.join("projections");
-                std::fs::create_dir_all(&dir).map_err(store_error)?;
                 let path = dir.join(origin_projections::state::SNAPSHOT_FILE_NAME);
-                inner.state.save_snapshot(&self.journal, &origin_engine::vfs::OsFs, &path).map_err(store_error)?;
-                inner.saved_to = inner.state.read_to();
+                let saved = std::fs::create_dir_all(&dir)
+                    .map_err(store_error)
+                    .and_then(|()| inner.state.save_snapshot(&self.journal, &origin_engine::vfs::OsFs, &path).map_err(store_error));
+                if saved.is_ok() {
+                    inner.saved_to = inner.state.read_to();
+                }
+                saved
             }
-        }
+        };
         // A commit being written is waited for without holding the archive, then installed.
         let pending = guard(&self.inner).commit.take();
-        let mut inner = match pending {
-            Some(c) => {
-                let c = c.wait();
-                let mut inner = guard(&self.inner);
-                inner.catalog.finish_commit(c).map_err(store_error)?;
-                inner
-            }
-            None => guard(&self.inner),
-        };
+        let waited = pending.map(CommitInFlight::wait);
+        // One hold of the archive from installing to committing, so that no other commit
+        // starts between them.
+        let mut inner = guard(&self.inner);
+        let finished = waited.map_or(Ok(()), |c| inner.catalog.finish_commit(c).map_err(store_error));
         // Another process may hold the index's lock: then its documents stay for it to write.
-        inner.catalog.commit().map_err(store_error)?;
-        Ok(())
+        let committed = finished.and_then(|()| inner.catalog.commit().map(|_| ()).map_err(store_error));
+        saved.and(committed)
     }
 
     /// Saves the snapshot (as [`Archive::save_snapshot`]) when the state reflects at least
