@@ -340,6 +340,37 @@ impl TopK {
     }
 }
 
+/// The lowest score of a block's documents worth reading ahead ([`touch_rows`]): the weakest
+/// held score once the list is full; before, the list's size-th best score of the block (no
+/// document below it can be among the block's entrants that stay, unless the filters turn
+/// some away). A guess for reading ahead only: every document is still offered as before.
+fn entry_floor(top: &TopK, scores: &[f32], kth: &mut Vec<f32>) -> Option<f32> {
+    if let Some((t, _)) = top.threshold() {
+        return Some(t);
+    }
+    let room = top.k - top.len();
+    if room == 0 || scores.len() <= room {
+        return None;
+    }
+    kth.clear();
+    kth.extend_from_slice(scores);
+    let (_, nth, _) = kth.select_nth_unstable_by(room - 1, |a, b| b.total_cmp(a));
+    Some(*nth)
+}
+
+/// Reads the rows of `ords[i]` for each `i` of `which`, together: independent loads, so the
+/// processor waits for their cache misses at once rather than one by one as they are used.
+fn touch_rows(docs: &DocTable, ords: &[u32], which: &[u32]) {
+    if which.len() < 2 {
+        return;
+    }
+    let mut x = 0i64;
+    for &i in which {
+        x ^= docs.row(ords[i as usize]).time_unix_ms;
+    }
+    std::hint::black_box(x);
+}
+
 /// True if a bound (a sum of term bounds, summed in a different order than scores are)
 /// cannot reach the weakest held score, whatever its rounding: for partial matches.
 fn below(bound: f64, threshold: Option<(f32, i64)>) -> bool {
@@ -432,6 +463,25 @@ impl Union<'_> {
     /// Moves to the first document at or after `target`; returns it ([`END`] past the last).
     fn seek(&mut self, target: u32) -> Result<u32, IndexError> {
         for t in &mut self.parts {
+            if t.cursor.doc() < target {
+                t.seek(target)?;
+            }
+        }
+        Ok(self.doc())
+    }
+
+    /// Moves to the first document at or after `target`, back as well as forward; returns
+    /// it ([`END`] past the last).
+    fn seek_any(&mut self, target: u32) -> Result<u32, IndexError> {
+        for t in &mut self.parts {
+            if t.cursor.doc() > target {
+                let b = t.cursor.block_for(target);
+                if b >= t.cursor.block_count() {
+                    // Every document is before `target`: the cursor stays at the end.
+                    continue;
+                }
+                t.cursor.goto_block(b).map_err(|e| t.err(e))?;
+            }
             if t.cursor.doc() < target {
                 t.seek(target)?;
             }
@@ -893,6 +943,8 @@ fn one_term(
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
     let mut block_codes: Vec<u8> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     let mut scores: Vec<f32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut entrants: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut kth: Vec<f32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     for (tight, max_time, b) in order {
         if below(tight, top.threshold()) {
             // Every block after this one is bounded lower still.
@@ -916,6 +968,14 @@ fn one_term(
         if !top.is_full() {
             matched.extend_from_slice(ords);
         }
+        // The rows of the block's documents that may enter, read ahead together: read as each
+        // was offered, they were a cache miss each, one after the other (a document scoring
+        // the same as the weakest held needs its row for its time, and in short documents most
+        // of a block ties).
+        entrants.clear();
+        let floor = entry_floor(top, &scores, &mut kth);
+        entrants.extend(scores.iter().enumerate().filter(|&(_, &s)| floor.is_none_or(|f| s >= f)).map(|(i, _)| i as u32));
+        touch_rows(docs, ords, &entrants);
         for (&ord, &score) in ords.iter().zip(&scores) {
             if top.may_enter(score) {
                 let row = docs.row(ord);
@@ -962,8 +1022,13 @@ fn partial_view(
     }
     // The documents of a rare term are scored first (see [`Seed`]); the rest of the pass
     // leaves them out.
+    // Then each next rarest while it is one block (at most `BLOCK_DOCS` documents) and rare
+    // beside the others: such a term's one block bounds every window of the walk, so that
+    // beside it (in "a b c d" of two rare bigrams and a common one) the common term was
+    // walked whole. Seeding larger terms too scored their documents whole for nothing (a
+    // query of four words took twice as long).
     let mut seeded: Vec<u32> = Vec::new();
-    if let Some(r) = seed_term(&terms) {
+    while let Some(r) = seed_term(&terms).filter(|&r| seeded.is_empty() || terms[r].1.len() <= super::postings::BLOCK_DOCS as u64) {
         let (rqi, mut rare, _) = terms.remove(r);
         // Cursors of the other terms of their own (the rest of the pass walks them from the
         // start), strongest bound first.
@@ -977,7 +1042,11 @@ fn partial_view(
             }
         }
         let seed = Seed { v, view, filter: &filter, visible, stats, idfs, full_ordinals };
-        seed.rare(rqi, &mut rare, &bounds, &mut others, top, &mut seeded)?;
+        let mut walked = Vec::new();
+        seed.rare(rqi, &mut rare, &bounds, &mut others, top, &seeded, &mut walked)?;
+        seeded.extend_from_slice(&walked);
+        seeded.sort_unstable();
+        seeded.dedup();
         if terms.is_empty() {
             return Ok(());
         }
@@ -1169,9 +1238,18 @@ impl Seed<'_, '_> {
 
     /// Every document of `rare` (query term `rqi`), scored with `others` (fresh cursors of the
     /// other terms, strongest first, bounded over the view by `bounds`) and offered, unless it
-    /// is a full match or its bound cannot reach the weakest held; `walked` gets every
-    /// document of `rare`, in order.
-    fn rare(&self, rqi: usize, rare: &mut Union<'_>, bounds: &[f64], others: &mut [(usize, Union<'_>)], top: &mut TopK, walked: &mut Vec<u32>) -> Result<(), IndexError> {
+    /// is a full match, an earlier seed scored it (`seeded`, in order) or its bound cannot
+    /// reach the weakest held; `walked` gets every document of `rare`, in order.
+    fn rare(
+        &self,
+        rqi: usize,
+        rare: &mut Union<'_>,
+        bounds: &[f64],
+        others: &mut [(usize, Union<'_>)],
+        top: &mut TopK,
+        seeded: &[u32],
+        walked: &mut Vec<u32>,
+    ) -> Result<(), IndexError> {
         let codes = self.view.docs().codes();
         // Suffix sums of the others' bounds (`others` comes strongest first).
         let mut rest = vec![0.0f64; others.len() + 1];
@@ -1184,7 +1262,11 @@ impl Seed<'_, '_> {
         while doc != END {
             walked.push(doc);
             let own = self.stats.term_coded(self.idfs[rqi], rare.tf_at(doc), codes[doc as usize]);
-            if !below(own + others_bound, top.threshold()) && self.full_ordinals.binary_search(&doc).is_err() {
+            // A document an earlier seed scored (holding its term too) is left out.
+            if !below(own + others_bound, top.threshold())
+                && self.full_ordinals.binary_search(&doc).is_err()
+                && seeded.binary_search(&doc).is_err()
+            {
                 self.offer(doc, (rqi, own), others, &rest, &mut contrib, top)?;
             }
             rare.next_from(doc)?;
@@ -1226,8 +1308,9 @@ struct OneEssential<'s, 'a> {
 }
 
 impl OneEssential<'_, '_> {
-    /// Walks `terms[ess]`'s documents from ordinal `start` on (`terms[..ess]`, weakest bound
-    /// first, only sought); returns at the end of the list, or once no document can enter.
+    /// Walks `terms[ess]`'s documents from ordinal `start` on, block by block in order of
+    /// their bounds (`terms[..ess]`, weakest bound first, only sought); returns once no
+    /// document of the blocks left can enter.
     fn run(&self, terms: &mut [(usize, Union<'_>, f64)], ess: usize, start: u32, top: &mut TopK) -> Result<(), IndexError> {
         let docs = self.view.docs();
         let codes = docs.codes();
@@ -1242,12 +1325,27 @@ impl OneEssential<'_, '_> {
         let idf = self.idfs[*eqi];
         let mut contrib: Vec<Option<f64>> = vec![None; self.idfs.len()];
         let mut parts: Vec<f64> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+        if below(bound + others, top.threshold()) {
+            return Ok(());
+        }
+        // The blocks best bound first, then latest (as `one_term` takes them): in ordinal
+        // order the weakest held rose slowly, a common term's blocks nearly all reaching it, so
+        // that most of its documents were scored one by one.
+        let mut order: Vec<(f64, i64, usize)> = Vec::with_capacity(driver.cursor.block_count());
         for b in driver.cursor.block_for(start)..driver.cursor.block_count() {
-            if below(bound + others, top.threshold()) {
+            let info = driver.cursor.block_at(b).map_err(|e| driver.err(e))?;
+            order.push((driver.tight_of(&info, idf), info.max_time, b));
+        }
+        order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        for (tight, max_time, b) in order {
+            if below(tight + others, top.threshold()) {
+                // Every block after this one is bounded lower still.
                 return Ok(());
             }
             let info = driver.cursor.block_at(b).map_err(|e| driver.err(e))?;
-            if info.last < start || below(driver.tight_of(&info, idf) + others, top.threshold()) {
+            // Its best frontier point with the others' bounds: a block that can at best tie
+            // the weakest held and is older is passed too.
+            if cannot_enter(points_bound(self.stats, idf, driver.cursor.points(&info)) + others, max_time, top.threshold()) {
                 continue;
             }
             driver.cursor.goto_block(b).map_err(|e| driver.err(e))?;
@@ -1270,7 +1368,7 @@ impl OneEssential<'_, '_> {
                         break;
                     }
                     let (qi, t, _) = &mut before[j];
-                    if t.seek(cand)? == cand {
+                    if t.seek_any(cand)? == cand {
                         let c = self.stats.term_coded(self.idfs[*qi], t.tf_at(cand), code);
                         contrib[*qi] = Some(c);
                         sum += c;
