@@ -340,24 +340,6 @@ impl TopK {
     }
 }
 
-/// The lowest score of a block's documents worth reading ahead ([`touch_rows`]): the weakest
-/// held score once the list is full; before, the list's size-th best score of the block (no
-/// document below it can be among the block's entrants that stay, unless the filters turn
-/// some away). A guess for reading ahead only: every document is still offered as before.
-fn entry_floor(top: &TopK, scores: &[f32], kth: &mut Vec<f32>) -> Option<f32> {
-    if let Some((t, _)) = top.threshold() {
-        return Some(t);
-    }
-    let room = top.k - top.len();
-    if room == 0 || scores.len() <= room {
-        return None;
-    }
-    kth.clear();
-    kth.extend_from_slice(scores);
-    let (_, nth, _) = kth.select_nth_unstable_by(room - 1, |a, b| b.total_cmp(a));
-    Some(*nth)
-}
-
 /// Reads the rows of `ords[i]` for each `i` of `which`, together: independent loads, so the
 /// processor waits for their cache misses at once rather than one by one as they are used.
 fn touch_rows(docs: &DocTable, ords: &[u32], which: &[u32]) {
@@ -944,7 +926,7 @@ fn one_term(
     let mut block_codes: Vec<u8> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     let mut scores: Vec<f32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     let mut entrants: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
-    let mut kth: Vec<f32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut later: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     for (tight, max_time, b) in order {
         if below(tight, top.threshold()) {
             // Every block after this one is bounded lower still.
@@ -968,15 +950,35 @@ fn one_term(
         if !top.is_full() {
             matched.extend_from_slice(ords);
         }
-        // The rows of the block's documents that may enter, read ahead together: read as each
-        // was offered, they were a cache miss each, one after the other (a document scoring
-        // the same as the weakest held needs its row for its time, and in short documents most
-        // of a block ties).
+        // The documents that may enter: until `limit` are held, the block's best (by score,
+        // then newest: ordinals follow the journal) as many as there is room for come first,
+        // so they all enter without pushing one out and the weakest held is then as high as
+        // this block makes it; after them, and once `limit` are held, newest first, so that
+        // a document that ties the weakest held is older than it and stays out. In ordinal
+        // order each document, better or newer than the last, entered and pushed one out:
+        // most of the instructions of a search of a CJK bigram. The list is the same in any
+        // order.
+        let floor = top.threshold().map(|(t, _)| t);
         entrants.clear();
-        let floor = entry_floor(top, &scores, &mut kth);
-        entrants.extend(scores.iter().enumerate().filter(|&(_, &s)| floor.is_none_or(|f| s >= f)).map(|(i, _)| i as u32));
-        touch_rows(docs, ords, &entrants);
-        for (&ord, &score) in ords.iter().zip(&scores) {
+        entrants.extend((0..scores.len() as u32).rev().filter(|&i| floor.is_none_or(|f| scores[i as usize] >= f)));
+        let room = top.k - top.len().min(top.k);
+        let first = if floor.is_none() && entrants.len() > room && room > 0 {
+            entrants.select_nth_unstable_by(room - 1, |&a, &b| scores[b as usize].total_cmp(&scores[a as usize]).then(b.cmp(&a)));
+            room
+        } else {
+            entrants.len()
+        };
+        // Their rows read ahead together (each read as it was offered was a cache miss, one
+        // after the other): those first, then the others that may still enter.
+        touch_rows(docs, ords, &entrants[..first]);
+        for (n, &i) in entrants.iter().enumerate() {
+            if n == first && first < entrants.len() {
+                let floor = top.threshold().map(|(t, _)| t);
+                later.clear();
+                later.extend(entrants[first..].iter().copied().filter(|&i| floor.is_none_or(|f| scores[i as usize] >= f)));
+                touch_rows(docs, ords, &later);
+            }
+            let (ord, score) = (ords[i as usize], scores[i as usize]);
             if top.may_enter(score) {
                 let row = docs.row(ord);
                 if filter.pass(row) {
@@ -1240,6 +1242,7 @@ impl Seed<'_, '_> {
     /// other terms, strongest first, bounded over the view by `bounds`) and offered, unless it
     /// is a full match, an earlier seed scored it (`seeded`, in order) or its bound cannot
     /// reach the weakest held; `walked` gets every document of `rare`, in order.
+    #[allow(clippy::too_many_arguments)]
     fn rare(
         &self,
         rqi: usize,
