@@ -765,7 +765,7 @@ impl Index {
         }
         // Room for the memory views too: growing the list was a reallocation on every search.
         let mut views: Vec<View<'_>> = Vec::with_capacity(self.segments.len() + 2);
-        views.extend(self.segments.iter().map(|s| View::Disk(s)));
+        views.extend(self.segments.iter().map(|s| View::Disk(s, search::Lookups::default())));
         if let Some(f) = &self.frozen {
             views.push(View::Memory(f));
         }

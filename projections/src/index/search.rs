@@ -49,7 +49,26 @@ const BOUND_MARGIN: f64 = 1e-6;
 /// A segment as search sees it.
 pub(crate) enum View<'a> {
     Memory(&'a MemorySegment),
-    Disk(&'a Segment),
+    Disk(&'a Segment, Lookups),
+}
+
+/// A disk view's term lookups during one search: each term is looked up in the segment's
+/// dictionary once. A search looked a term up for its document frequency, its cursor, its
+/// partial-match frequency and cursor, and a cursor for each seed of a partial pass: a fifth
+/// of a partial pass of a CJK run over five segments walked the dictionaries.
+#[derive(Default)]
+pub(crate) struct Lookups(std::cell::RefCell<Vec<(Box<str>, Option<u64>)>>);
+
+impl Lookups {
+    /// Where `term`'s block is in `segment`, if it holds the term.
+    fn offset(&self, segment: &Segment, term: &str) -> Option<u64> {
+        if let Some((_, at)) = self.0.borrow().iter().find(|(t, _)| &**t == term) {
+            return *at;
+        }
+        let at = segment.term_offset(term);
+        self.0.borrow_mut().push((term.into(), at));
+        at
+    }
 }
 
 /// A term's cursor in one view, with what it takes to report a damaged block and to scale
@@ -110,7 +129,7 @@ impl View<'_> {
     fn docs(&self) -> &DocTable {
         match self {
             View::Memory(m) => &m.docs,
-            View::Disk(s) => s.docs(),
+            View::Disk(s, _) => s.docs(),
         }
     }
 
@@ -154,9 +173,10 @@ impl View<'_> {
                     Ok(Some(Term { cursor, segment: None, offset: 0, scale }))
                 }
             },
-            View::Disk(s) => match s.term_block(term)? {
+            View::Disk(s, lookups) => match lookups.offset(s, term) {
                 None => Ok(None),
-                Some((t, offset)) => {
+                Some(offset) => {
+                    let t = s.term_block_at(offset)?;
                     let cursor = open(t, s.docs().lengths()).map_err(|e| s.postings_error(offset, e))?;
                     Ok(Some(Term { cursor, segment: Some(s), offset, scale }))
                 }
@@ -169,7 +189,10 @@ impl View<'_> {
     fn doc_freq(&self, term: &str) -> Result<(u32, u32), IndexError> {
         match self {
             View::Memory(m) => Ok(m.postings(term).map_or((0, 0), |p| (p.len(), p.shared()))),
-            View::Disk(s) => s.doc_freq(term),
+            View::Disk(s, lookups) => match lookups.offset(s, term) {
+                None => Ok((0, 0)),
+                Some(offset) => s.doc_freq_at(offset),
+            },
         }
     }
 
@@ -198,7 +221,7 @@ impl View<'_> {
     fn key(&self, ordinal: u32) -> Result<&str, IndexError> {
         match self {
             View::Memory(m) => m.docs.key(ordinal).ok_or_else(|| IndexError::Invalid(format!("no key at ordinal {ordinal}"))),
-            View::Disk(s) => s.key(ordinal),
+            View::Disk(s, _) => s.key(ordinal),
         }
     }
 
@@ -590,7 +613,7 @@ fn search_as(
 fn push_hits(views: &[View<'_>], ranked: Vec<Ranked>, matched: Match, hits: &mut Vec<Hit>) -> Result<(), IndexError> {
     let mut ordinals: Vec<u32> = Vec::with_capacity(ranked.len());
     for (v, view) in views.iter().enumerate() {
-        if let View::Disk(s) = view {
+        if let View::Disk(s, _) = view {
             ordinals.clear();
             ordinals.extend(ranked.iter().filter(|r| r.view == v).map(|r| r.ordinal));
             if !ordinals.is_empty() {

@@ -1217,7 +1217,7 @@ proptest! {
         }
         reseal(&mut bad);
         if let Ok(segment) = Segment::from_bytes(bad, 0) {
-            let view = [search::View::Disk(&segment)];
+            let view = [search::View::Disk(&segment, search::Lookups::default())];
             for query in ["release", "中文", "\"tag from\"", "how do we release?"] {
                 let _ = search::search(&view, &q(query), &Filters { include_tools: true, ..Filters::default() }, &all, 10);
             }

@@ -294,15 +294,6 @@ impl Segment {
         TermBlock::open(block, self.docs.len()).map_err(|e| self.block_error(offset, e))
     }
 
-    /// The term block of `term`, opened, if this segment holds it; with the offset that
-    /// positions its errors.
-    pub(crate) fn term_block(&self, term: &str) -> Result<Option<(TermBlock<'_>, u64)>, IndexError> {
-        match self.fst.get(term.as_bytes()) {
-            None => Ok(None),
-            Some(offset) => self.term_block_at(offset).map(|t| Some((t, offset))),
-        }
-    }
-
     /// Appends the postings of the term block at `offset` to `out` (see
     /// [`TermBlock::append_to`]); `first` empties `out` to hold them, with positions if the
     /// term has them; otherwise the term must agree with what `out` holds.
@@ -321,11 +312,15 @@ impl Segment {
         self.block_error(offset, e)
     }
 
-    /// How many documents of this segment hold `term`, and (of a stem term) how many of them
-    /// also hold the word the stem spells (see `Postings::shared`).
-    pub(crate) fn doc_freq(&self, term: &str) -> Result<(u32, u32), IndexError> {
-        let Some(offset) = self.fst.get(term.as_bytes()) else { return Ok((0, 0)) };
+    /// How many documents of the term block at `offset` hold its term, and (of a stem term)
+    /// how many of them also hold the word the stem spells (see `Postings::shared`).
+    pub(crate) fn doc_freq_at(&self, offset: u64) -> Result<(u32, u32), IndexError> {
         let block = self.block(offset)?;
         block_doc_count(block, self.docs.len()).map_err(|e| self.block_error(offset, e))
+    }
+
+    /// Where `term`'s block is, if this segment holds the term.
+    pub(crate) fn term_offset(&self, term: &str) -> Option<u64> {
+        self.fst.get(term.as_bytes())
     }
 }
