@@ -31,7 +31,8 @@ fn from_bytes<T: DeserializeOwned>(bytes: &[u8], offset: u64) -> Result<T> {
 
 /// Compresses one event chunk: its decoded size (u32 LE), then an LZ4 block. LZ4, not zstd:
 /// the ingest benchmark measured zstd level 1 spending a fifth of ingest's CPU on these
-/// chunks (64 KiB each, mostly the same text the raw lines' frame already compressed), and
+/// chunks (64 KiB each then, 16 KiB now; mostly the same text the raw lines' frame already
+/// compressed), and
 /// reading one event decompresses a chunk, which LZ4 does several times faster.
 fn compress_chunk(plain: &[u8], out: &mut Vec<u8>) -> Result<usize> {
     let size = u32::try_from(plain.len()).map_err(|_| Error::Invalid("an event chunk over 4 GiB".into()))?;
@@ -78,7 +79,7 @@ pub fn compress_payload(kind: u8, kind_version: u8) -> bool {
 pub fn encode(origin: Option<&RecordOrigin>, body: &Body) -> Result<Vec<u8>> {
     match body {
         Body::Scratch(b) => Ok(b.clone()),
-        Body::Ingested(v) => encode_ingested(origin, v),
+        Body::Ingested(v) => encode_ingested(origin, v, EVENT_CHUNK_SIZE_BYTES),
         Body::Remembered(v) | Body::Corrected(v) => to_bytes(&(origin, v)),
         Body::Forgotten(v) => to_bytes(&(origin, v)),
         Body::Restored(v) => to_bytes(&(origin, v)),
@@ -102,8 +103,9 @@ struct ChunkEntry {
 /// `ingested` version 2 (FORMAT.md, "Ingested records in detail"): `u32` head size, the head
 /// (bincode: origin, [`IngestedHead`], chunk table), the raw lines' zstd frame as it is, then
 /// the events in LZ4 blocks of about [`EVENT_CHUNK_SIZE_BYTES`] each, so one event is read
-/// by decompressing its chunk alone.
-fn encode_ingested(origin: Option<&RecordOrigin>, v: &Ingested) -> Result<Vec<u8>> {
+/// by decompressing its chunk alone. `chunk_bytes` closes a chunk (the constant; tests write
+/// the chunks of older writers too).
+fn encode_ingested(origin: Option<&RecordOrigin>, v: &Ingested, chunk_bytes: usize) -> Result<Vec<u8>> {
     let mut chunks: Vec<ChunkEntry> = Vec::new();
     let mut stored: Vec<u8> = Vec::new();
     let mut plain: Vec<u8> = Vec::new();
@@ -112,7 +114,7 @@ fn encode_ingested(origin: Option<&RecordOrigin>, v: &Ingested) -> Result<Vec<u8
         bincode::serde::encode_into_std_write(e, &mut plain, config())
             .map_err(|e| Error::Invalid(format!("event does not encode: {e}")))?;
         pending += 1;
-        if plain.len() >= EVENT_CHUNK_SIZE_BYTES || i + 1 == v.events.len() {
+        if plain.len() >= chunk_bytes || i + 1 == v.events.len() {
             let n = compress_chunk(&plain, &mut stored)?;
             let stored_size = u32::try_from(n).map_err(|_| Error::Invalid("an event chunk over 4 GiB".into()))?;
             chunks.push(ChunkEntry { events: pending, stored_size });
@@ -537,6 +539,30 @@ mod tests {
         assert_eq!(view.events_at(&[]).expect("none"), Vec::<Option<Event>>::new());
         assert!(!compress_payload(RecordKind::Ingested as u8, 2));
         assert!(compress_payload(RecordKind::Ingested as u8, 1));
+    }
+
+    #[test]
+    fn ingested_chunks_of_any_size_read_the_same_events() {
+        // Records written before 2026-12-04 close their chunks at 64 KiB; readers take the
+        // sizes the chunk table gives.
+        let b = big_ingested(2_000);
+        let mut counts = Vec::new();
+        for chunk_bytes in [1usize, 4096, EVENT_CHUNK_SIZE_BYTES, 65536, 1 << 24] {
+            let bytes = encode_ingested(None, &b, chunk_bytes).expect("encodes");
+            let view = IngestedView::open(2, &bytes, 9).expect("opens");
+            counts.push(view.chunks.len());
+            assert_eq!(view.events().expect("events"), b.events, "chunks of {chunk_bytes} bytes");
+            for i in [0u64, 7, 1000, 1999] {
+                assert_eq!(view.event(i).expect("event"), Some(b.events[i as usize].clone()), "event {i}, chunks of {chunk_bytes}");
+            }
+            let picks = [1999u64, 3, 1000, 999];
+            let want: Vec<Option<Event>> = picks.iter().map(|&i| b.events.get(i as usize).cloned()).collect();
+            assert_eq!(view.events_at(&picks).expect("events_at"), want, "chunks of {chunk_bytes}");
+        }
+        // One event per chunk, then fewer and fewer chunks, then one.
+        assert_eq!(counts[0], 2_000);
+        assert!(counts.windows(2).all(|w| w[0] > w[1]), "{counts:?}");
+        assert_eq!(counts[4], 1);
     }
 
     #[test]
