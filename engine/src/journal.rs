@@ -1358,19 +1358,17 @@ mod tests {
         let fs = SimFs::new(4);
         let dir = Path::new("/s/journal");
         let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(64 << 20)).expect("open");
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut noise = |n: usize| -> Vec<u8> {
-            (0..n)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed as u8
-                })
-                .collect()
-        };
+        use rand::{RngCore, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
         let sizes = [300_000usize, 10, 70_000, 0, 299_999, 1];
-        let payloads: Vec<Vec<u8>> = sizes.iter().map(|&n| noise(n)).collect();
+        let payloads: Vec<Vec<u8>> = sizes
+            .iter()
+            .map(|&n| {
+                let mut p = vec![0u8; n];
+                rng.fill_bytes(&mut p);
+                p
+            })
+            .collect();
         j.append(payloads.iter().map(|p| NewRecord::scratch(p.clone())).collect()).expect("append");
         assert_eq!(j.segment_paths().len(), 1, "every record in the active segment");
         for k in [0u64, 1, 2, 3, 4, 5, 4, 0, 3, 1, 2, 5, 0] {
