@@ -748,6 +748,7 @@ impl<'a> TermBlock<'a> {
 }
 
 /// Reads the positions of one block's documents in order.
+#[derive(Clone)]
 struct PosReader {
     /// Within the term block's bytes.
     at: usize,
@@ -915,6 +916,7 @@ pub(crate) struct Found {
 
 /// Walks one term's postings in ordinal order, a block at a time, reading the directory as it
 /// goes (nothing is decoded before a block is entered).
+#[derive(Clone)]
 pub(crate) struct PostingCursor<'a> {
     term: TermBlock<'a>,
     lengths: &'a [u32],

@@ -73,6 +73,7 @@ impl Lookups {
 
 /// A term's cursor in one view, with what it takes to report a damaged block and to scale
 /// its blocks' bounds.
+#[derive(Clone)]
 struct Term<'a> {
     cursor: PostingCursor<'a>,
     segment: Option<&'a Segment>,
@@ -446,6 +447,7 @@ fn partial_doc_freqs(views: &[View<'_>], query: &Query) -> Result<Vec<u64>, Inde
 /// A partial-match term in one view: one cursor, or two (a stem term's and its word's, see
 /// [`View::partial_doc_freq`]) walked as one list whose frequency at a document is the sum of
 /// theirs.
+#[derive(Clone)]
 struct Union<'a> {
     parts: Vec<Term<'a>>,
 }
@@ -1056,15 +1058,14 @@ fn partial_view(
     while let Some(r) = seed_term(&terms).filter(|&r| seeded.is_empty() || terms[r].1.len() <= super::postings::BLOCK_DOCS as u64) {
         let (rqi, mut rare, _) = terms.remove(r);
         // Cursors of the other terms of their own (the rest of the pass walks them from the
-        // start), strongest bound first.
+        // start), strongest bound first: copies of theirs, which stand on their first
+        // documents still (opened again, each decoded its first block again).
         let mut by_bound: Vec<&(usize, Union<'_>, f64)> = terms.iter().collect();
         by_bound.sort_by(|a, b| b.2.total_cmp(&a.2));
         let (mut others, mut bounds) = (Vec::with_capacity(terms.len()), Vec::with_capacity(terms.len()));
-        for (qi, _, bound) in by_bound {
-            if let Some(u) = view.partial_term(&query.partial[*qi], query.partial_words[*qi].as_deref(), stats)? {
-                others.push((*qi, u));
-                bounds.push(*bound);
-            }
+        for (qi, u, bound) in by_bound {
+            others.push((*qi, u.clone()));
+            bounds.push(*bound);
         }
         let seed = Seed { v, view, filter: &filter, visible, stats, idfs, full_ordinals };
         let mut walked = Vec::new();
