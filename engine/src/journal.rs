@@ -212,9 +212,9 @@ thread_local! {
     static READ_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// The largest read buffer a thread keeps (a larger record's is let go after its read): a
-/// record of the benchmarks' ingest batches averages about 0.7 MB, and a frame can reach 16 MiB, which
-/// every thread that ever read one would otherwise hold.
+/// The largest read buffer a thread keeps (a larger record's is let go after its read): the
+/// benchmarks' ingest records average about 0.7 MB, and a frame can reach 16 MiB, which every
+/// thread that ever read one would otherwise hold.
 const READ_BUFFER_KEPT: usize = 2 << 20;
 
 struct Active {

@@ -994,7 +994,7 @@ fn one_term(
         // after the other): those first, then the others that may still enter.
         touch_rows(docs, ords, &entrants[..first]);
         for (n, &i) in entrants.iter().enumerate() {
-            if n == first && first < entrants.len() {
+            if n == first {
                 let floor = top.threshold().map(|(t, _)| t);
                 later.clear();
                 later.extend(entrants[first..].iter().copied().filter(|&i| floor.is_none_or(|f| scores[i as usize] >= f)));
@@ -1259,10 +1259,11 @@ impl Seed<'_, '_> {
         Ok(())
     }
 
-    /// Every document of `rare` (query term `rqi`), scored with `others` (fresh cursors of the
-    /// other terms, strongest first, bounded over the view by `bounds`) and offered, unless it
-    /// is a full match, an earlier seed scored it (`seeded`, in order) or its bound cannot
-    /// reach the weakest held; `walked` gets every document of `rare`, in order.
+    /// Every document of `rare` (query term `rqi`), scored with `others` (this seed's own
+    /// cursors of the other terms, strongest first, bounded over the view by `bounds`) and
+    /// offered, unless it is a full match, an earlier seed scored it (`seeded`, in order) or
+    /// its bound cannot reach the weakest held; `walked` gets every document of `rare`, in
+    /// order.
     #[allow(clippy::too_many_arguments)]
     fn rare(
         &self,

@@ -465,10 +465,10 @@ pub fn fix_arguments(line: &str) -> Option<String> {
 /// `ORIGIN_MERGE_INTERVAL_MS` says otherwise).
 const MERGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The background merging of the text index's segments; stops when asked.
+/// The background merging of the text index's segments; stops when asked. Its thread is not
+/// joined (see [`Merges::stop`]), so no handle is kept.
 struct Merges {
     stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Merges {
@@ -480,7 +480,6 @@ impl Merges {
         let (lock, cv) = &*self.stop;
         *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
         cv.notify_all();
-        drop(self.thread);
     }
 }
 
@@ -498,7 +497,7 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
     let flag = stop.clone();
     let interval = super::archive::positive_setting("ORIGIN_MERGE_INTERVAL_MS", "merging every 5 s")
         .map_or(MERGE_INTERVAL, std::time::Duration::from_millis);
-    let thread = std::thread::Builder::new()
+    let spawned = std::thread::Builder::new()
         .name("origin-merge".into())
         .spawn(move || {
             let (lock, cv) = &*flag;
@@ -547,9 +546,11 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                     eprintln!("origin: saving the projections snapshot failed ({e}); trying again later");
                 }
             }
-        })
-        .ok();
-    Merges { stop, thread }
+        });
+    if let Err(e) = spawned {
+        eprintln!("origin: could not start the thread that merges the text index ({e}); its segments are merged at a later start");
+    }
+    Merges { stop }
 }
 
 /// The longest wait before merging again after failures.
