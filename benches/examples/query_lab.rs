@@ -33,7 +33,7 @@ fn main() {
         let (mut hits, mut full) = (0, 0);
         // LAB_THRASH: caches emptied before each search (as the index benchmark's other systems
         // empty them between Origin's queries), by touching 64 MiB.
-        let mut thrash = std::env::var_os("LAB_THRASH").map(|_| vec![0u8; 64 << 20]);
+        let mut thrash = std::env::var("LAB_THRASH").ok().map(|mb| vec![0u8; mb.parse::<usize>().unwrap_or(64) << 20]);
         for pass in 0..passes {
             if let Some(buf) = thrash.as_mut() {
                 for i in (0..buf.len()).step_by(64) {
@@ -80,7 +80,7 @@ fn main() {
         }
         let mut times = Vec::new();
         // LAB_THRASH: caches emptied before each search, as between the benchmark's systems.
-        let mut thrash = std::env::var_os("LAB_THRASH").map(|_| vec![0u8; 64 << 20]);
+        let mut thrash = std::env::var("LAB_THRASH").ok().map(|mb| vec![0u8; mb.parse::<usize>().unwrap_or(64) << 20]);
         for pass in 0..passes {
             for q in &qs {
                 if let Some(t) = thrash.as_mut() {
