@@ -7,8 +7,8 @@
 
 use super::limits::{SNIPPET_CHARS_MAX, SNIPPET_CONTEXT_BEFORE_CHARS};
 use super::query::Query;
-use super::stem::Stems;
-use super::token::tokenize;
+use super::stem::{STEM_PREFIX, Stems};
+use super::token::{TokenKind, for_each_token};
 
 /// The snippet of `text` for `query`; the start of the text if nothing matches.
 pub fn snippet(text: &str, query: &Query) -> String {
@@ -77,55 +77,80 @@ fn collapse(s: &str) -> String {
 }
 
 /// Byte ranges of the text's matches: sorted, merged where they overlap (a CJK run's bigrams).
+///
+/// The text is tokenized as the index tokenizes it, but only the tokens that are query terms
+/// are kept (tokenizing into a list of owned tokens, a string per token, was about a tenth of
+/// a search's time in process); the words' stems are computed only for a text that does not
+/// hold every clause.
 fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
-    let tokens = tokenize(text);
-    let mut marks = Vec::new();
-    // Tokens by position: tokens come in position order, at most a few per position.
-    let mut first_at: Vec<usize> = Vec::new();
-    for (i, t) in tokens.iter().enumerate() {
-        while first_at.len() <= t.position as usize {
-            first_at.push(i);
+    // The clauses' distinct terms; the text's tokens that are one of them, as (position,
+    // which term, start, end), in position order.
+    let mut wanted: Vec<&str> = Vec::new();
+    for clause in &query.clauses {
+        for (term, _) in &clause.terms {
+            if !wanted.contains(&term.as_str()) {
+                wanted.push(term);
+            }
         }
     }
-    first_at.push(tokens.len());
-    let at_position = |p: u32| -> &[_] {
-        let p = p as usize;
-        match (first_at.get(p), first_at.get(p + 1)) {
-            (Some(&a), Some(&b)) => &tokens[a..b],
-            _ => &[],
+    let mut found: Vec<(u32, usize, usize, usize)> = Vec::new();
+    for_each_token(text, &mut |t| {
+        if let Some(k) = wanted.iter().position(|w| *w == t.term) {
+            found.push((t.position, k, t.start, t.end));
         }
+    });
+    let at = |position: u32, k: usize| -> Option<(usize, usize)> {
+        let from = found.partition_point(|f| f.0 < position);
+        found[from..].iter().take_while(|f| f.0 == position).find(|f| f.1 == k).map(|f| (f.2, f.3))
     };
+    let mut marks = Vec::new();
     let mut clauses_found = 0;
+    let mut spans: Vec<(usize, usize)> = Vec::new();
     for clause in &query.clauses {
         let Some((first_term, _)) = clause.terms.first() else { continue };
+        let Some(first) = wanted.iter().position(|w| w == first_term) else { continue };
+        let which: Vec<usize> = clause.terms.iter().map(|(term, _)| wanted.iter().position(|w| w == term).unwrap_or(usize::MAX)).collect();
         let mut found_any = false;
-        for t in tokens.iter().filter(|t| &t.term == first_term) {
-            let found: Option<Vec<(usize, usize)>> = clause
-                .terms
-                .iter()
-                .map(|(term, rel)| {
-                    let p = t.position.checked_add(*rel)?;
-                    at_position(p).iter().find(|u| &u.term == term).map(|u| (u.start, u.end))
-                })
-                .collect();
-            if let Some(found) = found {
-                marks.extend(found);
+        for &(position, _, _, _) in found.iter().filter(|f| f.1 == first) {
+            spans.clear();
+            let whole = clause.terms.iter().zip(&which).all(|((_, rel), &k)| match position.checked_add(*rel).and_then(|p| at(p, k)) {
+                Some(span) => {
+                    spans.push(span);
+                    true
+                }
+                None => false,
+            });
+            if whole {
+                marks.extend_from_slice(&spans);
                 found_any = true;
             }
         }
         clauses_found += usize::from(found_any);
     }
     // A full match shows its clauses; otherwise the words that match by stem show too.
+    // A word's stem begins with the word's first character (the English stemmer changes only
+    // a word's end; a property test of `stem.rs` checks it), so only the words that begin as
+    // some query stem does are stemmed (stemming every word of a partial hit's text was most
+    // of a snippet).
     if clauses_found < query.clauses.len() {
         let stems = Stems::new();
-        for t in &tokens {
-            if let Some(p) = stems.partial_term(t)
-                && query.partial.contains(&p)
+        let firsts: Vec<char> = query.partial.iter().filter_map(|p| p.strip_prefix(STEM_PREFIX)?.chars().next()).collect();
+        for_each_token(text, &mut |t| {
+            if t.kind == TokenKind::Word && !t.term.chars().next().is_some_and(|c| firsts.contains(&c)) {
+                return;
+            }
+            if let Some(p) = stems.partial_term_of(t.term, t.kind)
+                && query.partial.iter().any(|q| *q == *p)
             {
                 marks.push((t.start, t.end));
             }
-        }
+        });
     }
+    merge(marks)
+}
+
+/// Sorts `marks` and merges those that overlap.
+fn merge(mut marks: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     marks.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(marks.len());
     for (s, e) in marks {
@@ -165,7 +190,69 @@ fn window_start(text: &str, marks: &[(usize, usize)], content_end: usize) -> usi
 mod tests {
     use super::*;
     use crate::index::parse_query;
+    use crate::index::token::tokenize;
     use proptest::prelude::*;
+
+    /// [`marks`] as it was first written, from the list of every token: what it must equal.
+    fn marks_of_every_token(text: &str, query: &Query) -> Vec<(usize, usize)> {
+        let tokens = tokenize(text);
+        let mut marks = Vec::new();
+        // Tokens by position: tokens come in position order, at most a few per position.
+        let mut first_at: Vec<usize> = Vec::new();
+        for (i, t) in tokens.iter().enumerate() {
+            while first_at.len() <= t.position as usize {
+                first_at.push(i);
+            }
+        }
+        first_at.push(tokens.len());
+        let at_position = |p: u32| -> &[_] {
+            let p = p as usize;
+            match (first_at.get(p), first_at.get(p + 1)) {
+                (Some(&a), Some(&b)) => &tokens[a..b],
+                _ => &[],
+            }
+        };
+        let mut clauses_found = 0;
+        for clause in &query.clauses {
+            let Some((first_term, _)) = clause.terms.first() else { continue };
+            let mut found_any = false;
+            for t in tokens.iter().filter(|t| &t.term == first_term) {
+                let found: Option<Vec<(usize, usize)>> = clause
+                    .terms
+                    .iter()
+                    .map(|(term, rel)| {
+                        let p = t.position.checked_add(*rel)?;
+                        at_position(p).iter().find(|u| &u.term == term).map(|u| (u.start, u.end))
+                    })
+                    .collect();
+                if let Some(found) = found {
+                    marks.extend(found);
+                    found_any = true;
+                }
+            }
+            clauses_found += usize::from(found_any);
+        }
+        // A full match shows its clauses; otherwise the words that match by stem show too.
+        if clauses_found < query.clauses.len() {
+            let stems = Stems::new();
+            for t in &tokens {
+                if let Some(p) = stems.partial_term(t)
+                    && query.partial.contains(&p)
+                {
+                    marks.push((t.start, t.end));
+                }
+            }
+        }
+        marks.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(marks.len());
+        for (s, e) in marks {
+            match merged.last_mut() {
+                Some(last) if s < last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        merged
+    }
 
     fn snip(text: &str, q: &str) -> String {
         snippet(text, &parse_query(q).unwrap())
@@ -201,6 +288,42 @@ mod tests {
     #[test]
     fn index_snippet_collapses_white_space() {
         assert_eq!(snip("tag\n\n  from master", "\"tag from\""), "[tag] [from] master");
+    }
+
+    /// Pieces of texts and queries: words and their inflections, stop words, CJK runs that
+    /// share bigrams, punctuation and line breaks.
+    const PIECES: &[&str] = &[
+        "release", "releases", "Released", "the", "of", "tag", "tags", "master", "機器學習", "机器学习", "学习", "机器", "器学",
+        "習", "データ", "ベース", "데이터", "ＡＢＣ", "abc", "record.rs", "don't", "e.g.", "3.14", "🚀", "x", "\n", ",", "\"",
+        "  ", "-", "é", "naïve", "cafe\u{301}",
+    ];
+
+    fn text_of(parts: &[usize], glue: &[usize]) -> String {
+        const GLUE: &[&str] = &[" ", "", "\n", ", ", "。", "\t"];
+        let mut s = String::new();
+        for (i, &p) in parts.iter().enumerate() {
+            s.push_str(PIECES[p % PIECES.len()]);
+            s.push_str(GLUE[glue.get(i).copied().unwrap_or(0) % GLUE.len()]);
+        }
+        s
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn index_snippet_marks_equal_those_of_every_token(
+            parts in proptest::collection::vec(0..64usize, 0..40),
+            glue in proptest::collection::vec(0..8usize, 0..40),
+            qparts in proptest::collection::vec(0..64usize, 1..5),
+            quoted in any::<bool>(),
+        ) {
+            let text = text_of(&parts, &glue);
+            let q = text_of(&qparts, &[]);
+            let q = if quoted { format!("\"{q}\"") } else { q };
+            if let Ok(query) = parse_query(&q) {
+                prop_assert_eq!(marks(&text, &query), marks_of_every_token(&text, &query), "text {:?} query {:?}", text, q);
+            }
+        }
     }
 
     proptest! {

@@ -6,6 +6,8 @@
 //! holds the documents of the words that stem to it, less those of the word it spells when
 //! that word is its own stem ([`Stems::word_of_stem`]): their union is read at query time.
 
+use std::borrow::Cow;
+
 use rust_stemmers::{Algorithm, Stemmer};
 
 use super::token::{Token, TokenKind};
@@ -50,9 +52,14 @@ impl Stems {
     /// bigram or lone character as it is (a unigram of a longer run has none: its bigrams
     /// stand for it).
     pub(crate) fn partial_term(&self, token: &Token) -> Option<String> {
-        match token.kind {
-            TokenKind::Word => self.stem_word(&token.term),
-            TokenKind::Lone | TokenKind::Bigram => Some(token.term.clone()),
+        self.partial_term_of(&token.term, token.kind).map(Cow::into_owned)
+    }
+
+    /// [`Stems::partial_term`] of a token's term and kind; a CJK term is borrowed.
+    pub(crate) fn partial_term_of<'t>(&self, term: &'t str, kind: TokenKind) -> Option<Cow<'t, str>> {
+        match kind {
+            TokenKind::Word => self.stem_word(term).map(Cow::Owned),
+            TokenKind::Lone | TokenKind::Bigram => Some(Cow::Borrowed(term)),
             TokenKind::Unigram => None,
         }
     }
@@ -100,5 +107,49 @@ mod tests {
         assert_eq!(keys[0], keys[1]);
         assert_eq!(keys[0], keys[2]);
         assert_eq!(keys[3], None);
+    }
+
+    /// Suffixes the English stemmer removes or rewrites, and its exceptional words.
+    const SUFFIXES: &[&str] = &[
+        "", "s", "es", "ies", "ied", "ed", "ing", "ingly", "edly", "ly", "ational", "tional", "enci", "anci", "izer", "ation",
+        "ator", "alism", "aliti", "alli", "fulness", "ousli", "ousness", "iveness", "iviti", "biliti", "bli", "logi", "fulli",
+        "lessli", "li", "ical", "ness", "ative", "alize", "icate", "iciti", "ful", "ement", "ment", "ent", "ism", "ate", "iti",
+        "ous", "ive", "ize", "ion", "al", "er", "ic", "able", "ible", "ance", "ence", "y", "e", "l", "eed", "eedly", "sses", "ss",
+        "us", "ys", "yed", "ying", "at", "bl", "iz", "bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt", "ogi", "ousli",
+    ];
+    const EXCEPTIONS: &[&str] = &[
+        "skis", "skies", "dying", "lying", "tying", "idly", "gently", "ugly", "early", "only", "singly", "sky", "news", "howe",
+        "atlas", "cosmos", "bias", "andes", "y", "ys", "yes", "yay", "yy", "ied", "ies", "ing", "s", "e", "eed", "ly",
+    ];
+
+    fn assert_stem_keeps_first_char(stems: &Stems, word: &str) {
+        if let Some(key) = stems.stem_word(word) {
+            let stem = key.strip_prefix(STEM_PREFIX).expect("a stem term begins with the prefix");
+            assert_eq!(stem.chars().next(), word.chars().next(), "{word:?} stems to {stem:?}");
+        }
+    }
+
+    #[test]
+    fn index_stem_exceptional_words_keep_their_first_character() {
+        let stems = Stems::new();
+        for w in EXCEPTIONS {
+            assert_stem_keeps_first_char(&stems, w);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// What snippets rely on to stem only the words that may match (`snippet.rs`): a
+        /// word's stem begins with the word's first character.
+        #[test]
+        fn index_stem_begins_with_the_words_first_character(
+            base in "[a-z]{1,7}|[a-zé]{1,5}|[\\p{Ll}\\p{Lo}]{1,4}",
+            suffix in 0..SUFFIXES.len(),
+            y_first in proptest::prelude::any::<bool>(),
+        ) {
+            let stems = Stems::new();
+            let word = format!("{}{base}{}", if y_first { "y" } else { "" }, SUFFIXES[suffix]);
+            assert_stem_keeps_first_char(&stems, &word);
+        }
     }
 }
