@@ -51,6 +51,27 @@ thread_local! {
     static CHUNK_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// An [`Event`] as the wire holds it, its strings borrowed: what [`IngestedView::events_at`]
+/// reads past (decoding every event before a wanted one whole, six strings each, was a tenth
+/// of a search's time in process). Its fields are [`Event`]'s, in its order and of its wire
+/// types; a test decodes both from the same bytes.
+#[derive(serde::Deserialize)]
+#[allow(dead_code)]
+struct EventSkipped<'a> {
+    id: &'a str,
+    time_unix_ms: i64,
+    session: &'a str,
+    project: Option<&'a str>,
+    role: crate::record::Role,
+    kind: crate::record::EventKind,
+    text: &'a str,
+    text_cut_chars: u64,
+    cwd: Option<&'a str>,
+    git_branch: Option<&'a str>,
+    agent_version: Option<&'a str>,
+    line: u64,
+}
+
 /// Decompresses one event chunk (see [`compress_chunk`]), refusing sizes over the limit
 /// before allocating.
 fn decompress_chunk(stored: &[u8], out: &mut Vec<u8>, offset: u64) -> Result<()> {
@@ -279,8 +300,14 @@ impl<'a> IngestedView<'a> {
                     if w == want.len() {
                         break;
                     }
-                    let (e, used): (Event, usize) = bincode::serde::decode_from_slice(rest, config())
-                        .map_err(|e| Error::Decode { offset: self.offset, reason: format!("event chunk: {e}") })?;
+                    let bad = |e: bincode::error::DecodeError| Error::Decode { offset: self.offset, reason: format!("event chunk: {e}") };
+                    if want[w].1 != k {
+                        // Not wanted: read past, its strings borrowed, not copied.
+                        let (_, used): (EventSkipped<'_>, usize) = bincode::serde::borrow_decode_from_slice(rest, config()).map_err(bad)?;
+                        rest = &rest[used..];
+                        continue;
+                    }
+                    let (e, used): (Event, usize) = bincode::serde::decode_from_slice(rest, config()).map_err(bad)?;
                     rest = &rest[used..];
                     let mut e = Some(e);
                     while w < want.len() && want[w].1 == k {
@@ -563,6 +590,56 @@ mod tests {
         assert_eq!(counts[0], 2_000);
         assert!(counts.windows(2).all(|w| w[0] > w[1]), "{counts:?}");
         assert_eq!(counts[4], 1);
+    }
+
+    fn arb_event() -> impl proptest::strategy::Strategy<Value = Event> {
+        use proptest::prelude::*;
+        let opt = || proptest::option::of("\\PC{0,12}");
+        let kinds = [EventKind::Message, EventKind::ToolUse, EventKind::ToolResult, EventKind::Meta, EventKind::System, EventKind::Memory];
+        let roles = [Role::User, Role::Assistant, Role::System];
+        (
+            ("\\PC{0,20}", any::<i64>(), "\\PC{0,10}", opt(), 0..roles.len(), 0..kinds.len()),
+            ("\\PC{0,300}", any::<u64>(), opt(), opt(), opt(), any::<u64>()),
+        )
+            .prop_map(move |((id, time_unix_ms, session, project, r, k), (text, text_cut_chars, cwd, git_branch, agent_version, line))| Event {
+                id,
+                time_unix_ms,
+                session,
+                project,
+                role: roles[r],
+                kind: kinds[k],
+                text,
+                text_cut_chars,
+                cwd,
+                git_branch,
+                agent_version,
+                line,
+            })
+    }
+
+    proptest::proptest! {
+        /// `events_at` reads past the events it does not want as [`EventSkipped`]: each must
+        /// take exactly an [`Event`]'s bytes, or the next event would be read from the wrong
+        /// place.
+        #[test]
+        fn a_skipped_event_takes_the_bytes_of_the_event(events in proptest::collection::vec(arb_event(), 1..8)) {
+            let mut bytes = Vec::new();
+            for e in &events {
+                bytes.extend(bincode::serde::encode_to_vec(e, config()).expect("encodes"));
+            }
+            let mut rest: &[u8] = &bytes;
+            for e in &events {
+                let (skipped, used): (EventSkipped<'_>, usize) = bincode::serde::borrow_decode_from_slice(rest, config()).expect("skips");
+                let (whole, whole_used): (Event, usize) = bincode::serde::decode_from_slice(rest, config()).expect("decodes");
+                proptest::prop_assert_eq!(used, whole_used);
+                proptest::prop_assert_eq!(&whole, e);
+                proptest::prop_assert_eq!(skipped.text, e.text.as_str());
+                proptest::prop_assert_eq!(skipped.agent_version, e.agent_version.as_deref());
+                proptest::prop_assert_eq!(skipped.line, e.line);
+                rest = &rest[used..];
+            }
+            proptest::prop_assert!(rest.is_empty());
+        }
     }
 
     #[test]

@@ -128,7 +128,9 @@ pub enum EventKind {
     Memory,
 }
 
-/// One event parsed from an agent's log.
+/// One event parsed from an agent's log. (`codec::EventSkipped` mirrors its fields, in order,
+/// to read past an event without copying it: a field changed here is changed there too, and a
+/// test fails until it is.)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// `<source>:<id in the source>`.
