@@ -31,7 +31,7 @@ fn from_bytes<T: DeserializeOwned>(bytes: &[u8], offset: u64) -> Result<T> {
 
 /// Compresses one event chunk: its decoded size (u32 LE), then an LZ4 block. LZ4, not zstd:
 /// the ingest benchmark measured zstd level 1 spending a fifth of ingest's CPU on these
-/// chunks (64 KiB each then, 16 KiB now; mostly the same text the raw lines' frame already
+/// chunks (64 KiB each then, 8 KiB now; mostly the same text the raw lines' frame already
 /// compressed), and reading one event decompresses a chunk, which LZ4 does several times
 /// faster.
 fn compress_chunk(plain: &[u8], out: &mut Vec<u8>) -> Result<usize> {
