@@ -449,3 +449,43 @@ async fn a_server_writes_the_index_of_a_large_catch_up_on_a_thread_of_its_own_an
     assert!(found.to_string().contains("topic7"), "{found}");
     c.cancel().await.expect("close");
 }
+
+/// Clients start the server with pipes, which it reads and writes without blocking (the
+/// runtime's poller wakes it). Its input and output may also be files (or a terminal): then it
+/// reads and writes them through tokio's blocking `stdin` and `stdout`, and answers the same.
+#[test]
+fn a_server_whose_input_and_output_are_files_answers_as_over_pipes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    ingest(&home);
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "files", "version": "1.0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "库存", "limit": 5}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "search", "arguments": []}}),
+    ];
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, requests.iter().map(|r| format!("{r}\n")).collect::<String>()).expect("requests");
+    let output = dir.path().join("out.jsonl");
+    let status = server_command(&home)
+        .as_std_mut()
+        .stdin(std::fs::File::open(&input).expect("input"))
+        .stdout(std::fs::File::create(&output).expect("output"))
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("origin mcp");
+    assert!(status.success(), "{status}");
+    let answers: Vec<Value> =
+        std::fs::read_to_string(&output).expect("output").lines().map(|l| serde_json::from_str(l).expect("one JSON-RPC message per line")).collect();
+    let by_id = |id: u64| answers.iter().find(|a| a["id"] == json!(id)).unwrap_or_else(|| panic!("no answer to request {id}: {answers:?}"));
+    assert_eq!(by_id(1)["result"]["serverInfo"]["name"], json!("origin"));
+    let tools: Vec<&str> = by_id(2)["result"]["tools"].as_array().expect("tools").iter().map(|t| t["name"].as_str().expect("name")).collect();
+    assert_eq!(tools.len(), 7, "{tools:?}");
+    let search = &by_id(3)["result"];
+    assert_ne!(search["isError"], json!(true), "{search}");
+    let found: Value = serde_json::from_str(search["content"][0]["text"].as_str().expect("text")).expect("JSON text");
+    assert!(!found["events"].as_array().expect("events").is_empty(), "{found}");
+    let refused = &by_id(4)["result"];
+    assert_eq!(refused["isError"], json!(true), "{refused}");
+}

@@ -564,6 +564,37 @@ fn merge_retry_wait(interval: std::time::Duration, failed: u32) -> std::time::Du
     doubled.min(MERGE_RETRY_WAIT_MAX.max(interval))
 }
 
+/// The server's input and output. When they are pipes (as MCP clients start servers), they are
+/// read and written without blocking, woken by the runtime's poller; otherwise (a terminal, a
+/// file, a socket) through tokio's `stdin` and `stdout`, which read and write on its blocking
+/// threads, each a hand-over from one thread to another and back. On this machine's 2 cores,
+/// switching threads was most of the server's CPU per call: a `get` took 0.34 ms over stdio
+/// against 0.03 ms in process.
+fn stdio_streams() -> (Box<dyn tokio::io::AsyncRead + Send + Unpin>, Box<dyn tokio::io::AsyncWrite + Send + Unpin>) {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use tokio::net::unix::pipe;
+        // A copy of each descriptor (the same pipe): the pipe types take ownership and set it
+        // non-blocking; they refuse what is not a pipe.
+        let input = std::io::stdin().as_fd().try_clone_to_owned().and_then(pipe::Receiver::from_owned_fd);
+        let output = std::io::stdout().as_fd().try_clone_to_owned().and_then(pipe::Sender::from_owned_fd);
+        let input: Box<dyn tokio::io::AsyncRead + Send + Unpin> = match input {
+            Ok(p) => Box::new(p),
+            Err(_) => Box::new(tokio::io::stdin()),
+        };
+        let output: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match output {
+            Ok(p) => Box::new(p),
+            Err(_) => Box::new(tokio::io::stdout()),
+        };
+        (input, output)
+    }
+    #[cfg(not(unix))]
+    {
+        (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
+    }
+}
+
 /// Longest line read from the client (rmcp's own limit applies after this).
 const LINE_BYTES_MAX: usize = 64 * 1024 * 1024;
 
@@ -573,8 +604,9 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
     // Lines pass from stdin to the protocol through a pipe, with `fix_arguments` applied.
     let (mut feed, server_in) = tokio::io::duplex(1 << 20);
+    let (input, output) = stdio_streams();
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(tokio::io::stdin());
+        let mut lines = tokio::io::BufReader::new(input);
         let mut buf = Vec::new();
         loop {
             buf.clear();
@@ -612,7 +644,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
             }
         })
     };
-    let service = Server::opening(opening.clone()).serve((server_in, tokio::io::stdout())).await?;
+    let service = Server::opening(opening.clone()).serve((server_in, output)).await?;
     // SIGTERM ends the session as the end of stdin does, so that what follows still runs:
     // clients that close stdin wait a few seconds, then send SIGTERM, then SIGKILL.
     let cancel = service.cancellation_token();
