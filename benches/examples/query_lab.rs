@@ -2,7 +2,7 @@
 //! `<dir>`, rebuilt when its index cannot be opened), then times each query class on Origin
 //! alone. `cargo run --release -p origin-benches --example query_lab -- <dir> [rebuild]`
 //! (LAB_CLASS=<n> one class, LAB_PASSES=<n>, LAB_SLOW: the slowest queries, LAB_MEDIAN: those
-//! around the median, LAB_QUERY=<q>: that query LAB_PASSES times (LAB_LIMIT hits, default 20; LAB_THRASH: caches emptied before each) on the store already in
+//! around the median, LAB_QUERY=<q>: that query LAB_PASSES times (LAB_LIMIT hits, default 20; LAB_THRASH: caches emptied before each, by touching LAB_THRASH_MB MiB, 64 unless set) on the store already in
 //! `<dir>`, without reading the corpus, printing the median and the fastest; LAB_FULL_ONLY:
 //! without partial matches).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -14,6 +14,11 @@ use origin_benches::indexbench::{CLASSES, is_han, make_queries, origin_build, re
 use origin_benches::Rng;
 use origin_engine::{Access, Journal, Options};
 use origin_projections::{Catalog, CatalogOpened, Filters, Match, parse_query};
+
+/// Bytes touched to empty the caches: `LAB_THRASH_MB` MiB (default 64, at most 4,096).
+fn thrash_bytes() -> usize {
+    std::env::var("LAB_THRASH_MB").ok().and_then(|s| s.parse::<usize>().ok()).unwrap_or(64).clamp(1, 4096) << 20
+}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -33,7 +38,7 @@ fn main() {
         let (mut hits, mut full) = (0, 0);
         // LAB_THRASH: caches emptied before each search (as the index benchmark's other systems
         // empty them between Origin's queries), by touching 64 MiB.
-        let mut thrash = std::env::var("LAB_THRASH").ok().map(|mb| vec![0u8; mb.parse::<usize>().unwrap_or(64) << 20]);
+        let mut thrash = std::env::var_os("LAB_THRASH").map(|_| vec![0u8; thrash_bytes()]);
         for pass in 0..passes {
             if let Some(buf) = thrash.as_mut() {
                 for i in (0..buf.len()).step_by(64) {
@@ -80,7 +85,7 @@ fn main() {
         }
         let mut times = Vec::new();
         // LAB_THRASH: caches emptied before each search, as between the benchmark's systems.
-        let mut thrash = std::env::var("LAB_THRASH").ok().map(|mb| vec![0u8; mb.parse::<usize>().unwrap_or(64) << 20]);
+        let mut thrash = std::env::var_os("LAB_THRASH").map(|_| vec![0u8; thrash_bytes()]);
         for pass in 0..passes {
             for q in &qs {
                 if let Some(t) = thrash.as_mut() {

@@ -473,8 +473,9 @@ fn a_server_whose_input_and_output_are_files_answers_as_over_pipes() {
         .stdin(std::fs::File::open(&input).expect("input"))
         .stdout(std::fs::File::create(&output).expect("output"))
         .stderr(std::process::Stdio::null())
-        .status()
+        .spawn()
         .expect("origin mcp");
+    let status = exit_within(status, 60);
     assert!(status.success(), "{status}");
     let answers: Vec<Value> =
         std::fs::read_to_string(&output).expect("output").lines().map(|l| serde_json::from_str(l).expect("one JSON-RPC message per line")).collect();
@@ -488,4 +489,122 @@ fn a_server_whose_input_and_output_are_files_answers_as_over_pipes() {
     assert!(!found["events"].as_array().expect("events").is_empty(), "{found}");
     let refused = &by_id(4)["result"];
     assert_eq!(refused["isError"], json!(true), "{refused}");
+}
+
+/// The requests of [`talk`]: the handshake, the tool list, a search.
+fn handshake_requests() -> String {
+    [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1.0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "库存", "limit": 5}}}),
+    ]
+    .iter()
+    .map(|r| format!("{r}\n"))
+    .collect()
+}
+
+/// Sends [`handshake_requests`] on `to`, reads answers from `from` until requests 1 to 3 are
+/// answered (lines that are not JSON, such as the server's own messages on a shared stderr, are
+/// passed over), then closes `to`; checks the answers and that the server exits within 60 s.
+fn talk(mut child: std::process::Child, mut to: impl std::io::Write, from: impl std::io::Read + Send + 'static, close: impl FnOnce(&mut dyn std::io::Write)) {
+    use std::io::BufRead;
+    to.write_all(handshake_requests().as_bytes()).expect("requests");
+    to.flush().expect("flush");
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(from).lines() {
+            let Ok(line) = line else { return };
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && tx.send(v).is_err()
+            {
+                return;
+            }
+        }
+    });
+    let mut answers: Vec<Value> = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !(1..=3).all(|id| answers.iter().any(|a| a["id"] == json!(id))) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(v) => answers.push(v),
+            Err(e) => {
+                let _ = child.kill();
+                panic!("no answer to every request within 60 s ({e}): {answers:?}");
+            }
+        }
+    }
+    close(&mut to);
+    drop(to);
+    let by_id = |id: u64| answers.iter().find(|a| a["id"] == json!(id)).expect("answered");
+    assert_eq!(by_id(1)["result"]["serverInfo"]["name"], json!("origin"));
+    assert_eq!(by_id(2)["result"]["tools"].as_array().expect("tools").len(), 7);
+    let found: Value = serde_json::from_str(by_id(3)["result"]["content"][0]["text"].as_str().expect("text")).expect("JSON");
+    assert!(!found["events"].as_array().expect("events").is_empty(), "{found}");
+    let status = exit_within(child, 60);
+    assert!(status.success(), "{status}");
+}
+
+/// The child's exit status, once it exits; killed, and a failure, if that takes over `secs`.
+fn exit_within(mut child: std::process::Child, secs: u64) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the server did not exit within {secs} s of the end of its input");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Node's child processes (Claude Code, Cursor, VS Code) get socket pairs for stdio, not pipes:
+/// the server polls those too.
+#[test]
+fn a_server_on_a_socket_pair_answers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    ingest(&home);
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket pair");
+    let child = server_command(&home)
+        .as_std_mut()
+        .stdin(std::os::fd::OwnedFd::from(theirs.try_clone().expect("clone")))
+        .stdout(std::os::fd::OwnedFd::from(theirs))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("origin mcp");
+    let from = ours.try_clone().expect("clone");
+    talk(child, ours.try_clone().expect("clone"), from, |_| ours.shutdown(std::net::Shutdown::Write).expect("shutdown"));
+}
+
+/// On pipes, stdin is read without blocking while the server runs, and is in blocking mode
+/// again when it has exited (another holder of the pipe expects it). Output shares its pipe
+/// with stderr here, so it stays on the blocking path (a message to stderr must never meet a
+/// non-blocking pipe), and the server still answers.
+#[test]
+fn a_server_on_pipes_leaves_them_blocking_and_answers_with_stderr_on_its_output() {
+    use rustix::fs::{OFlags, fcntl_getfl};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    ingest(&home);
+    let (in_read, in_write) = std::io::pipe().expect("pipe");
+    let (out_read, out_write) = std::io::pipe().expect("pipe");
+    let in_read_kept = in_read.try_clone().expect("clone");
+    let out_write_kept = out_write.try_clone().expect("clone");
+    let child = server_command(&home)
+        .as_std_mut()
+        .stdin(in_read)
+        .stdout(out_write.try_clone().expect("clone"))
+        .stderr(out_write)
+        .spawn()
+        .expect("origin mcp");
+    // While the server runs, its input (the same pipe as ours) is non-blocking, its output not.
+    talk(child, in_write, out_read, |_| {
+        assert!(fcntl_getfl(&in_read_kept).expect("flags").contains(OFlags::NONBLOCK), "stdin is read through the poller");
+        assert!(!fcntl_getfl(&out_write_kept).expect("flags").contains(OFlags::NONBLOCK), "stdout shares stderr: blocking");
+    });
+    assert!(!fcntl_getfl(&in_read_kept).expect("flags").contains(OFlags::NONBLOCK), "stdin left non-blocking");
+    assert!(!fcntl_getfl(&out_write_kept).expect("flags").contains(OFlags::NONBLOCK), "stdout left non-blocking");
 }

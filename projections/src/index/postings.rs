@@ -570,10 +570,17 @@ impl<'a> TermBlock<'a> {
         let mut t = [0u8; 8];
         t.copy_from_slice(&e[16..24]);
         let max_part = f32::from_bits(u32_le(e, 24));
+        let at = self.layout.dir.start + b * DIR_ENTRY_BYTES;
         if !(max_part.is_finite() && max_part > 0.0) || e[28..32] != [0; 4] {
-            return Err(BlockError { at: self.layout.dir.start + b * DIR_ENTRY_BYTES, reason: "block bound out of range" });
+            return Err(BlockError { at, reason: "block bound out of range" });
         }
-        Ok((u32_le(e, 0), i64::from_le_bytes(t), max_part))
+        // The last ordinal too, as [`TermBlock::block`] checks it: bounds alone order and skip
+        // blocks, and a last ordinal out of place would bound the wrong documents.
+        let last = u32_le(e, 0);
+        if (b > 0 && last <= self.last_of(b - 1)) || last >= self.layout_docs_limit() {
+            return Err(BlockError { at, reason: "block ordinals do not rise within the segment" });
+        }
+        Ok((last, i64::from_le_bytes(t), max_part))
     }
 
     /// Block `b`'s directory entry, checked: its parts rise from the previous block's and fit.
@@ -582,15 +589,13 @@ impl<'a> TermBlock<'a> {
         let (last, max_time, max_part) = self.bound(b)?;
         let e = self.entry(b);
         let (docs_end, pos_end, points_end) = (u32_le(e, 4) as usize, u32_le(e, 8) as usize, u32_le(e, 12) as usize);
-        let (prev_last, docs_start, pos_start, points_start) = if b == 0 {
-            (None, 0, 0, 0)
+        // (`bound` checked that the last ordinal rises and is below the documents.)
+        let (docs_start, pos_start, points_start) = if b == 0 {
+            (0, 0, 0)
         } else {
             let p = self.entry(b - 1);
-            (Some(u32_le(p, 0)), u32_le(p, 4) as usize, u32_le(p, 8) as usize, u32_le(p, 12) as usize)
+            (u32_le(p, 4) as usize, u32_le(p, 8) as usize, u32_le(p, 12) as usize)
         };
-        if prev_last.is_some_and(|p| last <= p) || last >= self.layout_docs_limit() {
-            return Err(err("block ordinals do not rise within the segment"));
-        }
         if docs_end <= docs_start || docs_end > self.layout.docs.len() {
             return Err(err("block documents run past their section"));
         }

@@ -128,9 +128,10 @@ fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
         clauses_found += usize::from(found_any);
     }
     // A full match shows its clauses; otherwise the words that match by stem show too.
-    // A word's stem begins with the word's first character (the English stemmer changes only
-    // a word's end; a property test of `stem.rs` checks it), so only the words that begin as
-    // some query stem does are stemmed (stemming every word of a partial hit's text was most
+    // A word's stem begins with the word's first character (the English stemmer changes a
+    // word's end; at its start it drops an apostrophe and marks a y, changed back, and the
+    // tokenizer never hands it a word that begins with an apostrophe or holds upper case; tests
+    // of `stem.rs` check it), so only the words that begin as some query stem does are stemmed (stemming every word of a partial hit's text was most
     // of a snippet).
     if clauses_found < query.clauses.len() {
         let stems = Stems::new();

@@ -564,34 +564,120 @@ fn merge_retry_wait(interval: std::time::Duration, failed: u32) -> std::time::Du
     doubled.min(MERGE_RETRY_WAIT_MAX.max(interval))
 }
 
-/// The server's input and output. When they are pipes (as MCP clients start servers), they are
-/// read and written without blocking, woken by the runtime's poller; otherwise (a terminal, a
-/// file, a socket) through tokio's `stdin` and `stdout`, which read and write on its blocking
-/// threads, each a hand-over from one thread to another and back. On this machine's 2 cores,
-/// switching threads was most of the server's CPU per call: a `get` took 0.34 ms over stdio
-/// against 0.03 ms in process.
+/// The server's input and output. When they are pipes or sockets (as MCP clients start
+/// servers: pipes from Python's and Rust's process libraries, socket pairs from Node's), they
+/// are read and written without blocking, woken by the runtime's poller; otherwise (a terminal,
+/// a file) through tokio's `stdin` and `stdout`, which read and write on its blocking threads,
+/// each a hand-over from one thread to another and back. On this machine's 2 cores, switching
+/// threads was most of the server's CPU per call: a `get` took 0.34 ms over stdio against 0.03
+/// ms in process. Output stays on the blocking path when stderr is the same pipe or socket:
+/// a message to stderr must not meet a non-blocking descriptor. When the session ends,
+/// [`restore_blocking`] puts both back in blocking mode: whoever shares them, or holds them
+/// after the server, expects it.
 fn stdio_streams() -> (Box<dyn tokio::io::AsyncRead + Send + Unpin>, Box<dyn tokio::io::AsyncWrite + Send + Unpin>) {
     #[cfg(unix)]
     {
         use std::os::fd::AsFd;
-        use tokio::net::unix::pipe;
-        // A copy of each descriptor (the same pipe): the pipe types take ownership and set it
-        // non-blocking; they refuse what is not a pipe.
-        let input = std::io::stdin().as_fd().try_clone_to_owned().and_then(pipe::Receiver::from_owned_fd);
-        let output = std::io::stdout().as_fd().try_clone_to_owned().and_then(pipe::Sender::from_owned_fd);
-        let input: Box<dyn tokio::io::AsyncRead + Send + Unpin> = match input {
-            Ok(p) => Box::new(p),
-            Err(_) => Box::new(tokio::io::stdin()),
+        let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+        let input: Box<dyn tokio::io::AsyncRead + Send + Unpin> = match unblocked(stdin.as_fd()) {
+            Some(Unblocked::Pipe(fd)) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
+                Ok(p) => Box::new(p),
+                Err(_) => blocking_stdin(),
+            },
+            Some(Unblocked::Socket(s)) => Box::new(s),
+            None => blocking_stdin(),
         };
-        let output: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match output {
-            Ok(p) => Box::new(p),
-            Err(_) => Box::new(tokio::io::stdout()),
+        let shares_stderr = identity(stdout.as_fd()).zip(identity(stderr.as_fd())).is_some_and(|(o, e)| o == e);
+        let output: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match (!shares_stderr).then(|| unblocked(stdout.as_fd())).flatten() {
+            Some(Unblocked::Pipe(fd)) => match tokio::net::unix::pipe::Sender::from_owned_fd(fd) {
+                Ok(p) => Box::new(p),
+                Err(_) => blocking_stdout(),
+            },
+            Some(Unblocked::Socket(s)) => Box::new(s),
+            None => blocking_stdout(),
         };
         (input, output)
     }
     #[cfg(not(unix))]
     {
         (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
+    }
+}
+
+/// A copy of stdin or stdout made to be polled: a pipe (made non-blocking by tokio's pipe types)
+/// or a socket (made non-blocking here).
+#[cfg(unix)]
+enum Unblocked {
+    Pipe(std::os::fd::OwnedFd),
+    Socket(tokio::net::UnixStream),
+}
+
+/// A copy of `fd` (the same pipe or socket) if it is a pipe or a Unix socket that the runtime
+/// can poll; none otherwise.
+#[cfg(unix)]
+fn unblocked(fd: std::os::fd::BorrowedFd<'_>) -> Option<Unblocked> {
+    use std::os::unix::fs::FileTypeExt;
+    let owned = fd.try_clone_to_owned().ok()?;
+    let kind = std::fs::File::from(fd.try_clone_to_owned().ok()?).metadata().ok()?.file_type();
+    if kind.is_fifo() {
+        return Some(Unblocked::Pipe(owned));
+    }
+    if !kind.is_socket() {
+        return None;
+    }
+    let s = std::os::unix::net::UnixStream::from(owned);
+    // Not a Unix socket (a TCP one, say): left as it was.
+    s.local_addr().ok()?;
+    s.set_nonblocking(true).ok()?;
+    match tokio::net::UnixStream::from_std(s) {
+        Ok(s) => Some(Unblocked::Socket(s)),
+        Err(_) => {
+            set_blocking(fd);
+            None
+        }
+    }
+}
+
+/// Which file `fd` is (device, inode).
+#[cfg(unix)]
+fn identity(fd: std::os::fd::BorrowedFd<'_>) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::File::from(fd.try_clone_to_owned().ok()?).metadata().ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+/// Puts `fd` back in blocking mode if it is non-blocking.
+#[cfg(unix)]
+fn set_blocking(fd: std::os::fd::BorrowedFd<'_>) {
+    use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+    if let Ok(flags) = fcntl_getfl(fd)
+        && flags.contains(OFlags::NONBLOCK)
+    {
+        let _ = fcntl_setfl(fd, flags - OFlags::NONBLOCK);
+    }
+}
+
+/// tokio's `stdin`, after making sure a failed attempt at polling left it blocking.
+fn blocking_stdin() -> Box<dyn tokio::io::AsyncRead + Send + Unpin> {
+    #[cfg(unix)]
+    set_blocking(std::os::fd::AsFd::as_fd(&std::io::stdin()));
+    Box::new(tokio::io::stdin())
+}
+
+/// tokio's `stdout`, after making sure a failed attempt at polling left it blocking.
+fn blocking_stdout() -> Box<dyn tokio::io::AsyncWrite + Send + Unpin> {
+    #[cfg(unix)]
+    set_blocking(std::os::fd::AsFd::as_fd(&std::io::stdout()));
+    Box::new(tokio::io::stdout())
+}
+
+/// Puts stdin and stdout back in blocking mode (see [`stdio_streams`]), once nothing reads or
+/// writes them through the runtime any more.
+fn restore_blocking() {
+    #[cfg(unix)]
+    {
+        set_blocking(std::os::fd::AsFd::as_fd(&std::io::stdin()));
+        set_blocking(std::os::fd::AsFd::as_fd(&std::io::stdout()));
     }
 }
 
@@ -605,14 +691,18 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
     // Lines pass from stdin to the protocol through a pipe, with `fix_arguments` applied.
     let (mut feed, server_in) = tokio::io::duplex(1 << 20);
     let (input, output) = stdio_streams();
-    tokio::spawn(async move {
+    let reader = tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(input);
         let mut buf = Vec::new();
         loop {
             buf.clear();
             match (&mut lines).take(LINE_BYTES_MAX as u64).read_until(b'\n', &mut buf).await {
-                Ok(0) | Err(_) => break,
+                Ok(0) => break,
                 Ok(_) => {}
+                Err(e) => {
+                    eprintln!("origin: reading stdin failed ({e}); the session ends");
+                    break;
+                }
             }
             let fixed = std::str::from_utf8(&buf).ok().and_then(fix_arguments);
             let out = match &fixed {
@@ -660,6 +750,10 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
         drop(cancel);
     });
     let ended = service.waiting().await;
+    // The reader stopped (no read can follow), stdin and stdout go back to blocking mode.
+    reader.abort();
+    let _ = reader.await;
+    restore_blocking();
     started.abort();
     if let Some(m) = merges.lock().unwrap_or_else(|p| p.into_inner()).take() {
         m.stop();
