@@ -296,11 +296,11 @@ impl<'a> IngestedView<'a> {
                 decompress_chunk(bytes, plain, self.offset)?;
                 let mut rest: &[u8] = plain;
                 let mut w = 0;
+                let bad = |e: bincode::error::DecodeError| Error::Decode { offset: self.offset, reason: format!("event chunk: {e}") };
                 for k in 0..u64::from(count) {
                     if w == want.len() {
                         break;
                     }
-                    let bad = |e: bincode::error::DecodeError| Error::Decode { offset: self.offset, reason: format!("event chunk: {e}") };
                     if want[w].1 != k {
                         // Not wanted: read past, its strings borrowed, not copied.
                         let (_, used): (EventSkipped<'_>, usize) = bincode::serde::borrow_decode_from_slice(rest, config()).map_err(bad)?;

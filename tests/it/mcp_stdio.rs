@@ -567,7 +567,9 @@ fn a_server_on_a_socket_pair_answers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");
     ingest(&home);
+    use rustix::fs::{OFlags, fcntl_getfl};
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket pair");
+    let theirs_kept = theirs.try_clone().expect("clone");
     let child = server_command(&home)
         .as_std_mut()
         .stdin(std::os::fd::OwnedFd::from(theirs.try_clone().expect("clone")))
@@ -576,7 +578,12 @@ fn a_server_on_a_socket_pair_answers() {
         .spawn()
         .expect("origin mcp");
     let from = ours.try_clone().expect("clone");
-    talk(child, ours.try_clone().expect("clone"), from, |_| ours.shutdown(std::net::Shutdown::Write).expect("shutdown"));
+    talk(child, ours.try_clone().expect("clone"), from, |_| {
+        // While the server runs, its end (the same socket as `theirs_kept`) is polled.
+        assert!(fcntl_getfl(&theirs_kept).expect("flags").contains(OFlags::NONBLOCK), "the socket is read through the poller");
+        ours.shutdown(std::net::Shutdown::Write).expect("shutdown");
+    });
+    assert!(!fcntl_getfl(&theirs_kept).expect("flags").contains(OFlags::NONBLOCK), "the socket left non-blocking");
 }
 
 /// On pipes, stdin is read without blocking while the server runs, and is in blocking mode

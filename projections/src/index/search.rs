@@ -1001,7 +1001,7 @@ fn one_term<'v>(
         let floor = top.threshold().map(|(t, _)| t);
         entrants.clear();
         entrants.extend((0..scores.len() as u32).rev().filter(|&i| floor.is_none_or(|f| scores[i as usize] >= f)));
-        let room = top.k - top.len().min(top.k);
+        let room = top.k.saturating_sub(top.len());
         let first = if floor.is_none() && entrants.len() > room && room > 0 {
             entrants.select_nth_unstable_by(room - 1, |&a, &b| scores[b as usize].total_cmp(&scores[a as usize]).then(b.cmp(&a)));
             room

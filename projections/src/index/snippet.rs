@@ -107,9 +107,9 @@ fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
     let mut clauses_found = 0;
     let mut spans: Vec<(usize, usize)> = Vec::new();
     for clause in &query.clauses {
-        let Some((first_term, _)) = clause.terms.first() else { continue };
-        let Some(first) = wanted.iter().position(|w| w == first_term) else { continue };
-        let which: Vec<usize> = clause.terms.iter().map(|(term, _)| wanted.iter().position(|w| w == term).unwrap_or(usize::MAX)).collect();
+        // Each of the clause's terms as its place in `wanted` (which holds them all).
+        let which: Vec<usize> = clause.terms.iter().filter_map(|(term, _)| wanted.iter().position(|w| w == term)).collect();
+        let Some(&first) = which.first() else { continue };
         let mut found_any = false;
         for &(position, _, _, _) in found.iter().filter(|f| f.1 == first) {
             spans.clear();
@@ -127,12 +127,12 @@ fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
         }
         clauses_found += usize::from(found_any);
     }
-    // A full match shows its clauses; otherwise the words that match by stem show too.
-    // A word's stem begins with the word's first character (the English stemmer changes a
-    // word's end; at its start it drops an apostrophe and marks a y, changed back, and the
-    // tokenizer never hands it a word that begins with an apostrophe or holds upper case; tests
-    // of `stem.rs` check it), so only the words that begin as some query stem does are stemmed (stemming every word of a partial hit's text was most
-    // of a snippet).
+    // A full match shows its clauses; otherwise the words that match by stem show too. A
+    // word's stem begins with the word's first character (the English stemmer changes a word's
+    // end; at its start it drops an apostrophe and marks a y, changed back, and the tokenizer
+    // never hands it a word that begins with an apostrophe or holds upper case; tests of
+    // `stem.rs` check it), so only the words that begin as some query stem does are stemmed
+    // (stemming every word of a partial hit's text was most of a snippet).
     if clauses_found < query.clauses.len() {
         let stems = Stems::new();
         let firsts: Vec<char> = query.partial.iter().filter_map(|p| p.strip_prefix(STEM_PREFIX)?.chars().next()).collect();

@@ -616,14 +616,14 @@ enum Unblocked {
 /// can poll; none otherwise.
 #[cfg(unix)]
 fn unblocked(fd: std::os::fd::BorrowedFd<'_>) -> Option<Unblocked> {
-    use std::os::unix::fs::FileTypeExt;
-    let owned = fd.try_clone_to_owned().ok()?;
-    let kind = std::fs::File::from(fd.try_clone_to_owned().ok()?).metadata().ok()?.file_type();
-    if kind.is_fifo() {
-        return Some(Unblocked::Pipe(owned));
-    }
-    if !kind.is_socket() {
+    use rustix::fs::FileType;
+    let kind = FileType::from_raw_mode(rustix::fs::fstat(fd).ok()?.st_mode);
+    if kind != FileType::Fifo && kind != FileType::Socket {
         return None;
+    }
+    let owned = fd.try_clone_to_owned().ok()?;
+    if kind == FileType::Fifo {
+        return Some(Unblocked::Pipe(owned));
     }
     let s = std::os::unix::net::UnixStream::from(owned);
     // Not a Unix socket (a TCP one, say): left as it was.
@@ -641,19 +641,17 @@ fn unblocked(fd: std::os::fd::BorrowedFd<'_>) -> Option<Unblocked> {
 /// Which file `fd` is (device, inode).
 #[cfg(unix)]
 fn identity(fd: std::os::fd::BorrowedFd<'_>) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::File::from(fd.try_clone_to_owned().ok()?).metadata().ok()?;
-    Some((m.dev(), m.ino()))
+    let st = rustix::fs::fstat(fd).ok()?;
+    Some((u64::from(st.st_dev), u64::from(st.st_ino)))
 }
 
-/// Puts `fd` back in blocking mode if it is non-blocking.
+/// Puts `fd` back in blocking mode if it is non-blocking; says so on stderr if it cannot.
 #[cfg(unix)]
 fn set_blocking(fd: std::os::fd::BorrowedFd<'_>) {
     use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
-    if let Ok(flags) = fcntl_getfl(fd)
-        && flags.contains(OFlags::NONBLOCK)
-    {
-        let _ = fcntl_setfl(fd, flags - OFlags::NONBLOCK);
+    let restored = fcntl_getfl(fd).and_then(|flags| if flags.contains(OFlags::NONBLOCK) { fcntl_setfl(fd, flags - OFlags::NONBLOCK) } else { Ok(()) });
+    if let Err(e) = restored {
+        eprintln!("origin: could not put a standard stream back in blocking mode ({e})");
     }
 }
 
@@ -679,6 +677,18 @@ fn restore_blocking() {
         set_blocking(std::os::fd::AsFd::as_fd(&std::io::stdin()));
         set_blocking(std::os::fd::AsFd::as_fd(&std::io::stdout()));
     }
+}
+
+/// Stops the task reading stdin and waits until it has (no read can follow), then puts stdin
+/// and stdout back in blocking mode.
+async fn stop_reader(reader: tokio::task::JoinHandle<()>) {
+    reader.abort();
+    if let Err(e) = reader.await
+        && e.is_panic()
+    {
+        eprintln!("origin: the task reading stdin failed ({e})");
+    }
+    restore_blocking();
 }
 
 /// Longest line read from the client (rmcp's own limit applies after this).
@@ -734,7 +744,13 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
             }
         })
     };
-    let service = Server::opening(opening.clone()).serve((server_in, output)).await?;
+    let service = match Server::opening(opening.clone()).serve((server_in, output)).await {
+        Ok(service) => service,
+        Err(e) => {
+            stop_reader(reader).await;
+            return Err(e.into());
+        }
+    };
     // SIGTERM ends the session as the end of stdin does, so that what follows still runs:
     // clients that close stdin wait a few seconds, then send SIGTERM, then SIGKILL.
     let cancel = service.cancellation_token();
@@ -750,10 +766,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
         drop(cancel);
     });
     let ended = service.waiting().await;
-    // The reader stopped (no read can follow), stdin and stdout go back to blocking mode.
-    reader.abort();
-    let _ = reader.await;
-    restore_blocking();
+    stop_reader(reader).await;
     started.abort();
     if let Some(m) = merges.lock().unwrap_or_else(|p| p.into_inner()).take() {
         m.stop();
