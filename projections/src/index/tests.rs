@@ -1160,13 +1160,50 @@ fn reseal(bytes: &mut [u8]) {
     }
     let footer = n - segment::FOOTER_SIZE_BYTES;
     let body = crc32fast::hash(&bytes[..footer]);
-    bytes[footer + 48..footer + 52].copy_from_slice(&body.to_le_bytes());
-    let fcrc = crc32fast::hash(&bytes[footer..footer + 52]);
-    bytes[footer + 52..footer + 56].copy_from_slice(&fcrc.to_le_bytes());
+    let (body_at, crc_at) = (footer + segment::FOOTER_BODY_CRC_AT, footer + segment::FOOTER_CRC_AT);
+    bytes[body_at..body_at + 4].copy_from_slice(&body.to_le_bytes());
+    let fcrc = crc32fast::hash(&bytes[footer..crc_at]);
+    bytes[crc_at..crc_at + 4].copy_from_slice(&fcrc.to_le_bytes());
     if n >= 32 {
         let h = crc32fast::hash(&bytes[..28]);
         bytes[28..32].copy_from_slice(&h.to_le_bytes());
     }
+}
+
+/// The footer of a well-formed segment.
+fn footer_of(bytes: &[u8]) -> segment::Footer {
+    let mut f = [0u8; segment::FOOTER_SIZE_BYTES];
+    f.copy_from_slice(&bytes[bytes.len() - segment::FOOTER_SIZE_BYTES..]);
+    segment::Footer::decode(&f).unwrap()
+}
+
+#[test]
+fn index_reseal_makes_a_damaged_segment_reach_the_decoders() {
+    // Damage a term block's flags byte: without resealing, the body CRC refuses the file;
+    // resealed, it opens (postings are checked when read) and the search that reads the block
+    // reports the damage.
+    let good = small_segment_bytes();
+    let footer = footer_of(good);
+    let postings = footer.postings_offset as usize;
+    let mut bad = good.to_vec();
+    // The first term's block starts after its bytes and their length byte.
+    let first = {
+        let seg = Segment::from_bytes(good.to_vec(), 0).unwrap();
+        let mut stream = seg.fst().stream();
+        let (_, offset) = fst::Streamer::next(&mut stream).unwrap();
+        offset as usize
+    };
+    bad[postings + first] = 0xff;
+    let err = Segment::from_bytes(bad.clone(), 0).unwrap_err();
+    assert!(err.to_string().contains("body CRC"), "{err}");
+    reseal(&mut bad);
+    let seg = Segment::from_bytes(bad, 0).expect("resealed damage in the postings opens");
+    let first_term = {
+        let mut stream = seg.fst().stream();
+        String::from_utf8(fst::Streamer::next(&mut stream).unwrap().0.to_vec()).unwrap()
+    };
+    let offset = seg.term_offset(&first_term).expect("the table finds the term");
+    assert!(seg.term_block_at(offset).is_err(), "the damaged block is refused when read");
 }
 
 fn small_segment_bytes() -> &'static [u8] {
@@ -1203,15 +1240,11 @@ proptest! {
         edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
     ) {
         let good = small_segment_bytes();
-        let fst_at = {
-            let f = good.len() - segment::FOOTER_SIZE_BYTES;
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&good[f + 24..f + 32]);
-            u64::from_le_bytes(b) as usize
-        };
+        let fst_at = footer_of(good).fst_offset as usize;
         let mut bad = good.to_vec();
         for (at, v) in edits {
-            // Bytes before the term dictionary, header excluded (its damage is caught anyway).
+            // Bytes before the term dictionary (the term table included), header excluded
+            // (its damage is caught anyway).
             let at = 32 + at % (fst_at - 32);
             bad[at] = v;
         }
@@ -1616,4 +1649,134 @@ fn index_partial_pass_finds_strong_documents_after_a_stretch_of_weak_ones() {
         let hits = search(&index, "alpha beta zeta", limit);
         assert_eq!(hits, unpruned[..limit].to_vec(), "limit {limit}");
     }
+}
+
+/// The bytes of a segment of `texts` (one document each), committed to disk.
+fn segment_of(texts: &[String]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = Index::open(dir.path()).unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        index.add(i as DocId, &meta(i as i64), t).unwrap();
+    }
+    index.commit(0).unwrap();
+    fs::read(segment_file(dir.path())).unwrap()
+}
+
+/// Every term of the segment's dictionary, with its block offset.
+fn dictionary(seg: &Segment) -> Vec<(Vec<u8>, u64)> {
+    let mut out = Vec::new();
+    let mut stream = seg.fst().stream();
+    while let Some((k, v)) = fst::Streamer::next(&mut stream) {
+        out.push((k.to_vec(), v));
+    }
+    out
+}
+
+fn table_text() -> impl Strategy<Value = String> {
+    let word = prop_oneof![
+        "[a-z]{1,12}",
+        "(release|releases|released|the|to|of|and|tests|testing)",
+        "[\u{4e00}-\u{4e20}]{1,6}",
+        "[\u{3041}-\u{3050}\u{30a1}-\u{30b0}]{1,4}",
+        "[\u{ac00}-\u{ac10}]{1,3}",
+        "[\u{ff21}-\u{ff3a}]{1,5}",
+        "x{120,140}",
+    ];
+    proptest::collection::vec(word, 1..30).prop_map(|w| w.join(" "))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// The term table finds every term of the dictionary at the dictionary's offset, and no
+    /// term the segment does not hold.
+    #[test]
+    fn index_term_table_answers_as_the_dictionary(
+        texts in proptest::collection::vec(table_text(), 1..40),
+        absent in proptest::collection::vec("\\PC{1,8}", 0..40),
+    ) {
+        let seg = Segment::from_bytes(segment_of(&texts), 0).unwrap();
+        let dict = dictionary(&seg);
+        prop_assert!(!dict.is_empty());
+        for (term, offset) in &dict {
+            let term = std::str::from_utf8(term).unwrap();
+            prop_assert_eq!(seg.term_offset(term), Some(*offset), "{:?}", term);
+        }
+        for a in &absent {
+            prop_assert_eq!(seg.term_offset(a), seg.fst().get(a.as_bytes()), "{:?}", a);
+        }
+    }
+
+    /// Slots moved about in the table, or given another slot's block (resealed, as a
+    /// writer's bug would leave them), never name another term's block: a lookup finds the
+    /// term's own block or nothing.
+    #[test]
+    fn index_term_table_never_names_another_terms_block(
+        texts in proptest::collection::vec(table_text(), 1..20),
+        swaps in proptest::collection::vec((any::<usize>(), any::<usize>()), 1..8),
+        retargets in proptest::collection::vec((any::<usize>(), any::<usize>()), 1..8),
+    ) {
+        let good = segment_of(&texts);
+        let footer = footer_of(&good);
+        let (table_at, fst_at) = (footer.table_offset as usize, footer.fst_offset as usize);
+        let slots = (fst_at - table_at) / 8;
+        let mut bad = good.clone();
+        for (a, b) in swaps {
+            let (a, b) = (table_at + 8 * (a % slots), table_at + 8 * (b % slots));
+            let (x, y) = (bad[a..a + 8].to_vec(), bad[b..b + 8].to_vec());
+            bad[a..a + 8].copy_from_slice(&y);
+            bad[b..b + 8].copy_from_slice(&x);
+        }
+        // A used slot given the block of another used slot, its own hash bits kept.
+        let used: Vec<usize> = (0..slots).map(|i| table_at + 8 * i).filter(|&at| bad[at..at + 8] != [0; 8]).collect();
+        for (a, b) in retargets {
+            let (a, b) = (used[a % used.len()], used[b % used.len()]);
+            let offset_bits = bad[b..b + 5].to_vec();
+            bad[a..a + 5].copy_from_slice(&offset_bits);
+        }
+        reseal(&mut bad);
+        let seg = Segment::from_bytes(bad, 0).expect("moved slots still open");
+        for (term, offset) in dictionary(&seg) {
+            let found = seg.term_offset(std::str::from_utf8(&term).unwrap());
+            prop_assert!(found.is_none() || found == Some(offset), "{:?}: {:?} against {}", term, found, offset);
+        }
+    }
+}
+
+#[test]
+fn index_term_table_is_three_quarters_full_at_most() {
+    for n in [0u32, 1, 2, 3, 5, 6, 7, 100, 767, 768, 769, 1_000_000] {
+        let slots = segment::table::slot_count(n);
+        assert!(slots.is_power_of_two() && slots > n as usize && n as usize * 4 <= slots * 3, "{n}: {slots}");
+        assert!(slots == 1 || (n as usize + (n as usize).div_ceil(3) + 1) > slots / 2, "{n}: {slots} is not the smallest");
+    }
+}
+
+#[test]
+fn index_term_table_refuses_a_slot_outside_the_postings_or_a_wrong_count() {
+    let good = small_segment_bytes();
+    let footer = footer_of(good);
+    let table_at = footer.table_offset as usize;
+    let postings_len = footer.table_offset - footer.postings_offset;
+    let used = (0..(footer.fst_offset as usize - table_at) / 8)
+        .map(|i| table_at + 8 * i)
+        .find(|&at| good[at..at + 8] != [0; 8])
+        .unwrap();
+    let empty = (0..(footer.fst_offset as usize - table_at) / 8)
+        .map(|i| table_at + 8 * i)
+        .find(|&at| good[at..at + 8] == [0; 8])
+        .unwrap();
+    // A slot pointing at the end of the postings.
+    let mut bad = good.to_vec();
+    bad[used..used + 5].copy_from_slice(&(postings_len + 1).to_le_bytes()[..5]);
+    reseal(&mut bad);
+    let err = Segment::from_bytes(bad, 0).unwrap_err();
+    assert!(err.to_string().contains("outside the postings"), "{err}");
+    // One slot more than there are terms.
+    let mut bad = good.to_vec();
+    let copy = good[used..used + 8].to_vec();
+    bad[empty..empty + 8].copy_from_slice(&copy);
+    reseal(&mut bad);
+    let err = Segment::from_bytes(bad, 0).unwrap_err();
+    assert!(err.to_string().contains("one slot per term"), "{err}");
 }

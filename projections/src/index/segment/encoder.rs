@@ -1,9 +1,10 @@
-//! Encodes a segment into any `Write`: header, document rows, strings, keys, postings, term
-//! dictionary (fst), footer; a running CRC covers everything before the footer.
+//! Encodes a segment into any `Write`: header, document rows, strings, keys, postings (each
+//! term's bytes before its block), term table, term dictionary (fst), footer; a running CRC
+//! covers everything before the footer.
 
 use std::io::{self, Write};
 
-use super::{FOOTER_SIZE_BYTES, Footer, HEADER_SIZE_BYTES, SegmentId, encode_header};
+use super::{FOOTER_SIZE_BYTES, Footer, HEADER_SIZE_BYTES, SegmentId, encode_header, table};
 use crate::index::doc::DocTable;
 use crate::index::postings::{Postings, encode_block};
 
@@ -28,6 +29,8 @@ pub(crate) struct Encoder<'d, W: Write> {
     out: CrcWriter<W>,
     docs: &'d DocTable,
     fst: fst::MapBuilder<Vec<u8>>,
+    /// Per term, its hash and its block's offset, for the term table.
+    table: Vec<(u64, u64)>,
     block: Vec<u8>,
     last_term: Option<Vec<u8>>,
     postings_offset: u64,
@@ -57,6 +60,7 @@ impl<'d, W: Write> Encoder<'d, W> {
             out,
             docs,
             fst: fst::MapBuilder::memory(),
+            table: Vec::new(),
             block: Vec::new(),
             last_term: None,
             postings_offset,
@@ -89,7 +93,17 @@ impl<'d, W: Write> Encoder<'d, W> {
         if u32::try_from(p.positions.len()).is_err() {
             return Err(io::Error::other(format!("the positions of term {term:?} take {} bytes, over the 4 GiB a segment's term may hold", p.positions.len())));
         }
+        // The term's bytes, then their length in one byte, then its block: a term found by the
+        // table is confirmed by the bytes just before its block.
+        // (Terms are at most 129 bytes: a word of `TERM_SIZE_BYTES_MAX`, or a stem term's
+        // prefix and such a word's stem.)
+        let Ok(len) = u8::try_from(term.len()) else {
+            return Err(io::Error::other(format!("term {term:?} of {} bytes is over the 255 a segment holds", term.len())));
+        };
+        self.out.put(term.as_bytes())?;
+        self.out.put(&[len])?;
         let value = self.out.written - self.postings_offset;
+        self.table.push((table::term_hash(term.as_bytes()), value));
         self.block.clear();
         let avg = crate::index::bm25::avg_length(self.docs.token_count(), u64::from(self.docs.len()));
         encode_block(&mut self.block, p, lengths, self.docs.times(), avg);
@@ -104,6 +118,11 @@ impl<'d, W: Write> Encoder<'d, W> {
 
     /// Writes the term dictionary and the footer; returns the writer (not yet flushed).
     pub(crate) fn finish(mut self) -> io::Result<W> {
+        let table_offset = self.out.written;
+        let mut bytes = Vec::new();
+        table::encode(&self.table, &mut bytes);
+        self.out.put(&bytes)?;
+        drop(bytes);
         let fst_offset = self.out.written;
         let fst = self.fst.into_inner().map_err(io::Error::other)?;
         self.out.put(&fst)?;
@@ -112,6 +131,7 @@ impl<'d, W: Write> Encoder<'d, W> {
             strings_offset: self.strings_offset,
             keys_offset: self.keys_offset,
             postings_offset: self.postings_offset,
+            table_offset,
             fst_offset,
             doc_count: self.docs.len(),
             term_count: self.term_count,

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FOOTER_SIZE_BYTES, FORMAT_VERSION, Footer, HEADER_SIZE_BYTES, MAGIC, SegmentId};
+use super::{FOOTER_BODY_CRC_AT, FOOTER_SIZE_BYTES, FORMAT_VERSION, Footer, HEADER_SIZE_BYTES, MAGIC, SegmentId, table};
 use crate::index::IndexError;
 use crate::index::doc::{DocTable, ROW_SIZE_BYTES};
 use crate::index::limits::{META_STRING_SIZE_BYTES_MAX, SEGMENT_DOCS_MAX, SEGMENT_SIZE_BYTES_MAX};
@@ -49,6 +49,8 @@ pub struct Segment {
     docs: DocTable,
     fst: fst::Map<Slice>,
     postings: Range<usize>,
+    /// The term table (`super::table`): a power of two of 8-byte slots.
+    table: Range<usize>,
     /// The keys section: offsets, then bytes.
     key_offsets: Range<usize>,
     key_bytes: Range<usize>,
@@ -124,7 +126,7 @@ impl Segment {
         fb.copy_from_slice(&bytes[footer_start..]);
         let footer = Footer::decode(&fb).map_err(|(at, reason)| bad(footer_start + at, reason))?;
         if crc32fast::hash(&bytes[..footer_start]) != footer.body_crc {
-            return Err(bad(footer_start + 56, "body CRC mismatch (the file is damaged)"));
+            return Err(bad(footer_start + FOOTER_BODY_CRC_AT, "body CRC mismatch (the file is damaged)"));
         }
         // Sections: in order, within the body.
         let offsets = [
@@ -132,17 +134,18 @@ impl Segment {
             footer.strings_offset,
             footer.keys_offset,
             footer.postings_offset,
+            footer.table_offset,
             footer.fst_offset,
             footer_start as u64,
         ];
         if footer.docs_offset != HEADER_SIZE_BYTES as u64 || offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err(bad(footer_start, "section offsets out of order"));
         }
-        let [docs_at, strings_at, keys_at, postings_at, fst_at, _] = offsets.map(|o| o as usize);
+        let [docs_at, strings_at, keys_at, postings_at, table_at, fst_at, _] = offsets.map(|o| o as usize);
         if footer.doc_count > SEGMENT_DOCS_MAX
             || (strings_at - docs_at) as u64 != u64::from(footer.doc_count) * ROW_SIZE_BYTES as u64
         {
-            return Err(bad(footer_start + 40, "document count does not match the rows section"));
+            return Err(bad(footer_start + 48, "document count does not match the rows section"));
         }
         let docs = DocTable::decode(&bytes[docs_at..strings_at], &bytes[strings_at..keys_at])
             .map_err(|(at, reason)| bad(docs_at + at, &reason))?;
@@ -171,22 +174,47 @@ impl Segment {
             return Err(bad(key_offsets.end - 8, "key offsets do not end at the keys' size"));
         }
         if docs.token_count() != footer.token_count {
-            return Err(bad(footer_start + 48, "token count does not match the documents"));
+            return Err(bad(footer_start + 56, "token count does not match the documents"));
         }
         if docs.len() == 0 {
-            return Err(bad(footer_start + 40, "a segment without documents"));
+            return Err(bad(footer_start + 48, "a segment without documents"));
         }
         for (i, w) in docs.rows().windows(2).enumerate() {
             if w[1].doc <= w[0].doc {
                 return Err(bad(docs_at + (i + 1) * ROW_SIZE_BYTES, &format!("document ids do not rise at {}", w[1].doc)));
             }
         }
+        // The term table: its size that of `term_count` terms, a slot per term, each slot's
+        // block after a length byte within the postings. (Whether each term's slot names its
+        // block is for the writer; a lookup confirms a term by the bytes before its block.)
+        let slots = table::slot_count(footer.term_count);
+        if (fst_at - table_at) as u64 != slots as u64 * table::SLOT_SIZE_BYTES as u64 {
+            return Err(bad(table_at, "term table of the wrong size for the term count"));
+        }
+        let postings_len = (table_at - postings_at) as u64;
+        let mut used = 0u64;
+        for (i, chunk) in bytes[table_at..fst_at].chunks_exact(table::SLOT_SIZE_BYTES).enumerate() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            let slot = u64::from_le_bytes(b);
+            match table::offset(slot) {
+                Some(offset) if offset == 0 || offset >= postings_len => {
+                    return Err(bad(table_at + i * table::SLOT_SIZE_BYTES, "term table slot points outside the postings"));
+                }
+                Some(_) => used += 1,
+                None if slot != 0 => return Err(bad(table_at + i * table::SLOT_SIZE_BYTES, "term table slot without an offset")),
+                None => {}
+            }
+        }
+        if used != u64::from(footer.term_count) {
+            return Err(bad(table_at, "term table does not hold one slot per term"));
+        }
         let backing = Arc::new(backing);
         let fst_slice = Slice { backing: backing.clone(), range: fst_at..footer_start };
         let fst = fst::Map::new(fst_slice).map_err(|e| bad(fst_at, &format!("term dictionary: {e}")))?;
         fst.as_fst().verify().map_err(|e| bad(fst_at, &format!("term dictionary: {e}")))?;
         if fst.len() != footer.term_count as usize {
-            return Err(bad(footer_start + 44, "term count does not match the dictionary"));
+            return Err(bad(footer_start + 52, "term count does not match the dictionary"));
         }
         Ok(Segment {
             id,
@@ -194,7 +222,8 @@ impl Segment {
             backing,
             docs,
             fst,
-            postings: postings_at..fst_at,
+            postings: postings_at..table_at,
+            table: table_at..fst_at,
             key_offsets,
             key_bytes,
             size_bytes: len as u64,
@@ -319,8 +348,45 @@ impl Segment {
         block_doc_count(block, self.docs.len()).map_err(|e| self.block_error(offset, e))
     }
 
-    /// Where `term`'s block is, if this segment holds the term.
+    /// Where `term`'s block is, if this segment holds the term: found by the term table,
+    /// confirmed by the term's bytes before its block (the dictionary's answer for every
+    /// segment the writer made; tests compare the two).
     pub(crate) fn term_offset(&self, term: &str) -> Option<u64> {
-        self.fst.get(term.as_bytes())
+        self.table_lookup(term.as_bytes())
     }
+
+    fn table_lookup(&self, term: &[u8]) -> Option<u64> {
+        let bytes = self.backing.bytes();
+        let slots = &bytes[self.table.clone()];
+        let postings = &bytes[self.postings.clone()];
+        let n = slots.len() / table::SLOT_SIZE_BYTES;
+        let mask = n.checked_sub(1)?;
+        let hash = table::term_hash(term);
+        let mut i = hash as usize & mask;
+        // A table has an empty slot at least (checked on open); the count bounds the walk
+        // whatever the bytes hold.
+        for _ in 0..n {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&slots[i * table::SLOT_SIZE_BYTES..(i + 1) * table::SLOT_SIZE_BYTES]);
+            let slot = u64::from_le_bytes(b);
+            if slot == 0 {
+                return None;
+            }
+            if let Some(offset) = table::offset_if(slot, hash)
+                && stored_term(postings, offset) == Some(term)
+            {
+                return Some(offset);
+            }
+            i = (i + 1) & mask;
+        }
+        None
+    }
+}
+
+/// The term bytes the writer put before the block at `offset` in `postings` (its length in
+/// the byte just before the block, the bytes before that), if they lie within `postings`.
+fn stored_term(postings: &[u8], offset: u64) -> Option<&[u8]> {
+    let at = usize::try_from(offset).ok()?;
+    let len = usize::from(*postings.get(at.checked_sub(1)?)?);
+    postings.get(at.checked_sub(1 + len)?..at - 1)
 }
