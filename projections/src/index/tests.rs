@@ -1780,3 +1780,25 @@ fn index_term_table_refuses_a_slot_outside_the_postings_or_a_wrong_count() {
     let err = Segment::from_bytes(bad, 0).unwrap_err();
     assert!(err.to_string().contains("one slot per term"), "{err}");
 }
+
+#[test]
+fn index_term_reads_ahead_touch_the_slot_and_the_terms_count_byte() {
+    // What the read-ahead before a search touches: the slot a lookup starts at, and the byte
+    // before the term's block, which holds the term's size (a wrong place would still be
+    // harmless, but would leave the lookup's misses where they were).
+    let seg = Segment::from_bytes(small_segment_bytes().to_vec(), 0).unwrap();
+    let dict = dictionary(&seg);
+    let mut found = 0;
+    for (term, _) in &dict {
+        let hash = segment::table::term_hash(term);
+        let _ = seg.touch_slot(hash);
+        let byte = seg.touch_term_block(hash);
+        // Read ahead from the first slot matching the hash within the first four of the walk.
+        if byte != 0 {
+            assert_eq!(usize::from(byte), term.len(), "{:?}", String::from_utf8_lossy(term));
+            found += 1;
+        }
+    }
+    assert!(found * 10 >= dict.len() * 9, "{found} of {} terms read ahead", dict.len());
+    assert_eq!(seg.touch_term_block(segment::table::term_hash(b"no such term here")), 0);
+}

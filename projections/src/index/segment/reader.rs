@@ -355,6 +355,45 @@ impl Segment {
         self.table_lookup(term.as_bytes())
     }
 
+    /// The term table's slot `i` (modulo the slot count), if the table has slots.
+    fn slot(&self, i: usize) -> Option<u64> {
+        let slots = &self.backing.bytes()[self.table.clone()];
+        let n = slots.len() / table::SLOT_SIZE_BYTES;
+        let at = (i & n.checked_sub(1)?) * table::SLOT_SIZE_BYTES;
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&slots[at..at + table::SLOT_SIZE_BYTES]);
+        Some(u64::from_le_bytes(b))
+    }
+
+    /// Reads the slot where a lookup of a term of hash `hash` starts (see
+    /// [`Segment::touch_term_block`]). Returns a byte of it, for [`std::hint::black_box`].
+    pub(crate) fn touch_slot(&self, hash: u64) -> u8 {
+        self.slot(hash as usize).unwrap_or(0) as u8
+    }
+
+    /// Reads the byte before the block of the first slot matching `hash` from where a lookup
+    /// starts (the term's count of bytes, in the cache line of its block's start, most
+    /// often). With [`Segment::touch_slot`], in passes over several segments whose loads do
+    /// not wait on one another, the cache misses of finding a term in each segment overlap
+    /// instead of coming one after another. Returns the byte, for [`std::hint::black_box`].
+    pub(crate) fn touch_term_block(&self, hash: u64) -> u8 {
+        let postings = &self.backing.bytes()[self.postings.clone()];
+        let mut i = hash as usize;
+        // The first few slots of the walk (they share the line already read, most often).
+        for _ in 0..4 {
+            match self.slot(i) {
+                Some(slot) if slot != 0 => {
+                    if let Some(at) = table::offset_if(slot, hash).and_then(|o| usize::try_from(o).ok()) {
+                        return at.checked_sub(1).and_then(|a| postings.get(a)).copied().unwrap_or(0);
+                    }
+                }
+                _ => return 0,
+            }
+            i = i.wrapping_add(1);
+        }
+        0
+    }
+
     fn table_lookup(&self, term: &[u8]) -> Option<u64> {
         let bytes = self.backing.bytes();
         let slots = &bytes[self.table.clone()];
