@@ -76,7 +76,7 @@ impl Lookups {
 /// another (as [`Segment::touch_keys`] does for keys), so that the lookups that follow find
 /// them cached. Looked up one after the other, a term cost two cache misses in a row per
 /// segment (its slot, then its block), ten for a CJK bigram over five segments.
-fn touch_terms<'t>(views: &[View<'_>], terms: impl Iterator<Item = &'t str> + Clone) {
+fn touch_terms<'t>(views: &[View<'_>], terms: impl Iterator<Item = &'t str>) {
     let mut hashes = [0u64; 16];
     let mut n = 0;
     for t in terms.take(hashes.len()) {

@@ -1241,11 +1241,14 @@ proptest! {
     ) {
         let good = small_segment_bytes();
         let fst_at = footer_of(good).fst_offset as usize;
+        let footer_at = good.len() - segment::FOOTER_SIZE_BYTES;
         let mut bad = good.to_vec();
         for (at, v) in edits {
             // Bytes before the term dictionary (the term table included), header excluded
-            // (its damage is caught anyway).
-            let at = 32 + at % (fst_at - 32);
+            // (its damage is caught anyway), and the footer's fields before its checksums.
+            let span = fst_at - 32 + segment::FOOTER_BODY_CRC_AT;
+            let at = at % span;
+            let at = if at < fst_at - 32 { 32 + at } else { footer_at + at - (fst_at - 32) };
             bad[at] = v;
         }
         reseal(&mut bad);
@@ -1745,10 +1748,37 @@ proptest! {
 
 #[test]
 fn index_term_table_is_three_quarters_full_at_most() {
-    for n in [0u32, 1, 2, 3, 5, 6, 7, 100, 767, 768, 769, 1_000_000] {
-        let slots = segment::table::slot_count(n);
-        assert!(slots.is_power_of_two() && slots > n as usize && n as usize * 4 <= slots * 3, "{n}: {slots}");
-        assert!(slots == 1 || (n as usize + (n as usize).div_ceil(3) + 1) > slots / 2, "{n}: {slots} is not the smallest");
+    // The smallest power of two at or above n + ceil(n / 3) + 1.
+    for (n, want) in [(0u32, 1u64), (1, 4), (2, 4), (3, 8), (5, 8), (6, 16), (767, 1024), (768, 2048), (769, 2048), (1_000_000, 2_097_152), (u32::MAX, 1 << 33)] {
+        assert_eq!(segment::table::slot_count(n), want, "{n}");
+    }
+}
+
+#[test]
+fn index_term_table_walks_past_a_slot_of_the_same_hash_that_names_another_term() {
+    // Postings of two terms, each term's bytes and count before its (stand-in) block.
+    let mut postings = Vec::new();
+    postings.extend_from_slice(b"ab\x02BLOCK-AB");
+    let at_ab = 3u64;
+    postings.extend_from_slice(b"cd\x02BLOCK-CD");
+    let at_cd = 14u64;
+    let h = segment::table::term_hash(b"ab");
+    // The first slot of the walk for "ab" carries its hash but names the block of "cd" (a
+    // writer's bug); the next one names its own.
+    let mut slots = Vec::new();
+    segment::table::encode(&[(h, at_cd), (h, at_ab)], &mut slots).unwrap();
+    assert_eq!(segment::table::lookup(&slots, &postings, b"ab"), Some(at_ab));
+    assert_eq!(segment::table::lookup(&slots, &postings, b"cd"), None, "no slot of its hash");
+    // Term bytes that are a suffix of the stored ones do not match.
+    assert_eq!(segment::table::stored_term(&postings, at_ab), Some(&b"ab"[..]));
+    let mut slots = Vec::new();
+    segment::table::encode(&[(segment::table::term_hash(b"b"), at_ab)], &mut slots).unwrap();
+    assert_eq!(segment::table::lookup(&slots, &postings, b"b"), None);
+    // Offsets at the very start, or past the end, of the postings find nothing.
+    for at in [0u64, 1, postings.len() as u64 + 5] {
+        let mut slots = Vec::new();
+        segment::table::encode(&[(h, at)], &mut slots).unwrap();
+        assert_eq!(segment::table::lookup(&slots, &postings, b"ab"), None, "{at}");
     }
 }
 
@@ -1779,6 +1809,26 @@ fn index_term_table_refuses_a_slot_outside_the_postings_or_a_wrong_count() {
     reseal(&mut bad);
     let err = Segment::from_bytes(bad, 0).unwrap_err();
     assert!(err.to_string().contains("one slot per term"), "{err}");
+    // A slot naming offset 0 (no room for the term's bytes before it).
+    let mut bad = good.to_vec();
+    bad[used..used + 5].copy_from_slice(&1u64.to_le_bytes()[..5]);
+    reseal(&mut bad);
+    let err = Segment::from_bytes(bad, 0).unwrap_err();
+    assert!(err.to_string().contains("outside the postings"), "{err}");
+    // A slot with hash bits and no offset.
+    let mut bad = good.to_vec();
+    bad[used..used + 5].fill(0);
+    bad[used + 5..used + 8].copy_from_slice(&[1, 2, 3]);
+    reseal(&mut bad);
+    let err = Segment::from_bytes(bad, 0).unwrap_err();
+    assert!(err.to_string().contains("without an offset"), "{err}");
+    // A term count the table's size does not fit (the dictionary's count is checked after).
+    let mut bad = good.to_vec();
+    let count_at = good.len() - segment::FOOTER_SIZE_BYTES + 52;
+    bad[count_at..count_at + 4].copy_from_slice(&(footer.term_count * 4 + 4).to_le_bytes());
+    reseal(&mut bad);
+    let err = Segment::from_bytes(bad, 0).unwrap_err();
+    assert!(err.to_string().contains("wrong size"), "{err}");
 }
 
 #[test]

@@ -120,7 +120,7 @@ impl<'d, W: Write> Encoder<'d, W> {
     pub(crate) fn finish(mut self) -> io::Result<W> {
         let table_offset = self.out.written;
         let mut bytes = Vec::new();
-        table::encode(&self.table, &mut bytes);
+        table::encode(&self.table, &mut bytes)?;
         self.out.put(&bytes)?;
         drop(bytes);
         let fst_offset = self.out.written;

@@ -31,7 +31,8 @@ pub(crate) const FOOTER_CRC_AT: usize = 68;
 /// The term table: one 8-byte slot per entry, open addressing by [`term_hash`], linear
 /// probing upward (wrapping), so that finding a term costs one or two cache lines of the table
 /// and the line before its block, where the writer put its bytes, instead of a walk of the
-/// dictionary's nodes (a third of a two-character Chinese query's time, with caches emptied).
+/// dictionary's nodes (about as much time as the rest of a two-character Chinese query as
+/// built, with caches emptied).
 pub(crate) mod table {
     /// Bytes per slot.
     pub(crate) const SLOT_SIZE_BYTES: usize = 8;
@@ -45,9 +46,10 @@ pub(crate) mod table {
     }
 
     /// Slots of the table of a segment of `terms` terms: the smallest power of two holding
-    /// them at most three quarters full, with one slot empty at least.
-    pub(crate) fn slot_count(terms: u32) -> usize {
-        let n = terms as usize;
+    /// them at most three quarters full, with one slot empty at least. (In `u64`: for any
+    /// `u32` count, on any target; a reader compares it with the section's size.)
+    pub(crate) fn slot_count(terms: u32) -> u64 {
+        let n = u64::from(terms);
         (n + n.div_ceil(3) + 1).next_power_of_two()
     }
 
@@ -69,9 +71,47 @@ pub(crate) mod table {
         (slot & OFFSET_MASK).checked_sub(1)
     }
 
-    /// The table of the given (hash, block offset) pairs, one per term, encoded.
-    pub(crate) fn encode(entries: &[(u64, u64)], out: &mut Vec<u8>) {
-        let n = slot_count(u32::try_from(entries.len()).unwrap_or(u32::MAX));
+    /// The block of `term` in `postings`, found through the encoded `slots`: the walk starts
+    /// at the term's slot and goes up until an empty slot; a slot whose hash bits are the
+    /// term's and whose block `postings` precedes with the term's bytes and their count is
+    /// the term's. At most one walk around the table, whatever the bytes hold.
+    pub(crate) fn lookup(slots: &[u8], postings: &[u8], term: &[u8]) -> Option<u64> {
+        let n = slots.len() / SLOT_SIZE_BYTES;
+        let mask = n.checked_sub(1)?;
+        let hash = term_hash(term);
+        let mut i = hash as usize & mask;
+        for _ in 0..n {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&slots[i * SLOT_SIZE_BYTES..(i + 1) * SLOT_SIZE_BYTES]);
+            let slot = u64::from_le_bytes(b);
+            if slot == 0 {
+                return None;
+            }
+            if let Some(offset) = offset_if(slot, hash)
+                && stored_term(postings, offset) == Some(term)
+            {
+                return Some(offset);
+            }
+            i = (i + 1) & mask;
+        }
+        None
+    }
+
+    /// The term bytes the writer put before the block at `offset` in `postings` (their count
+    /// in the byte just before the block, the bytes before that), if they lie within
+    /// `postings`.
+    pub(crate) fn stored_term(postings: &[u8], offset: u64) -> Option<&[u8]> {
+        let at = usize::try_from(offset).ok()?;
+        let len = usize::from(*postings.get(at.checked_sub(1)?)?);
+        postings.get(at.checked_sub(1 + len)?..at - 1)
+    }
+
+    /// The table of the given (hash, block offset) pairs, one per term, encoded; refused if
+    /// the terms are more than a footer counts or the table more than this target addresses.
+    pub(crate) fn encode(entries: &[(u64, u64)], out: &mut Vec<u8>) -> std::io::Result<()> {
+        let too_many = || std::io::Error::other(format!("{} terms are more than a segment holds", entries.len()));
+        let count = u32::try_from(entries.len()).map_err(|_| too_many())?;
+        let n = usize::try_from(slot_count(count)).map_err(|_| too_many())?;
         let mask = n - 1;
         let mut slots = vec![0u64; n];
         for &(hash, offset) in entries {
@@ -85,6 +125,7 @@ pub(crate) mod table {
         for s in slots {
             out.extend_from_slice(&s.to_le_bytes());
         }
+        Ok(())
     }
 }
 

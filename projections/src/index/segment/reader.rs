@@ -188,8 +188,8 @@ impl Segment {
         // block after a length byte within the postings. (Whether each term's slot names its
         // block is for the writer; a lookup confirms a term by the bytes before its block.)
         let slots = table::slot_count(footer.term_count);
-        if (fst_at - table_at) as u64 != slots as u64 * table::SLOT_SIZE_BYTES as u64 {
-            return Err(bad(table_at, "term table of the wrong size for the term count"));
+        if (fst_at - table_at) as u64 != slots * table::SLOT_SIZE_BYTES as u64 {
+            return Err(bad(footer_start + 52, "term table of the wrong size for the term count"));
         }
         let postings_len = (table_at - postings_at) as u64;
         let mut used = 0u64;
@@ -207,7 +207,7 @@ impl Segment {
             }
         }
         if used != u64::from(footer.term_count) {
-            return Err(bad(table_at, "term table does not hold one slot per term"));
+            return Err(bad(footer_start + 52, "term table does not hold one slot per term"));
         }
         let backing = Arc::new(backing);
         let fst_slice = Slice { backing: backing.clone(), range: fst_at..footer_start };
@@ -396,36 +396,6 @@ impl Segment {
 
     fn table_lookup(&self, term: &[u8]) -> Option<u64> {
         let bytes = self.backing.bytes();
-        let slots = &bytes[self.table.clone()];
-        let postings = &bytes[self.postings.clone()];
-        let n = slots.len() / table::SLOT_SIZE_BYTES;
-        let mask = n.checked_sub(1)?;
-        let hash = table::term_hash(term);
-        let mut i = hash as usize & mask;
-        // A table has an empty slot at least (checked on open); the count bounds the walk
-        // whatever the bytes hold.
-        for _ in 0..n {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&slots[i * table::SLOT_SIZE_BYTES..(i + 1) * table::SLOT_SIZE_BYTES]);
-            let slot = u64::from_le_bytes(b);
-            if slot == 0 {
-                return None;
-            }
-            if let Some(offset) = table::offset_if(slot, hash)
-                && stored_term(postings, offset) == Some(term)
-            {
-                return Some(offset);
-            }
-            i = (i + 1) & mask;
-        }
-        None
+        table::lookup(&bytes[self.table.clone()], &bytes[self.postings.clone()], term)
     }
-}
-
-/// The term bytes the writer put before the block at `offset` in `postings` (its length in
-/// the byte just before the block, the bytes before that), if they lie within `postings`.
-fn stored_term(postings: &[u8], offset: u64) -> Option<&[u8]> {
-    let at = usize::try_from(offset).ok()?;
-    let len = usize::from(*postings.get(at.checked_sub(1)?)?);
-    postings.get(at.checked_sub(1 + len)?..at - 1)
 }
