@@ -83,19 +83,11 @@ fn collapse(s: &str) -> String {
 /// a search's time in process); the words' stems are computed only for a text that does not
 /// hold every clause.
 fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
-    // The clauses' distinct terms; the text's tokens that are one of them, as (position,
-    // which term, start, end), in position order.
-    let mut wanted: Vec<&str> = Vec::new();
-    for clause in &query.clauses {
-        for (term, _) in &clause.terms {
-            if !wanted.contains(&term.as_str()) {
-                wanted.push(term);
-            }
-        }
-    }
+    // The text's tokens that are one of the query's terms (the clauses' distinct terms), as
+    // (position, which term, start, end), in position order.
     let mut found: Vec<(u32, usize, usize, usize)> = Vec::new();
     for_each_token(text, &mut |t| {
-        if let Some(k) = wanted.iter().position(|w| *w == t.term) {
+        if let Some(k) = query.terms.iter().position(|w| w == t.term) {
             found.push((t.position, k, t.start, t.end));
         }
     });
@@ -106,14 +98,12 @@ fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
     let mut marks = Vec::new();
     let mut clauses_found = 0;
     let mut spans: Vec<(usize, usize)> = Vec::new();
-    for clause in &query.clauses {
-        // Each of the clause's terms as its place in `wanted` (which holds them all).
-        let which: Vec<usize> = clause.terms.iter().filter_map(|(term, _)| wanted.iter().position(|w| w == term)).collect();
+    for (clause, which) in query.clauses.iter().zip(&query.clause_terms) {
         let Some(&first) = which.first() else { continue };
         let mut found_any = false;
         for &(position, _, _, _) in found.iter().filter(|f| f.1 == first) {
             spans.clear();
-            let whole = clause.terms.iter().zip(&which).all(|((_, rel), &k)| match position.checked_add(*rel).and_then(|p| at(p, k)) {
+            let whole = clause.terms.iter().zip(which).all(|((_, rel), &k)| match position.checked_add(*rel).and_then(|p| at(p, k)) {
                 Some(span) => {
                     spans.push(span);
                     true
