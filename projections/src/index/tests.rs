@@ -1186,23 +1186,14 @@ fn index_reseal_makes_a_damaged_segment_reach_the_decoders() {
     let footer = footer_of(good);
     let postings = footer.postings_offset as usize;
     let mut bad = good.to_vec();
-    // The first term's block starts after its bytes and their length byte.
-    let first = {
-        let seg = Segment::from_bytes(good.to_vec(), 0).unwrap();
-        let mut stream = seg.fst().stream();
-        let (_, offset) = fst::Streamer::next(&mut stream).unwrap();
-        offset as usize
-    };
-    bad[postings + first] = 0xff;
+    // The first term's block (after its bytes and their length byte).
+    let (first_term, first) = dictionary(&Segment::from_bytes(good.to_vec(), 0).unwrap()).swap_remove(0);
+    bad[postings + first as usize] = 0xff;
     let err = Segment::from_bytes(bad.clone(), 0).unwrap_err();
     assert!(err.to_string().contains("body CRC"), "{err}");
     reseal(&mut bad);
     let seg = Segment::from_bytes(bad, 0).expect("resealed damage in the postings opens");
-    let first_term = {
-        let mut stream = seg.fst().stream();
-        String::from_utf8(fst::Streamer::next(&mut stream).unwrap().0.to_vec()).unwrap()
-    };
-    let offset = seg.term_offset(&first_term).expect("the table finds the term");
+    let offset = seg.term_offset(std::str::from_utf8(&first_term).unwrap()).expect("the table finds the term");
     assert!(seg.term_block_at(offset).is_err(), "the damaged block is refused when read");
 }
 

@@ -122,7 +122,6 @@ impl<'d, W: Write> Encoder<'d, W> {
         let mut bytes = Vec::new();
         table::encode(&self.table, &mut bytes)?;
         self.out.put(&bytes)?;
-        drop(bytes);
         let fst_offset = self.out.written;
         let fst = self.fst.into_inner().map_err(io::Error::other)?;
         self.out.put(&fst)?;

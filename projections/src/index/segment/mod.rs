@@ -71,19 +71,24 @@ pub(crate) mod table {
         (slot & OFFSET_MASK).checked_sub(1)
     }
 
+    /// Slot `i` of the encoded `slots`, its number taken modulo their count (a power of two,
+    /// checked on open); `None` if there are none.
+    pub(crate) fn slot_at(slots: &[u8], i: usize) -> Option<u64> {
+        let n = slots.len() / SLOT_SIZE_BYTES;
+        let at = (i & n.checked_sub(1)?) * SLOT_SIZE_BYTES;
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&slots[at..at + SLOT_SIZE_BYTES]);
+        Some(u64::from_le_bytes(b))
+    }
+
     /// The block of `term` in `postings`, found through the encoded `slots`: the walk starts
     /// at the term's slot and goes up until an empty slot; a slot whose hash bits are the
     /// term's and whose block `postings` precedes with the term's bytes and their count is
     /// the term's. At most one walk around the table, whatever the bytes hold.
     pub(crate) fn lookup(slots: &[u8], postings: &[u8], term: &[u8]) -> Option<u64> {
-        let n = slots.len() / SLOT_SIZE_BYTES;
-        let mask = n.checked_sub(1)?;
         let hash = term_hash(term);
-        let mut i = hash as usize & mask;
-        for _ in 0..n {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&slots[i * SLOT_SIZE_BYTES..(i + 1) * SLOT_SIZE_BYTES]);
-            let slot = u64::from_le_bytes(b);
+        for i in 0..slots.len() / SLOT_SIZE_BYTES {
+            let slot = slot_at(slots, (hash as usize).wrapping_add(i))?;
             if slot == 0 {
                 return None;
             }
@@ -92,7 +97,21 @@ pub(crate) mod table {
             {
                 return Some(offset);
             }
-            i = (i + 1) & mask;
+        }
+        None
+    }
+
+    /// The block offset of the first of the first four slots of a walk for `hash` whose hash
+    /// bits match, unconfirmed (what a read-ahead touches; a lookup confirms).
+    pub(crate) fn first_match(slots: &[u8], hash: u64) -> Option<u64> {
+        for i in 0..4 {
+            let slot = slot_at(slots, (hash as usize).wrapping_add(i))?;
+            if slot == 0 {
+                return None;
+            }
+            if let Some(offset) = offset_if(slot, hash) {
+                return Some(offset);
+            }
         }
         None
     }

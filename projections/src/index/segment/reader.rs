@@ -187,16 +187,15 @@ impl Segment {
         // The term table: its size that of `term_count` terms, a slot per term, each slot's
         // block after a length byte within the postings. (Whether each term's slot names its
         // block is for the writer; a lookup confirms a term by the bytes before its block.)
-        let slots = table::slot_count(footer.term_count);
-        if (fst_at - table_at) as u64 != slots * table::SLOT_SIZE_BYTES as u64 {
+        let slot_count = table::slot_count(footer.term_count);
+        if (fst_at - table_at) as u64 != slot_count * table::SLOT_SIZE_BYTES as u64 {
             return Err(bad(footer_start + 52, "term table of the wrong size for the term count"));
         }
         let postings_len = (table_at - postings_at) as u64;
         let mut used = 0u64;
-        for (i, chunk) in bytes[table_at..fst_at].chunks_exact(table::SLOT_SIZE_BYTES).enumerate() {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(chunk);
-            let slot = u64::from_le_bytes(b);
+        let slots = &bytes[table_at..fst_at];
+        for i in 0..slots.len() / table::SLOT_SIZE_BYTES {
+            let slot = table::slot_at(slots, i).unwrap_or(0);
             match table::offset(slot) {
                 Some(offset) if offset == 0 || offset >= postings_len => {
                     return Err(bad(table_at + i * table::SLOT_SIZE_BYTES, "term table slot points outside the postings"));
@@ -355,20 +354,10 @@ impl Segment {
         self.table_lookup(term.as_bytes())
     }
 
-    /// The term table's slot `i` (modulo the slot count), if the table has slots.
-    fn slot(&self, i: usize) -> Option<u64> {
-        let slots = &self.backing.bytes()[self.table.clone()];
-        let n = slots.len() / table::SLOT_SIZE_BYTES;
-        let at = (i & n.checked_sub(1)?) * table::SLOT_SIZE_BYTES;
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&slots[at..at + table::SLOT_SIZE_BYTES]);
-        Some(u64::from_le_bytes(b))
-    }
-
     /// Reads the slot where a lookup of a term of hash `hash` starts (see
     /// [`Segment::touch_term_block`]). Returns a byte of it, for [`std::hint::black_box`].
     pub(crate) fn touch_slot(&self, hash: u64) -> u8 {
-        self.slot(hash as usize).unwrap_or(0) as u8
+        table::slot_at(&self.backing.bytes()[self.table.clone()], hash as usize).unwrap_or(0) as u8
     }
 
     /// Reads the byte before the block of the first slot matching `hash` from where a lookup
@@ -377,21 +366,12 @@ impl Segment {
     /// not wait on one another, the cache misses of finding a term in each segment overlap
     /// instead of coming one after another. Returns the byte, for [`std::hint::black_box`].
     pub(crate) fn touch_term_block(&self, hash: u64) -> u8 {
-        let postings = &self.backing.bytes()[self.postings.clone()];
-        let mut i = hash as usize;
-        // The first few slots of the walk (they share the line already read, most often).
-        for _ in 0..4 {
-            match self.slot(i) {
-                Some(slot) if slot != 0 => {
-                    if let Some(at) = table::offset_if(slot, hash).and_then(|o| usize::try_from(o).ok()) {
-                        return at.checked_sub(1).and_then(|a| postings.get(a)).copied().unwrap_or(0);
-                    }
-                }
-                _ => return 0,
-            }
-            i = i.wrapping_add(1);
-        }
-        0
+        let bytes = self.backing.bytes();
+        let postings = &bytes[self.postings.clone()];
+        table::first_match(&bytes[self.table.clone()], hash)
+            .and_then(|o| usize::try_from(o).ok()?.checked_sub(1))
+            .and_then(|a| postings.get(a).copied())
+            .unwrap_or(0)
     }
 
     fn table_lookup(&self, term: &[u8]) -> Option<u64> {
