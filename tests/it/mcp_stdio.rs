@@ -458,15 +458,10 @@ fn a_server_whose_input_and_output_are_files_answers_as_over_pipes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");
     ingest(&home);
-    let requests = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "files", "version": "1.0"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "库存", "limit": 5}}}),
-        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "search", "arguments": []}}),
-    ];
+    // The handshake, the tool list and a search, then a call whose arguments are refused.
+    let refused = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "search", "arguments": []}});
     let input = dir.path().join("in.jsonl");
-    std::fs::write(&input, requests.iter().map(|r| format!("{r}\n")).collect::<String>()).expect("requests");
+    std::fs::write(&input, format!("{}{refused}\n", handshake_requests())).expect("requests");
     let output = dir.path().join("out.jsonl");
     let status = server_command(&home)
         .as_std_mut()
