@@ -1044,7 +1044,9 @@ fn one_term<'v>(
     }
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)));
     let mut block_codes: Vec<u8> = Vec::with_capacity(super::postings::BLOCK_DOCS);
-    let mut scores: Vec<f32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    // Scores of the current block's candidates, by their places in the block.
+    let mut scores = [0.0f32; BLOCK_DOCS];
+    let mut pick = Candidates::new();
     let mut entrants: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     let mut later: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
     for (tight, max_time, l, b) in order {
@@ -1062,13 +1064,18 @@ fn one_term<'v>(
         if term.cursor.block() != b {
             term.cursor.goto_block(b).map_err(|e| term.err(e))?;
         }
-        // The block's length codes (stored in it), its scores computed, then its documents
-        // offered.
+        // The block's length codes (stored in it); the documents whose score may reach the
+        // weakest held ([`Candidates::select`]: every one until `limit` are held) and their
+        // scores; then they are offered.
         let (ords, tfs) = term.cursor.block_docs();
         block_codes.clear();
         block_codes.extend_from_slice(term.cursor.block_codes());
-        scores.clear();
-        scores.extend(tfs.iter().zip(&block_codes).map(|(&tf, &code)| stats.term_coded(idf, tf, code) as f32));
+        let threshold = top.threshold();
+        let kept = pick.select(ords, tfs, &block_codes, stats, idf, 0.0, threshold);
+        for &i in &pick.at[..kept] {
+            let i = i as usize;
+            scores[i] = stats.term_coded(idf, tfs[i], block_codes[i]) as f32;
+        }
         if !top.is_full() {
             matched[*v].extend_from_slice(ords);
         }
@@ -1081,9 +1088,11 @@ fn one_term<'v>(
         // is older than it and stays out. In ordinal order each document, better or newer
         // than the last, entered and pushed one out: most of the instructions of a search of a
         // CJK bigram. The list is the same in any order.
-        let floor = top.threshold().map(|(t, _)| t);
+        // (A document `select` left out scores below the weakest held, as an f32 too: its
+        // margin is over 16 times an f32's rounding.)
+        let floor = threshold.map(|(t, _)| t);
         entrants.clear();
-        entrants.extend((0..scores.len() as u32).rev().filter(|&i| floor.is_none_or(|f| scores[i as usize] >= f)));
+        entrants.extend(pick.at[..kept].iter().rev().copied().filter(|&i| floor.is_none_or(|f| scores[i as usize] >= f)));
         let room = top.k.saturating_sub(top.len());
         let first = if floor.is_none() && entrants.len() > room && room > 0 {
             entrants.select_nth_unstable_by(room - 1, |&a, &b| scores[b as usize].total_cmp(&scores[a as usize]).then(b.cmp(&a)));
@@ -1452,7 +1461,7 @@ impl OneEssential<'_, '_> {
         let (eqi, driver, bound) = (&after[0].0, &mut after[0].1.parts[0], after[0].2);
         let idf = self.idfs[*eqi];
         let mut contrib: Vec<Option<f64>> = vec![None; self.idfs.len()];
-        let mut parts: Vec<f64> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+        let mut pick = Candidates::new();
         if below(bound + others, top.threshold()) {
             return Ok(());
         }
@@ -1477,18 +1486,21 @@ impl OneEssential<'_, '_> {
                 continue;
             }
             driver.cursor.goto_block(b).map_err(|e| driver.err(e))?;
+            // The documents that may reach the weakest held as the block starts
+            // ([`Candidates::select`]); each is checked again as it comes (it only rises).
             let (ords, tfs) = driver.cursor.block_docs();
-            parts.clear();
-            parts.extend(tfs.iter().zip(driver.cursor.block_codes()).map(|(&tf, &code)| self.stats.term_coded(idf, tf, code)));
-            for (i, &cand) in ords.iter().enumerate() {
-                let threshold = top.threshold();
-                if cand < start || below(parts[i] + others, threshold) {
+            let block_codes = driver.cursor.block_codes();
+            let kept = pick.select(ords, tfs, block_codes, self.stats, idf, others, top.threshold());
+            for &i in &pick.at[..kept] {
+                let (i, threshold) = (i as usize, top.threshold());
+                let (cand, part) = (ords[i], self.stats.term_coded(idf, tfs[i], block_codes[i]));
+                if cand < start || below(part + others, threshold) {
                     continue;
                 }
                 let code = codes[cand as usize];
                 contrib.iter_mut().for_each(|c| *c = None);
-                contrib[*eqi] = Some(parts[i]);
-                let mut sum = parts[i];
+                contrib[*eqi] = Some(part);
+                let mut sum = part;
                 let mut hopeless = false;
                 for j in (0..ess).rev() {
                     if below(sum + prefix[j + 1], threshold) {
