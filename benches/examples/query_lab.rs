@@ -4,7 +4,7 @@
 //! (LAB_CLASS=<n> one class, LAB_PASSES=<n>, LAB_SLOW: the slowest queries, LAB_MEDIAN: those
 //! around the median, LAB_QUERY=<q>: that query LAB_PASSES times (LAB_LIMIT hits, default 20; LAB_THRASH: caches emptied before each, by touching LAB_THRASH_MB MiB, 64 unless set) on the store already in
 //! `<dir>`, without reading the corpus, printing the median and the fastest; LAB_FULL_ONLY:
-//! without partial matches).
+//! without partial matches, in either mode).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::time::Instant;
@@ -78,6 +78,7 @@ fn main() {
     let mut rng = Rng::new(0x1a7e_57a9_e10c_0002 ^ 0xface);
     let only: Option<usize> = std::env::var("LAB_CLASS").ok().and_then(|s| s.parse().ok());
     let passes: usize = std::env::var("LAB_PASSES").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
+    let full_only = std::env::var_os("LAB_FULL_ONLY").is_some();
     for (ci, class) in CLASSES.into_iter().enumerate() {
         let qs = make_queries(&events, &han, class, 300, &mut rng);
         if only.is_some_and(|o| o != ci) {
@@ -96,6 +97,7 @@ fn main() {
                 }
                 let t = Instant::now();
                 let query = parse_query(&q.origin).expect("query");
+                let query = if full_only { query.every_word_only() } else { query };
                 let hits = catalog.search(&query, &all, &|_| true, 20).expect("search");
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 if pass == passes - 1 {
