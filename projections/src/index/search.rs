@@ -1564,3 +1564,82 @@ impl OneEssential<'_, '_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn stats(avg_length: f64) -> Stats {
+        Stats { doc_count: 1e6, avg_length, norms: bm25::length_norms(avg_length) }
+    }
+
+    proptest! {
+        /// `Candidates::select` keeps, in order, every document that `below` would keep (its
+        /// part with `others` not below the weakest held), whatever the rounding of its own
+        /// test; with nothing held, every document.
+        #[test]
+        fn index_candidates_keep_every_document_below_keeps(
+            docs in proptest::collection::vec((1u32..40, any::<u8>()), 1..=BLOCK_DOCS),
+            idf in 0.01f64..20.0,
+            others in 0.0f64..30.0,
+            avg in 1.0f64..500.0,
+            pick_at in any::<prop::sample::Index>(),
+            nudge in -2i32..=2,
+        ) {
+            let s = stats(avg);
+            let ords: Vec<u32> = (0..docs.len() as u32).map(|i| i * 3 + 1).collect();
+            let tfs: Vec<u32> = docs.iter().map(|d| d.0).collect();
+            let codes: Vec<u8> = docs.iter().map(|d| d.1).collect();
+            let parts: Vec<f64> = tfs.iter().zip(&codes).map(|(&tf, &c)| s.term_coded(idf, tf, c)).collect();
+            // The weakest held at one document's score, as an f32, a few steps to either
+            // side: the edge where rounding could differ.
+            let at = pick_at.index(parts.len());
+            let base = ((parts[at] + others) as f32).to_bits();
+            let t = f32::from_bits(base.saturating_add_signed(nudge));
+            let mut pick = Candidates::new();
+            let n = pick.select(&ords, &tfs, &codes, &s, idf, others, Some((t, 0)));
+            let kept: Vec<usize> = pick.at[..n].iter().map(|&i| i as usize).collect();
+            prop_assert!(kept.windows(2).all(|w| w[0] < w[1]));
+            for (w, &i) in kept.iter().enumerate() {
+                prop_assert_eq!(pick.ords[w], ords[i]);
+            }
+            for (i, &part) in parts.iter().enumerate() {
+                if !below(part + others, Some((t, 0))) {
+                    prop_assert!(kept.contains(&i), "document {} (part {}, others {}, weakest {}) left out", i, part, others, t);
+                }
+            }
+            let n = pick.select(&ords, &tfs, &codes, &s, idf, others, None);
+            prop_assert_eq!(n, ords.len());
+            prop_assert_eq!(&pick.ords[..n], &ords[..]);
+        }
+
+        /// With no other terms (a one-word search), a document left out scores below the
+        /// weakest held as an f32 too, so it could not have entered on a tie.
+        #[test]
+        fn index_candidates_left_out_score_below_the_weakest_held_as_f32(
+            docs in proptest::collection::vec((1u32..40, any::<u8>()), 1..=BLOCK_DOCS),
+            idf in 0.01f64..20.0,
+            avg in 1.0f64..500.0,
+            pick_at in any::<prop::sample::Index>(),
+            nudge in -2i32..=2,
+        ) {
+            let s = stats(avg);
+            let ords: Vec<u32> = (0..docs.len() as u32).collect();
+            let tfs: Vec<u32> = docs.iter().map(|d| d.0).collect();
+            let codes: Vec<u8> = docs.iter().map(|d| d.1).collect();
+            let at = pick_at.index(docs.len());
+            let base = (s.term_coded(idf, tfs[at], codes[at]) as f32).to_bits();
+            let t = f32::from_bits(base.saturating_add_signed(nudge));
+            let mut pick = Candidates::new();
+            let n = pick.select(&ords, &tfs, &codes, &s, idf, 0.0, Some((t, 0)));
+            let kept: Vec<u32> = pick.at[..n].to_vec();
+            for i in 0..docs.len() {
+                let score = s.term_coded(idf, tfs[i], codes[i]) as f32;
+                if score >= t {
+                    prop_assert!(kept.contains(&(i as u32)), "document {} (score {}) left out at weakest {}", i, score, t);
+                }
+            }
+        }
+    }
+}
