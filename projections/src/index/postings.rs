@@ -643,8 +643,9 @@ impl<'a> TermBlock<'a> {
                 return Err(err(0, "block does not end where its directory says"));
             }
             let packer = BitPacker4x::new();
-            // Every value is written by the packer: only a buffer of another length is resized
-            // (cleared and filled with zeros first, each was a tenth of a decode).
+            // The packer writes every value: only a buffer of another length is resized.
+            // (Clearing and zero-filling both first was about a tenth of a decode's
+            // instructions.)
             ords.resize(BLOCK_DOCS, 0);
             tfs.resize(BLOCK_DOCS, 0);
             packer.decompress_strictly_sorted(prev, &bytes[2..2 + so], ords, nb_o);

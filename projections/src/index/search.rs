@@ -969,8 +969,8 @@ impl Candidates {
     ///
     /// `below(part + others)` is `(part + others)(1 + m) < t`, so a document is left out when
     /// `idf tf (K1 + 1) < cut (tf + norm)` with `cut = t / (1 + m) - others`: the same test
-    /// without a division per document (a division and the branch on its result were a third
-    /// of the time of this walk over two common words' blocks). Its rounding differs from
+    /// without a division per document (the division and the test on its result were a
+    /// third of `every_term`'s own samples over the 2-4 words class). Its rounding differs from
     /// `below`'s by parts in 10^16, under the margin `m` (10^-6): a document left out
     /// still scores below the weakest held, and nothing that could enter is left out.
     ///
@@ -979,6 +979,8 @@ impl Candidates {
     /// document's own place in the block, below `BLOCK_DOCS`, so the mask changes nothing).
     #[allow(clippy::too_many_arguments)]
     fn select(&mut self, ords: &[u32], tfs: &[u32], codes: &[u8], stats: &Stats, idf: f64, others: f64, threshold: Option<(f32, i64)>) -> usize {
+        // A block holds at most `BLOCK_DOCS` documents (its decoder checks its count).
+        debug_assert!(ords.len() <= BLOCK_DOCS && tfs.len() == ords.len() && codes.len() == ords.len());
         let len = ords.len().min(tfs.len()).min(codes.len()).min(BLOCK_DOCS);
         let Some((t, _)) = threshold else {
             self.ords[..len].copy_from_slice(&ords[..len]);
