@@ -630,9 +630,14 @@ fn search_as(
     // Partial matches fill the rest.
     let idfs: Vec<f64> = partial_doc_freqs(views, query)?.into_iter().map(|df| stats.idf(df)).collect();
     let mut partial = TopK::new(limit - hits.len(), asked);
+    let mut deferred: Vec<Deferred<'_>> = Vec::new();
     for (v, (view, full_ordinals)) in views.iter().zip(&full_ordinals).enumerate() {
-        partial_view(v, view, query, filters, visible, &stats, &idfs, &mut partial, full_ordinals)?;
+        if let Some(d) = partial_view(v, view, query, filters, visible, &stats, &idfs, &mut partial, full_ordinals)? {
+            deferred.push(d);
+        }
     }
+    let rest = OneEssential { stats: &stats, idfs: &idfs, visible, full_ordinals: &full_ordinals };
+    rest.run(&mut deferred, &mut partial)?;
     push_hits(views, partial.into_sorted(), Match::Partial, &mut hits)?;
     Ok(hits)
 }
@@ -1011,7 +1016,8 @@ struct Lane<'v> {
     term: Term<'v>,
 }
 
-/// A block of a one-word search: its tight bound, latest time, lane and number. Ordered so
+/// A block of a one-word search (or of the one list left of partial passes): its tight bound,
+/// latest time, lane and number. Ordered so
 /// that the greatest is taken first: best bound, then latest, then the first lane and block
 /// (every block differs in its lane or number, so the order is total).
 struct BlockBound {
@@ -1165,10 +1171,13 @@ fn one_term<'v>(
     Ok(())
 }
 
+/// Partial matches of one view, until what is left of its pass is a walk of one list
+/// ([`one_essential`]): that rest is returned, to be walked with every view's together
+/// ([`OneEssential::run`]).
 #[allow(clippy::too_many_arguments)]
-fn partial_view(
+fn partial_view<'v>(
     v: usize,
-    view: &View<'_>,
+    view: &'v View<'v>,
     query: &Query,
     filters: &Filters,
     visible: &dyn Fn(&Candidate<'_>) -> bool,
@@ -1176,9 +1185,9 @@ fn partial_view(
     idfs: &[f64],
     top: &mut TopK,
     full_ordinals: &[u32],
-) -> Result<(), IndexError> {
+) -> Result<Option<Deferred<'v>>, IndexError> {
     let docs = view.docs();
-    let Some(filter) = DocFilter::compile(filters, docs) else { return Ok(()) };
+    let Some(filter) = DocFilter::compile(filters, docs) else { return Ok(None) };
     let codes = docs.codes();
     // (index in query.partial, cursors, bound over all its blocks), weakest bound first.
     let mut terms: Vec<(usize, Union<'_>, f64)> = Vec::new();
@@ -1189,7 +1198,7 @@ fn partial_view(
         }
     }
     if terms.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     // The documents of a rare term are scored first (see [`Seed`]); the rest of the pass
     // leaves them out.
@@ -1218,7 +1227,7 @@ fn partial_view(
         seeded.sort_unstable();
         seeded.dedup();
         if terms.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
     }
     terms.sort_by(|a, b| a.2.total_cmp(&b.2));
@@ -1240,8 +1249,7 @@ fn partial_view(
         if window_last.is_none()
             && let Some(ess) = one_essential(&terms, threshold)
         {
-            let rest = OneEssential { v, view, filter: &filter, visible, stats, idfs, full_ordinals, seeded: &seeded };
-            return rest.run(&mut terms, ess, start, top);
+            return Ok(Some(Deferred { v, view, filter, terms, ess, start, seeded }));
         }
         let new_window = threshold.is_some() && window_last.is_none();
         if new_window {
@@ -1270,7 +1278,7 @@ fn partial_view(
             if cand > last {
                 // Nothing more in this window can enter: on to the next.
                 if last == END {
-                    return Ok(());
+                    return Ok(None);
                 }
                 // No document before `cand` holds a term candidates come from. If the other
                 // terms together cannot make the list anywhere (bounded over the whole view),
@@ -1281,7 +1289,7 @@ fn partial_view(
                 let rest: f64 = terms[..essential].iter().map(|t| t.2).sum();
                 if below(rest, threshold) {
                     if cand == END {
-                        return Ok(());
+                        return Ok(None);
                     }
                     start = cand;
                 } else {
@@ -1291,10 +1299,10 @@ fn partial_view(
                 continue;
             }
         } else if essential == terms.len() {
-            return Ok(());
+            return Ok(None);
         }
         if cand == END {
-            return Ok(());
+            return Ok(None);
         }
         let code = codes[cand as usize];
         contrib.iter_mut().for_each(|c| *c = None);
@@ -1462,58 +1470,88 @@ fn one_essential(terms: &[(usize, Union<'_>, f64)], threshold: Option<(f32, i64)
     (ess + 1 == terms.len() && terms[ess].1.parts.len() == 1).then_some(ess)
 }
 
-/// The rest of a partial pass once candidates can only come from one list (see
-/// [`one_essential`]): walked block by block, a block whose bound with the other terms'
-/// cannot reach the weakest held passed undecoded, and within one, the parts of all its
-/// documents computed at once, so that a document that cannot make the list costs a
-/// comparison (walked one by one with the other terms' windows, each such document was a
-/// candidate of its own: most of the time of a query of several common words).
-struct OneEssential<'s, 'a> {
+/// A view's partial pass once candidates can only come from one list ([`one_essential`]):
+/// its terms (weakest bound first; `terms[ess]` the list, the others only sought), the first
+/// ordinal not yet looked at, and the documents its seeds scored (in order).
+struct Deferred<'v> {
     v: usize,
-    view: &'s View<'a>,
-    filter: &'s DocFilter,
-    visible: &'s dyn Fn(&Candidate<'_>) -> bool,
-    stats: &'s Stats,
-    idfs: &'s [f64],
-    full_ordinals: &'s [u32],
-    seeded: &'s [u32],
+    view: &'v View<'v>,
+    filter: DocFilter,
+    terms: Vec<(usize, Union<'v>, f64)>,
+    ess: usize,
+    start: u32,
+    seeded: Vec<u32>,
 }
 
-impl OneEssential<'_, '_> {
-    /// Walks `terms[ess]`'s documents from ordinal `start` on, block by block in order of
-    /// their bounds (`terms[..ess]`, weakest bound first, only sought); returns once no
-    /// document of the blocks left can enter.
-    fn run(&self, terms: &mut [(usize, Union<'_>, f64)], ess: usize, start: u32, top: &mut TopK) -> Result<(), IndexError> {
-        let docs = self.view.docs();
-        let codes = docs.codes();
-        // prefix[j]: the whole-view bounds of terms[..j] together.
-        let mut prefix = vec![0.0f64; ess + 1];
-        for j in 0..ess {
-            prefix[j + 1] = prefix[j] + terms[j].2;
-        }
-        let others = prefix[ess];
-        let (before, after) = terms.split_at_mut(ess);
-        let (eqi, driver, bound) = (&after[0].0, &mut after[0].1.parts[0], after[0].2);
-        let idf = self.idfs[*eqi];
-        let mut contrib: Vec<Option<f64>> = vec![None; self.idfs.len()];
-        let mut pick = Candidates::new();
-        if below(bound + others, top.threshold()) {
+/// The rest of every view's partial pass once candidates can only come from one list (see
+/// [`one_essential`]): the blocks of all those lists together, best bound (with the other
+/// terms' bounds over the view) first, so the held list fills with the strongest documents
+/// whichever segment holds them; a block that cannot reach the weakest held is passed
+/// undecoded, and within one, the parts of all its documents are computed at once, so that a
+/// document that cannot make the list costs a comparison (walked one by one with the other
+/// terms' windows, each such document was a candidate of its own: most of the time of a
+/// query of several common words). (View by view, each view's best blocks were decoded
+/// before the held list was as strong as the index makes it: a partial pass of a four-character
+/// Chinese query over five segments decoded 24 blocks.)
+struct OneEssential<'s> {
+    stats: &'s Stats,
+    idfs: &'s [f64],
+    visible: &'s dyn Fn(&Candidate<'_>) -> bool,
+    /// Per view, its full matches (ordinals, in order), which are not partial matches.
+    full_ordinals: &'s [Vec<u32>],
+}
+
+impl OneEssential<'_> {
+    /// Walks each deferred view's list from its `start` on, block by block in order of their
+    /// bounds over all of them; returns once no document of the blocks left can enter.
+    fn run(&self, deferred: &mut [Deferred<'_>], top: &mut TopK) -> Result<(), IndexError> {
+        if deferred.is_empty() {
             return Ok(());
         }
-        // The blocks best bound first, then latest (as `one_term` takes them): in ordinal
+        // Per view, prefix[j]: the whole-view bounds of terms[..j] together.
+        let prefixes: Vec<Vec<f64>> = deferred
+            .iter()
+            .map(|d| {
+                let mut prefix = vec![0.0f64; d.ess + 1];
+                for j in 0..d.ess {
+                    prefix[j + 1] = prefix[j] + d.terms[j].2;
+                }
+                prefix
+            })
+            .collect();
+        // The blocks, best bound first, then latest (as `one_term` takes them): in ordinal
         // order the weakest held rose slowly, a common term's blocks nearly all reaching it, so
-        // that most of its documents were scored one by one.
-        let mut order: Vec<(f64, i64, usize)> = Vec::with_capacity(driver.cursor.block_count());
-        for b in driver.cursor.block_for(start)..driver.cursor.block_count() {
-            let (_, max_time, max_part) = driver.cursor.block_bound(b).map_err(|e| driver.err(e))?;
-            order.push((driver.tight_part(max_part, idf), max_time, b));
+        // that most of its documents were scored one by one. A heap: most searches take a few.
+        let mut order: Vec<BlockBound> = Vec::new();
+        for (di, d) in deferred.iter().enumerate() {
+            let others = prefixes[di][d.ess];
+            let (eqi, driver, bound) = (d.terms[d.ess].0, &d.terms[d.ess].1.parts[0], d.terms[d.ess].2);
+            if below(bound + others, top.threshold()) {
+                continue;
+            }
+            let idf = self.idfs[eqi];
+            for b in driver.cursor.block_for(d.start)..driver.cursor.block_count() {
+                let (_, max_time, max_part) = driver.cursor.block_bound(b).map_err(|e| driver.err(e))?;
+                order.push(BlockBound { tight: driver.tight_part(max_part, idf) + others, max_time, lane: di, block: b });
+            }
         }
-        order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-        for (tight, max_time, b) in order {
-            if below(tight + others, top.threshold()) {
+        let mut order = BinaryHeap::from(order);
+        let mut contrib: Vec<Option<f64>> = vec![None; self.idfs.len()];
+        let mut pick = Candidates::new();
+        while let Some(BlockBound { tight, max_time, lane: di, block: b }) = order.pop() {
+            if below(tight, top.threshold()) {
                 // Every block after this one is bounded lower still.
                 return Ok(());
             }
+            let Deferred { v, view, filter, terms, ess, start, seeded } = &mut deferred[di];
+            let (prefix, ess, start) = (&prefixes[di], *ess, *start);
+            let others = prefix[ess];
+            let docs = view.docs();
+            let codes = docs.codes();
+            let full_ordinals = &self.full_ordinals[*v];
+            let (before, after) = terms.split_at_mut(ess);
+            let (eqi, driver) = (after[0].0, &mut after[0].1.parts[0]);
+            let idf = self.idfs[eqi];
             let info = driver.cursor.block_at(b).map_err(|e| driver.err(e))?;
             // Its best frontier point with the others' bounds: a block that can at best tie
             // the weakest held and is older is passed too.
@@ -1534,7 +1572,7 @@ impl OneEssential<'_, '_> {
                 }
                 let code = codes[cand as usize];
                 contrib.iter_mut().for_each(|c| *c = None);
-                contrib[*eqi] = Some(part);
+                contrib[eqi] = Some(part);
                 let mut sum = part;
                 let mut hopeless = false;
                 for j in (0..ess).rev() {
@@ -1554,11 +1592,11 @@ impl OneEssential<'_, '_> {
                 }
                 // Summed in query order, as a scan would.
                 let score = contrib.iter().flatten().sum::<f64>() as f32;
-                if top.may_enter(score) && self.full_ordinals.binary_search(&cand).is_err() && self.seeded.binary_search(&cand).is_err() {
+                if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() && seeded.binary_search(&cand).is_err() {
                     let row = docs.row(cand);
-                    if self.filter.pass(row) {
-                        let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: self.v, ordinal: cand };
-                        top.offer(r, self.view, self.visible)?;
+                    if filter.pass(row) {
+                        let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: *v, ordinal: cand };
+                        top.offer(r, view, self.visible)?;
                     }
                 }
             }
