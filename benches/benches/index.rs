@@ -74,7 +74,9 @@ struct Latency {
     settled: Vec<f64>,
     fts5: Vec<f64>,
     tantivy: Vec<f64>,
-    hits: [u64; 4],
+    /// Origin as built, every word only (no partial matches): what the peers answer.
+    every: Vec<f64>,
+    hits: [u64; 5],
 }
 
 fn ms(d: Duration) -> f64 {
@@ -179,11 +181,17 @@ fn main() {
     let per_class = queries_per_class();
     let mut lat_rows = Vec::new();
     let mut goal_rows = Vec::new();
+    let mut every_rows = Vec::new();
     for class in CLASSES {
         let qs = make_queries(&events, &han_events, class, per_class, &mut rng);
         let mut stmt = conn.prepare_cached("SELECT rowid FROM ev WHERE ev MATCH ?1 ORDER BY rank LIMIT 20").expect("prepare");
         let origin_q = |q: &Q| -> u64 {
             let query = parse_query(&q.origin).expect("query");
+            catalog.search(&query, &everything, &|_| true, 20).expect("search").len() as u64
+        };
+        // What the peers answer: documents holding every word, no partial matches.
+        let every_q = |q: &Q| -> u64 {
+            let query = parse_query(&q.origin).expect("query").every_word_only();
             catalog.search(&query, &everything, &|_| true, 20).expect("search").len() as u64
         };
         let settled_q = |q: &Q| -> u64 {
@@ -200,16 +208,17 @@ fn main() {
         // Warm-up: every query once on each system.
         for q in &qs {
             origin_q(q);
+            every_q(q);
             settled_q(q);
             fts_q(q);
             tantivy_q(q);
         }
-        let mut lat = Latency { origin: Vec::new(), settled: Vec::new(), fts5: Vec::new(), tantivy: Vec::new(), hits: [0; 4] };
+        let mut lat = Latency { origin: Vec::new(), settled: Vec::new(), fts5: Vec::new(), tantivy: Vec::new(), every: Vec::new(), hits: [0; 5] };
         for (i, q) in qs.iter().enumerate() {
             // The order of the systems rotates, so none always runs first.
-            for k in 0..4 {
+            for k in 0..5 {
                 let t = Instant::now();
-                match (i + k) % 4 {
+                match (i + k) % 5 {
                     0 => {
                         lat.hits[0] += origin_q(q);
                         lat.origin.push(ms(t.elapsed()));
@@ -222,6 +231,10 @@ fn main() {
                         lat.hits[1] += fts_q(q);
                         lat.fts5.push(ms(t.elapsed()));
                     }
+                    4 => {
+                        lat.hits[4] += every_q(q);
+                        lat.every.push(ms(t.elapsed()));
+                    }
                     _ => {
                         lat.hits[2] += tantivy_q(q);
                         lat.tantivy.push(ms(t.elapsed()));
@@ -229,13 +242,14 @@ fn main() {
                 }
             }
         }
-        for v in [&mut lat.origin, &mut lat.settled, &mut lat.fts5, &mut lat.tantivy] {
+        for v in [&mut lat.origin, &mut lat.settled, &mut lat.fts5, &mut lat.tantivy, &mut lat.every] {
             v.sort_by(|a, b| a.total_cmp(b));
         }
         let (op50, op99) = (percentile(&lat.origin, 0.5), percentile(&lat.origin, 0.99));
         let (sp50, sp99) = (percentile(&lat.settled, 0.5), percentile(&lat.settled, 0.99));
         let (fp50, fp99) = (percentile(&lat.fts5, 0.5), percentile(&lat.fts5, 0.99));
         let (tp50, tp99) = (percentile(&lat.tantivy, 0.5), percentile(&lat.tantivy, 0.99));
+        let (ep50, ep99) = (percentile(&lat.every, 0.5), percentile(&lat.every, 0.99));
         lat_rows.push(vec![
             class.name().into(),
             qs.len().to_string(),
@@ -258,6 +272,21 @@ fn main() {
         assert_eq!(lat.hits[0], lat.hits[3], "{}: the settled index answers as the built one", class.name());
         goal_rows.push((class, "as built", op50, op99, op50 / fp50, op50 / tp50));
         goal_rows.push((class, "settled", sp50, sp99, sp50 / fp50, sp50 / tp50));
+        goal_rows.push((class, "as built, every word only", ep50, ep99, ep50 / fp50, ep50 / tp50));
+        every_rows.push(vec![
+            class.name().into(),
+            format!("{ep50:.3} / {ep99:.3}"),
+            format!("{fp50:.3} / {fp99:.3}"),
+            format!("{tp50:.3} / {tp99:.3}"),
+            format!("{:.2}x / {:.2}x", ep50 / fp50, ep99 / fp99),
+            format!("{:.2}x / {:.2}x", ep50 / tp50, ep99 / tp99),
+            format!(
+                "{:.1} / {:.1} / {:.1}",
+                lat.hits[4] as f64 / qs.len() as f64,
+                lat.hits[1] as f64 / qs.len() as f64,
+                lat.hits[2] as f64 / qs.len() as f64
+            ),
+        ]);
         eprintln!("queries {}: done (loadavg {})", class.name(), loadavg());
     }
     println!();
@@ -279,6 +308,15 @@ fn main() {
                 "hits per query (O / S / F / T)"
             ],
             &lat_rows
+        )
+    );
+    println!();
+    println!("Like for like: Origin as built answering every word only (no partial matches), as the peers answer, in the same rotation (ms, p50 / p99):");
+    println!(
+        "{}",
+        table(
+            &["class", "Origin, every word only", "FTS5", "tantivy", "every word / FTS5", "every word / tantivy", "hits per query (E / F / T)"],
+            &every_rows
         )
     );
 
