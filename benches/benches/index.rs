@@ -216,9 +216,9 @@ fn main() {
         let mut lat = Latency { origin: Vec::new(), settled: Vec::new(), fts5: Vec::new(), tantivy: Vec::new(), every: Vec::new(), hits: [0; 5] };
         for (i, q) in qs.iter().enumerate() {
             // The order of the systems rotates, so none always runs first.
-            for k in 0..5 {
+            for k in 0..4 {
                 let t = Instant::now();
-                match (i + k) % 5 {
+                match (i + k) % 4 {
                     0 => {
                         lat.hits[0] += origin_q(q);
                         lat.origin.push(ms(t.elapsed()));
@@ -231,16 +231,26 @@ fn main() {
                         lat.hits[1] += fts_q(q);
                         lat.fts5.push(ms(t.elapsed()));
                     }
-                    4 => {
-                        lat.hits[4] += every_q(q);
-                        lat.every.push(ms(t.elapsed()));
-                    }
                     _ => {
                         lat.hits[2] += tantivy_q(q);
                         lat.tantivy.push(ms(t.elapsed()));
                     }
                 }
             }
+        }
+        // Every word only, on the store as built, in a loop of its own: in the rotation above it
+        // ran the same query on the same store just before or after `origin_q`, whose data it
+        // left in the caches: in a first run of this benchmark so, `origin_q`, most often
+        // right after it, measured two-character queries (the same search either way) at a
+        // p50 of 0.025 ms against 0.039 for `every_q`. Here each is timed after the other
+        // systems have run the query, as `origin_q` is when it comes last in the rotation.
+        for q in &qs {
+            settled_q(q);
+            fts_q(q);
+            tantivy_q(q);
+            let t = Instant::now();
+            lat.hits[4] += every_q(q);
+            lat.every.push(ms(t.elapsed()));
         }
         for v in [&mut lat.origin, &mut lat.settled, &mut lat.fts5, &mut lat.tantivy, &mut lat.every] {
             v.sort_by(|a, b| a.total_cmp(b));
@@ -311,7 +321,7 @@ fn main() {
         )
     );
     println!();
-    println!("Like for like: Origin as built answering every word only (no partial matches), as the peers answer, in the same rotation (ms, p50 / p99):");
+    println!("Like for like: Origin as built answering every word only (no partial matches), as the peers answer, each query timed after the other systems ran it (ms, p50 / p99; FTS5 and tantivy from the rotation above):");
     println!(
         "{}",
         table(
