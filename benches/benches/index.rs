@@ -260,43 +260,29 @@ fn main() {
         let (fp50, fp99) = (percentile(&lat.fts5, 0.5), percentile(&lat.fts5, 0.99));
         let (tp50, tp99) = (percentile(&lat.tantivy, 0.5), percentile(&lat.tantivy, 0.99));
         let (ep50, ep99) = (percentile(&lat.every, 0.5), percentile(&lat.every, 0.99));
+        // "p50 / p99", their ratios, and hits per query of the systems `which` names.
+        let pair = |(p50, p99): (f64, f64)| format!("{p50:.3} / {p99:.3}");
+        let ratio = |(a50, a99): (f64, f64), (b50, b99): (f64, f64)| format!("{:.2}x / {:.2}x", a50 / b50, a99 / b99);
+        let per_query = |which: &[usize]| which.iter().map(|&s| format!("{:.1}", lat.hits[s] as f64 / qs.len() as f64)).collect::<Vec<_>>().join(" / ");
+        let (o, st, f, t, e) = ((op50, op99), (sp50, sp99), (fp50, fp99), (tp50, tp99), (ep50, ep99));
         lat_rows.push(vec![
             class.name().into(),
             qs.len().to_string(),
-            format!("{op50:.3} / {op99:.3}"),
-            format!("{sp50:.3} / {sp99:.3}"),
-            format!("{fp50:.3} / {fp99:.3}"),
-            format!("{tp50:.3} / {tp99:.3}"),
-            format!("{:.2}x / {:.2}x", op50 / fp50, op99 / fp99),
-            format!("{:.2}x / {:.2}x", op50 / tp50, op99 / tp99),
-            format!("{:.2}x / {:.2}x", sp50 / fp50, sp99 / fp99),
-            format!("{:.2}x / {:.2}x", sp50 / tp50, sp99 / tp99),
-            format!(
-                "{:.1} / {:.1} / {:.1} / {:.1}",
-                lat.hits[0] as f64 / qs.len() as f64,
-                lat.hits[3] as f64 / qs.len() as f64,
-                lat.hits[1] as f64 / qs.len() as f64,
-                lat.hits[2] as f64 / qs.len() as f64
-            ),
+            pair(o),
+            pair(st),
+            pair(f),
+            pair(t),
+            ratio(o, f),
+            ratio(o, t),
+            ratio(st, f),
+            ratio(st, t),
+            per_query(&[0, 3, 1, 2]),
         ]);
         assert_eq!(lat.hits[0], lat.hits[3], "{}: the settled index answers as the built one", class.name());
         goal_rows.push((class, "as built", op50, op99, op50 / fp50, op50 / tp50));
         goal_rows.push((class, "settled", sp50, sp99, sp50 / fp50, sp50 / tp50));
         goal_rows.push((class, "as built, every word only", ep50, ep99, ep50 / fp50, ep50 / tp50));
-        every_rows.push(vec![
-            class.name().into(),
-            format!("{ep50:.3} / {ep99:.3}"),
-            format!("{fp50:.3} / {fp99:.3}"),
-            format!("{tp50:.3} / {tp99:.3}"),
-            format!("{:.2}x / {:.2}x", ep50 / fp50, ep99 / fp99),
-            format!("{:.2}x / {:.2}x", ep50 / tp50, ep99 / tp99),
-            format!(
-                "{:.1} / {:.1} / {:.1}",
-                lat.hits[4] as f64 / qs.len() as f64,
-                lat.hits[1] as f64 / qs.len() as f64,
-                lat.hits[2] as f64 / qs.len() as f64
-            ),
-        ]);
+        every_rows.push(vec![class.name().into(), pair(e), pair(f), pair(t), ratio(e, f), ratio(e, t), per_query(&[4, 1, 2])]);
         eprintln!("queries {}: done (loadavg {})", class.name(), loadavg());
     }
     println!();
