@@ -1016,10 +1016,10 @@ struct Lane<'v> {
     term: Term<'v>,
 }
 
-/// A block of a one-word search (or of the one list left of partial passes): its tight bound,
-/// latest time, lane and number. Ordered so
-/// that the greatest is taken first: best bound, then latest, then the first lane and block
-/// (every block differs in its lane or number, so the order is total).
+/// A block of a one-word search (or of the one list left of partial passes, whose bound then
+/// includes its view's other terms' bounds): its tight bound, latest time, lane and number.
+/// Ordered so that the greatest is taken first: best bound, then latest, then the first lane
+/// and block (every block differs in its lane or number, so the order is total).
 struct BlockBound {
     tight: f64,
     max_time: i64,
