@@ -784,12 +784,25 @@ fn every_term(
     let mut order: Vec<(f64, i64, usize, f64)> = Vec::with_capacity(terms[driver].cursor.block_count());
     let mut next: Vec<usize> = vec![0; terms.len()];
     let mut lo = 0u32;
+    // A driver of one block, read while no document is held: there is nothing to order, and
+    // until `limit` are held nothing is passed by a bound, so the other terms are bounded by
+    // the most any frequency gives (`idf (K1 + 1)`) instead of by their blocks over the
+    // driver's ordinals: for a rare driver beside a common term, those were the common term's
+    // whole directory (a tenth of a search of four Chinese characters whose bigrams are rare
+    // but one).
+    let loose = terms[driver].cursor.block_count() == 1 && top.threshold().is_none();
     for b in 0..terms[driver].cursor.block_count() {
         let (block_last, max_time, max_part) = terms[driver].cursor.block_bound(b).map_err(|e| terms[driver].err(e))?;
         let (mut tight, mut time, mut others) = (0.0, max_time, 0.0);
         for (t, &idf) in idfs.iter().enumerate() {
             if t == driver {
                 tight += terms[t].tight_part(max_part, idf);
+                continue;
+            }
+            if loose {
+                let most = idf * (K1 + 1.0) * (1.0 + BOUND_MARGIN);
+                tight += most;
+                others += most;
                 continue;
             }
             let c = &terms[t].cursor;
