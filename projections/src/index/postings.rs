@@ -526,6 +526,34 @@ pub(crate) struct TermBlock<'a> {
     doc_limit: u32,
 }
 
+/// True if the frequencies of a packed block (`tfs`, stored less one, `nb_t` bits each) are
+/// below `DOC_TOKENS_MAX`: by construction when `nb_t` is at most 20 (2^20 is the limit), else
+/// checked one by one.
+fn packed_frequencies_fit(tfs: &[u32], nb_t: u8) -> bool {
+    u32::from(nb_t) <= DOC_TOKENS_MAX.trailing_zeros() || tfs.iter().fold(0u32, |m, &t| m.max(t)) < DOC_TOKENS_MAX
+}
+
+/// True if the 128 ordinals of a packed block (`ords`, decoded from `prev` with gaps of `nb_o`
+/// bits) rise from `prev`. Each is the one before plus its gap plus one
+/// (`decompress_strictly_sorted`, in u32 arithmetic, which may wrap), so they rise unless a
+/// sum wraps, which it cannot when `prev` plus 128 gaps of under 2^nb_o stays within u32
+/// (every block of a segment of up to 2^24 documents, and of larger ones but for gaps of 2^24
+/// or more); only such wider blocks are checked one by one. (The check, written without early
+/// exits so that it vectorizes, was a sixth of a search of two common words.) Debug builds
+/// check every block.
+fn packed_ordinals_rise(prev: Option<u32>, ords: &[u32], nb_o: u8) -> bool {
+    let rises = |ords: &[u32]| {
+        let falls = ords[1..].iter().zip(&ords[..ords.len() - 1]).fold(false, |bad, (&b, &a)| bad | (a >= b));
+        !falls && !prev.is_some_and(|p| ords[0] <= p)
+    };
+    let cannot_wrap = u64::from(prev.unwrap_or(0)) + ((BLOCK_DOCS as u64) << nb_o.min(32)) <= u64::from(u32::MAX);
+    if cannot_wrap {
+        debug_assert!(rises(ords), "packed ordinals that cannot wrap rise");
+        return true;
+    }
+    rises(ords)
+}
+
 impl<'a> TermBlock<'a> {
     /// Opens the term block at the start of `bytes` (checking its counts and that its parts fit).
     pub(crate) fn open(bytes: &'a [u8], doc_count: u32) -> Result<TermBlock<'a>, BlockError> {
@@ -652,17 +680,15 @@ impl<'a> TermBlock<'a> {
             packer.decompress(&bytes[2 + so..2 + so + st], tfs, nb_t);
             *codes = base + info.docs.0 + 2 + so + st..base + info.docs.1;
             // Packed values are unchecked by the packer: ordinals must rise from the previous
-            // block to this block's last, below the segment's documents. (Both checks are
-            // written without early exits, so they vectorize: they were most of a decode.)
-            let falls = ords[1..].iter().zip(&ords[..BLOCK_DOCS - 1]).fold(false, |bad, (&b, &a)| bad | (a >= b));
-            if falls || prev.is_some_and(|p| ords[0] <= p) {
+            // block to this block's last, below the segment's documents.
+            if !packed_ordinals_rise(prev, ords, nb_o) {
                 return Err(err(2, "ordinals do not ascend"));
             }
             if ords[BLOCK_DOCS - 1] != info.last || info.last >= doc_count {
                 return Err(err(2, "block does not end where its directory says"));
             }
             // Frequencies are stored less one.
-            if tfs.iter().fold(0u32, |m, &t| m.max(t)) >= DOC_TOKENS_MAX {
+            if !packed_frequencies_fit(tfs, nb_t) {
                 return Err(err(2 + so, "term frequency out of range"));
             }
             tfs.iter_mut().for_each(|t| *t += 1);
@@ -1710,6 +1736,44 @@ mod tests {
     }
 
     proptest! {
+        /// Packed ordinals are taken as rising exactly when they rise from the previous block's
+        /// last: for any previous ordinal, any width up to 32 bits and any packed bytes (gaps
+        /// whose sums wrap u32 included), decoded by the packer itself.
+        #[test]
+        fn index_postings_packed_ordinals_rise_as_checked_one_by_one(
+            prev in proptest::option::of(any::<u32>().prop_map(|p| p >> (p % 32))),
+            nb_o in 0u8..=32,
+            seed in any::<u64>(),
+            small in any::<bool>(),
+        ) {
+            let packer = BitPacker4x::new();
+            let mut x = seed | 1;
+            let bytes: Vec<u8> = (0..BitPacker4x::compressed_block_size(nb_o))
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Mostly small gaps now and then, so that wide blocks that do not wrap occur.
+                    if small { (x & 0x03) as u8 } else { x as u8 }
+                })
+                .collect();
+            let mut ords = vec![0u32; BLOCK_DOCS];
+            packer.decompress_strictly_sorted(prev, &bytes, &mut ords, nb_o);
+            let rises = ords.windows(2).all(|w| w[0] < w[1]) && prev.is_none_or(|p| ords[0] > p);
+            prop_assert_eq!(packed_ordinals_rise(prev, &ords, nb_o), rises, "prev {:?}, width {}", prev, nb_o);
+        }
+
+        /// Packed frequencies are taken as within the limit exactly when every one (stored
+        /// less one) is below `DOC_TOKENS_MAX`, for any width up to 32 bits and any bytes.
+        #[test]
+        fn index_postings_packed_frequencies_fit_as_checked_one_by_one(nb_t in 0u8..=32, bytes in proptest::collection::vec(any::<u8>(), 512)) {
+            let packer = BitPacker4x::new();
+            let mut tfs = vec![0u32; BLOCK_DOCS];
+            packer.decompress(&bytes[..BitPacker4x::compressed_block_size(nb_t)], &mut tfs, nb_t);
+            let fit = tfs.iter().all(|&t| t < DOC_TOKENS_MAX);
+            prop_assert_eq!(packed_frequencies_fit(&tfs, nb_t), fit, "width {}", nb_t);
+        }
+
         /// Every pair is beaten or tied by a frontier point, and the frontier's points are pairs
         /// (when not narrowed) or beat pairs (when narrowed).
         #[test]
