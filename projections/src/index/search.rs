@@ -831,15 +831,15 @@ fn every_term(
     // The other terms, rarest first: the one most likely to lack a candidate is sought first.
     let mut seek_order: Vec<usize> = (0..terms.len()).filter(|&t| t != driver).collect();
     seek_order.sort_by_key(|&t| terms[t].cursor.len());
-    let mut block_codes: Vec<u8> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut block_codes: Vec<u8> = Vec::with_capacity(BLOCK_DOCS);
     let mut anchors: Vec<u32> = Vec::new();
     // The driver's part of each candidate of the current block, by its place in the block.
-    let mut driver_parts = [0.0f64; super::postings::BLOCK_DOCS];
+    let mut driver_parts = [0.0f64; BLOCK_DOCS];
     let mut pick = Candidates::new();
     let has_phrases = query.clauses.iter().any(|c| c.terms.len() > 1);
     let stride = terms.len();
-    let mut targets: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
-    let mut survivors: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut targets: Vec<u32> = Vec::with_capacity(BLOCK_DOCS);
+    let mut survivors: Vec<u32> = Vec::with_capacity(BLOCK_DOCS);
     let mut rows: Vec<u32> = Vec::new();
     // A full match: noted (for the partial pass, while fewer than `limit` are held), then
     // offered if it passes the filters.
@@ -853,7 +853,7 @@ fn every_term(
         }
         Ok(())
     };
-    let mut found: Vec<Found> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut found: Vec<Found> = Vec::with_capacity(BLOCK_DOCS);
     for (tight, time, b, others) in order {
         if below(tight, top.threshold()) {
             break;
@@ -1097,12 +1097,12 @@ fn one_term<'v>(
         }
     }
     let mut order = BinaryHeap::from(order);
-    let mut block_codes: Vec<u8> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut block_codes: Vec<u8> = Vec::with_capacity(BLOCK_DOCS);
     // Scores of the current block's candidates, by their places in the block.
     let mut scores = [0.0f32; BLOCK_DOCS];
     let mut pick = Candidates::new();
-    let mut entrants: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
-    let mut later: Vec<u32> = Vec::with_capacity(super::postings::BLOCK_DOCS);
+    let mut entrants: Vec<u32> = Vec::with_capacity(BLOCK_DOCS);
+    let mut later: Vec<u32> = Vec::with_capacity(BLOCK_DOCS);
     while let Some(BlockBound { tight, max_time, lane: l, block: b }) = order.pop() {
         if below(tight, top.threshold()) {
             // Every block after this one is bounded lower still.
@@ -1221,7 +1221,7 @@ fn partial_view<'v>(
     // walked whole. Seeding larger terms too scored their documents whole for nothing (a
     // query of four words took twice as long).
     let mut seeded: Vec<u32> = Vec::new();
-    while let Some(r) = seed_term(&terms).filter(|&r| seeded.is_empty() || terms[r].1.len() <= super::postings::BLOCK_DOCS as u64) {
+    while let Some(r) = seed_term(&terms).filter(|&r| seeded.is_empty() || terms[r].1.len() <= BLOCK_DOCS as u64) {
         let (rqi, mut rare, _) = terms.remove(r);
         // Cursors of the other terms of their own (the rest of the pass walks them from the
         // start), strongest bound first: copies of theirs, which stand on their first
