@@ -377,10 +377,13 @@ impl TopK {
         }
         let enters = self.heap.len() < self.k || self.heap.peek().is_some_and(|w| r > w.0);
         if enters && (self.asked == Asked::OfHits || visible(&view.candidate(r.ordinal)?)) {
-            if self.heap.len() >= self.k {
-                self.heap.pop();
+            if self.heap.len() < self.k {
+                self.heap.push(Reverse(r));
+            } else if let Some(mut weakest) = self.heap.peek_mut() {
+                // The weakest held gives way: replaced in place and sifted down once (a pop
+                // and a push sifted twice).
+                *weakest = Reverse(r);
             }
-            self.heap.push(Reverse(r));
         }
         Ok(())
     }
