@@ -286,6 +286,27 @@ pub(crate) const DIR_ENTRY_BYTES: usize = 32;
 /// Bytes of one frontier point: frequency u32, length u32.
 const POINT_BYTES: usize = 8;
 
+/// A varint of one to three bytes at `at` (below 2^21) and its length; none if the bytes end
+/// or it is longer (for the checked path). Forms with needless zero bytes read as the checked
+/// path reads them.
+#[inline]
+fn short_gap(bytes: &[u8], at: usize) -> Option<(u32, usize)> {
+    let b0 = *bytes.get(at)?;
+    if b0 < 0x80 {
+        return Some((u32::from(b0), 1));
+    }
+    let b1 = *bytes.get(at + 1)?;
+    let v = u32::from(b0 & 0x7f) | u32::from(b1 & 0x7f) << 7;
+    if b1 < 0x80 {
+        return Some((v, 2));
+    }
+    let b2 = *bytes.get(at + 2)?;
+    (b2 < 0x80).then(|| (v | u32::from(b2) << 14, 3))
+}
+
+// An ordinal below the segment's documents plus a gap of [`short_gap`] cannot wrap.
+const _: () = assert!(SEGMENT_DOCS_MAX <= 1 << 30);
+
 fn u32_le(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
@@ -700,21 +721,24 @@ impl<'a> TermBlock<'a> {
         tfs.clear();
         let mut prev = prev;
         for _ in 0..info.count {
-            // The common case: a gap and a frequency of one byte each, the gap rising from
-            // the previous ordinal (or the first ordinal) below the documents, the frequency
-            // not 0. Anything else is read by the checked path below, which reports it where
-            // it is. (Two checked varints a document were a tenth of a partial pass of rare
-            // CJK bigrams, whose lists are short blocks of this kind.)
-            if let (Some(&d), Some(&t)) = (bytes.get(c.at), bytes.get(c.at + 1))
-                && d < 0x80
+            // The common case: a gap of one to three bytes and a frequency of one byte, the
+            // gap rising from the previous ordinal (or the first ordinal) below the documents,
+            // the frequency not 0. Anything else is read by the checked path below, which
+            // reports it where it is. (Two checked varints a document were a tenth of a
+            // partial pass of rare CJK bigrams, whose lists are short blocks of this kind; a
+            // rare term's gaps are mostly two bytes: 15 checked varints per short block
+            // decoded by a search of a Chinese bigram, with only one-byte gaps on this path.)
+            if let Some((gap, len)) = short_gap(bytes, c.at)
+                && let Some(&t) = bytes.get(c.at + len)
                 && t.wrapping_sub(1) < 0x7f
             {
+                // No sum wraps: an ordinal is below 2^26, a gap below 2^21.
                 let ord = match prev {
-                    None => u32::from(d),
-                    Some(p) => p + u32::from(d),
+                    None => gap,
+                    Some(p) => p + gap,
                 };
-                if (d > 0 || prev.is_none()) && ord < doc_count {
-                    c.at += 2;
+                if (gap > 0 || prev.is_none()) && ord < doc_count {
+                    c.at += len + 1;
                     ords.push(ord);
                     tfs.push(u32::from(t));
                     prev = Some(ord);
@@ -1441,6 +1465,98 @@ mod tests {
                 let e = PostingCursor::new(t, &lengths, false).map(|_| ()).unwrap_err();
                 assert_eq!(e.reason, "ordinals do not ascend", "n={n}, gap {k}");
             }
+        }
+    }
+
+    /// A short block whose gaps take one to four bytes (`k` its document's index) and whose
+    /// frequencies one or two.
+    fn spread_gap(k: u32) -> u32 {
+        if k == 20 {
+            return 1 << 21;
+        }
+        [1, 100, 127, 128, 200, 16_383, 16_384, 20_000][k as usize % 8]
+    }
+
+    fn spread_tf(k: u32) -> u32 {
+        if k % 5 == 4 { 200 } else { 1 + k % 127 }
+    }
+
+    fn sample_spread(n: u32) -> (Postings, Vec<u32>) {
+        let mut p = Postings::new(false);
+        let mut ord = 0;
+        for k in 0..n {
+            ord += spread_gap(k);
+            p.push(ord, spread_tf(k), &[]);
+        }
+        // Every document long enough for its frequency.
+        let lengths = (0..ord + 10).map(|i| 300 + i % 7).collect();
+        (p, lengths)
+    }
+
+    /// Gaps of one to four bytes and frequencies of one or two, in a short block: read as
+    /// written, and damaged, refused or read as rising ordinals below the segment's documents
+    /// with frequencies of at least 1.
+    #[test]
+    fn index_postings_short_block_of_long_gaps() {
+        for n in [40u32, 127] {
+            let (p, lengths) = sample_spread(n);
+            let mut bytes = Vec::new();
+            encode_block(&mut bytes, &p, &lengths, &times(&lengths), 8.0);
+            let t = TermBlock::open(&bytes, lengths.len() as u32).unwrap();
+            assert_eq!(t.decode_all(&lengths, false).unwrap(), p, "n={n}");
+            let info = t.block(0).unwrap();
+            let start = t.layout.docs.start + info.docs.0;
+            let end = t.layout.docs.start + info.docs.1;
+            let c = PostingCursor::new(t, &lengths, false).unwrap();
+            assert_eq!(c.block_docs(), (&p.ordinals[..], &p.tfs[..]), "n={n}");
+            let (mut refused, mut read) = (0, 0);
+            for at in start..end {
+                for v in [0u8, 1, 0x7f, 0x80, 0xff, bytes[at] ^ 1] {
+                    let mut damaged = bytes.clone();
+                    damaged[at] = v;
+                    let Ok(t) = TermBlock::open(&damaged, lengths.len() as u32) else {
+                        refused += 1;
+                        continue;
+                    };
+                    match PostingCursor::new(t, &lengths, false) {
+                        Err(_) => refused += 1,
+                        Ok(c) => {
+                            read += 1;
+                            let (ords, tfs) = c.block_docs();
+                            assert!(ords.windows(2).all(|w| w[0] < w[1]), "byte {at} = {v:#x}: {ords:?}");
+                            assert!(ords.iter().all(|&o| o < lengths.len() as u32), "byte {at} = {v:#x}: {ords:?}");
+                            assert!(tfs.iter().all(|&t| t >= 1), "byte {at} = {v:#x}: {tfs:?}");
+                        }
+                    }
+                }
+            }
+            assert!(refused > 0 && read > 0, "n={n}: {refused} refused, {read} read");
+            // A two-byte gap written as 0 (`0x80 0x00`, an ordinal repeated) with the next
+            // two-byte gap grown by as much, so that the block still ends on its directory's
+            // last ordinal: refused.
+            let varint = |v: u32| {
+                let mut b = Vec::new();
+                put_varint(&mut b, u64::from(v));
+                b
+            };
+            let mut at = start;
+            let mut tried = 0;
+            for k in 0..n - 1 {
+                let (g, h) = (spread_gap(k), spread_gap(k + 1));
+                let next = at + varint(g).len() + varint(spread_tf(k)).len();
+                if varint(g).len() == 2 && varint(h).len() == 2 && varint(g + h).len() == 2 {
+                    assert_eq!(bytes[at..at + 2], varint(g)[..], "gap {k}");
+                    let mut damaged = bytes.clone();
+                    damaged[at..at + 2].copy_from_slice(&[0x80, 0x00]);
+                    damaged[next..next + 2].copy_from_slice(&varint(g + h));
+                    let t = TermBlock::open(&damaged, lengths.len() as u32).unwrap();
+                    let e = PostingCursor::new(t, &lengths, false).map(|_| ()).unwrap_err();
+                    assert_eq!(e.reason, "ordinals do not ascend", "n={n}, gap {k}");
+                    tried += 1;
+                }
+                at = next;
+            }
+            assert!(tried >= 4, "n={n}: {tried}");
         }
     }
 
