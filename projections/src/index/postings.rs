@@ -1030,7 +1030,7 @@ impl<'a> PostingCursor<'a> {
     /// A cursor over a term block that decodes nothing until it is moved: for searches that
     /// take blocks in the order of their bounds, or seek the first document they want, the
     /// first block [`PostingCursor::new`] decodes was often never read (a sixth of a one-word
-    /// search's time). Until [`PostingCursor::goto_block`], [`PostingCursor::begin_at`],
+    /// search's time). Until [`PostingCursor::goto_entry`], [`PostingCursor::begin_at`],
     /// [`PostingCursor::find_all`], [`PostingCursor::seek`], [`PostingCursor::next`] or
     /// [`PostingCursor::advance_to`] it stands nowhere (the last three first stand where
     /// [`PostingCursor::new`] would); the directory (block count, bounds) reads as always.
@@ -1072,6 +1072,11 @@ impl<'a> PostingCursor<'a> {
             return Ok(());
         }
         let info = self.term.block(b)?;
+        self.load_entry(b, info)
+    }
+
+    /// Decodes block `b`, of entry `info` (checked), and stands on its first document.
+    fn load_entry(&mut self, b: usize, info: Block) -> Result<(), BlockError> {
         self.term.decode(b, &info, self.lengths, &mut self.ords, &mut self.tfs, &mut self.codes)?;
         self.pos = if self.want_positions { Some(PosReader::new(&self.term, &info)) } else { None };
         self.info = Some(info);
@@ -1315,9 +1320,11 @@ impl<'a> PostingCursor<'a> {
         (info.points.0..info.points.1).map(|i| self.term.point(i))
     }
 
-    /// Stands on the first document of block `b` (decoding it), or at the end.
-    pub(crate) fn goto_block(&mut self, b: usize) -> Result<u32, BlockError> {
-        self.load(b)?;
+    /// Stands on the first document of block `b` (decoding it), whose entry `info`
+    /// [`PostingCursor::block_at`] has just given (and checked): it is not checked again.
+    pub(crate) fn goto_entry(&mut self, b: usize, info: Block) -> Result<u32, BlockError> {
+        debug_assert_eq!(self.term.block(b), Ok(info), "the entry of block {b}");
+        self.load_entry(b, info)?;
         Ok(self.doc)
     }
 
@@ -1610,7 +1617,7 @@ mod tests {
         let second_block_first = p.ordinals[BLOCK_DOCS];
         assert_eq!(c.seek(p.ordinals[BLOCK_DOCS - 1] + 1).unwrap(), second_block_first);
         assert_eq!(c.block_last(), p.ordinals[2 * BLOCK_DOCS - 1]);
-        assert_eq!(c.goto_block(3).unwrap(), p.ordinals[3 * BLOCK_DOCS]);
+        assert_eq!(c.goto_entry(3, c.block_at(3).unwrap()).unwrap(), p.ordinals[3 * BLOCK_DOCS]);
     }
 
     #[test]
@@ -1670,7 +1677,10 @@ mod tests {
                 c.doc()
             }),
             ("begin_at", |c, t| c.begin_at(t).unwrap()),
-            ("goto_block", |c, t| c.goto_block((t as usize / 200).min(7)).unwrap()),
+            ("goto_entry", |c, t| {
+                let b = (t as usize / 200).min(7);
+                c.goto_entry(b, c.block_at(b).unwrap()).unwrap()
+            }),
         ];
         for (name, step) in moves {
             for &t in &targets {

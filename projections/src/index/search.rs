@@ -861,15 +861,15 @@ fn every_term(
         if below(tight, top.threshold()) {
             break;
         }
+        let info = terms[driver].cursor.block_at(b).map_err(|e| terms[driver].err(e))?;
         if top.threshold().is_some() {
             // The driver block's exact bound (its frontier) with the others' tight ones.
-            let info = terms[driver].cursor.block_at(b).map_err(|e| terms[driver].err(e))?;
             let exact = points_bound(stats, idfs[driver], terms[driver].cursor.points(&info)) + others;
             if cannot_enter(exact, time, top.threshold()) {
                 continue;
             }
         }
-        terms[driver].cursor.goto_block(b).map_err(|e| terms[driver].err(e))?;
+        terms[driver].cursor.goto_entry(b, info).map_err(|e| terms[driver].err(e))?;
         // The block's length codes, stored in the block (gathered from the document table, they
         // were a cache miss each: most of the time of a search of common words once other
         // searches had emptied the caches); then the driver's part of every document.
@@ -1119,7 +1119,7 @@ fn one_term<'v>(
             continue;
         }
         if term.cursor.block() != b {
-            term.cursor.goto_block(b).map_err(|e| term.err(e))?;
+            term.cursor.goto_entry(b, info).map_err(|e| term.err(e))?;
         }
         // The block's length codes (stored in it); the documents whose score may reach the
         // weakest held ([`Candidates::select`]: every one until `limit` are held) and their
@@ -1574,7 +1574,7 @@ impl OneEssential<'_> {
             if cannot_enter(points_bound(self.stats, idf, driver.cursor.points(&info)) + others, max_time, top.threshold()) {
                 continue;
             }
-            driver.cursor.goto_block(b).map_err(|e| driver.err(e))?;
+            driver.cursor.goto_entry(b, info).map_err(|e| driver.err(e))?;
             // The documents that may reach the weakest held as the block starts
             // ([`Candidates::select`]); each is checked again as it comes (it only rises).
             let (ords, tfs) = driver.cursor.block_docs();
