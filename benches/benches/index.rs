@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use origin_benches::corpus::{self, Located};
-use origin_benches::indexbench::{copy_tree, settle, Build, CLASSES, Class, Q, is_han, make_queries, origin_build_with, records, tantivy_build, Feed};
+use origin_benches::indexbench::{copy_tree, settle, Build, CLASSES, Class, Q, is_han, make_queries, origin_build_with, records, tantivy_build, tantivy_han_build, Feed};
 use origin_benches::{Rng, fs_type, loadavg, scratch_dir, table};
 use origin_engine::{Access, Journal, Options};
 use origin_projections::{Catalog, Filters, Match, State, parse_query};
@@ -76,7 +76,9 @@ struct Latency {
     tantivy: Vec<f64>,
     /// Origin as built, every word only (no partial matches): what the peers answer.
     every: Vec<f64>,
-    hits: [u64; 5],
+    /// Chinese classes: tantivy with Han bigrams, which finds every match.
+    han: Vec<f64>,
+    hits: [u64; 6],
 }
 
 fn ms(d: Duration) -> f64 {
@@ -126,6 +128,12 @@ fn main() {
     eprintln!("FTS5 built in {:.1} s (loadavg {})", fb.secs, loadavg());
     let (tb, tan) = tantivy_build(&batches, &work.path().join("tantivy"));
     eprintln!("tantivy built in {:.1} s (loadavg {})", tb.secs, loadavg());
+    // A like-for-like peer for the Chinese classes: tantivy made to find every match (Han runs
+    // as bigrams, as Origin indexes them), over the events that hold Han characters (only they
+    // can hold a Chinese query: the bigrams' lists are those a whole index would hold).
+    let han_docs: Vec<(u64, &str)> = han_events.iter().map(|&i| (i as u64, events[i].event.text.as_str())).collect();
+    let (hb, tan_han) = tantivy_han_build(&han_docs, &work.path().join("tantivy-han"));
+    eprintln!("tantivy with Han bigrams built in {:.1} s (loadavg {})", hb.secs, loadavg());
     // What `origin mcp` does once the store is idle: its segments settle into one. On a copy,
     // so that the queries run on the index both as the build leaves it and settled.
     let settled_dir = work.path().join("origin-settled");
@@ -176,12 +184,17 @@ fn main() {
     let searcher = reader.searcher();
     let mut qp = QueryParser::for_index(&tan.index, vec![tan.text]);
     qp.set_conjunction_by_default();
+    let han_reader = tan_han.index.reader().expect("reader");
+    let han_searcher = han_reader.searcher();
+    let mut han_qp = QueryParser::for_index(&tan_han.index, vec![tan_han.text]);
+    han_qp.set_conjunction_by_default();
     let everything = Filters { include_tools: true, ..Filters::default() };
     let mut rng = Rng::new(SEED ^ 0xface);
     let per_class = queries_per_class();
     let mut lat_rows = Vec::new();
     let mut goal_rows = Vec::new();
     let mut every_rows = Vec::new();
+    let mut han_rows = Vec::new();
     for class in CLASSES {
         let qs = make_queries(&events, &han_events, class, per_class, &mut rng);
         let mut stmt = conn.prepare_cached("SELECT rowid FROM ev WHERE ev MATCH ?1 ORDER BY rank LIMIT 20").expect("prepare");
@@ -205,6 +218,11 @@ fn main() {
                 Err(_) => 0,
             }
         };
+        let chinese = matches!(class, Class::Zh2 | Class::Zh4);
+        let han_q = |q: &Q| -> u64 {
+            let query = han_qp.parse_query(&q.tantivy).expect("a Chinese query parses");
+            han_searcher.search(&query, &TopDocs::with_limit(20)).expect("search").len() as u64
+        };
         // Warm-up: every query once on each system.
         for q in &qs {
             origin_q(q);
@@ -212,8 +230,11 @@ fn main() {
             settled_q(q);
             fts_q(q);
             tantivy_q(q);
+            if chinese {
+                han_q(q);
+            }
         }
-        let mut lat = Latency { origin: Vec::new(), settled: Vec::new(), fts5: Vec::new(), tantivy: Vec::new(), every: Vec::new(), hits: [0; 5] };
+        let mut lat = Latency { origin: Vec::new(), settled: Vec::new(), fts5: Vec::new(), tantivy: Vec::new(), every: Vec::new(), han: Vec::new(), hits: [0; 6] };
         for (i, q) in qs.iter().enumerate() {
             // The order of the systems rotates, so none always runs first.
             for k in 0..4 {
@@ -251,8 +272,14 @@ fn main() {
             let t = Instant::now();
             lat.hits[4] += every_q(q);
             lat.every.push(ms(t.elapsed()));
+            // Then tantivy with Han bigrams, after the others too (every word only the last).
+            if chinese {
+                let t = Instant::now();
+                lat.hits[5] += han_q(q);
+                lat.han.push(ms(t.elapsed()));
+            }
         }
-        for v in [&mut lat.origin, &mut lat.settled, &mut lat.fts5, &mut lat.tantivy, &mut lat.every] {
+        for v in [&mut lat.origin, &mut lat.settled, &mut lat.fts5, &mut lat.tantivy, &mut lat.every, &mut lat.han] {
             v.sort_by(|a, b| a.total_cmp(b));
         }
         let (op50, op99) = (percentile(&lat.origin, 0.5), percentile(&lat.origin, 0.99));
@@ -283,6 +310,12 @@ fn main() {
         goal_rows.push((class, "settled", sp50, sp99, sp50 / fp50, sp50 / tp50));
         goal_rows.push((class, "as built, every word only", ep50, ep99, ep50 / fp50, ep50 / tp50));
         every_rows.push(vec![class.name().into(), pair(e), pair(f), pair(t), ratio(e, f), ratio(e, t), per_query(&[4, 1, 2])]);
+        if chinese {
+            let h = (percentile(&lat.han, 0.5), percentile(&lat.han, 0.99));
+            han_rows.push(vec![class.name().into(), pair(o), pair(e), pair(h), ratio(o, h), ratio(e, h), per_query(&[0, 4, 5])]);
+            goal_rows.push((class, "as built, against tantivy with Han bigrams", op50, op99, op50 / fp50, op50 / h.0));
+            goal_rows.push((class, "every word only, against tantivy with Han bigrams", ep50, ep99, ep50 / fp50, ep50 / h.0));
+        }
         eprintln!("queries {}: done (loadavg {})", class.name(), loadavg());
     }
     println!();
@@ -315,6 +348,20 @@ fn main() {
             &every_rows
         )
     );
+    println!();
+    println!(
+        "tantivy made to find every Chinese match (Han runs as bigrams; built in {:.1} s over the {} events holding Han characters, {} index bytes), timed after the other systems (and after every word only) ran each query; Origin as built from the rotation above (ms, p50 / p99):",
+        hb.secs,
+        han_docs.len(),
+        hb.index_bytes
+    );
+    println!(
+        "{}",
+        table(
+            &["class", "Origin as built", "Origin, every word only", "tantivy, Han bigrams", "as built / Han bigrams", "every word / Han bigrams", "hits per query (O / E / H)"],
+            &han_rows
+        )
+    );
 
     // ---- CJK recall ---------------------------------------------------------------------------
     // Ground truth by linear scan (substring) over the events that hold Han characters (no
@@ -336,7 +383,7 @@ fn main() {
     for class in [Class::Zh2, Class::Zh4] {
         let qs = make_queries(&events, &han_events, class, 100, &mut rng);
         let (mut truth_total, mut skipped) = (0u64, 0u64);
-        let mut found = [0u64; 4];
+        let mut found = [0u64; 5];
         let mut wrong = 0u64;
         for q in &qs {
             let finder = memchr::memmem::Finder::new(q.origin.as_bytes());
@@ -373,6 +420,16 @@ fn main() {
                 Err(_) => HashSet::new(),
             };
             found[3] += t.intersection(&truth).count() as u64;
+            let h: HashSet<u64> = han_searcher
+                .search(&han_qp.parse_query(&q.tantivy).expect("a Chinese query parses"), &DocSetCollector)
+                .expect("search")
+                .into_iter()
+                .map(|a| {
+                    let d: TantivyDocument = han_searcher.doc(a).expect("doc");
+                    d.get_first(tan_han.n).and_then(|v| v.as_u64()).expect("n")
+                })
+                .collect();
+            found[4] += h.intersection(&truth).count() as u64;
         }
         let r = |f: u64| if truth_total == 0 { "-".to_string() } else { format!("{:.3}", f as f64 / truth_total as f64) };
         recall_rows.push(vec![
@@ -384,13 +441,14 @@ fn main() {
             r(found[1]),
             r(found[2]),
             r(found[3]),
+            r(found[4]),
         ]);
     }
     println!();
     println!("CJK recall against a linear scan (substring) of every event holding Han characters:");
     println!(
         "{}",
-        table(&["queries", "count", "true matches", "Origin", "Origin wrong hits", "FTS5 unicode61", "FTS5 trigram", "tantivy default"], &recall_rows)
+        table(&["queries", "count", "true matches", "Origin", "Origin wrong hits", "FTS5 unicode61", "FTS5 trigram", "tantivy default", "tantivy Han bigrams"], &recall_rows)
     );
 
     // ---- cold start ---------------------------------------------------------------------------

@@ -418,3 +418,138 @@ pub fn tantivy_build(batches: &[Vec<Located>], dir: &Path) -> (Build, Tantivy) {
     let build = Build { secs, index_bytes: tree_size(dir), other_bytes: 0, note: "text stored".into() };
     (build, Tantivy { index, text, n: n_field })
 }
+
+/// A tokenizer with which tantivy finds every Chinese match, for a like-for-like peer of
+/// Origin's CJK search: a run of Han characters ([`is_han`]) as its overlapping bigrams (a run
+/// of one character as itself), other letters and digits as lower-cased words; positions
+/// count tokens, so that a query of several bigrams is a phrase. (tantivy's n-gram tokenizer
+/// gives every token position 0, so its phrases do not hold.)
+#[derive(Clone, Copy, Default)]
+pub struct HanBigrams;
+
+/// [`HanBigrams`]' tokens of one text.
+pub struct HanBigramStream<'a> {
+    text: &'a str,
+    at: usize,
+    /// The previous Han character of the run being read, and whether the run gave a token.
+    run: Option<usize>,
+    run_gave: bool,
+    position: usize,
+    token: tantivy::tokenizer::Token,
+}
+
+impl tantivy::tokenizer::Tokenizer for HanBigrams {
+    type TokenStream<'a> = HanBigramStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> HanBigramStream<'a> {
+        HanBigramStream { text, at: 0, run: None, run_gave: false, position: 0, token: tantivy::tokenizer::Token::default() }
+    }
+}
+
+impl HanBigramStream<'_> {
+    fn emit(&mut self, from: usize, to: usize, lower: bool) -> bool {
+        self.token.offset_from = from;
+        self.token.offset_to = to;
+        self.token.position = self.position;
+        self.position += 1;
+        self.token.text.clear();
+        if lower {
+            self.token.text.extend(self.text[from..to].chars().flat_map(char::to_lowercase));
+        } else {
+            self.token.text.push_str(&self.text[from..to]);
+        }
+        true
+    }
+}
+
+impl tantivy::tokenizer::TokenStream for HanBigramStream<'_> {
+    fn advance(&mut self) -> bool {
+        loop {
+            let at = self.at;
+            let Some(c) = self.text[at..].chars().next() else {
+                // The end: a run of one character is its own token.
+                return match self.run.take() {
+                    Some(p) if !self.run_gave => self.emit(p, at, false),
+                    _ => false,
+                };
+            };
+            if is_han(c) {
+                self.at += c.len_utf8();
+                if let Some(p) = self.run.replace(at) {
+                    self.run_gave = true;
+                    return self.emit(p, at + c.len_utf8(), false);
+                }
+                self.run_gave = false;
+                continue;
+            }
+            if let Some(p) = self.run.take()
+                && !self.run_gave
+            {
+                return self.emit(p, at, false);
+            }
+            if c.is_alphanumeric() {
+                let rest = &self.text[at..];
+                let end = at + rest.find(|ch: char| !ch.is_alphanumeric() || is_han(ch)).unwrap_or(rest.len());
+                self.at = end;
+                return self.emit(at, end, true);
+            }
+            self.at += c.len_utf8();
+        }
+    }
+
+    fn token(&self) -> &tantivy::tokenizer::Token {
+        &self.token
+    }
+
+    fn token_mut(&mut self) -> &mut tantivy::tokenizer::Token {
+        &mut self.token
+    }
+}
+
+/// tantivy with [`HanBigrams`] over `docs` (the corpus rank and text of each event that holds
+/// Han characters: only those can hold a Chinese query), built as [`tantivy_build`] builds.
+pub fn tantivy_han_build(docs: &[(u64, &str)], dir: &Path) -> (Build, Tantivy) {
+    use tantivy::schema::{IndexRecordOption, TextFieldIndexing, TextOptions};
+    let start = Instant::now();
+    let mut sb = Schema::builder();
+    let indexing = TextFieldIndexing::default().set_tokenizer("han_bigrams").set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let text = sb.add_text_field("text", TextOptions::default().set_indexing_options(indexing).set_stored());
+    let n_field = sb.add_u64_field("n", FAST | STORED);
+    let schema = sb.build();
+    std::fs::create_dir_all(dir).expect("dir");
+    let index = tantivy::Index::create_in_dir(dir, schema).expect("create");
+    index.tokenizers().register("han_bigrams", HanBigrams);
+    let mut writer: IndexWriter = index.writer_with_num_threads(1, 256_000_000).expect("writer");
+    for &(n, t) in docs {
+        writer.add_document(doc!(text => t, n_field => n)).expect("add");
+    }
+    writer.commit().expect("commit");
+    writer.wait_merging_threads().expect("merges");
+    let secs = start.elapsed().as_secs_f64();
+    let build = Build { secs, index_bytes: tree_size(dir), other_bytes: 0, note: "Han bigrams; events with Han characters only".into() };
+    (build, Tantivy { index, text, n: n_field })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tantivy::tokenizer::{TokenStream, Tokenizer};
+
+    fn tokens(text: &str) -> Vec<(String, usize)> {
+        let mut t = HanBigrams;
+        let mut s = t.token_stream(text);
+        let mut out = Vec::new();
+        while s.advance() {
+            out.push((s.token().text.clone(), s.token().position));
+        }
+        out
+    }
+
+    #[test]
+    fn han_bigrams_overlap_and_count_positions() {
+        let got = tokens("数据库 Build 失败了, 好 ok中");
+        let want = [("数据", 0), ("据库", 1), ("build", 2), ("失败", 3), ("败了", 4), ("好", 5), ("ok", 6), ("中", 7)];
+        assert_eq!(got, want.iter().map(|&(t, p)| (t.to_string(), p)).collect::<Vec<_>>());
+        assert!(tokens(" ,. ").is_empty());
+    }
+}
