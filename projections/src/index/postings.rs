@@ -1422,6 +1422,34 @@ mod tests {
         }
     }
 
+    /// Every byte of `docs` (a one-block term's documents in `bytes`) set to six values in
+    /// turn: the block is refused, or read as rising ordinals below the segment's documents
+    /// with frequencies of at least 1. Returns how many were refused and how many read.
+    fn damage_each_byte(bytes: &[u8], docs: std::ops::Range<usize>, lengths: &[u32]) -> (usize, usize) {
+        let (mut refused, mut read) = (0, 0);
+        for at in docs {
+            for v in [0u8, 1, 0x7f, 0x80, 0xff, bytes[at] ^ 1] {
+                let mut damaged = bytes.to_vec();
+                damaged[at] = v;
+                let Ok(t) = TermBlock::open(&damaged, lengths.len() as u32) else {
+                    refused += 1;
+                    continue;
+                };
+                match PostingCursor::new(t, lengths, false) {
+                    Err(_) => refused += 1,
+                    Ok(c) => {
+                        read += 1;
+                        let (ords, tfs) = c.block_docs();
+                        assert!(ords.windows(2).all(|w| w[0] < w[1]), "byte {at} = {v:#x}: {ords:?}");
+                        assert!(ords.iter().all(|&o| o < lengths.len() as u32), "byte {at} = {v:#x}: {ords:?}");
+                        assert!(tfs.iter().all(|&t| t >= 1), "byte {at} = {v:#x}: {tfs:?}");
+                    }
+                }
+            }
+        }
+        (refused, read)
+    }
+
     /// A short block (its documents as varints) with any byte of its documents damaged, to
     /// each of several values: refused, or read as documents that rise, below the segment's
     /// documents, each with a frequency of 1 or more (whichever path of the decoder reads
@@ -1436,27 +1464,7 @@ mod tests {
             assert_eq!(t.block_count(), 1);
             let info = t.block(0).unwrap();
             let docs = t.layout.docs.start + info.docs.0..t.layout.docs.start + info.docs.1;
-            let (mut refused, mut read) = (0, 0);
-            for at in docs {
-                for v in [0u8, 1, 0x7f, 0x80, 0xff, bytes[at] ^ 1] {
-                    let mut damaged = bytes.clone();
-                    damaged[at] = v;
-                    let Ok(t) = TermBlock::open(&damaged, lengths.len() as u32) else {
-                        refused += 1;
-                        continue;
-                    };
-                    match PostingCursor::new(t, &lengths, false) {
-                        Err(_) => refused += 1,
-                        Ok(c) => {
-                            read += 1;
-                            let (ords, tfs) = c.block_docs();
-                            assert!(ords.windows(2).all(|w| w[0] < w[1]), "byte {at} = {v:#x}: {ords:?}");
-                            assert!(ords.iter().all(|&o| o < lengths.len() as u32), "byte {at} = {v:#x}: {ords:?}");
-                            assert!(tfs.iter().all(|&t| t >= 1), "byte {at} = {v:#x}: {tfs:?}");
-                        }
-                    }
-                }
-            }
+            let (refused, read) = damage_each_byte(&bytes, docs, &lengths);
             assert!(refused > 0 && read > 0, "n={n}: {refused} refused, {read} read");
             // Two bytes at once, so that the block still ends on its directory's last
             // ordinal: a gap of 0 (an ordinal repeated) with the next gap grown by as much, is
@@ -1516,27 +1524,7 @@ mod tests {
             let end = t.layout.docs.start + info.docs.1;
             let c = PostingCursor::new(t, &lengths, false).unwrap();
             assert_eq!(c.block_docs(), (&p.ordinals[..], &p.tfs[..]), "n={n}");
-            let (mut refused, mut read) = (0, 0);
-            for at in start..end {
-                for v in [0u8, 1, 0x7f, 0x80, 0xff, bytes[at] ^ 1] {
-                    let mut damaged = bytes.clone();
-                    damaged[at] = v;
-                    let Ok(t) = TermBlock::open(&damaged, lengths.len() as u32) else {
-                        refused += 1;
-                        continue;
-                    };
-                    match PostingCursor::new(t, &lengths, false) {
-                        Err(_) => refused += 1,
-                        Ok(c) => {
-                            read += 1;
-                            let (ords, tfs) = c.block_docs();
-                            assert!(ords.windows(2).all(|w| w[0] < w[1]), "byte {at} = {v:#x}: {ords:?}");
-                            assert!(ords.iter().all(|&o| o < lengths.len() as u32), "byte {at} = {v:#x}: {ords:?}");
-                            assert!(tfs.iter().all(|&t| t >= 1), "byte {at} = {v:#x}: {tfs:?}");
-                        }
-                    }
-                }
-            }
+            let (refused, read) = damage_each_byte(&bytes, start..end, &lengths);
             assert!(refused > 0 && read > 0, "n={n}: {refused} refused, {read} read");
             // A two-byte gap written as 0 (`0x80 0x00`, an ordinal repeated) with the next
             // two-byte gap grown by as much, so that the block still ends on its directory's
