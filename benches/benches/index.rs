@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use origin_benches::corpus::{self, Located};
-use origin_benches::indexbench::{copy_tree, settle, Build, CLASSES, Class, Q, is_han, make_queries, origin_build_with, records, tantivy_build, tantivy_han_build, Feed};
+use origin_benches::indexbench::{copy_tree, settle, Build, CLASSES, Class, Q, is_han, make_queries, origin_build_with, records, tantivy_build, tantivy_han_build, Feed, Tantivy};
 use origin_benches::{Rng, fs_type, loadavg, scratch_dir, table};
 use origin_engine::{Access, Journal, Options};
 use origin_projections::{Catalog, Filters, Match, State, parse_query};
@@ -79,6 +79,19 @@ struct Latency {
     /// Chinese classes: tantivy with Han bigrams, which finds every match.
     han: Vec<f64>,
     hits: [u64; 6],
+}
+
+/// The corpus ranks of every document of `t` that matches `query`.
+fn tantivy_matches(searcher: &tantivy::Searcher, query: &dyn tantivy::query::Query, t: &Tantivy) -> HashSet<u64> {
+    searcher
+        .search(query, &DocSetCollector)
+        .expect("search")
+        .into_iter()
+        .map(|a| {
+            let d: TantivyDocument = searcher.doc(a).expect("doc");
+            d.get_first(t.n).and_then(|v| v.as_u64()).expect("n")
+        })
+        .collect()
 }
 
 fn ms(d: Duration) -> f64 {
@@ -407,28 +420,12 @@ fn main() {
             };
             found[1] += sql(&conn).intersection(&truth).count() as u64;
             found[2] += sql(&tri).intersection(&truth).count() as u64;
-            let t: HashSet<u64> = match qp.parse_query(&q.tantivy) {
-                Ok(query) => searcher
-                    .search(&query, &DocSetCollector)
-                    .expect("search")
-                    .into_iter()
-                    .map(|a| {
-                        let d: TantivyDocument = searcher.doc(a).expect("doc");
-                        d.get_first(tan.n).and_then(|v| v.as_u64()).expect("n")
-                    })
-                    .collect(),
+            let t = match qp.parse_query(&q.tantivy) {
+                Ok(query) => tantivy_matches(&searcher, &*query, &tan),
                 Err(_) => HashSet::new(),
             };
             found[3] += t.intersection(&truth).count() as u64;
-            let h: HashSet<u64> = han_searcher
-                .search(&han_qp.parse_query(&q.tantivy).expect("a Chinese query parses"), &DocSetCollector)
-                .expect("search")
-                .into_iter()
-                .map(|a| {
-                    let d: TantivyDocument = han_searcher.doc(a).expect("doc");
-                    d.get_first(tan_han.n).and_then(|v| v.as_u64()).expect("n")
-                })
-                .collect();
+            let h = tantivy_matches(&han_searcher, &*han_qp.parse_query(&q.tantivy).expect("a Chinese query parses"), &tan_han);
             found[4] += h.intersection(&truth).count() as u64;
         }
         let r = |f: u64| if truth_total == 0 { "-".to_string() } else { format!("{:.3}", f as f64 / truth_total as f64) };

@@ -404,7 +404,7 @@ pub fn tantivy_build(batches: &[Vec<Located>], dir: &Path) -> (Build, Tantivy) {
     let schema = sb.build();
     std::fs::create_dir_all(dir).expect("dir");
     let index = tantivy::Index::create_in_dir(dir, schema).expect("create");
-    let mut writer: IndexWriter = index.writer_with_num_threads(1, 256_000_000).expect("writer");
+    let writer: IndexWriter = index.writer_with_num_threads(1, 256_000_000).expect("writer");
     let mut n = 0u64;
     for b in batches {
         for e in b {
@@ -412,11 +412,15 @@ pub fn tantivy_build(batches: &[Vec<Located>], dir: &Path) -> (Build, Tantivy) {
             n += 1;
         }
     }
+    (tantivy_commit(writer, start, dir, "text stored"), Tantivy { index, text, n: n_field })
+}
+
+/// Commits a tantivy build started at `start` into `dir` (durable: it syncs), waits for its
+/// merges, and measures it.
+fn tantivy_commit(mut writer: IndexWriter, start: Instant, dir: &Path, note: &str) -> Build {
     writer.commit().expect("commit");
     writer.wait_merging_threads().expect("merges");
-    let secs = start.elapsed().as_secs_f64();
-    let build = Build { secs, index_bytes: tree_size(dir), other_bytes: 0, note: "text stored".into() };
-    (build, Tantivy { index, text, n: n_field })
+    Build { secs: start.elapsed().as_secs_f64(), index_bytes: tree_size(dir), other_bytes: 0, note: note.into() }
 }
 
 /// A tokenizer with which tantivy finds every Chinese match, for a like-for-like peer of
@@ -519,15 +523,11 @@ pub fn tantivy_han_build(docs: &[(u64, &str)], dir: &Path) -> (Build, Tantivy) {
     std::fs::create_dir_all(dir).expect("dir");
     let index = tantivy::Index::create_in_dir(dir, schema).expect("create");
     index.tokenizers().register("han_bigrams", HanBigrams);
-    let mut writer: IndexWriter = index.writer_with_num_threads(1, 256_000_000).expect("writer");
+    let writer: IndexWriter = index.writer_with_num_threads(1, 256_000_000).expect("writer");
     for &(n, t) in docs {
         writer.add_document(doc!(text => t, n_field => n)).expect("add");
     }
-    writer.commit().expect("commit");
-    writer.wait_merging_threads().expect("merges");
-    let secs = start.elapsed().as_secs_f64();
-    let build = Build { secs, index_bytes: tree_size(dir), other_bytes: 0, note: "Han bigrams; events with Han characters only".into() };
-    (build, Tantivy { index, text, n: n_field })
+    (tantivy_commit(writer, start, dir, "Han bigrams; events with Han characters only"), Tantivy { index, text, n: n_field })
 }
 
 #[cfg(test)]
