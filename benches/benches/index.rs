@@ -11,7 +11,7 @@ use origin_benches::corpus::{self, Located};
 use origin_benches::indexbench::{copy_tree, settle, Build, CLASSES, Class, Q, is_han, make_queries, origin_build_with, records, tantivy_build, tantivy_han_build, Feed, Tantivy};
 use origin_benches::{Rng, fs_type, loadavg, scratch_dir, table};
 use origin_engine::{Access, Journal, Options};
-use origin_projections::{Catalog, Filters, Match, State, parse_query};
+use origin_projections::{Catalog, Filters, Match, State, open_projections, parse_query};
 use rusqlite::Connection;
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::query::QueryParser;
@@ -456,8 +456,9 @@ fn main() {
     for round in 0..3 {
         let t = Instant::now();
         let j = Journal::open(origin_dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
-        let (state, _) = State::open(&j, &origin_engine::vfs::OsFs, &snapshot).expect("state");
-        let (mut cat, _) = Catalog::open(&origin_dir.join("index"), &j).expect("catalog");
+        // As `origin mcp` opens a store: the state and the index side by side.
+        let opened = open_projections(&j, &origin_engine::vfs::OsFs, &snapshot, &origin_dir.join("index")).expect("projections");
+        let (state, mut cat) = (opened.state, opened.catalog);
         cat.seed_entries(&state).expect("entries");
         cat.catch_up(&j).expect("catch up");
         let hits = cat.search(&probe, &everything, &|_| true, 20).expect("search");

@@ -3,6 +3,9 @@
 
 use std::time::Instant;
 
+// The allocator `origin` runs with (set in the benches' library).
+extern crate origin_benches;
+
 use origin_engine::{Access, Journal, Options};
 use origin_projections::{Catalog, State};
 
@@ -27,5 +30,10 @@ fn main() {
         let c = t.elapsed();
         println!("journal {:.3} s, state {:.3} s, catalog {:.3} s ({} docs)", a.as_secs_f64(), (b - a).as_secs_f64(), (c - b).as_secs_f64(), cat.index().doc_count());
         drop((state, cat));
+        let t = Instant::now();
+        let j = Journal::open(dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
+        let opened = origin_projections::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &dir.join("index")).expect("projections");
+        println!("  journal, then state and catalog side by side: {:.3} s", t.elapsed().as_secs_f64());
+        drop(opened);
     }
 }

@@ -994,6 +994,69 @@ mod tests {
         assert_eq!(a.index().doc_count(), 7);
     }
 
+    /// Opening the state and the index side by side gives what opening them one after the
+    /// other gives: the snapshot loaded, the segments used, the same state and answers.
+    #[test]
+    fn catalog_opened_beside_the_state_answers_as_opened_alone() {
+        let (dir, j, idx, c) = committed_store_of_one_event();
+        drop(c);
+        append(&j, &entry("k1", "the release workflow signs tags"));
+        let snap = dir.path().join("state.snap");
+        State::replay(&j, crate::Until::End).unwrap().save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
+        append(&j, &ingested(vec![event(2, EventKind::Message, "workflow after the snapshot")]));
+        let (alone, alone_opened) = State::open(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
+        let both = crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &idx).unwrap();
+        assert!(matches!(both.state_opened.snapshot, crate::SnapshotUse::Loaded { .. }), "{:?}", both.state_opened.snapshot);
+        assert_eq!(both.state_opened.snapshot, alone_opened.snapshot);
+        assert_eq!(both.catalog_opened, CatalogOpened::Loaded { mark: 1 });
+        assert_eq!(both.state.digest(), alone.digest());
+        assert_eq!(both.state.digest(), State::replay(&j, crate::Until::End).unwrap().digest());
+        let mut c = both.catalog;
+        c.seed_entries(&both.state).unwrap();
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "workflow", Scope::Event), ["claude-code:e1", "claude-code:e2"]);
+        assert_eq!(keys(&c, "signs", Scope::Entry), ["k1"]);
+    }
+
+    /// A damaged snapshot is rebuilt beside the index; an index folder that cannot be made is
+    /// the error given; a record the state cannot decode fails the state, whose error is given
+    /// (also when the index fails too).
+    #[test]
+    fn catalog_opened_beside_the_state_reports_what_failed() {
+        let (dir, j, idx, c) = committed_store_of_one_event();
+        drop(c);
+        let snap = dir.path().join("state.snap");
+        State::replay(&j, crate::Until::End).unwrap().save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
+        let mut bytes = fs::read(&snap).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x55;
+        fs::write(&snap, &bytes).unwrap();
+        let both = crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &idx).unwrap();
+        assert!(matches!(&both.state_opened.snapshot, crate::SnapshotUse::Rejected { .. }), "{:?}", both.state_opened.snapshot);
+        assert_eq!(both.state.digest(), State::replay(&j, crate::Until::End).unwrap().digest());
+        assert_eq!(both.catalog_opened, CatalogOpened::Loaded { mark: 1 });
+        drop(both);
+        // The index's folder is a file.
+        let file = dir.path().join("not-a-folder");
+        fs::write(&file, b"x").unwrap();
+        match crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &file) {
+            Err(crate::OpenError::Catalog(e)) => assert!(e.to_string().contains("not-a-folder"), "{e}"),
+            Err(e) => panic!("the state failed: {e}"),
+            Ok(_) => panic!("opened an index in a file"),
+        }
+        // A record the state cannot decode (the index reads no record until it catches up):
+        // the state's error, alone and when the index fails too.
+        let version = RecordKind::Remembered.current_version();
+        j.append(vec![NewRecord::raw(RecordKind::Remembered as u8, version, b"not an entry".to_vec())]).unwrap();
+        for index_dir in [&idx, &file] {
+            match crate::open_projections(&j, &origin_engine::vfs::OsFs, &dir.path().join("missing.snap"), index_dir) {
+                Err(crate::OpenError::State(e)) => assert!(e.to_string().contains("offset"), "{e}"),
+                Err(e) => panic!("the index's error was given: {e}"),
+                Ok(_) => panic!("a record that cannot be decoded was applied"),
+            }
+        }
+    }
+
     #[test]
     fn catalog_rebuilds_an_index_it_cannot_use() {
         let (dir, j, idx, c) = committed_store_of_one_event();

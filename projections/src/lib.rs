@@ -6,6 +6,8 @@
 //! projection can be deleted and rebuilt from the journal with the same answers.
 
 pub mod catalog;
+mod open;
+pub use open::{OpenError, OpenedProjections, open_projections};
 pub mod state;
 pub use state::{Entry, EntryFilter, EntryStatus, EventMeta, Hides, HistoryItem, Lookup, Opened, Session, SessionFilter, SnapshotUse, State, Until};
 pub mod index;

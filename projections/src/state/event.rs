@@ -124,16 +124,21 @@ impl Events {
     /// Puts an event: a new number, or the number of the event with the same id, whose
     /// record it replaces (returned).
     pub(crate) fn put(&mut self, id: &str, rec: EventRec) -> (u32, Option<EventRec>) {
-        if let Some(n) = self.find(id) {
-            let old = std::mem::replace(&mut self.recs[n as usize], rec);
-            return (n, Some(old));
+        // One hash and one probe: the id is found, or its slot taken, in one pass.
+        let Events { ids, recs, table, .. } = self;
+        match table.entry(hash_id(id), |&n| *ids[n as usize] == *id, |&m| hash_id(&ids[m as usize])) {
+            hashbrown::hash_table::Entry::Occupied(e) => {
+                let n = *e.get();
+                (n, Some(std::mem::replace(&mut recs[n as usize], rec)))
+            }
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let n = u32::try_from(recs.len()).unwrap_or_else(|_| panic!("more than 2^32 events in one state"));
+                e.insert(n);
+                ids.push(id.into());
+                recs.push(rec);
+                (n, None)
+            }
         }
-        let n = u32::try_from(self.recs.len()).unwrap_or_else(|_| panic!("more than 2^32 events in one state"));
-        self.ids.push(id.into());
-        self.recs.push(rec);
-        let ids = &self.ids;
-        self.table.insert_unique(hash_id(id), n, |&m| hash_id(&ids[m as usize]));
-        (n, None)
     }
 
     /// The number of source `name`, added if new.

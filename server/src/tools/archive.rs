@@ -308,14 +308,15 @@ impl Archive {
         }
         let freshness = Freshness::new(Arc::new(ingester));
         let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
-        let (state, opened_state) = State::open(&journal, &origin_engine::vfs::OsFs, &snapshot_path)?;
+        let index_dir = home.join("projections").join("index");
+        let origin_projections::OpenedProjections { state, state_opened, mut catalog, catalog_opened: opened } =
+            origin_projections::open_projections(&journal, &origin_engine::vfs::OsFs, &snapshot_path, &index_dir)?;
         // What the snapshot on disk reflects: nothing unless one was loaded, so a state rebuilt
         // from the journal is saved at the next checkpoint.
-        let saved_to = match opened_state.snapshot {
+        let saved_to = match state_opened.snapshot {
             origin_projections::SnapshotUse::Loaded { read_to } => read_to,
             _ => 0,
         };
-        let (mut catalog, opened) = Catalog::open(&home.join("projections").join("index"), &journal)?;
         if let Some(n) = commit_docs_setting() {
             catalog.set_commit_docs(n);
         }

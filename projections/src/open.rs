@@ -1,0 +1,58 @@
+//! Opening a store's projections: the state and the text index, side by side.
+//!
+//! The two are independent until the index is seeded with the state's entries
+//! ([`Catalog::seed_entries`]): the state reads its snapshot (checksummed) and the journal after
+//! it, the index reads its manifest and verifies every segment's checksum. Together they are
+//! most of the time a store takes to give a first answer, so they run on two threads.
+
+use std::path::Path;
+
+use origin_engine::Journal;
+use origin_engine::vfs::Vfs;
+
+use crate::{Catalog, CatalogError, CatalogOpened, Opened, State};
+
+/// A store's projections, opened.
+pub struct OpenedProjections {
+    /// The state, loaded from its snapshot or rebuilt, and caught up with the journal.
+    pub state: State,
+    /// How the state was opened.
+    pub state_opened: Opened,
+    /// The text index (not yet seeded with the state's entries, nor caught up).
+    pub catalog: Catalog,
+    /// How the index was opened.
+    pub catalog_opened: CatalogOpened,
+}
+
+/// Why the projections could not be opened. When both fail, the state's error is the one
+/// given.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Opening the state failed.
+    #[error(transparent)]
+    State(#[from] crate::state::Error),
+    /// Opening the text index failed.
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+}
+
+/// Opens the state (from the snapshot at `snapshot`, through `vfs`) and the text index in
+/// `index_dir` at once: the state on a thread of its own, the index on the caller's. When no
+/// thread can be started, one after the other. A panic on the state's thread is raised again
+/// here, as it would have been had it run on the caller's.
+pub fn open_projections(journal: &Journal, vfs: &dyn Vfs, snapshot: &Path, index_dir: &Path) -> Result<OpenedProjections, OpenError> {
+    let (state, catalog) = std::thread::scope(|s| {
+        let open_state = || State::open(journal, vfs, snapshot);
+        match std::thread::Builder::new().name("origin-open-state".into()).spawn_scoped(s, open_state) {
+            Ok(thread) => {
+                let catalog = Catalog::open(index_dir, journal);
+                let state = thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (state, catalog)
+            }
+            Err(_) => (open_state(), Catalog::open(index_dir, journal)),
+        }
+    });
+    let (state, state_opened) = state?;
+    let (catalog, catalog_opened) = catalog?;
+    Ok(OpenedProjections { state, state_opened, catalog, catalog_opened })
+}
