@@ -32,6 +32,11 @@ impl Writer {
     pub(crate) fn count(&mut self, n: usize) {
         self.u64(n as u64);
     }
+    /// A text of any length: its byte length as a `u64`, then its bytes.
+    pub(crate) fn text(&mut self, s: &str) {
+        self.u64(s.len() as u64);
+        self.buf.extend_from_slice(s.as_bytes());
+    }
     pub(crate) fn str(&mut self, s: &str) {
         // Every string came out of one record, whose payload is far below 4 GiB.
         assert!(s.len() as u64 <= SNAPSHOT_STRING_SIZE_BYTES_MAX, "string of {} bytes in the state", s.len());
@@ -120,13 +125,28 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
     pub(crate) fn str(&mut self) -> Result<String, Refusal> {
+        self.str_ref().map(str::to_owned)
+    }
+    /// A text of a `u64` byte length (no limit but the bytes left), borrowed from the bytes
+    /// read: checked as UTF-8 in one pass, however many strings it holds.
+    pub(crate) fn text(&mut self) -> Result<&'a str, Refusal> {
+        let n = self.u64()?;
+        let at = self.pos;
+        if n > self.remaining() as u64 {
+            return Err(format!("text of {n} bytes at body byte {} cannot fit in the {} bytes left", at - 8, self.remaining()));
+        }
+        let b = self.take(n as usize)?;
+        std::str::from_utf8(b).map_err(|e| format!("text at body byte {at} is not UTF-8 (at byte {} of it)", e.valid_up_to()))
+    }
+    /// A string, borrowed from the bytes read.
+    pub(crate) fn str_ref(&mut self) -> Result<&'a str, Refusal> {
         let n = self.u32()?;
         if u64::from(n) > SNAPSHOT_STRING_SIZE_BYTES_MAX {
             return Err(format!("string of {n} bytes at body byte {}", self.pos - 4));
         }
         let at = self.pos;
         let b = self.take(n as usize)?;
-        String::from_utf8(b.to_vec()).map_err(|_| format!("string at body byte {at} is not UTF-8"))
+        std::str::from_utf8(b).map_err(|_| format!("string at body byte {at} is not UTF-8"))
     }
     pub(crate) fn opt_str(&mut self) -> Result<Option<String>, Refusal> {
         match self.u8()? {

@@ -55,7 +55,7 @@ pub(crate) fn digest(s: &State) -> u64 {
             h.u64(time as u64);
             h.u64(offset);
             h.u64(u64::from(index));
-            h.str(&s.events.ids[n as usize]);
+            h.str(s.events.id(n));
         }
     }
     h.0

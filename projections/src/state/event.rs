@@ -86,16 +86,42 @@ fn hash_id(id: &str) -> u64 {
 /// replaces the earlier in place, keeping its number.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Events {
-    pub(crate) ids: Vec<Box<str>>,
+    /// Every id, one after another, in number order (one allocation for all of them, not one
+    /// each: a million events' ids took a million allocations to load).
+    id_text: String,
+    /// Where each id ends in `id_text` (it starts where the one before ends).
+    id_ends: Vec<usize>,
     pub(crate) recs: Vec<EventRec>,
     table: hashbrown::HashTable<u32>,
     sources: Vec<Box<str>>,
 }
 
+/// The id of event `n`, given the ids' text and ends.
+fn id_in<'a>(text: &'a str, ends: &[usize], n: u32) -> &'a str {
+    let n = n as usize;
+    let start = if n == 0 { 0 } else { ends[n - 1] };
+    &text[start..ends[n]]
+}
+
 impl Events {
+    /// The id of event `n`.
+    pub(crate) fn id(&self, n: u32) -> &str {
+        id_in(&self.id_text, &self.id_ends, n)
+    }
+
+    /// Every event's id, by number.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &str> {
+        (0..self.id_ends.len() as u32).map(|n| self.id(n))
+    }
+
+    /// Every event's id, one after another, by number.
+    pub(crate) fn id_text(&self) -> &str {
+        &self.id_text
+    }
+
     /// The number of the event `id`.
     pub(crate) fn find(&self, id: &str) -> Option<u32> {
-        self.table.find(hash_id(id), |&n| *self.ids[n as usize] == *id).copied()
+        self.table.find(hash_id(id), |&n| self.id(n) == id).copied()
     }
 
     /// The event `id`.
@@ -114,19 +140,21 @@ impl Events {
     }
 
     /// Makes room for `n` more events (a snapshot says how many it holds).
-    pub(crate) fn reserve(&mut self, n: usize) {
-        self.ids.reserve(n);
+    pub(crate) fn reserve(&mut self, n: usize, id_bytes: usize) {
+        self.id_text.reserve(id_bytes);
+        self.id_ends.reserve(n);
         self.recs.reserve(n);
-        let ids = &self.ids;
-        self.table.reserve(n, |&m| hash_id(&ids[m as usize]));
+        let (text, ends) = (&self.id_text, &self.id_ends);
+        self.table.reserve(n, |&m| hash_id(id_in(text, ends, m)));
     }
 
     /// Puts an event: a new number, or the number of the event with the same id, whose
     /// record it replaces (returned).
     pub(crate) fn put(&mut self, id: &str, rec: EventRec) -> (u32, Option<EventRec>) {
         // One hash and one probe: the id is found, or its slot taken, in one pass.
-        let Events { ids, recs, table, .. } = self;
-        match table.entry(hash_id(id), |&n| *ids[n as usize] == *id, |&m| hash_id(&ids[m as usize])) {
+        let Events { id_text, id_ends, recs, table, .. } = self;
+        let (text, ends) = (&*id_text, &*id_ends);
+        match table.entry(hash_id(id), |&n| id_in(text, ends, n) == id, |&m| hash_id(id_in(text, ends, m))) {
             hashbrown::hash_table::Entry::Occupied(e) => {
                 let n = *e.get();
                 (n, Some(std::mem::replace(&mut recs[n as usize], rec)))
@@ -134,7 +162,8 @@ impl Events {
             hashbrown::hash_table::Entry::Vacant(e) => {
                 let n = u32::try_from(recs.len()).unwrap_or_else(|_| panic!("more than 2^32 events in one state"));
                 e.insert(n);
-                ids.push(id.into());
+                id_text.push_str(id);
+                id_ends.push(id_text.len());
                 recs.push(rec);
                 (n, None)
             }
@@ -170,7 +199,7 @@ impl Events {
     pub(crate) fn meta(&self, n: u32, session: &str) -> EventMeta {
         let r = &self.recs[n as usize];
         EventMeta {
-            id: self.ids[n as usize].to_string(),
+            id: self.id(n).to_owned(),
             source: self.source_name(r.source).to_owned(),
             session: session.to_owned(),
             time_unix_ms: r.time_unix_ms,
@@ -254,4 +283,45 @@ pub(crate) fn decode_many(journal: &Journal, metas: &[EventMeta]) -> Result<Vec<
         }
     }
     Ok(out.into_iter().flatten().collect())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn rec(offset: u64) -> EventRec {
+        EventRec { time_unix_ms: 1, offset, index: 0, session: crate::state::session::NO_SESSION, source: 0, kind: EventKind::Message, role: Role::User }
+    }
+
+    /// Ids kept one after another are each found by number and by id, whatever their length;
+    /// an id put again keeps its number and its text, and its record is replaced.
+    #[test]
+    fn events_keep_each_id_once_and_find_it_by_number_and_by_id() {
+        let mut e = Events::default();
+        let ids = ["claude-code:a", "", "é", "codex:ééé-long-id-0123456789", "claude-code:a2"];
+        for (k, id) in ids.iter().enumerate() {
+            assert_eq!(e.put(id, rec(k as u64)), (k as u32, None));
+        }
+        e.reserve(1000, 10);
+        assert_eq!(e.put("é", rec(99)), (2, Some(rec(2))));
+        assert_eq!(e.len(), ids.len());
+        assert_eq!(e.ids().collect::<Vec<_>>(), ids);
+        for (k, id) in ids.iter().enumerate() {
+            assert_eq!(e.id(k as u32), *id);
+            assert_eq!(e.find(id), Some(k as u32));
+        }
+        assert_eq!(e.get("é").unwrap().offset, 99);
+        assert_eq!(e.find("claude-code:"), None);
+        assert_eq!(e.find("claude-code:a22"), None);
+        // Enough more that the table grows several times over.
+        for k in 0..5000u64 {
+            e.put(&format!("x{k}"), rec(k));
+        }
+        for (k, id) in ids.iter().enumerate() {
+            assert_eq!(e.find(id), Some(k as u32), "{id:?}");
+        }
+        assert_eq!(e.find("x4999"), Some(ids.len() as u32 + 4999));
+        assert_eq!(e.id(ids.len() as u32 + 17), "x17");
+    }
 }

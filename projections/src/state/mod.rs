@@ -536,7 +536,7 @@ impl State {
         if s.visible_count == 0 {
             return None;
         }
-        let visible = |n: u32| self.tombstones.hidden_by(&self.events.ids[n as usize]).is_none();
+        let visible = |n: u32| self.tombstones.hidden_by(self.events.id(n)).is_none();
         let started = s.events.iter().find(|e| visible(e.3))?.0;
         let ended = s.events.iter().rev().find(|e| visible(e.3))?.0;
         let prompt = match (&s.title, &s.prompt_event) {
@@ -610,7 +610,7 @@ impl State {
         keys.sort();
         keys.into_iter()
             .map(|k| k.3)
-            .filter(|&n| self.tombstones.hidden_by(&self.events.ids[n as usize]).is_none())
+            .filter(|&n| self.tombstones.hidden_by(self.events.id(n)).is_none())
             .filter(|&n| include_tools || listed_by_default(self.events.recs[n as usize].kind))
             .take(limit.min(LISTING_COUNT_MAX))
             .map(|n| self.event_meta(n))

@@ -22,8 +22,9 @@ pub const SNAPSHOT_FILE_NAME: &str = "state.snap";
 /// Magic bytes at the start of a snapshot.
 pub const SNAPSHOT_MAGIC: [u8; 8] = *b"ORGNSNAP";
 /// The snapshot format this build writes and the only one it reads; any other is rebuilt.
-/// (2: sources, sessions and events by number, events naming their session by number.)
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 2;
+/// (2: sources, sessions and events by number, events naming their session by number. 3: the
+/// events' ids as one text, checked as UTF-8 at once.)
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 3;
 /// Size of the header.
 pub const SNAPSHOT_HEADER_SIZE: usize = 64;
 
@@ -227,8 +228,13 @@ pub(crate) fn encode_body(s: &State) -> Vec<u8> {
         w.opt_str(st.prompt_event.as_deref());
     }
     w.count(s.events.len());
-    for (id, m) in s.events.ids.iter().zip(&s.events.recs) {
-        w.str(id);
+    // The ids as one text (checked as UTF-8 at once when loaded), then each event with its
+    // id's length.
+    w.text(s.events.id_text());
+    for (id, m) in s.events.ids().zip(&s.events.recs) {
+        // Every id came out of one record, whose payload is far below 4 GiB.
+        assert!(id.len() as u64 <= crate::state::limits::SNAPSHOT_STRING_SIZE_BYTES_MAX, "event id of {} bytes in the state", id.len());
+        w.u32(id.len() as u32);
         w.u32(u32::from(m.source));
         w.u32(m.session);
         w.i64(m.time_unix_ms);
@@ -326,10 +332,18 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
     }
     let session_count = s.sessions.slots.len() as u32;
     let event_count = r.count(34)?;
-    s.events.reserve(event_count);
+    let id_text = r.text()?;
+    s.events.reserve(event_count, id_text.len());
     let mut orders: Vec<Vec<(i64, u64, u32, u32)>> = vec![Vec::new(); s.sessions.slots.len()];
+    let mut id_start = 0usize;
     for i in 0..event_count {
-        let id = r.str()?;
+        let id_len = r.u32()? as usize;
+        let id_end = id_start + id_len;
+        if id_end > id_text.len() || !id_text.is_char_boundary(id_end) {
+            return Err(format!("event {i}'s id of {id_len} bytes does not end on a character of the ids' text at its byte {id_start}"));
+        }
+        let id = &id_text[id_start..id_end];
+        id_start = id_end;
         let rec = EventRec {
             source: source(r.u32()?)?,
             session: r.u32()?,
@@ -346,7 +360,7 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
             return Err(format!("event {id:?} and its session have different sources"));
         }
         before(rec.offset, read_to, "event")?;
-        let (n, old) = s.events.put(&id, rec);
+        let (n, old) = s.events.put(id, rec);
         if old.is_some() {
             return Err(format!("event {id:?} listed twice"));
         }
@@ -357,10 +371,13 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
         if rec.session != NO_SESSION {
             let (time, offset, index) = rec.order_key();
             orders[rec.session as usize].push((time, offset, index, n));
-            if s.tombstones.hidden_by(&id).is_none() {
+            if s.tombstones.hidden_by(id).is_none() {
                 s.sessions.slots[rec.session as usize].visible_count += 1;
             }
         }
+    }
+    if id_start != id_text.len() {
+        return Err(format!("the ids' text holds {} bytes after the last event's id", id_text.len() - id_start));
     }
     for (slot, order) in s.sessions.slots.iter_mut().zip(orders) {
         slot.events = order.into_iter().collect();

@@ -649,6 +649,57 @@ fn snapshot_of_another_store_or_ahead_of_the_journal_is_rebuilt() {
     assert_eq!(rebuilt.digest(), s.digest());
 }
 
+/// The body and header checksums of a snapshot file, set to match its bytes.
+fn fix_snapshot_crcs(bytes: &mut [u8]) {
+    let body_crc = crc32fast::hash(&bytes[SNAPSHOT_HEADER_SIZE..]);
+    bytes[56..60].copy_from_slice(&body_crc.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The events' ids are one text, each event giving its id's length: lengths that run past the
+/// text, cut a character in two or leave bytes of it over are refused (checksums made to
+/// match, so that the body decoder sees them), and the intact file loads.
+#[test]
+fn snapshot_with_event_ids_that_do_not_match_their_text_is_refused() {
+    let (_fs, j, s) = rich_store();
+    let text = s.events.id_text().to_owned();
+    assert!(s.events.len() >= 3 && text.is_ascii(), "{text}");
+    let bytes = snapshot::encode(&s, j.store_id(), j.epoch());
+    let mut framed = (text.len() as u64).to_le_bytes().to_vec();
+    framed.extend_from_slice(text.as_bytes());
+    let at = bytes.windows(framed.len()).position(|w| w == framed.as_slice()).expect("the ids' text in the file");
+    // The first event's id length follows the text.
+    let first_len = at + framed.len();
+    let id0 = s.events.id(0).len() as u32;
+    assert_eq!(bytes[first_len..first_len + 4], id0.to_le_bytes());
+    let decoded = |b: &[u8]| snapshot::decode(b, j.store_id(), j.epoch());
+    assert_eq!(decoded(&bytes).map(|d| d.digest()), Ok(s.digest()));
+    let with_first_len = |len: u32, first_byte: Option<[u8; 2]>| {
+        let mut b = bytes.clone();
+        b[first_len..first_len + 4].copy_from_slice(&len.to_le_bytes());
+        if let Some(c) = first_byte {
+            b[at + 8..at + 10].copy_from_slice(&c);
+        }
+        fix_snapshot_crcs(&mut b);
+        decoded(&b).map(|d| d.digest())
+    };
+    // Past the end of the text.
+    let e = with_first_len(text.len() as u32 + 1, None).unwrap_err();
+    assert!(e.contains("does not end on a character"), "{e}");
+    // Into the middle of a character: the text's first two bytes made `é`, still UTF-8.
+    let e = with_first_len(1, Some([0xC3, 0xA9])).unwrap_err();
+    assert!(e.contains("does not end on a character"), "{e}");
+    // Shorter, so that the ids after it shift and the text's last bytes are left over (or an
+    // id is cut where no event's id ended: refused either way).
+    assert!(with_first_len(id0 - 1, None).is_err());
+    // The same two bytes made `é` with the lengths untouched: a different id, which loads.
+    assert!(with_first_len(id0, Some([0xC3, 0xA9])).is_ok());
+    // A text that is not UTF-8.
+    let e = with_first_len(id0, Some([0xFF, 0xFE])).unwrap_err();
+    assert!(e.contains("not UTF-8"), "{e}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
     #[test]
@@ -657,7 +708,8 @@ proptest! {
         if fix_header && bytes.len() >= SNAPSHOT_HEADER_SIZE {
             // A header that checks out over a random body, to reach the body decoder.
             bytes[..8].copy_from_slice(b"ORGNSNAP");
-            bytes[8..16].copy_from_slice(&[1, 0, 0, 0, 64, 0, 0, 0]);
+            bytes[8..10].copy_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
+            bytes[10..16].copy_from_slice(&[0, 0, 64, 0, 0, 0]);
             bytes[16..40].fill(0);
             let body_len = (bytes.len() - SNAPSHOT_HEADER_SIZE) as u64;
             bytes[48..56].copy_from_slice(&body_len.to_le_bytes());
