@@ -125,28 +125,22 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
     pub(crate) fn str(&mut self) -> Result<String, Refusal> {
-        self.str_ref().map(str::to_owned)
-    }
-    /// A text of a `u64` byte length (no limit but the bytes left), borrowed from the bytes
-    /// read: checked as UTF-8 in one pass, however many strings it holds.
-    pub(crate) fn text(&mut self) -> Result<&'a str, Refusal> {
-        let n = self.u64()?;
-        let at = self.pos;
-        if n > self.remaining() as u64 {
-            return Err(format!("text of {n} bytes at body byte {} cannot fit in the {} bytes left", at - 8, self.remaining()));
-        }
-        let b = self.take(n as usize)?;
-        std::str::from_utf8(b).map_err(|e| format!("text at body byte {at} is not UTF-8 (at byte {} of it)", e.valid_up_to()))
-    }
-    /// A string, borrowed from the bytes read.
-    pub(crate) fn str_ref(&mut self) -> Result<&'a str, Refusal> {
         let n = self.u32()?;
         if u64::from(n) > SNAPSHOT_STRING_SIZE_BYTES_MAX {
             return Err(format!("string of {n} bytes at body byte {}", self.pos - 4));
         }
         let at = self.pos;
         let b = self.take(n as usize)?;
-        std::str::from_utf8(b).map_err(|_| format!("string at body byte {at} is not UTF-8"))
+        String::from_utf8(b.to_vec()).map_err(|_| format!("string at body byte {at} is not UTF-8"))
+    }
+    /// A text of a `u64` byte length (no limit but the bytes left, which [`Reader::take`]
+    /// checks), borrowed from the bytes read: checked as UTF-8 in one pass, however many
+    /// strings it holds.
+    pub(crate) fn text(&mut self) -> Result<&'a str, Refusal> {
+        let n = self.u64()?;
+        let b = self.take(usize::try_from(n).unwrap_or(usize::MAX))?;
+        let at = self.pos - b.len();
+        std::str::from_utf8(b).map_err(|e| format!("text at body byte {at} is not UTF-8 (at byte {} of it)", e.valid_up_to()))
     }
     pub(crate) fn opt_str(&mut self) -> Result<Option<String>, Refusal> {
         match self.u8()? {
