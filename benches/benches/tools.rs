@@ -129,9 +129,38 @@ fn server_command(home: &Path, agents: &Path) -> tokio::process::Command {
 type Client = RunningService<RoleClient, ClientConfig>;
 
 async fn connect(home: &Path, agents: &Path) -> Client {
+    connect_with_pid(home, agents).await.0
+}
+
+/// [`connect`], with the server's process id.
+async fn connect_with_pid(home: &Path, agents: &Path) -> (Client, Option<u32>) {
     let transport = TokioChildProcess::new(server_command(home, agents)).expect("spawn origin mcp");
+    let pid = transport.id();
     let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new("origin-bench", "1.0"));
-    info.serve(transport).await.expect("initialize")
+    (info.serve(transport).await.expect("initialize"), pid)
+}
+
+/// A process's resident memory in bytes, (anonymous, file-backed), from `/proc` (Linux only).
+fn resident(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? << 10)
+    };
+    Some((kb("RssAnon:")?, kb("RssFile:")?))
+}
+
+/// Bytes of the files under `dir`, recursively.
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 async fn call(c: &Client, tool: &str, args: &Value) -> usize {
@@ -144,10 +173,11 @@ async fn call(c: &Client, tool: &str, args: &Value) -> usize {
 /// Starts a server, answers one search, closes it (the server saves its projections on the
 /// way out). A search made while the store is still opening is answered, after a wait, with a
 /// tool error saying so; it is asked again, as an agent would. Returns (seconds to the initialize
-/// answer, seconds to the first search answered with results, searches answered "still opening").
-async fn start_once(home: &Path, agents: &Path, query: &Value) -> (f64, f64, usize) {
+/// answer, seconds to the first search answered with results, searches answered "still opening",
+/// and the server's resident memory then, [`resident`]).
+async fn start_once(home: &Path, agents: &Path, query: &Value) -> (f64, f64, usize, Option<(u64, u64)>) {
     let t = Instant::now();
-    let c = connect(home, agents).await;
+    let (c, pid) = connect_with_pid(home, agents).await;
     let init = t.elapsed().as_secs_f64();
     let Value::Object(map) = query.clone() else { unreachable!() };
     let mut waits = 0;
@@ -161,8 +191,9 @@ async fn start_once(home: &Path, agents: &Path, query: &Value) -> (f64, f64, usi
         waits += 1;
     }
     let first = t.elapsed().as_secs_f64();
+    let memory = pid.and_then(resident);
     c.cancel().await.expect("close");
-    (init, first, waits)
+    (init, first, waits, memory)
 }
 
 fn main() {
@@ -189,7 +220,7 @@ fn main() {
 
     // A first start: no projections, so the server replays the state and builds the index.
     fresh_home(&c.store, &home);
-    let (cold_init, cold_first, cold_waits) = rt.block_on(start_once(&home, &agents, &first_query));
+    let (cold_init, cold_first, cold_waits, _) = rt.block_on(start_once(&home, &agents, &first_query));
     println!("first start (no projections): initialize {cold_init:.2} s, first search {cold_first:.2} s ({cold_waits} answered \"still opening\")");
 
     // Let the index settle as a long-running store's would (every merge the policy calls
@@ -257,6 +288,27 @@ fn main() {
         median(&firsts),
         firsts.iter().copied().fold(0.0, f64::max)
     );
+    // What a running server holds, against what the store holds on disk.
+    let memories: Vec<(u64, u64)> = starts.iter().filter_map(|s| s.3).collect();
+    if memories.len() == starts.len() {
+        let mb = |b: f64| b / (1u64 << 20) as f64;
+        let anon = median(&memories.iter().map(|m| m.0 as f64).collect::<Vec<_>>());
+        let file = median(&memories.iter().map(|m| m.1 as f64).collect::<Vec<_>>());
+        let index = dir_bytes(&home.join("projections").join("index")) as f64;
+        let store = dir_bytes(&home) as f64;
+        println!(
+            "server resident after its first search (median of {}): anonymous {:.0} MB, file-backed {:.0} MB; on disk the store is {:.0} MB, its text index {:.0} MB: file-backed {:.3}x the index, anonymous {:.3}x the store",
+            memories.len(),
+            mb(anon),
+            mb(file),
+            mb(store),
+            mb(index),
+            file / index,
+            anon / store
+        );
+    } else {
+        println!("server resident memory: not measured (no /proc)");
+    }
 
     // Over stdio.
     let stdio: Vec<Lat> = rt.block_on(async {

@@ -1,4 +1,5 @@
-//! Profiling aid: how long opening a store takes, piece by piece (`<dir>` from query_lab).
+//! Profiling aid: how long opening a store takes, piece by piece, and the memory each piece
+//! leaves resident (`<dir>` from query_lab).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::time::Instant;
@@ -9,7 +10,14 @@ extern crate origin_benches;
 use origin_engine::{Access, Journal, Options};
 use origin_projections::{Catalog, State};
 
+/// This process's resident memory, anonymous then file-backed (Linux).
+fn resident() -> String {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines().filter(|l| l.starts_with("RssAnon") || l.starts_with("RssFile")).map(|l| l.split_whitespace().nth(1).unwrap().to_string() + " kB ").collect()
+}
+
 fn main() {
+    println!("start: {}", resident());
     let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("a directory"));
     let snap = dir.join("state.snap");
     let j = Journal::open(dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
@@ -24,10 +32,13 @@ fn main() {
         let t = Instant::now();
         let j = Journal::open(dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
         let a = t.elapsed();
+        println!("journal opened: {}", resident());
         let (state, _) = State::open(&j, &origin_engine::vfs::OsFs, &snap).expect("state");
         let b = t.elapsed();
+        println!("state opened: {}", resident());
         let (cat, _) = Catalog::open(&dir.join("index"), &j).expect("catalog");
         let c = t.elapsed();
+        println!("catalog opened: {}", resident());
         println!("journal {:.3} s, state {:.3} s, catalog {:.3} s ({} docs)", a.as_secs_f64(), (b - a).as_secs_f64(), (c - b).as_secs_f64(), cat.index().doc_count());
         drop((state, cat));
         let t = Instant::now();

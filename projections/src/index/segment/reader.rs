@@ -68,6 +68,30 @@ impl std::fmt::Debug for Segment {
     }
 }
 
+/// The CRC-32 of the first `body_len` bytes of `file`, read in chunks of 1 MiB. A file that
+/// ends before them is an error of kind `UnexpectedEof`.
+fn body_crc(file: &File, body_len: u64) -> std::io::Result<u32> {
+    use std::io::Read;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut reader = file.take(body_len);
+    let mut read = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        read += n as u64;
+    }
+    if read != body_len {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("the file ends after {read} of {body_len} bytes")));
+    }
+    Ok(hasher.finalize())
+}
+
 impl Segment {
     /// Opens and verifies segment file `path`, which must be segment `id`.
     pub(crate) fn open(path: &Path, id: SegmentId) -> Result<Segment, IndexError> {
@@ -79,20 +103,31 @@ impl Segment {
         if len > SEGMENT_SIZE_BYTES_MAX {
             return Err(IndexError::corrupt(path, 0, format!("file of {len} bytes is over the segment limit")));
         }
+        // The body's checksum is computed from the file read in chunks, not through the map:
+        // through the map, every page of the segment stayed mapped into the process after the
+        // check, so a store's server showed the whole index as its own resident memory (a
+        // gigabyte for a million events) where searches touch a small part of it.
+        let body_crc = body_crc(&file, len - FOOTER_SIZE_BYTES as u64).map_err(|e| IndexError::io("read", path, e))?;
         // SAFETY: segment files are written under a temporary name, synced, then renamed into
         // place, and never modified afterwards (merges write new files); the index owns its
-        // directory. Every byte is checksummed before use.
+        // directory. Every byte is checksummed before use (the body by the read above, of the
+        // same immutable file).
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| IndexError::io("mmap", path, e))?;
-        Segment::parse(Backing::Map(map), path.to_path_buf(), id)
+        if map.len() as u64 != len {
+            return Err(IndexError::corrupt(path, map.len() as u64, "the file changed size while it was opened"));
+        }
+        Segment::parse(Backing::Map(map), path.to_path_buf(), id, Some(body_crc))
     }
 
     /// Verifies a segment held in memory.
     pub(crate) fn from_bytes(bytes: Vec<u8>, id: SegmentId) -> Result<Segment, IndexError> {
-        Segment::parse(Backing::Owned(bytes), PathBuf::from(format!("<memory segment {id}>")), id)
+        Segment::parse(Backing::Owned(bytes), PathBuf::from(format!("<memory segment {id}>")), id, None)
     }
 
-    fn parse(backing: Backing, path: PathBuf, id: SegmentId) -> Result<Segment, IndexError> {
+    /// Verifies and reads a segment's bytes; `body_crc` is the body's checksum when the caller
+    /// has computed it from the same bytes (else it is computed here).
+    fn parse(backing: Backing, path: PathBuf, id: SegmentId, body_crc: Option<u32>) -> Result<Segment, IndexError> {
         let bytes = backing.bytes();
         let len = bytes.len();
         let bad = |at: usize, reason: &str| IndexError::corrupt(&path, at as u64, reason);
@@ -125,7 +160,7 @@ impl Segment {
         let mut fb = [0u8; FOOTER_SIZE_BYTES];
         fb.copy_from_slice(&bytes[footer_start..]);
         let footer = Footer::decode(&fb).map_err(|(at, reason)| bad(footer_start + at, reason))?;
-        if crc32fast::hash(&bytes[..footer_start]) != footer.body_crc {
+        if body_crc.unwrap_or_else(|| crc32fast::hash(&bytes[..footer_start])) != footer.body_crc {
             return Err(bad(footer_start + FOOTER_BODY_CRC_AT, "body CRC mismatch (the file is damaged)"));
         }
         // Sections: in order, within the body.
