@@ -1,8 +1,9 @@
 //! What ingest has read, rebuilt from the journal: per file version, where reading stopped;
 //! per source, the counters `origin status` shows; per native memory file, its items.
 //!
-//! Cursors come from the journal, never from a side file, so every process that reads the
-//! journal agrees on them, and two processes never ingest the same lines twice.
+//! Cursors come from the journal, so every process that reads the journal agrees on them, and
+//! two processes never ingest the same lines twice. A snapshot of them ([`crate::snapshot`])
+//! only says what a prefix of the journal held: the records after it are read as ever.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
@@ -10,9 +11,10 @@ use std::ops::ControlFlow;
 use origin_engine::codec::IngestedView;
 use origin_engine::record::{Body, EntryVersion, IngestedHead, RecordKind};
 use origin_engine::Journal;
+use serde::{Deserialize, Serialize};
 
 /// Where reading of one log file stopped.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileCursor {
     /// File version (1 for the first; a shrink or a changed beginning starts the next).
     pub version: u32,
@@ -33,7 +35,7 @@ pub struct FileCursor {
 }
 
 /// Counters per source, over everything in the journal.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Totals {
     /// Distinct log files.
     pub files: u64,
@@ -52,7 +54,7 @@ pub struct Totals {
 }
 
 /// One item of a native memory file, as last imported.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MemoryItem {
     /// The entry's root.
     pub root: String,
@@ -65,7 +67,7 @@ pub struct MemoryItem {
 }
 
 /// One native memory file, as last imported.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemoryCursor {
     /// Hash of the content last imported.
     pub hash: u64,
@@ -76,7 +78,7 @@ pub struct MemoryCursor {
 }
 
 /// The ingest state of a store.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cursors {
     /// The journal offset up to which records have been applied.
     pub read_to: u64,

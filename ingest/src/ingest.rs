@@ -19,6 +19,7 @@ use crate::cursor::{memory_hash, Cursors, FileCursor};
 use crate::limits::{BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL};
 use crate::memory;
 use crate::mirror::Mirrors;
+use crate::snapshot::{self, SnapshotUse};
 use crate::source::{Homes, Source};
 
 /// Bytes of a file version's beginning whose hash tells a rewritten file from a grown one.
@@ -37,6 +38,15 @@ pub enum IngestError {
     /// A worker thread failed outside any file (a bug: reported, never hidden).
     #[error("{0}")]
     Worker(String),
+    /// The cursor snapshot could not be written.
+    #[error("cursor snapshot {path}: {source}")]
+    Snapshot {
+        /// The snapshot file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
     /// The store's ingest lock could not be taken.
     #[error("ingest lock {path}: {source}")]
     Lock {
@@ -125,6 +135,12 @@ pub struct Ingester {
     /// (the shipped samples say `/home/dev`): used to find project folders here.
     recorded_home: Option<String>,
     cursors: Mutex<Cursors>,
+    /// Where the cursors are saved for the next process ([`Ingester::with_snapshot`]).
+    snapshot: Option<PathBuf>,
+    /// What became of that snapshot, once the cursors were first needed.
+    snapshot_use: Mutex<Option<SnapshotUse>>,
+    /// The offset the snapshot file reflects, when this ingester loaded or wrote it.
+    saved_to: Mutex<Option<u64>>,
 }
 
 fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -217,7 +233,60 @@ impl Ingester {
             device: device_name(),
             recorded_home: None,
             cursors: Mutex::new(Cursors::default()),
+            snapshot: None,
+            snapshot_use: Mutex::new(None),
+            saved_to: Mutex::new(None),
         }
+    }
+
+    /// The same ingester starting its cursors from the snapshot at `path` when it checks out
+    /// ([`crate::snapshot`]; else from the journal's start), and saving them there on
+    /// [`Ingester::save_snapshot`].
+    pub fn with_snapshot(mut self, path: PathBuf) -> Ingester {
+        self.snapshot = Some(path);
+        self
+    }
+
+    /// What became of the snapshot: `None` before the cursors were first needed, or without one.
+    pub fn snapshot_use(&self) -> Option<SnapshotUse> {
+        guard(&self.snapshot_use).clone()
+    }
+
+    /// The cursors, caught up with the journal as this handle sees it (refresh it first for
+    /// other processes' records); the first time, from the snapshot when it checks out.
+    fn caught_up(&self) -> Result<MutexGuard<'_, Cursors>, IngestError> {
+        let mut c = guard(&self.cursors);
+        if let Some(path) = &self.snapshot {
+            let mut used = guard(&self.snapshot_use);
+            if used.is_none() {
+                let (loaded, outcome) = snapshot::caught_up(&self.journal, path)?;
+                if let SnapshotUse::Loaded { read_to } = outcome {
+                    *guard(&self.saved_to) = Some(read_to);
+                }
+                *c = loaded;
+                *used = Some(outcome);
+                return Ok(c);
+            }
+        }
+        c.catch_up(&self.journal)?;
+        Ok(c)
+    }
+
+    /// Saves the cursors, caught up with the journal, to the snapshot for the next process to
+    /// start from (nothing without [`Ingester::with_snapshot`]).
+    pub fn save_snapshot(&self) -> Result<(), IngestError> {
+        let Some(path) = &self.snapshot else { return Ok(()) };
+        self.journal.refresh()?;
+        let c = self.caught_up()?;
+        let mut saved_to = guard(&self.saved_to);
+        if *saved_to == Some(c.read_to) {
+            // The file already holds these cursors.
+            return Ok(());
+        }
+        snapshot::save(path, &c, self.journal.store_id(), self.journal.epoch())
+            .map_err(|source| IngestError::Snapshot { path: path.clone(), source })?;
+        *saved_to = Some(c.read_to);
+        Ok(())
     }
 
     /// The same ingester reading through other adapters (tests).
@@ -251,9 +320,7 @@ impl Ingester {
     /// A copy of the ingest state, caught up with the journal.
     pub fn cursors(&self) -> Result<Cursors, IngestError> {
         self.journal.refresh()?;
-        let mut c = guard(&self.cursors);
-        c.catch_up(&self.journal)?;
-        Ok(c.clone())
+        Ok(self.caught_up()?.clone())
     }
 
     /// Every log file the adapters find now, with the problems met finding them.
@@ -279,8 +346,7 @@ impl Ingester {
             .map_err(|source| IngestError::Lock { path: self.lock_path.clone(), source })?;
         lock_file.lock().map_err(|source| IngestError::Lock { path: self.lock_path.clone(), source })?;
         self.journal.refresh()?;
-        let mut cursors = guard(&self.cursors);
-        cursors.catch_up(&self.journal)?;
+        let mut cursors = self.caught_up()?;
         let mut summary = RunSummary::default();
         let found = self.discover();
         let total: (u64, u64) = found.iter().flat_map(|(_, f, _)| f).fold((0, 0), |(n, b), f| {
@@ -666,8 +732,11 @@ impl Ingester {
             keys,
             ended,
         });
-        let offsets = self.journal.append(vec![NewRecord::new(&body).map_err(FileError::Journal)?]).map_err(FileError::Journal)?;
-        cursors.apply(offsets.start, &body);
+        self.journal.append(vec![NewRecord::new(&body).map_err(FileError::Journal)?]).map_err(FileError::Journal)?;
+        // Read back with whatever else the journal holds before it (a correction another
+        // process made without the ingest lock): applying this record alone would move the
+        // cursors past those, for good once a snapshot holds them.
+        cursors.catch_up(&self.journal).map_err(FileError::Journal)?;
         Ok(true)
     }
 }

@@ -20,6 +20,7 @@ pub mod json;
 pub mod memory;
 pub mod mirror;
 pub mod limits;
+pub mod snapshot;
 pub mod source;
 pub mod text;
 pub mod walk;

@@ -20,6 +20,9 @@ pub const FILES_PER_SOURCE_MAX: usize = 200_000;
 pub const WALK_DEPTH_MAX: usize = 12;
 /// The first prompt kept for a session, in characters.
 pub const FIRST_PROMPT_CHARS_MAX: usize = 500;
+/// A cursor snapshot larger than this is not read (the cursors are rebuilt from the journal),
+/// and its body decodes to at most this many bytes.
+pub const CURSORS_SNAPSHOT_SIZE_BYTES_MAX: u64 = 1024 * 1024 * 1024;
 /// zstd level for raw lines in records and mirrors (level 1: the ingest benchmark showed
 /// level 3 costing a third of ingest's CPU for 11% smaller mirrors).
 pub const RAW_ZSTD_LEVEL: i32 = 1;

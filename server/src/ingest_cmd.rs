@@ -41,7 +41,8 @@ fn open_journal(journal_dir: &Path) -> Result<Journal> {
 
 /// Opens the store's journal for writing and builds an ingester over it.
 pub fn ingester(home: &Path, journal_dir: &Path, homes: Homes, recorded_home: Option<&str>) -> Result<Ingester> {
-    let ing = Ingester::new(Arc::new(open_journal(journal_dir)?), home, homes);
+    let cursors = home.join("projections").join(origin_ingest::snapshot::CURSORS_FILE_NAME);
+    let ing = Ingester::new(Arc::new(open_journal(journal_dir)?), home, homes).with_snapshot(cursors);
     Ok(match recorded_home {
         Some(r) => ing.with_recorded_home(r),
         None => ing,
@@ -82,6 +83,10 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
         .context("ingesting agent logs")?;
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    // The next process starts its cursors from here; failing to save costs it a rebuild only.
+    if let Err(e) = ing.save_snapshot() {
+        eprintln!("origin: {e:#}; the next start rebuilds ingest's cursors from the journal");
     }
     print_summary(&summary, args.json)?;
     Ok(Exit::Ok)

@@ -25,8 +25,9 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let s = j.status()?;
     let torn_pending = j.open_report().torn_tails;
     let records = s.next_offset - s.first_offset;
-    let mut cursors = origin_ingest::cursor::Cursors::default();
-    cursors.catch_up(&j).context("reading ingest counters from the journal")?;
+    // From the cursor snapshot when it checks out (else the whole journal is read).
+    let snapshot = home.join("projections").join(origin_ingest::snapshot::CURSORS_FILE_NAME);
+    let (cursors, _) = origin_ingest::snapshot::caught_up(&j, &snapshot).context("reading ingest counters from the journal")?;
     if json {
         let sources: serde_json::Map<String, serde_json::Value> = cursors
             .totals

@@ -11,6 +11,7 @@ mod ingest_bad_input;
 mod ingest_processes;
 mod ingest_memory;
 mod ingest_freshness;
+mod ingest_snapshot;
 mod index_processes;
 mod mcp_stdio;
 mod mcp_python;

@@ -302,7 +302,8 @@ impl Archive {
     /// Opens the store at `home`, reading agent logs from `homes`.
     pub fn open(home: &Path, homes: Homes, recorded_home: Option<&str>) -> anyhow::Result<Archive> {
         let journal = Arc::new(Journal::open(home.join("journal"), Options::default())?);
-        let mut ingester = Ingester::new(journal.clone(), home, homes);
+        let cursors = home.join("projections").join(origin_ingest::snapshot::CURSORS_FILE_NAME);
+        let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(cursors);
         if let Some(r) = recorded_home {
             ingester = ingester.with_recorded_home(r);
         }
@@ -479,6 +480,9 @@ impl Archive {
                 saved
             }
         };
+        // Then ingest's cursors (without one, a next start reads the whole journal to rebuild
+        // them before it ingests anything).
+        let saved = saved.and(self.freshness.ingester().save_snapshot().map_err(store_error));
         // A commit being written is waited for without holding the archive, then installed.
         let pending = guard(&self.inner).commit.take();
         let waited = pending.map(CommitInFlight::wait);

@@ -1,0 +1,258 @@
+//! The ingest cursors saved with the journal offset they reflect (FORMAT.md, "Cursor
+//! snapshot"): a 64-byte header and a checksummed body. A process that has one reads only the
+//! records written after it, where without one it reads the whole journal to rebuild its
+//! cursors (every frame checked, so every byte of the history read and kept mapped, at every
+//! start). A snapshot that does not check out in every byte, is of another format, store or
+//! epoch, or reflects more of the journal than there is, is never trusted: the cursors are
+//! rebuilt from the journal. So cursors still come from the journal: a snapshot only says
+//! what a prefix of it held.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use origin_engine::{Journal, StoreId};
+
+use crate::cursor::Cursors;
+use crate::limits::CURSORS_SNAPSHOT_SIZE_BYTES_MAX;
+
+/// The snapshot's usual file name, in `$ORIGIN_HOME/projections/`.
+pub const CURSORS_FILE_NAME: &str = "cursors.snap";
+/// Magic bytes at the start of a cursor snapshot.
+pub const CURSORS_MAGIC: [u8; 8] = *b"ORGNCURS";
+/// The format this build writes and the only one it reads; any other is rebuilt.
+pub const CURSORS_FORMAT_VERSION: u16 = 1;
+/// Size of the header.
+pub const CURSORS_HEADER_SIZE: usize = 64;
+
+/// What became of the snapshot when the cursors were first needed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotUse {
+    /// It checked out and was used; the journal was read from `read_to`.
+    Loaded {
+        /// The offset it reflected.
+        read_to: u64,
+    },
+    /// There was none: the cursors were rebuilt from the journal.
+    Missing,
+    /// It was damaged, of another format, store or epoch, or ahead of the journal: the
+    /// cursors were rebuilt from the journal.
+    Rejected {
+        /// What was wrong with it.
+        reason: String,
+    },
+}
+
+/// The body's encoding: bincode 2, standard configuration (little-endian, variable-length
+/// integers), at most the snapshot's size limit decoded.
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_little_endian().with_variable_int_encoding().with_limit::<{ CURSORS_SNAPSHOT_SIZE_BYTES_MAX as usize }>()
+}
+
+fn le_u16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// A whole snapshot file of `cursors`, written for the journal of `store_id` and `epoch`.
+pub fn encode(cursors: &Cursors, store_id: StoreId, epoch: u64) -> Result<Vec<u8>, String> {
+    let body = bincode::serde::encode_to_vec(cursors, config()).map_err(|e| format!("the cursors do not encode: {e}"))?;
+    let mut out = Vec::with_capacity(CURSORS_HEADER_SIZE + body.len());
+    out.extend_from_slice(&CURSORS_MAGIC);
+    out.extend_from_slice(&CURSORS_FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&(CURSORS_HEADER_SIZE as u32).to_le_bytes());
+    out.extend_from_slice(&store_id);
+    out.extend_from_slice(&epoch.to_le_bytes());
+    out.extend_from_slice(&cursors.read_to.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+    let header_crc = crc32fast::hash(&out[..60]);
+    out.extend_from_slice(&header_crc.to_le_bytes());
+    debug_assert_eq!(out.len(), CURSORS_HEADER_SIZE);
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+/// Checks every byte of a snapshot file written for `store_id` and `epoch`, and the cursors it
+/// holds; or why it is refused.
+pub fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<Cursors, String> {
+    if bytes.len() < CURSORS_HEADER_SIZE {
+        return Err(format!("{} bytes, shorter than the {CURSORS_HEADER_SIZE}-byte header", bytes.len()));
+    }
+    let h = &bytes[..CURSORS_HEADER_SIZE];
+    if h[..8] != CURSORS_MAGIC {
+        return Err("not a cursor snapshot (magic)".into());
+    }
+    if crc32fast::hash(&h[..60]) != le_u32(h, 60) {
+        return Err("header checksum does not match".into());
+    }
+    let version = le_u16(h, 8);
+    if version != CURSORS_FORMAT_VERSION {
+        return Err(format!("format {version}; this build reads format {CURSORS_FORMAT_VERSION} only"));
+    }
+    if h[10..12] != [0, 0] || le_u32(h, 12) != CURSORS_HEADER_SIZE as u32 {
+        return Err("reserved bytes or header length not as written".into());
+    }
+    if h[16..32] != store_id || le_u64(h, 32) != epoch {
+        return Err("written for another store or epoch".into());
+    }
+    let read_to = le_u64(h, 40);
+    let body_size = le_u64(h, 48);
+    let body = &bytes[CURSORS_HEADER_SIZE..];
+    if body.len() as u64 != body_size {
+        return Err(format!("body of {} bytes, the header says {body_size}", body.len()));
+    }
+    if crc32fast::hash(body) != le_u32(h, 56) {
+        return Err("body checksum does not match".into());
+    }
+    let (cursors, used): (Cursors, usize) =
+        bincode::serde::decode_from_slice(body, config()).map_err(|e| format!("body does not decode: {e}"))?;
+    if used != body.len() {
+        return Err(format!("body decodes in {used} of its {} bytes", body.len()));
+    }
+    if cursors.read_to != read_to {
+        return Err(format!("body reflects offset {}, the header says {read_to}", cursors.read_to));
+    }
+    Ok(cursors)
+}
+
+/// The temporary file a process writes before renaming it to `path`: named by the process, so
+/// that processes saving at once (every agent's `origin mcp` on one store) each rename a whole
+/// file of their own.
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(format!(".{}.tmp", std::process::id()));
+    PathBuf::from(p)
+}
+
+/// Writes a snapshot of `cursors` next to `path` and renames it into place. The file is synced
+/// before the rename, the directory is not: losing a snapshot costs a rebuild, never a wrong
+/// cursor. A write that fails removes its temporary file.
+pub fn save(path: &Path, cursors: &Cursors, store_id: StoreId, epoch: u64) -> io::Result<()> {
+    let bytes = encode(cursors, store_id, epoch).map_err(io::Error::other)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir)?;
+    }
+    let tmp = tmp_path(path);
+    let written = (|| {
+        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_data()?;
+        drop(f);
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        // Best effort: the write's own error is the one returned.
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Reads the snapshot at `path` for the journal of `store_id` and `epoch`, whose records end
+/// at `journal_end`: the cursors, or what became of it (anything wrong, including failing to
+/// read it, means rebuild).
+pub fn load(path: &Path, store_id: StoreId, epoch: u64, journal_end: u64) -> Result<Cursors, SnapshotUse> {
+    let read = || -> io::Result<Result<Vec<u8>, String>> {
+        let f = File::open(path)?;
+        let len = f.metadata()?.len();
+        if len > CURSORS_SNAPSHOT_SIZE_BYTES_MAX {
+            return Ok(Err(format!("{len} bytes, over the {CURSORS_SNAPSHOT_SIZE_BYTES_MAX}-byte limit")));
+        }
+        let mut buf = Vec::with_capacity(len as usize);
+        f.take(len).read_to_end(&mut buf)?;
+        Ok(Ok(buf))
+    };
+    let bytes = match read() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(SnapshotUse::Missing),
+        Err(e) => return Err(SnapshotUse::Rejected { reason: format!("cannot read {}: {e}", path.display()) }),
+        Ok(Err(reason)) => return Err(SnapshotUse::Rejected { reason }),
+        Ok(Ok(bytes)) => bytes,
+    };
+    match decode(&bytes, store_id, epoch) {
+        Ok(c) if c.read_to > journal_end => {
+            Err(SnapshotUse::Rejected { reason: format!("reflects offset {} but the journal ends at {journal_end}", c.read_to) })
+        }
+        Ok(c) => Ok(c),
+        Err(reason) => Err(SnapshotUse::Rejected { reason }),
+    }
+}
+
+/// The cursors of `journal` (as this handle sees it): from the snapshot at `path` when it
+/// checks out, else from the journal's start, then caught up; and what became of the snapshot.
+pub fn caught_up(journal: &Journal, path: &Path) -> origin_engine::Result<(Cursors, SnapshotUse)> {
+    let (mut cursors, used) = match load(path, journal.store_id(), journal.epoch(), journal.next_offset()) {
+        Ok(c) => {
+            let read_to = c.read_to;
+            (c, SnapshotUse::Loaded { read_to })
+        }
+        Err(used) => (Cursors::default(), used),
+    };
+    cursors.catch_up(journal)?;
+    Ok((cursors, used))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const STORE: StoreId = [7; 16];
+
+    /// A header that checks out, over `body` reflecting `read_to`.
+    fn sealed(body: &[u8], read_to: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&CURSORS_MAGIC);
+        out.extend_from_slice(&CURSORS_FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(&(CURSORS_HEADER_SIZE as u32).to_le_bytes());
+        out.extend_from_slice(&STORE);
+        out.extend_from_slice(&3u64.to_le_bytes());
+        out.extend_from_slice(&read_to.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
+        let crc = crc32fast::hash(&out[..60]);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[test]
+    fn cursor_snapshot_round_trips_and_names_its_store_and_epoch() {
+        let mut c = Cursors::default();
+        c.read_to = 42;
+        c.cwds.insert("/home/dev/p".into());
+        c.totals.entry("codex".into()).or_default().lines = 9;
+        let bytes = encode(&c, STORE, 3).unwrap();
+        assert_eq!(bytes, sealed(&bytes[CURSORS_HEADER_SIZE..], 42), "the header is as FORMAT.md lays it out");
+        assert_eq!(decode(&bytes, STORE, 3).unwrap(), c);
+        assert!(decode(&bytes, [8; 16], 3).unwrap_err().contains("another store"));
+        assert!(decode(&bytes, STORE, 4).unwrap_err().contains("another store or epoch"));
+        // A header whose offset is not the body's.
+        let other = sealed(&bytes[CURSORS_HEADER_SIZE..], 41);
+        assert!(decode(&other, STORE, 3).unwrap_err().contains("header says 41"));
+    }
+
+    proptest! {
+        #[test]
+        fn cursor_snapshot_decoder_refuses_garbage_without_panicking(
+            body in proptest::collection::vec(any::<u8>(), 0..512),
+            raw in proptest::collection::vec(any::<u8>(), 0..200),
+            read_to in any::<u64>(),
+        ) {
+            // Checksums that match, so the body decoder is reached.
+            let _ = decode(&sealed(&body, read_to), STORE, 3);
+            let _ = decode(&raw, STORE, 3);
+        }
+    }
+}
