@@ -27,6 +27,7 @@ pub mod recovery;
 pub mod salvage;
 pub mod segment;
 pub mod sim;
+pub mod snapshot;
 pub mod verify;
 pub mod vfs;
 

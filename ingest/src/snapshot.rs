@@ -11,6 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+use origin_engine::snapshot::SnapshotOf;
 use origin_engine::{Journal, StoreId};
 
 use crate::cursor::Cursors;
@@ -22,26 +23,11 @@ pub const CURSORS_FILE_NAME: &str = "cursors.snap";
 pub const CURSORS_MAGIC: [u8; 8] = *b"ORGNCURS";
 /// The format this build writes and the only one it reads; any other is rebuilt.
 pub const CURSORS_FORMAT_VERSION: u16 = 1;
-/// Size of the header.
-pub const CURSORS_HEADER_SIZE: usize = 64;
+/// Size of the header ([`origin_engine::snapshot`], shared with the state snapshot).
+pub const CURSORS_HEADER_SIZE: usize = origin_engine::snapshot::SNAPSHOT_HEADER_SIZE;
 
 /// What became of the snapshot when the cursors were first needed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SnapshotUse {
-    /// It checked out and was used; the journal was read from `read_to`.
-    Loaded {
-        /// The offset it reflected.
-        read_to: u64,
-    },
-    /// There was none: the cursors were rebuilt from the journal.
-    Missing,
-    /// It was damaged, of another format, store or epoch, or ahead of the journal: the
-    /// cursors were rebuilt from the journal.
-    Rejected {
-        /// What was wrong with it.
-        reason: String,
-    },
-}
+pub use origin_engine::snapshot::SnapshotUse;
 
 /// The body's encoding: bincode 2, standard configuration (little-endian, variable-length
 /// integers), at most the snapshot's size limit decoded.
@@ -49,72 +35,21 @@ fn config() -> impl bincode::config::Config {
     bincode::config::standard().with_little_endian().with_variable_int_encoding().with_limit::<{ CURSORS_SNAPSHOT_SIZE_BYTES_MAX as usize }>()
 }
 
-fn le_u16(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
-fn le_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn le_u64(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
+/// What a cursor snapshot of the journal of `store_id` and `epoch` is, for its header.
+fn of(store_id: StoreId, epoch: u64) -> SnapshotOf {
+    SnapshotOf { magic: CURSORS_MAGIC, version: CURSORS_FORMAT_VERSION, store_id, epoch }
 }
 
 /// A whole snapshot file of `cursors`, written for the journal of `store_id` and `epoch`.
 pub fn encode(cursors: &Cursors, store_id: StoreId, epoch: u64) -> Result<Vec<u8>, String> {
     let body = bincode::serde::encode_to_vec(cursors, config()).map_err(|e| format!("the cursors do not encode: {e}"))?;
-    let mut out = Vec::with_capacity(CURSORS_HEADER_SIZE + body.len());
-    out.extend_from_slice(&CURSORS_MAGIC);
-    out.extend_from_slice(&CURSORS_FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&[0, 0]);
-    out.extend_from_slice(&(CURSORS_HEADER_SIZE as u32).to_le_bytes());
-    out.extend_from_slice(&store_id);
-    out.extend_from_slice(&epoch.to_le_bytes());
-    out.extend_from_slice(&cursors.read_to.to_le_bytes());
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-    let header_crc = crc32fast::hash(&out[..60]);
-    out.extend_from_slice(&header_crc.to_le_bytes());
-    debug_assert_eq!(out.len(), CURSORS_HEADER_SIZE);
-    out.extend_from_slice(&body);
-    Ok(out)
+    Ok(of(store_id, epoch).seal(cursors.read_to, &body))
 }
 
 /// Checks every byte of a snapshot file written for `store_id` and `epoch`, and the cursors it
 /// holds; or why it is refused.
 pub fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<Cursors, String> {
-    if bytes.len() < CURSORS_HEADER_SIZE {
-        return Err(format!("{} bytes, shorter than the {CURSORS_HEADER_SIZE}-byte header", bytes.len()));
-    }
-    let h = &bytes[..CURSORS_HEADER_SIZE];
-    if h[..8] != CURSORS_MAGIC {
-        return Err("not a cursor snapshot (magic)".into());
-    }
-    if crc32fast::hash(&h[..60]) != le_u32(h, 60) {
-        return Err("header checksum does not match".into());
-    }
-    let version = le_u16(h, 8);
-    if version != CURSORS_FORMAT_VERSION {
-        return Err(format!("format {version}; this build reads format {CURSORS_FORMAT_VERSION} only"));
-    }
-    if h[10..12] != [0, 0] || le_u32(h, 12) != CURSORS_HEADER_SIZE as u32 {
-        return Err("reserved bytes or header length not as written".into());
-    }
-    if h[16..32] != store_id || le_u64(h, 32) != epoch {
-        return Err("written for another store or epoch".into());
-    }
-    let read_to = le_u64(h, 40);
-    let body_size = le_u64(h, 48);
-    let body = &bytes[CURSORS_HEADER_SIZE..];
-    if body.len() as u64 != body_size {
-        return Err(format!("body of {} bytes, the header says {body_size}", body.len()));
-    }
-    if crc32fast::hash(body) != le_u32(h, 56) {
-        return Err("body checksum does not match".into());
-    }
+    let (read_to, body) = of(store_id, epoch).open(bytes)?;
     let (cursors, used): (Cursors, usize) =
         bincode::serde::decode_from_slice(body, config()).map_err(|e| format!("body does not decode: {e}"))?;
     if used != body.len() {
@@ -126,9 +61,6 @@ pub fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<Cursors, St
     Ok(cursors)
 }
 
-/// The temporary file a process writes before renaming it to `path`: named by the process, so
-/// that processes saving at once (every agent's `origin mcp` on one store) each rename a whole
-/// file of their own.
 fn tmp_path(path: &Path) -> PathBuf {
     let mut p = path.as_os_str().to_owned();
     p.push(format!(".{}.tmp", std::process::id()));
@@ -211,20 +143,7 @@ mod tests {
 
     /// A header that checks out, over `body` reflecting `read_to`.
     fn sealed(body: &[u8], read_to: u64) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&CURSORS_MAGIC);
-        out.extend_from_slice(&CURSORS_FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(&[0, 0]);
-        out.extend_from_slice(&(CURSORS_HEADER_SIZE as u32).to_le_bytes());
-        out.extend_from_slice(&STORE);
-        out.extend_from_slice(&3u64.to_le_bytes());
-        out.extend_from_slice(&read_to.to_le_bytes());
-        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
-        let crc = crc32fast::hash(&out[..60]);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out.extend_from_slice(body);
-        out
+        of(STORE, 3).seal(read_to, body)
     }
 
     #[test]
@@ -234,7 +153,8 @@ mod tests {
         c.cwds.insert("/home/dev/p".into());
         c.totals.entry("codex".into()).or_default().lines = 9;
         let bytes = encode(&c, STORE, 3).unwrap();
-        assert_eq!(bytes, sealed(&bytes[CURSORS_HEADER_SIZE..], 42), "the header is as FORMAT.md lays it out");
+        assert_eq!(&bytes[..8], b"ORGNCURS");
+        assert_eq!(bytes, sealed(&bytes[CURSORS_HEADER_SIZE..], 42));
         assert_eq!(decode(&bytes, STORE, 3).unwrap(), c);
         assert!(decode(&bytes, [8; 16], 3).unwrap_err().contains("another store"));
         assert!(decode(&bytes, STORE, 4).unwrap_err().contains("another store or epoch"));

@@ -10,7 +10,8 @@ use origin_engine::record::{Body, EntryVersion, Imported};
 use origin_engine::{Journal, NewRecord, Options};
 use origin_ingest::{Homes, Ingester};
 
-fn copy_tree(from: &Path, to: &Path) {
+/// Copies the tree at `from` into `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).expect("read_dir") {
         let entry = entry.expect("entry");
         let target = to.join(entry.file_name());
@@ -23,7 +24,8 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-fn fixtures() -> PathBuf {
+/// The shipped fixtures.
+pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 

@@ -13,23 +13,7 @@ use origin_ingest::snapshot::{self, SnapshotUse, CURSORS_FILE_NAME};
 use origin_ingest::{Homes, Ingester};
 
 use crate::ingest_incremental::{event_counts, line, World};
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
+use crate::ingest_memory::{copy_tree, fixtures};
 
 fn snapshot_path(store: &Path) -> PathBuf {
     store.join("projections").join(CURSORS_FILE_NAME)

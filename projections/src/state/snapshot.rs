@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use origin_engine::record::{Citation, EntryKind, EntryVersion, EventKind, Forgotten, Restored, Role};
 use origin_engine::vfs::Vfs;
+use origin_engine::snapshot::SnapshotOf;
 use origin_engine::StoreId;
 
 use crate::state::bytes::{Reader, Refusal, Writer};
@@ -25,26 +26,11 @@ pub const SNAPSHOT_MAGIC: [u8; 8] = *b"ORGNSNAP";
 /// (2: sources, sessions and events by number, events naming their session by number. 3: the
 /// events' ids as one text, checked as UTF-8 at once.)
 pub const SNAPSHOT_FORMAT_VERSION: u16 = 3;
-/// Size of the header.
-pub const SNAPSHOT_HEADER_SIZE: usize = 64;
+/// Size of the header ([`origin_engine::snapshot`], shared with ingest's cursor snapshot).
+pub const SNAPSHOT_HEADER_SIZE: usize = origin_engine::snapshot::SNAPSHOT_HEADER_SIZE;
 
 /// What became of the snapshot when the state was opened.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SnapshotUse {
-    /// It checked out and was used; the journal was replayed from `read_to`.
-    Loaded {
-        /// The offset it reflected.
-        read_to: u64,
-    },
-    /// There was none: the state was rebuilt from the journal.
-    Missing,
-    /// It was damaged, of another format, or of another store or epoch: the state was rebuilt
-    /// from the journal.
-    Rejected {
-        /// What was wrong with it.
-        reason: String,
-    },
-}
+pub use origin_engine::snapshot::SnapshotUse;
 
 /// The result of reading a snapshot file.
 pub(crate) enum Load {
@@ -389,73 +375,19 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
     Ok(s)
 }
 
-fn le_u16(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
-fn le_u32(b: &[u8], at: usize) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(a)
-}
-
-fn le_u64(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
+/// What a state snapshot of the journal of `store_id` and `epoch` is, for its header.
+fn of(store_id: StoreId, epoch: u64) -> SnapshotOf {
+    SnapshotOf { magic: SNAPSHOT_MAGIC, version: SNAPSHOT_FORMAT_VERSION, store_id, epoch }
 }
 
 /// A whole snapshot file: header, then body.
 pub(crate) fn encode(s: &State, store_id: StoreId, epoch: u64) -> Vec<u8> {
-    let body = encode_body(s);
-    let mut out = Vec::with_capacity(SNAPSHOT_HEADER_SIZE + body.len());
-    out.extend_from_slice(&SNAPSHOT_MAGIC);
-    out.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&[0, 0]);
-    out.extend_from_slice(&(SNAPSHOT_HEADER_SIZE as u32).to_le_bytes());
-    out.extend_from_slice(&store_id);
-    out.extend_from_slice(&epoch.to_le_bytes());
-    out.extend_from_slice(&s.read_to.to_le_bytes());
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-    let header_crc = crc32fast::hash(&out[..60]);
-    out.extend_from_slice(&header_crc.to_le_bytes());
-    assert_eq!(out.len(), SNAPSHOT_HEADER_SIZE);
-    out.extend_from_slice(&body);
-    out
+    of(store_id, epoch).seal(s.read_to, &encode_body(s))
 }
 
 /// Checks every byte of a snapshot file and rebuilds the state it holds.
 pub(crate) fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<State, Refusal> {
-    if bytes.len() < SNAPSHOT_HEADER_SIZE {
-        return Err(format!("{} bytes, shorter than the {SNAPSHOT_HEADER_SIZE}-byte header", bytes.len()));
-    }
-    let h = &bytes[..SNAPSHOT_HEADER_SIZE];
-    if h[..8] != SNAPSHOT_MAGIC {
-        return Err("not a snapshot (magic)".into());
-    }
-    if crc32fast::hash(&h[..60]) != le_u32(h, 60) {
-        return Err("header checksum does not match".into());
-    }
-    let version = le_u16(h, 8);
-    if version != SNAPSHOT_FORMAT_VERSION {
-        return Err(format!("format {version}; this build reads format {SNAPSHOT_FORMAT_VERSION} only"));
-    }
-    if h[10..12] != [0, 0] || le_u32(h, 12) != SNAPSHOT_HEADER_SIZE as u32 {
-        return Err("reserved bytes or header length not as written".into());
-    }
-    if h[16..32] != store_id || le_u64(h, 32) != epoch {
-        return Err("written for another store or epoch".into());
-    }
-    let read_to = le_u64(h, 40);
-    let body_size = le_u64(h, 48);
-    let body = &bytes[SNAPSHOT_HEADER_SIZE..];
-    if body.len() as u64 != body_size {
-        return Err(format!("body of {} bytes, the header says {body_size}", body.len()));
-    }
-    if crc32fast::hash(body) != le_u32(h, 56) {
-        return Err("body checksum does not match".into());
-    }
+    let (read_to, body) = of(store_id, epoch).open(bytes)?;
     decode_body(body, read_to)
 }
 
