@@ -335,6 +335,8 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         (false, None) => home.join("projections"),
     };
     let mut state = State::new();
+    // A full replay rebuilds ingest's cursors too (from the same records), and saves them.
+    let mut cursors = until_at.is_none().then(origin_ingest::cursor::Cursors::default);
     walk_with_bar(&j, "replaying", |r| {
         if let Some((off, time)) = until_at {
             if off.is_some_and(|o| r.offset >= o) || time.is_some_and(|t| r.time_unix_ms > t) {
@@ -342,7 +344,12 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             }
         }
         match r.decode() {
-            Ok((_, body)) => state.apply(r.offset, &body),
+            Ok((_, body)) => {
+                state.apply(r.offset, &body);
+                if let Some(c) = cursors.as_mut() {
+                    c.apply(r.offset, &body);
+                }
+            }
             Err(e) if origin_engine::RecordKind::from_u8(r.kind).is_some() && r.kind != origin_engine::RecordKind::Scratch as u8 => {
                 return Err(anyhow::Error::from(e).context("a record could not be decoded; nothing was saved"));
             }
@@ -353,6 +360,12 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let snap = out_dir.join(SNAPSHOT_FILE_NAME);
     state.save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).with_context(|| format!("saving {}", snap.display()))?;
+    if let Some(mut c) = cursors {
+        // Past the records that carry nothing for cursors, to the journal's end.
+        c.catch_up(&j).context("reading ingest's cursors from the journal")?;
+        let path = out_dir.join(origin_ingest::snapshot::CURSORS_FILE_NAME);
+        origin_ingest::snapshot::save(&path, &c, j.store_id(), j.epoch()).with_context(|| format!("saving {}", path.display()))?;
+    }
     let now = jiff::Timestamp::now().as_millisecond();
     let filter = origin_projections::EntryFilter { kind: None, project: None, since_unix_ms: None, until_unix_ms: None };
     let sessions_filter = origin_projections::SessionFilter { since_unix_ms: None, until_unix_ms: None, source: None, project: None };

@@ -64,6 +64,10 @@ fn journal_replay_rebuilds_the_state_snapshot_and_the_text_index() {
     // A segment of the index that does not check out, as if damaged.
     std::fs::create_dir_all(&index).expect("mkdir");
     std::fs::write(index.join("manifest"), b"not a manifest").expect("write");
+    // And ingest's cursor snapshot damaged.
+    let cursors = home.join("projections").join(origin_ingest::snapshot::CURSORS_FILE_NAME);
+    assert!(cursors.exists(), "origin ingest saved its cursors");
+    std::fs::write(&cursors, b"not a cursor snapshot").expect("write");
     let out = origin(home, &["journal", "replay"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let said = String::from_utf8_lossy(&out.stdout);
@@ -74,4 +78,11 @@ fn journal_replay_rebuilds_the_state_snapshot_and_the_text_index() {
     assert!(std::fs::read_dir(&index).expect("list").any(|e| e.expect("entry").file_name().to_string_lossy().ends_with(".segment")));
     let after = json(origin(home, &["search", "库存", "--json"]));
     assert_eq!(after, before, "same answers from the rebuilt index");
+    // The cursors were saved again, as a read of the whole journal finds them.
+    let j = origin_engine::Journal::open(home.join("journal"), origin_engine::Options { access: origin_engine::Access::ReadOnly, ..Default::default() })
+        .expect("journal");
+    let mut full = origin_ingest::cursor::Cursors::default();
+    full.catch_up(&j).expect("catch up");
+    let saved = origin_ingest::snapshot::decode(&std::fs::read(&cursors).expect("read"), j.store_id(), j.epoch()).expect("the replay saved the cursors");
+    assert_eq!(saved, full);
 }
