@@ -36,6 +36,9 @@ fn main() {
         let (state, _) = State::open(&j, &origin_engine::vfs::OsFs, &snap).expect("state");
         let b = t.elapsed();
         println!("state opened: {}", resident());
+        for (part, bytes) in state.heap_bytes() {
+            println!("  {part}: {:.1} MB", bytes as f64 / 1e6);
+        }
         let (cat, _) = Catalog::open(&dir.join("index"), &j).expect("catalog");
         let c = t.elapsed();
         println!("catalog opened: {}", resident());

@@ -104,6 +104,20 @@ fn id_in<'a>(text: &'a str, ends: &[usize], n: u32) -> &'a str {
 }
 
 impl Events {
+    /// Heap bytes held, by part, from the structures' capacities (a lower bound: the
+    /// allocator's own overhead is not counted).
+    pub(crate) fn heap_bytes(&self) -> [(&'static str, usize); 4] {
+        // hashbrown: a bucket of 4 bytes and a control byte per slot, slots a power of two
+        // at most 8/7 of the capacity.
+        let slots = if self.table.capacity() == 0 { 0 } else { (self.table.capacity() * 8 / 7).next_power_of_two() };
+        [
+            ("event ids' text", self.id_text.capacity()),
+            ("event ids' ends", self.id_ends.capacity() * std::mem::size_of::<usize>()),
+            ("event locators", self.recs.capacity() * std::mem::size_of::<EventRec>()),
+            ("event id table", slots * (std::mem::size_of::<u32>() + 1)),
+        ]
+    }
+
     /// The id of event `n`.
     pub(crate) fn id(&self, n: u32) -> &str {
         id_in(&self.id_text, &self.id_ends, n)

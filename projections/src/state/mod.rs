@@ -156,6 +156,15 @@ impl State {
         self.entries.versions.values().map(|s| (s.offset, &s.version))
     }
 
+    /// Heap bytes the state's largest parts hold, by part, estimated from their capacities
+    /// (lower bounds; entries and tombstones, few beside events, are left out): for memory
+    /// benchmarks.
+    pub fn heap_bytes(&self) -> Vec<(&'static str, usize)> {
+        let mut parts: Vec<(&'static str, usize)> = self.events.heap_bytes().to_vec();
+        parts.extend(self.sessions.heap_bytes());
+        parts
+    }
+
     /// A deterministic hash of the whole state, derived structures included: equal states
     /// built in any way (record by record, from a snapshot, by a full replay) hash equal.
     pub fn digest(&self) -> u64 {

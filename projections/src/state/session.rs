@@ -72,6 +72,22 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
+    /// Heap bytes held by the sessions' ordered event lists and the rest of their slots,
+    /// estimated: a B-tree element is counted at its size, its nodes' overhead not at all (a
+    /// lower bound), ids and texts at their capacities.
+    pub(crate) fn heap_bytes(&self) -> [(&'static str, usize); 2] {
+        let element = std::mem::size_of::<(i64, u64, u32, u32)>();
+        let lists: usize = self.slots.iter().map(|s| s.events.len() * element).sum();
+        let cap = |o: &Option<String>| o.as_ref().map_or(0, String::capacity);
+        let rest: usize = self.slots.capacity() * std::mem::size_of::<SessionState>()
+            + self
+                .slots
+                .iter()
+                .map(|s| s.session.len() + cap(&s.project) + cap(&s.title) + cap(&s.first_prompt) + cap(&s.prompt_event))
+                .sum::<usize>();
+        [("session event lists (elements only)", lists), ("sessions", rest)]
+    }
+
     /// The number of the session `session` of source `source`.
     pub(crate) fn find(&self, source: u16, session: &str) -> Option<u32> {
         self.by_id.get(session)?.iter().find(|(s, _)| *s == source).map(|&(_, n)| n)
