@@ -2,9 +2,14 @@
 //! "Cursor snapshot"): a cache of what a prefix of the journal holds is saved with the store
 //! id, epoch and offset it reflects, and checksums of itself and of its body, so that a
 //! reader can tell a snapshot of this journal that reached the disk whole from anything else.
-//! What the body holds is the projection's own business.
+//! What the body holds is the projection's own business. The file is read and written here
+//! too ([`read_file`], [`write_file`]), the same way for every kind.
+
+use std::io;
+use std::path::{Path, PathBuf};
 
 use crate::segment::StoreId;
+use crate::vfs::Vfs;
 
 /// Size of the header.
 pub const SNAPSHOT_HEADER_SIZE: usize = 64;
@@ -111,10 +116,105 @@ impl SnapshotOf {
     }
 }
 
+/// A snapshot file that could not be written: the operation, the file, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{op} {path}: {source}")]
+pub struct WriteError {
+    /// The operation that failed.
+    pub op: &'static str,
+    /// The file it was made on.
+    pub path: PathBuf,
+    /// The underlying error.
+    #[source]
+    pub source: io::Error,
+}
+
+/// The temporary file this process writes before renaming it to `path`: named by the process,
+/// so that processes saving at once (every agent's `origin mcp` on one store) each rename a
+/// whole file of their own.
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(format!(".{}.tmp", std::process::id()));
+    PathBuf::from(p)
+}
+
+/// Writes a snapshot file's `bytes` to `path` through `vfs`: to a temporary file of this
+/// process, synced, then renamed into place. The directory is not synced: losing a snapshot
+/// costs a rebuild, never a wrong answer. A write that fails removes its temporary file.
+pub fn write_file(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    fn err<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> WriteError + 'p {
+        move |source| WriteError { op, path: path.to_path_buf(), source }
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        vfs.create_dir_all(dir).map_err(err("create directory", dir))?;
+    }
+    let tmp = tmp_path(path);
+    let written = (|| {
+        if vfs.exists(&tmp).map_err(err("stat", &tmp))? {
+            vfs.remove_file(&tmp).map_err(err("remove", &tmp))?;
+        }
+        let f = vfs.create_new(&tmp).map_err(err("create", &tmp))?;
+        f.write_all_at(bytes, 0).map_err(err("write", &tmp))?;
+        f.sync_data().map_err(err("fdatasync", &tmp))?;
+        drop(f);
+        vfs.rename(&tmp, path).map_err(err("rename", &tmp))
+    })();
+    if written.is_err() {
+        // Best effort: the write's own error is the one returned.
+        let _ = vfs.remove_file(&tmp);
+    }
+    written
+}
+
+/// Reads the snapshot file at `path` through `vfs`: `None` if there is none, its bytes, or why
+/// it cannot be used (it cannot be read, or is over `max_bytes`).
+pub fn read_file(vfs: &dyn Vfs, path: &Path, max_bytes: u64) -> Result<Option<Vec<u8>>, String> {
+    match vfs.exists(path) {
+        Ok(false) => return Ok(None),
+        Ok(true) => {}
+        Err(e) => return Err(format!("cannot stat {}: {e}", path.display())),
+    }
+    let read = || -> io::Result<Result<Vec<u8>, String>> {
+        let f = vfs.open_read(path)?;
+        let len = f.len()?;
+        if len > max_bytes {
+            return Ok(Err(format!("{len} bytes, over the {max_bytes}-byte limit")));
+        }
+        let mut buf = vec![0u8; len as usize];
+        f.read_exact_at(&mut buf, 0)?;
+        Ok(Ok(buf))
+    };
+    match read() {
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Ok(Err(reason)) => Err(reason),
+        Ok(Ok(bytes)) => Ok(Some(bytes)),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snapshot_file_is_written_whole_read_back_bounded_and_leaves_no_temporary_on_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let vfs = crate::vfs::OsFs;
+        let path = dir.path().join("sub").join("x.snap");
+        assert_eq!(read_file(&vfs, &path, 100).unwrap(), None);
+        write_file(&vfs, &path, b"first").unwrap();
+        write_file(&vfs, &path, b"second, longer").unwrap();
+        assert_eq!(read_file(&vfs, &path, 100).unwrap().as_deref(), Some(&b"second, longer"[..]));
+        assert!(read_file(&vfs, &path, 5).unwrap_err().contains("over the 5-byte limit"));
+        // A rename over a directory fails: the error names it, and no temporary file is left.
+        let blocked = dir.path().join("blocked");
+        std::fs::create_dir_all(blocked.join("inside")).unwrap();
+        let e = write_file(&vfs, &blocked, b"x").unwrap_err();
+        assert_eq!(e.op, "rename", "{e}");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 2, "only `sub` and `blocked`: {left:?}");
+        assert!(std::fs::read_dir(dir.path().join("sub")).unwrap().all(|e| e.unwrap().file_name() == "x.snap"));
+    }
 
     #[test]
     fn snapshot_header_seals_and_opens_and_refuses_every_damaged_byte() {

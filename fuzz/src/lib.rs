@@ -95,3 +95,28 @@ pub fn run_adapter(adapter: &dyn Adapter, files: &[LogFile], data: &[u8], prepar
     }
     (parsed, malformed)
 }
+
+/// A snapshot file input (`[mode, snapshot bytes…]`, as the `snapshot` and `cursor_snapshot`
+/// targets take it): its bytes, with mode bit 0 fixing up the body length and both CRCs of the
+/// header (`origin_engine::snapshot`) so that the body decoder is reached; and the store id and
+/// epoch the header names, to expect, so that inputs are not all refused as another store's.
+pub fn snapshot_input(data: &[u8]) -> Option<(Vec<u8>, origin_engine::StoreId, u64)> {
+    use origin_engine::snapshot::SNAPSHOT_HEADER_SIZE as HEADER;
+    let (&mode, rest) = data.split_first()?;
+    let mut bytes = rest.to_vec();
+    if bytes.len() < HEADER {
+        return Some((bytes, [0u8; 16], 0));
+    }
+    if mode & 1 != 0 {
+        let body_len = (bytes.len() - HEADER) as u64;
+        bytes[48..56].copy_from_slice(&body_len.to_le_bytes());
+        let body_crc = crc32fast::hash(&bytes[HEADER..]);
+        bytes[56..60].copy_from_slice(&body_crc.to_le_bytes());
+        let header_crc = crc32fast::hash(&bytes[..60]);
+        bytes[60..64].copy_from_slice(&header_crc.to_le_bytes());
+    }
+    let mut store = [0u8; 16];
+    store.copy_from_slice(&bytes[16..32]);
+    let epoch = u64_at(&bytes, 32);
+    Some((bytes, store, epoch))
+}

@@ -39,14 +39,8 @@ pub enum IngestError {
     #[error("{0}")]
     Worker(String),
     /// The cursor snapshot could not be written.
-    #[error("cursor snapshot {path}: {source}")]
-    Snapshot {
-        /// The snapshot file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: io::Error,
-    },
+    #[error("cursor snapshot: {0}")]
+    Snapshot(#[source] origin_engine::snapshot::WriteError),
     /// The store's ingest lock could not be taken.
     #[error("ingest lock {path}: {source}")]
     Lock {
@@ -284,7 +278,7 @@ impl Ingester {
             return Ok(());
         }
         snapshot::save(path, &c, self.journal.store_id(), self.journal.epoch())
-            .map_err(|source| IngestError::Snapshot { path: path.clone(), source })?;
+            .map_err(IngestError::Snapshot)?;
         *saved_to = Some(c.read_to);
         Ok(())
     }

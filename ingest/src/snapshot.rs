@@ -7,11 +7,11 @@
 //! rebuilt from the journal. So cursors still come from the journal: a snapshot only says
 //! what a prefix of it held.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 
-use origin_engine::snapshot::SnapshotOf;
+use origin_engine::snapshot::{read_file, write_file, SnapshotOf, WriteError};
+use origin_engine::vfs::OsFs;
 use origin_engine::{Journal, StoreId};
 
 use crate::cursor::Cursors;
@@ -61,54 +61,22 @@ pub fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<Cursors, St
     Ok(cursors)
 }
 
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(format!(".{}.tmp", std::process::id()));
-    PathBuf::from(p)
-}
-
-/// Writes a snapshot of `cursors` next to `path` and renames it into place. The file is synced
-/// before the rename, the directory is not: losing a snapshot costs a rebuild, never a wrong
-/// cursor. A write that fails removes its temporary file.
-pub fn save(path: &Path, cursors: &Cursors, store_id: StoreId, epoch: u64) -> io::Result<()> {
-    let bytes = encode(cursors, store_id, epoch).map_err(io::Error::other)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir)?;
-    }
-    let tmp = tmp_path(path);
-    let written = (|| {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_data()?;
-        drop(f);
-        fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        // Best effort: the write's own error is the one returned.
-        let _ = fs::remove_file(&tmp);
-    }
-    written
+/// Writes a snapshot of `cursors` next to `path` and renames it into place
+/// ([`origin_engine::snapshot::write_file`]).
+pub fn save(path: &Path, cursors: &Cursors, store_id: StoreId, epoch: u64) -> Result<(), WriteError> {
+    let bytes = encode(cursors, store_id, epoch)
+        .map_err(|reason| WriteError { op: "encode", path: path.to_path_buf(), source: io::Error::other(reason) })?;
+    write_file(&OsFs, path, &bytes)
 }
 
 /// Reads the snapshot at `path` for the journal of `store_id` and `epoch`, whose records end
 /// at `journal_end`: the cursors, or what became of it (anything wrong, including failing to
 /// read it, means rebuild).
 pub fn load(path: &Path, store_id: StoreId, epoch: u64, journal_end: u64) -> Result<Cursors, SnapshotUse> {
-    let read = || -> io::Result<Result<Vec<u8>, String>> {
-        let f = File::open(path)?;
-        let len = f.metadata()?.len();
-        if len > CURSORS_SNAPSHOT_SIZE_BYTES_MAX {
-            return Ok(Err(format!("{len} bytes, over the {CURSORS_SNAPSHOT_SIZE_BYTES_MAX}-byte limit")));
-        }
-        let mut buf = Vec::with_capacity(len as usize);
-        f.take(len).read_to_end(&mut buf)?;
-        Ok(Ok(buf))
-    };
-    let bytes = match read() {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(SnapshotUse::Missing),
-        Err(e) => return Err(SnapshotUse::Rejected { reason: format!("cannot read {}: {e}", path.display()) }),
-        Ok(Err(reason)) => return Err(SnapshotUse::Rejected { reason }),
-        Ok(Ok(bytes)) => bytes,
+    let bytes = match read_file(&OsFs, path, CURSORS_SNAPSHOT_SIZE_BYTES_MAX) {
+        Ok(None) => return Err(SnapshotUse::Missing),
+        Err(reason) => return Err(SnapshotUse::Rejected { reason }),
+        Ok(Some(bytes)) => bytes,
     };
     match decode(&bytes, store_id, epoch) {
         Ok(c) if c.read_to > journal_end => {

@@ -2,7 +2,7 @@
 //! body, encoded by hand (FORMAT.md, "State snapshot"). A snapshot that does not check out in
 //! every byte is never trusted: the state is rebuilt from the journal instead.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use origin_engine::record::{Citation, EntryKind, EntryVersion, EventKind, Forgotten, Restored, Role};
 use origin_engine::vfs::Vfs;
@@ -398,52 +398,18 @@ pub fn reencode(bytes: &[u8], store_id: StoreId, epoch: u64) -> std::result::Res
     decode(bytes, store_id, epoch).map(|s| encode(&s, store_id, epoch))
 }
 
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(".tmp");
-    PathBuf::from(p)
-}
-
-/// Writes a snapshot next to `path` and renames it into place. The file is synced before the
-/// rename, the directory is not: losing a snapshot costs a rebuild, never a wrong answer.
+/// Writes a snapshot next to `path` and renames it into place
+/// ([`origin_engine::snapshot::write_file`]).
 pub(crate) fn save(vfs: &dyn Vfs, path: &Path, s: &State, store_id: StoreId, epoch: u64) -> Result<()> {
-    let bytes = encode(s, store_id, epoch);
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        vfs.create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
-    }
-    let tmp = tmp_path(path);
-    if vfs.exists(&tmp).map_err(|e| Error::io("stat", &tmp, e))? {
-        vfs.remove_file(&tmp).map_err(|e| Error::io("remove", &tmp, e))?;
-    }
-    let f = vfs.create_new(&tmp).map_err(|e| Error::io("create", &tmp, e))?;
-    f.write_all_at(&bytes, 0).map_err(|e| Error::io("write", &tmp, e))?;
-    f.sync_data().map_err(|e| Error::io("fdatasync", &tmp, e))?;
-    drop(f);
-    vfs.rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e))?;
-    Ok(())
+    origin_engine::snapshot::write_file(vfs, path, &encode(s, store_id, epoch)).map_err(|e| Error::io(e.op, e.path, e.source))
 }
 
 /// Reads a snapshot; anything wrong with it (including failing to read it) means rebuild.
 pub(crate) fn load(vfs: &dyn Vfs, path: &Path, store_id: StoreId, epoch: u64) -> Load {
-    match vfs.exists(path) {
-        Ok(false) => return Load::Missing,
-        Ok(true) => {}
-        Err(e) => return Load::Rejected(format!("cannot stat {}: {e}", path.display())),
-    }
-    let read = || -> std::io::Result<Result<Vec<u8>, String>> {
-        let f = vfs.open_read(path)?;
-        let len = f.len()?;
-        if len > SNAPSHOT_SIZE_BYTES_MAX {
-            return Ok(Err(format!("{len} bytes, over the {SNAPSHOT_SIZE_BYTES_MAX}-byte limit")));
-        }
-        let mut buf = vec![0u8; len as usize];
-        f.read_exact_at(&mut buf, 0)?;
-        Ok(Ok(buf))
-    };
-    match read() {
-        Err(e) => Load::Rejected(format!("cannot read {}: {e}", path.display())),
-        Ok(Err(reason)) => Load::Rejected(reason),
-        Ok(Ok(bytes)) => match decode(&bytes, store_id, epoch) {
+    match origin_engine::snapshot::read_file(vfs, path, SNAPSHOT_SIZE_BYTES_MAX) {
+        Ok(None) => Load::Missing,
+        Err(reason) => Load::Rejected(reason),
+        Ok(Some(bytes)) => match decode(&bytes, store_id, epoch) {
             Ok(s) => Load::Loaded(s),
             Err(reason) => Load::Rejected(reason),
         },
