@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::segment::StoreId;
-use crate::vfs::Vfs;
+use crate::vfs::{LockMode, Vfs};
 
 /// Size of the header.
 pub const SNAPSHOT_HEADER_SIZE: usize = 64;
@@ -129,18 +129,19 @@ pub struct WriteError {
     pub source: io::Error,
 }
 
-/// The temporary file this process writes before renaming it to `path`: named by the process,
-/// so that processes saving at once (every agent's `origin mcp` on one store) each rename a
-/// whole file of their own.
-fn tmp_path(path: &Path) -> PathBuf {
+/// `path` with `suffix` appended to its file name.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut p = path.as_os_str().to_owned();
-    p.push(format!(".{}.tmp", std::process::id()));
+    p.push(suffix);
     PathBuf::from(p)
 }
 
-/// Writes a snapshot file's `bytes` to `path` through `vfs`: to a temporary file of this
-/// process, synced, then renamed into place. The directory is not synced: losing a snapshot
-/// costs a rebuild, never a wrong answer. A write that fails removes its temporary file.
+/// Writes a snapshot file's `bytes` to `path` through `vfs`: to `<path>.tmp`, synced, then
+/// renamed into place, under an exclusive lock on `<path>.lock`, so that processes saving at
+/// once (every agent's `origin mcp` on one store) take turns and each renames a whole file of
+/// its own. A temporary file a killed writer left is replaced by the next, never piled up. The
+/// directory is not synced: losing a snapshot costs a rebuild, never a wrong answer. A write
+/// that fails removes its temporary file.
 pub fn write_file(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     fn err<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> WriteError + 'p {
         move |source| WriteError { op, path: path.to_path_buf(), source }
@@ -148,7 +149,9 @@ pub fn write_file(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<(), WriteE
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         vfs.create_dir_all(dir).map_err(err("create directory", dir))?;
     }
-    let tmp = tmp_path(path);
+    let lock = beside(path, ".lock");
+    let _turn = vfs.lock(&lock, LockMode::Exclusive).map_err(err("lock", &lock))?;
+    let tmp = beside(path, ".tmp");
     let written = (|| {
         if vfs.exists(&tmp).map_err(err("stat", &tmp))? {
             vfs.remove_file(&tmp).map_err(err("remove", &tmp))?;
@@ -212,8 +215,18 @@ mod tests {
         let e = write_file(&vfs, &blocked, b"x").unwrap_err();
         assert_eq!(e.op, "rename", "{e}");
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(left.len(), 2, "only `sub` and `blocked`: {left:?}");
-        assert!(std::fs::read_dir(dir.path().join("sub")).unwrap().all(|e| e.unwrap().file_name() == "x.snap"));
+        let mut left: Vec<String> = left.into_iter().map(|n| n.to_string_lossy().into_owned()).collect();
+        left.sort();
+        assert_eq!(left, ["blocked", "blocked.lock", "sub"], "no temporary file left");
+        assert!(std::fs::read_dir(dir.path().join("sub")).unwrap().all(|e| {
+            let name = e.unwrap().file_name();
+            name == "x.snap" || name == "x.snap.lock"
+        }));
+        // A temporary file a killed writer left is replaced, and the write goes through.
+        std::fs::write(dir.path().join("sub").join("x.snap.tmp"), b"torn").unwrap();
+        write_file(&vfs, &path, b"third").unwrap();
+        assert_eq!(read_file(&vfs, &path, 100).unwrap().as_deref(), Some(&b"third"[..]));
+        assert!(!dir.path().join("sub").join("x.snap.tmp").exists());
     }
 
     #[test]
