@@ -1106,6 +1106,14 @@ impl<'a> PostingCursor<'a> {
         self.tfs[self.i]
     }
 
+    /// The current document's length code, as its block stores it (the same as the
+    /// document table's, without reading that table at a random place: a cache miss per
+    /// document scored, most of a partial pass with cold caches).
+    #[inline]
+    pub(crate) fn code(&self) -> u8 {
+        self.term.bytes[self.codes.start + self.i]
+    }
+
     /// The current block's ordinals and frequencies (empty past the end).
     #[inline]
     pub(crate) fn block_docs(&self) -> (&[u32], &[u32]) {

@@ -493,6 +493,11 @@ impl Union<'_> {
         self.parts.iter().filter(|t| t.cursor.doc() == doc).map(|t| t.cursor.tf()).sum()
     }
 
+    /// The length code of `doc`, from a part standing on it (`None` if none does).
+    fn code_at(&self, doc: u32) -> Option<u8> {
+        self.parts.iter().find(|t| t.cursor.doc() == doc).map(|t| t.cursor.code())
+    }
+
     /// Documents of its parts together (a document in both counted twice).
     fn len(&self) -> u64 {
         self.parts.iter().map(|t| u64::from(t.cursor.len())).sum()
@@ -1320,7 +1325,8 @@ fn partial_view<'v>(
         if cand == END {
             return Ok(None);
         }
-        let code = codes[cand as usize];
+        // From a cursor standing on it (a term candidates come from stands on `cand`).
+        let code = terms[essential..].iter().find_map(|t| t.1.code_at(cand)).unwrap_or_else(|| codes[cand as usize]);
         contrib.iter_mut().for_each(|c| *c = None);
         let mut sum = 0.0;
         for (qi, t, _) in &terms[essential..] {
@@ -1399,12 +1405,12 @@ struct Seed<'s, 'a> {
 }
 
 impl Seed<'_, '_> {
-    /// Scores `doc` with `own` (the rare term and its part) and every term of
+    /// Scores `doc` (of length code `code`) with `own` (the rare term and its part) and every term of
     /// `terms` found there by seeking (their cursors stand before or at `doc`; `rest[k]`
     /// bounds the parts of `terms[k..]` together), and offers it. Passed as soon as what is
     /// found with what is left to seek cannot reach the weakest held.
-    fn offer(&self, doc: u32, own: (usize, f64), terms: &mut [(usize, Union<'_>)], rest: &[f64], contrib: &mut [Option<f64>], top: &mut TopK) -> Result<(), IndexError> {
-        let code = self.view.docs().codes()[doc as usize];
+    #[allow(clippy::too_many_arguments)]
+    fn offer(&self, doc: u32, code: u8, own: (usize, f64), terms: &mut [(usize, Union<'_>)], rest: &[f64], contrib: &mut [Option<f64>], top: &mut TopK) -> Result<(), IndexError> {
         contrib.iter_mut().for_each(|c| *c = None);
         contrib[own.0] = Some(own.1);
         let mut sum = own.1;
@@ -1457,13 +1463,15 @@ impl Seed<'_, '_> {
         let mut doc = rare.doc();
         while doc != END {
             walked.push(doc);
-            let own = self.stats.term_coded(self.idfs[rqi], rare.tf_at(doc), codes[doc as usize]);
+            // The length code from the rare term's block, where it stands.
+            let code = rare.code_at(doc).unwrap_or_else(|| codes[doc as usize]);
+            let own = self.stats.term_coded(self.idfs[rqi], rare.tf_at(doc), code);
             // A document an earlier seed scored (holding its term too) is left out.
             if !below(own + others_bound, top.threshold())
                 && self.full_ordinals.binary_search(&doc).is_err()
                 && seeded.binary_search(&doc).is_err()
             {
-                self.offer(doc, (rqi, own), others, &rest, &mut contrib, top)?;
+                self.offer(doc, code, (rqi, own), others, &rest, &mut contrib, top)?;
             }
             rare.next_from(doc)?;
             doc = rare.doc();
@@ -1563,7 +1571,6 @@ impl OneEssential<'_> {
             let (prefix, ess, start) = (&prefixes[di], *ess, *start);
             let others = prefix[ess];
             let docs = view.docs();
-            let codes = docs.codes();
             let full_ordinals = &self.full_ordinals[*v];
             let (before, after) = terms.split_at_mut(ess);
             let (eqi, driver) = (after[0].0, &mut after[0].1.parts[0]);
@@ -1586,7 +1593,7 @@ impl OneEssential<'_> {
                 if cand < start || below(part + others, threshold) {
                     continue;
                 }
-                let code = codes[cand as usize];
+                let code = block_codes[i];
                 contrib.iter_mut().for_each(|c| *c = None);
                 contrib[eqi] = Some(part);
                 let mut sum = part;
