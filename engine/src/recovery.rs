@@ -113,17 +113,18 @@ pub enum Tail {
     Corrupt(String),
 }
 
-/// Classifies the bytes `bytes[p..]` (p relative to `bytes`), which a scan could not read.
+/// Classifies the bytes `bytes[p..]` (p relative to `bytes`, which start at file position
+/// `base_pos`), which a scan could not read. Positions in the verdict are file positions.
 ///
 /// Torn iff no valid frame starts anywhere after `p`, and the non-zero bytes from `p` are
 /// shorter than the frame they begin (its header is cut, or the length it declares runs past
 /// them), and they are not a whole frame by its trailer (a damaged length field).
 /// Only frames whose offset is at least `expected_offset` count as following frames, so a
 /// frame image carried inside some payload is not mistaken for one.
-pub fn classify_tail(bytes: &[u8], p: usize, expected_offset: u64, reason: &str) -> Tail {
+pub fn classify_tail(bytes: &[u8], base_pos: u64, p: usize, expected_offset: u64, reason: &str) -> Tail {
     let z = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1).max(p);
     if let Some(q) = find_next_valid(bytes, p + 1, expected_offset) {
-        return Tail::Corrupt(format!("{reason}; a valid frame follows at byte {q}"));
+        return Tail::Corrupt(format!("{reason}; a valid frame follows at byte {}", base_pos + q as u64));
     }
     let nonzero = &bytes[p..z];
     if nonzero.len() < FRAME_HEADER_SIZE {
@@ -164,15 +165,15 @@ mod tests {
         let whole = frames(3, 700);
         let last_start = whole.len() - (700 + FRAME_OVERHEAD);
         for cut in last_start..whole.len() {
-            assert_eq!(classify_tail(&whole[..cut], last_start, 2, "x"), Tail::Torn, "cut at {cut}");
+            assert_eq!(classify_tail(&whole[..cut], 0, last_start, 2, "x"), Tail::Torn, "cut at {cut}");
             let mut zeroed = whole.clone();
             zeroed[cut..].fill(0);
-            assert_eq!(classify_tail(&zeroed, last_start, 2, "x"), Tail::Torn, "zeroed from {cut}");
+            assert_eq!(classify_tail(&zeroed, 0, last_start, 2, "x"), Tail::Torn, "zeroed from {cut}");
         }
         for bit in 0..(700 + FRAME_OVERHEAD) * 8 {
             let mut b = whole.clone();
             b[last_start + bit / 8] ^= 1 << (bit % 8);
-            assert!(matches!(classify_tail(&b, last_start, 2, "x"), Tail::Corrupt(_)), "flip of bit {bit} called torn");
+            assert!(matches!(classify_tail(&b, 0, last_start, 2, "x"), Tail::Corrupt(_)), "flip of bit {bit} called torn");
         }
     }
 
@@ -190,7 +191,7 @@ mod tests {
         assert_eq!(scan.stop, Stop::Bad { pos: 64, reason: "record offset at the end of the offset space" });
         assert_eq!((scan.records, scan.next_offset, scan.end_pos), (0, u64::MAX, 64));
         // Never a torn tail: the frame is whole, so it is never cut.
-        assert!(matches!(classify_tail(&bytes, 0, u64::MAX, "x"), Tail::Corrupt(_)));
+        assert!(matches!(classify_tail(&bytes, 0, 0, u64::MAX, "x"), Tail::Corrupt(_)));
     }
 
     #[test]
@@ -200,6 +201,6 @@ mod tests {
         let scan = scan_frames(&b, 0, 0, 0, None, |_, _| {});
         let Stop::Bad { pos, .. } = scan.stop else { panic!("scan passed damage") };
         assert_eq!(pos, 0);
-        assert!(matches!(classify_tail(&b, 0, 0, "x"), Tail::Corrupt(_)));
+        assert!(matches!(classify_tail(&b, 0, 0, 0, "x"), Tail::Corrupt(_)));
     }
 }

@@ -286,7 +286,7 @@ pub(crate) fn walk_inner(
                 Stop::Bad { pos: p, reason } => {
                     let resume = find_next_valid(data, p as usize + 1, 0);
                     if last && resume.is_none() {
-                        if let Tail::Torn = classify_tail(data, p as usize, next, reason) {
+                        if let Tail::Torn = classify_tail(data, 0, p as usize, next, reason) {
                             report.torn_tail = Some(Damage {
                                 segment: path.clone(),
                                 position: p,
@@ -308,7 +308,7 @@ pub(crate) fn walk_inner(
                         }
                         None => (data.len() as u64, None),
                     };
-                    let reason = match classify_tail(data, p as usize, next, reason) {
+                    let reason = match classify_tail(data, 0, p as usize, next, reason) {
                         Tail::Corrupt(r) => r,
                         Tail::Torn => reason.to_owned(),
                     };

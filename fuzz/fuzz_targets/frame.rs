@@ -77,10 +77,10 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Some((pos, reason)) = stop_pos {
         let rel = (pos - base_pos) as usize;
-        let _ = classify_tail(&bytes, rel, scan.next_offset, reason);
+        let _ = classify_tail(&bytes, base_pos, rel, scan.next_offset, reason);
         let _ = find_next_valid(&bytes, rel + 1, 0);
     }
     // The tail rules at an arbitrary position too.
     let p = (tail_pos as usize).min(bytes.len());
-    let _ = classify_tail(&bytes, p, next_offset, "fuzz");
+    let _ = classify_tail(&bytes, base_pos, p, next_offset, "fuzz");
 });
