@@ -51,7 +51,8 @@ pub(crate) fn digest(s: &State) -> u64 {
         h.str(&st.session);
         h.u64(st.visible_count);
         h.u64(st.events.len() as u64);
-        for &(time, offset, index, n) in &st.events {
+        for n in st.events.iter() {
+            let (time, offset, index) = s.events.recs[n as usize].order_key();
             h.u64(time as u64);
             h.u64(offset);
             h.u64(u64::from(index));

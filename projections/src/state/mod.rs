@@ -264,8 +264,7 @@ impl State {
         }
         let visible = self.tombstones.hidden_by(id).is_none();
         let s = &mut self.sessions.slots[rec.session as usize];
-        let (t, o, i) = rec.order_key();
-        s.events.insert((t, o, i, n));
+        s.events.insert(n, &self.events.recs);
         if visible {
             s.visible_count += 1;
         }
@@ -280,8 +279,7 @@ impl State {
         }
         let visible = self.tombstones.hidden_by(id).is_none();
         let s = &mut self.sessions.slots[old.session as usize];
-        let (t, o, i) = old.order_key();
-        if s.events.remove(&(t, o, i, n)) && visible {
+        if s.events.remove(n, old.order_key(), &self.events.recs) && visible {
             assert!(s.visible_count > 0, "session {} counts no visible event to remove", s.session);
             s.visible_count -= 1;
         }
@@ -546,8 +544,9 @@ impl State {
             return None;
         }
         let visible = |n: u32| self.tombstones.hidden_by(self.events.id(n)).is_none();
-        let started = s.events.iter().find(|e| visible(e.3))?.0;
-        let ended = s.events.iter().rev().find(|e| visible(e.3))?.0;
+        let time = |n: u32| self.events.recs[n as usize].time_unix_ms;
+        let started = time(s.events.iter().find(|&n| visible(n))?);
+        let ended = time(s.events.iter().rev().find(|&n| visible(n))?);
         let prompt = match (&s.title, &s.prompt_event) {
             (Some(_), _) => None,
             (None, Some(e)) if self.tombstones.hidden_by(e).is_some() => None,
@@ -609,16 +608,16 @@ impl State {
             },
             None => None,
         };
-        let mut keys: Vec<&(i64, u64, u32, u32)> = self
+        let mut numbers: Vec<u32> = self
             .sessions
             .with_id(session)
             .iter()
             .filter(|(s, _)| source.is_none_or(|n| *s == n))
             .flat_map(|&(_, n)| self.sessions.slots[n as usize].events.iter())
             .collect();
-        keys.sort();
-        keys.into_iter()
-            .map(|k| k.3)
+        numbers.sort_by_key(|&n| (self.events.recs[n as usize].order_key(), n));
+        numbers
+            .into_iter()
             .filter(|&n| self.tombstones.hidden_by(self.events.id(n)).is_none())
             .filter(|&n| include_tools || listed_by_default(self.events.recs[n as usize].kind))
             .take(limit.min(LISTING_COUNT_MAX))

@@ -1,8 +1,10 @@
 //! Sessions: per source and session, what the agent called it, how it began, and its events.
 
-use std::collections::BTreeSet;
+use std::cmp::Ordering;
 
 use rustc_hash::FxHashMap;
+
+use crate::state::event::EventRec;
 
 /// The session number of an event that belongs to none (a memory file version).
 pub(crate) const NO_SESSION: u32 = u32::MAX;
@@ -57,10 +59,62 @@ pub(crate) struct SessionState {
     pub(crate) first_prompt: Option<String>,
     /// The event the first prompt came from, if it could be told.
     pub(crate) prompt_event: Option<String>,
-    /// (time, offset, index, event number) of its events, in order.
-    pub(crate) events: BTreeSet<(i64, u64, u32, u32)>,
+    /// Its events, in order.
+    pub(crate) events: SessionEvents,
     /// Events not hidden.
     pub(crate) visible_count: u64,
+}
+
+/// A session's events: their numbers, ordered by their records' order keys (time, then
+/// journal position), then number. Four bytes an event: a set of (time, offset, index,
+/// number) keys held 24 bytes an event and a B-tree's nodes (about 30 MB and more for a
+/// million events, in every process that has the store open).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SessionEvents(Vec<u32>);
+
+/// The place of event `n` (whose key is `key`) among events ordered by key, then number.
+fn order(recs: &[EventRec], m: u32, n: u32, key: (i64, u64, u32)) -> Ordering {
+    (recs[m as usize].order_key(), m).cmp(&(key, n))
+}
+
+impl SessionEvents {
+    /// Numbers in order: the numbers of events of `recs`, sorted.
+    pub(crate) fn from_numbers(mut numbers: Vec<u32>, recs: &[EventRec]) -> SessionEvents {
+        numbers.sort_unstable_by_key(|&n| (recs[n as usize].order_key(), n));
+        numbers.shrink_to_fit();
+        SessionEvents(numbers)
+    }
+
+    /// Adds event `n`, whose record in `recs` is current.
+    pub(crate) fn insert(&mut self, n: u32, recs: &[EventRec]) {
+        let key = recs[n as usize].order_key();
+        // Events come mostly in order: the end first.
+        if self.0.last().is_none_or(|&m| order(recs, m, n, key) == Ordering::Less) {
+            self.0.push(n);
+        } else if let Err(at) = self.0.binary_search_by(|&m| order(recs, m, n, key)) {
+            self.0.insert(at, n);
+        }
+    }
+
+    /// Removes event `n`, placed by `key` (its key when it was added: its record in `recs` may
+    /// have been replaced since); true if it was there.
+    pub(crate) fn remove(&mut self, n: u32, key: (i64, u64, u32), recs: &[EventRec]) -> bool {
+        let found = self.0.binary_search_by(|&m| if m == n { Ordering::Equal } else { order(recs, m, n, key) });
+        found.map(|at| self.0.remove(at)).is_ok()
+    }
+
+    /// The numbers, in order.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = u32> + '_ {
+        self.0.iter().copied()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.0.capacity() * std::mem::size_of::<u32>()
+    }
 }
 
 /// Sessions by number (first seen first), found by id and source.
@@ -72,12 +126,10 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
-    /// Heap bytes held by the sessions' ordered event lists and the rest of their slots,
-    /// estimated: a B-tree element is counted at its size, its nodes' overhead not at all (a
-    /// lower bound), ids and texts at their capacities.
+    /// Heap bytes held by the sessions' ordered event lists and the rest of their slots, from
+    /// their capacities.
     pub(crate) fn heap_bytes(&self) -> [(&'static str, usize); 2] {
-        let element = std::mem::size_of::<(i64, u64, u32, u32)>();
-        let lists: usize = self.slots.iter().map(|s| s.events.len() * element).sum();
+        let lists: usize = self.slots.iter().map(|s| s.events.heap_bytes()).sum();
         let cap = |o: &Option<String>| o.as_ref().map_or(0, String::capacity);
         let rest: usize = self.slots.capacity() * std::mem::size_of::<SessionState>()
             + self
@@ -85,7 +137,7 @@ impl Sessions {
                 .iter()
                 .map(|s| s.session.len() + cap(&s.project) + cap(&s.title) + cap(&s.first_prompt) + cap(&s.prompt_event))
                 .sum::<usize>();
-        [("session event lists (elements only)", lists), ("sessions", rest)]
+        [("session event lists", lists), ("sessions", rest)]
     }
 
     /// The number of the session `session` of source `source`.

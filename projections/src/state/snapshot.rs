@@ -13,7 +13,7 @@ use crate::state::bytes::{Reader, Refusal, Writer};
 use crate::state::entry::Stored;
 use crate::state::error::{Error, Result};
 use crate::state::event::EventRec;
-use crate::state::session::NO_SESSION;
+use crate::state::session::{SessionEvents, NO_SESSION};
 use crate::state::limits::SNAPSHOT_SIZE_BYTES_MAX;
 use crate::state::tombstone::StoredTombstone;
 use crate::state::State;
@@ -320,7 +320,7 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
     let event_count = r.count(34)?;
     let id_text = r.text()?;
     s.events.reserve(event_count, id_text.len());
-    let mut orders: Vec<Vec<(i64, u64, u32, u32)>> = vec![Vec::new(); s.sessions.slots.len()];
+    let mut orders: Vec<Vec<u32>> = vec![Vec::new(); s.sessions.slots.len()];
     let mut id_start = 0usize;
     for i in 0..event_count {
         let id_len = r.u32()? as usize;
@@ -352,11 +352,9 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
         }
         debug_assert_eq!(n as usize, i);
         // What `State::attach` does for an event of a session, except that the session's
-        // order is gathered in a list and made a set once at the end (built from sorted
-        // keys, not by a million inserts).
+        // events are gathered in a list and put in order once at the end.
         if rec.session != NO_SESSION {
-            let (time, offset, index) = rec.order_key();
-            orders[rec.session as usize].push((time, offset, index, n));
+            orders[rec.session as usize].push(n);
             if s.tombstones.hidden_by(id).is_none() {
                 s.sessions.slots[rec.session as usize].visible_count += 1;
             }
@@ -365,8 +363,8 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
     if id_start != id_text.len() {
         return Err(format!("the ids' text holds {} bytes after the last event's id", id_text.len() - id_start));
     }
-    for (slot, order) in s.sessions.slots.iter_mut().zip(orders) {
-        slot.events = order.into_iter().collect();
+    for (slot, numbers) in s.sessions.slots.iter_mut().zip(orders) {
+        slot.events = SessionEvents::from_numbers(numbers, &s.events.recs);
     }
     if r.remaining() != 0 {
         return Err(format!("{} bytes after the last section", r.remaining()));

@@ -466,6 +466,32 @@ fn reingested_event_replaces_the_earlier_with_the_same_id() {
     assert!(matches!(s.event_body(&j, &eid("nope")).unwrap(), Lookup::Unknown));
 }
 
+/// A session's events are kept in order of time, whatever order they come in, and moved when
+/// a later version of their file gives them another time: its start and end are its first and
+/// last visible events.
+#[test]
+fn session_start_and_end_follow_events_in_time_order_whatever_order_they_come_in() {
+    let (_fs, j, mut s) = build(&[
+        ingested(vec![msg("e3", "s1", 30, "c"), msg("e1", "s1", 10, "a"), msg("e5", "s1", 50, "e")], vec![]),
+        ingested(vec![msg("e2", "s1", 20, "b"), msg("e4", "s1", 40, "d")], vec![]),
+    ]);
+    let span = |s: &State| s.session(SOURCE, "s1").map(|x| (x.started_unix_ms, x.ended_unix_ms, x.event_count));
+    assert_eq!(span(&s), Some((10, 50, 5)));
+    // e1 moves to the end, e5 to the start.
+    append(&j, &[ingested(vec![msg("e1", "s1", 60, "a"), msg("e5", "s1", 5, "e")], vec![])]);
+    s.catch_up(&j).unwrap();
+    assert_eq!(span(&s), Some((5, 60, 5)));
+    // The first and last hidden: the next ones in time start and end it.
+    for (n, gone) in ["e5", "e1"].into_iter().enumerate() {
+        let plan = s.forget_plan(&eid(gone)).unwrap();
+        append(&j, &[forget_with(&format!("tmb_{n}"), &eid(gone), &plan)]);
+        s.catch_up(&j).unwrap();
+    }
+    assert_eq!(span(&s), Some((20, 40, 3)));
+    let listed: Vec<String> = s.session_events(None, "s1", false, 50).into_iter().map(|m| m.id).collect();
+    assert_eq!(listed, [eid("e2"), eid("e3"), eid("e4")]);
+}
+
 #[test]
 fn quote_finds_recent_message_else_tool_result_never_tool_call() {
     let q = "Keep each commit to ONE purpose";
