@@ -4,8 +4,10 @@
 //! reads them from its file when asked.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::bm25;
+use super::segment::reader::Backing;
 use super::limits::{META_STRING_SIZE_BYTES_MAX, SEGMENT_DOCS_MAX};
 use super::{DocId, DocMeta, Scope};
 
@@ -34,10 +36,76 @@ pub(crate) struct DocRow {
     pub position: u32,
 }
 
+/// A table's rows: held, for a table being built, or read from its segment's file where they
+/// were checked when it opened (40 bytes a document that every process with the store open
+/// shares through the page cache, instead of a copy in each).
+#[derive(Clone)]
+enum Rows {
+    Held(Vec<DocRow>),
+    InFile { file: Arc<Backing>, at: usize, count: usize },
+}
+
+impl Default for Rows {
+    fn default() -> Rows {
+        Rows::Held(Vec::new())
+    }
+}
+
+impl std::fmt::Debug for Rows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rows::Held(rows) => write!(f, "{} rows held", rows.len()),
+            Rows::InFile { at, count, .. } => write!(f, "{count} rows in the file at byte {at}"),
+        }
+    }
+}
+
+/// Reads an encoded row ([`DocTable::encode_rows`]) that [`check_row`] accepted.
+fn read_row(r: &[u8]) -> DocRow {
+    let u32_le = |o: usize| u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
+    let mut time = [0u8; 8];
+    time.copy_from_slice(&r[8..16]);
+    let mut record = [0u8; 8];
+    record.copy_from_slice(&r[28..36]);
+    DocRow {
+        doc: u32_le(0),
+        scope: if r[4] == 1 { Scope::Entry } else { Scope::Event },
+        kind: r[5],
+        tool: r[6] & FLAG_TOOL != 0,
+        time_unix_ms: i64::from_le_bytes(time),
+        source: u32_le(16),
+        project: u32_le(20),
+        record: u64::from_le_bytes(record),
+        position: u32_le(36),
+    }
+}
+
+/// Checks an encoded row of a table of `string_count` strings: its length, or where it is
+/// wrong (relative to the row) and why.
+fn check_row(r: &[u8], string_count: u32) -> Result<u32, (usize, &'static str)> {
+    let u32_le = |o: usize| u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
+    if !matches!(r[4], 1 | 2) {
+        return Err((4, "unknown scope"));
+    }
+    if r[6] & !FLAG_TOOL != 0 || r[7] != 0 {
+        return Err((6, "unknown flags"));
+    }
+    for s in [u32_le(16), u32_le(20)] {
+        if s != NO_STRING && s >= string_count {
+            return Err((16, "string index out of range"));
+        }
+    }
+    let length = u32_le(24);
+    if length > super::limits::DOC_TOKENS_MAX {
+        return Err((24, "document length out of range"));
+    }
+    Ok(length)
+}
+
 /// The documents of one segment, in ordinal order.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct DocTable {
-    rows: Vec<DocRow>,
+    rows: Rows,
     /// Length of each document in positions (BM25's document length).
     lengths: Vec<u32>,
     /// Each length's one-byte code ([`bm25::length_code`]), what scores are computed from.
@@ -56,12 +124,19 @@ pub(crate) struct DocTable {
 
 impl DocTable {
     pub(crate) fn len(&self) -> u32 {
-        self.rows.len() as u32
+        match &self.rows {
+            Rows::Held(rows) => rows.len() as u32,
+            Rows::InFile { count, .. } => *count as u32,
+        }
     }
 
     /// About the bytes of memory the table takes (its vectors' room and its strings).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.rows.capacity() * size_of::<DocRow>()
+        let rows = match &self.rows {
+            Rows::Held(rows) => rows.capacity() * size_of::<DocRow>(),
+            Rows::InFile { .. } => 0,
+        };
+        rows
             + self.lengths.capacity() * 4
             + self.codes.capacity()
             + self.times.capacity() * 8
@@ -69,12 +144,21 @@ impl DocTable {
             + self.string_bytes
     }
 
-    pub(crate) fn row(&self, ordinal: u32) -> &DocRow {
-        &self.rows[ordinal as usize]
+    /// The row of the document at `ordinal` (below [`DocTable::len`]).
+    #[inline]
+    pub(crate) fn row(&self, ordinal: u32) -> DocRow {
+        match &self.rows {
+            Rows::Held(rows) => rows[ordinal as usize],
+            Rows::InFile { file, at, .. } => {
+                let at = at + ordinal as usize * ROW_SIZE_BYTES;
+                read_row(&file.bytes()[at..at + ROW_SIZE_BYTES])
+            }
+        }
     }
 
-    pub(crate) fn rows(&self) -> &[DocRow] {
-        &self.rows
+    /// The id of its last document, if it has any.
+    pub(crate) fn last_doc(&self) -> Option<DocId> {
+        self.len().checked_sub(1).map(|o| self.row(o).doc)
     }
 
     pub(crate) fn lengths(&self) -> &[u32] {
@@ -153,7 +237,7 @@ impl DocTable {
 
     /// Appends another table's row with its key, re-interning its strings; returns its ordinal.
     pub(crate) fn push_from(&mut self, other: &DocTable, ordinal: u32, key: &str) -> u32 {
-        let mut row = *other.row(ordinal);
+        let mut row = other.row(ordinal);
         row.source = self.intern(other.string(row.source));
         row.project = self.intern(other.string(row.project));
         self.keys.push(key.to_owned());
@@ -169,7 +253,11 @@ impl DocTable {
     fn push_row(&mut self, row: DocRow, length: u32) -> u32 {
         let ordinal = self.len();
         self.times.push(row.time_unix_ms);
-        self.rows.push(row);
+        match &mut self.rows {
+            Rows::Held(rows) => rows.push(row),
+            // Tables read from a file are never added to.
+            Rows::InFile { .. } => unreachable!("a row pushed to a table read from its segment"),
+        }
         self.lengths.push(length);
         self.codes.push(bm25::length_code(length));
         self.token_count += u64::from(length);
@@ -196,7 +284,7 @@ impl DocTable {
     /// The keys section (FORMAT.md): `len + 1` offsets (u64) into the key bytes, then the
     /// bytes. Only for a table being built, which holds every key.
     pub(crate) fn encode_keys(&self, out: &mut Vec<u8>) {
-        assert_eq!(self.keys.len(), self.rows.len(), "a key per document");
+        assert_eq!(self.keys.len(), self.len() as usize, "a key per document");
         let mut at = 0u64;
         out.extend_from_slice(&at.to_le_bytes());
         for k in &self.keys {
@@ -210,7 +298,8 @@ impl DocTable {
 
     /// The rows section (FORMAT.md: 40 bytes per document).
     pub(crate) fn encode_rows(&self, out: &mut Vec<u8>) {
-        for (row, &length) in self.rows.iter().zip(&self.lengths) {
+        for (ordinal, &length) in (0..self.len()).zip(&self.lengths) {
+            let row = self.row(ordinal);
             out.extend_from_slice(&row.doc.to_le_bytes());
             out.push(row.scope as u8);
             out.push(row.kind);
@@ -236,18 +325,23 @@ impl DocTable {
 
     /// Decodes the two sections; an error is `(byte within the sections, reason)`, the
     /// strings section counted after the rows.
-    pub(crate) fn decode(rows: &[u8], strings: &[u8]) -> Result<DocTable, (usize, String)> {
+    /// The table of a segment whose rows are `file`'s bytes `rows` (read from there when
+    /// asked, not copied) and whose strings section is `strings`, every byte checked: the
+    /// rows' fields, and their ids rising. An error gives the offset within the rows and
+    /// strings sections together, and why.
+    pub(crate) fn decode(file: Arc<Backing>, rows: std::ops::Range<usize>, strings: &[u8]) -> Result<DocTable, (usize, String)> {
         let mut t = DocTable::default();
-        if !rows.len().is_multiple_of(ROW_SIZE_BYTES) {
+        let bytes = file.bytes().get(rows.clone()).ok_or((0, "document rows run past the file".to_string()))?;
+        if !bytes.len().is_multiple_of(ROW_SIZE_BYTES) {
             return Err((0, "document rows are not a whole number of rows".into()));
         }
         // Strings first: rows refer to them.
-        let base = rows.len();
+        let base = bytes.len();
         let u32_at = |b: &[u8], at: usize| -> Option<u32> {
             b.get(at..at + 4).map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
         };
         let count = u32_at(strings, 0).ok_or((base, "strings section too short".to_string()))?;
-        let row_count = rows.len() / ROW_SIZE_BYTES;
+        let row_count = bytes.len() / ROW_SIZE_BYTES;
         if u64::from(count) > 2 * row_count as u64 {
             return Err((base, format!("{count} strings for {row_count} documents")));
         }
@@ -268,44 +362,24 @@ impl DocTable {
         if at != strings.len() {
             return Err((base + at, "bytes after the last string".into()));
         }
-        for (i, r) in rows.chunks_exact(ROW_SIZE_BYTES).enumerate() {
+        t.lengths.reserve_exact(row_count);
+        t.codes.reserve_exact(row_count);
+        t.times.reserve_exact(row_count);
+        let mut prev: Option<DocId> = None;
+        for (i, r) in bytes.chunks_exact(ROW_SIZE_BYTES).enumerate() {
             let at = i * ROW_SIZE_BYTES;
-            let u32_le = |o: usize| u32::from_le_bytes([r[o], r[o + 1], r[o + 2], r[o + 3]]);
-            let scope = match r[4] {
-                1 => Scope::Entry,
-                2 => Scope::Event,
-                _ => return Err((at + 4, "unknown scope".into())),
-            };
-            if r[6] & !FLAG_TOOL != 0 || r[7] != 0 {
-                return Err((at + 6, "unknown flags".into()));
+            let length = check_row(r, count).map_err(|(o, reason)| (at + o, reason.to_string()))?;
+            let row = read_row(r);
+            if prev.is_some_and(|p| row.doc <= p) {
+                return Err((at, format!("document ids do not rise at {}", row.doc)));
             }
-            let mut time = [0u8; 8];
-            time.copy_from_slice(&r[8..16]);
-            let (source, project) = (u32_le(16), u32_le(20));
-            for s in [source, project] {
-                if s != NO_STRING && s >= count {
-                    return Err((at + 16, "string index out of range".into()));
-                }
-            }
-            let length = u32_le(24);
-            if length > super::limits::DOC_TOKENS_MAX {
-                return Err((at + 24, "document length out of range".into()));
-            }
-            let mut record = [0u8; 8];
-            record.copy_from_slice(&r[28..36]);
-            let row = DocRow {
-                doc: u32_le(0),
-                scope,
-                kind: r[5],
-                tool: r[6] & FLAG_TOOL != 0,
-                time_unix_ms: i64::from_le_bytes(time),
-                source,
-                project,
-                record: u64::from_le_bytes(record),
-                position: u32_le(36),
-            };
-            t.push_row(row, length);
+            prev = Some(row.doc);
+            t.times.push(row.time_unix_ms);
+            t.lengths.push(length);
+            t.codes.push(bm25::length_code(length));
+            t.token_count += u64::from(length);
         }
+        t.rows = Rows::InFile { file, at: rows.start, count: row_count };
         Ok(t)
     }
 }

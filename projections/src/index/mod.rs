@@ -252,8 +252,8 @@ impl std::fmt::Debug for Index {
 
 /// The first and last document id of a segment (it holds at least one document).
 fn range_of(s: &Segment) -> (DocId, DocId) {
-    let rows = s.docs().rows();
-    (rows.first().map_or(0, |r| r.doc), rows.last().map_or(0, |r| r.doc))
+    let docs = s.docs();
+    (if docs.len() == 0 { 0 } else { docs.row(0).doc }, docs.last_doc().unwrap_or(0))
 }
 
 /// A commit started with [`Index::freeze`]: the frozen documents, to write with
@@ -426,8 +426,8 @@ impl Index {
     }
 
     fn memory_last(&self) -> Option<DocId> {
-        let frozen = self.frozen.as_ref().and_then(|f| f.docs.rows().last().map(|r| r.doc));
-        self.memory.docs.rows().last().map(|r| r.doc).or(frozen)
+        let frozen = self.frozen.as_ref().and_then(|f| f.docs.last_doc());
+        self.memory.docs.last_doc().or(frozen)
     }
 
     /// Drops the documents of the in-memory segment (they are in the segments now, or will be

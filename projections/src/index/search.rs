@@ -856,7 +856,7 @@ fn every_term(
             matched.push(cand);
         }
         let row = docs.row(cand);
-        if filter.pass(row) {
+        if filter.pass(&row) {
             top.offer(Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand }, view, visible)?;
         }
         Ok(())
@@ -1175,7 +1175,7 @@ fn one_term<'v>(
             let (ord, score) = (ords[i as usize], scores[i as usize]);
             if top.may_enter(score) {
                 let row = docs.row(ord);
-                if filter.pass(row) {
+                if filter.pass(&row) {
                     let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: *v, ordinal: ord };
                     top.offer(r, view, visible)?;
                 }
@@ -1355,7 +1355,7 @@ fn partial_view<'v>(
             let score = contrib.iter().flatten().sum::<f64>() as f32;
             if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() && seeded.binary_search(&cand).is_err() {
                 let row = docs.row(cand);
-                if filter.pass(row) {
+                if filter.pass(&row) {
                     let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
                     top.offer(r, view, visible)?;
                 }
@@ -1428,7 +1428,7 @@ impl Seed<'_, '_> {
         let score = contrib.iter().flatten().sum::<f64>() as f32;
         if top.may_enter(score) {
             let row = self.view.docs().row(doc);
-            if self.filter.pass(row) {
+            if self.filter.pass(&row) {
                 let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: self.v, ordinal: doc };
                 top.offer(r, self.view, self.visible)?;
             }
@@ -1617,7 +1617,7 @@ impl OneEssential<'_> {
                 let score = contrib.iter().flatten().sum::<f64>() as f32;
                 if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() && seeded.binary_search(&cand).is_err() {
                     let row = docs.row(cand);
-                    if filter.pass(row) {
+                    if filter.pass(&row) {
                         let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: *v, ordinal: cand };
                         top.offer(r, view, self.visible)?;
                     }

@@ -14,13 +14,14 @@ use crate::index::limits::{META_STRING_SIZE_BYTES_MAX, SEGMENT_DOCS_MAX, SEGMENT
 use crate::index::postings::{BlockError, Postings, TermBlock, block_doc_count};
 
 /// The bytes of a segment.
-enum Backing {
+pub(crate) enum Backing {
     Map(memmap2::Mmap),
     Owned(Vec<u8>),
 }
 
 impl Backing {
-    fn bytes(&self) -> &[u8] {
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Backing::Map(m) => m,
             Backing::Owned(v) => v,
@@ -128,6 +129,7 @@ impl Segment {
     /// Verifies and reads a segment's bytes; `body_crc` is the body's checksum when the caller
     /// has computed it from the same bytes (else it is computed here).
     fn parse(backing: Backing, path: PathBuf, id: SegmentId, body_crc: Option<u32>) -> Result<Segment, IndexError> {
+        let backing = Arc::new(backing);
         let bytes = backing.bytes();
         let len = bytes.len();
         let bad = |at: usize, reason: &str| IndexError::corrupt(&path, at as u64, reason);
@@ -182,7 +184,7 @@ impl Segment {
         {
             return Err(bad(footer_start + 48, "document count does not match the rows section"));
         }
-        let docs = DocTable::decode(&bytes[docs_at..strings_at], &bytes[strings_at..keys_at])
+        let docs = DocTable::decode(Arc::clone(&backing), docs_at..strings_at, &bytes[strings_at..keys_at])
             .map_err(|(at, reason)| bad(docs_at + at, &reason))?;
         // Keys: doc_count + 1 rising offsets, the last one the size of the key bytes; each
         // key's UTF-8 and length are checked when it is read.
@@ -214,11 +216,6 @@ impl Segment {
         if docs.len() == 0 {
             return Err(bad(footer_start + 48, "a segment without documents"));
         }
-        for (i, w) in docs.rows().windows(2).enumerate() {
-            if w[1].doc <= w[0].doc {
-                return Err(bad(docs_at + (i + 1) * ROW_SIZE_BYTES, &format!("document ids do not rise at {}", w[1].doc)));
-            }
-        }
         // The term table: its size that of `term_count` terms, a slot per term, each slot's
         // block after a length byte within the postings. (Whether each term's slot names its
         // block is for the writer; a lookup confirms a term by the bytes before its block.)
@@ -243,7 +240,6 @@ impl Segment {
         if used != u64::from(footer.term_count) {
             return Err(bad(footer_start + 52, "term table does not hold one slot per term"));
         }
-        let backing = Arc::new(backing);
         let fst_slice = Slice { backing: backing.clone(), range: fst_at..footer_start };
         let fst = fst::Map::new(fst_slice).map_err(|e| bad(fst_at, &format!("term dictionary: {e}")))?;
         fst.as_fst().verify().map_err(|e| bad(fst_at, &format!("term dictionary: {e}")))?;
