@@ -1,7 +1,8 @@
 //! A segment's document table: per document (by segment ordinal) its id, metadata, record
 //! locator and length in tokens; `source` and `project` strings are interned per segment.
-//! Keys are held here for documents being added (the in-memory segment); an on-disk segment
-//! reads them from its file when asked.
+//! Keys and rows are held here for documents being added (the in-memory segment); an on-disk
+//! segment reads them from its file when asked, and its table holds each document's length,
+//! length code and time.
 
 use std::collections::HashMap;
 use std::sync::Arc;
