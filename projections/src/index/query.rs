@@ -21,7 +21,7 @@ use std::fmt;
 use super::limits::{QUERY_SIZE_BYTES_MAX, QUERY_TERMS_MAX};
 use super::pairs::phrase_pairs;
 use super::stem::Stems;
-use super::token::{TokenKind, tokenize};
+use super::token::{TokenKind, for_each_token};
 
 /// A parsed query (see the module documentation for the syntax).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,13 +124,14 @@ pub fn parse_query(q: &str) -> Result<Query, QueryError> {
     }
     let stems = Stems::new();
     let mut partial: Vec<String> = Vec::new();
-    for token in tokenize(q) {
-        if let Some(p) = stems.partial_term(&token)
-            && !partial.contains(&p)
+    // Tokens borrowed, not collected: a term is copied only when it is kept.
+    for_each_token(q, &mut |t| {
+        if let Some(p) = stems.partial_term_of(t.term, t.kind)
+            && !partial.iter().any(|x| *x == *p)
         {
-            partial.push(p);
+            partial.push(p.into_owned());
         }
-    }
+    });
     let partial_words = partial.iter().map(|p| stems.word_of_stem(p)).collect();
     let clause_terms = clauses
         .iter()
@@ -153,11 +154,14 @@ fn add_part(text: &str, quoted: bool, clauses: &mut Vec<Clause>) {
 
 /// The clause of a text: its tokens less the unigrams of CJK runs (their bigrams cover them).
 pub(crate) fn clause(text: &str) -> Option<Clause> {
-    let tokens = tokenize(text);
-    let first = tokens.iter().find(|t| t.kind != TokenKind::Unigram)?.position;
-    let terms =
-        tokens.into_iter().filter(|t| t.kind != TokenKind::Unigram).map(|t| (t.term, t.position - first)).collect();
-    Some(Clause { terms })
+    let (mut terms, mut first) = (Vec::new(), None);
+    for_each_token(text, &mut |t| {
+        if t.kind != TokenKind::Unigram {
+            let first = *first.get_or_insert(t.position);
+            terms.push((t.term.to_owned(), t.position - first));
+        }
+    });
+    first.map(|_| Clause { terms })
 }
 
 impl Query {
