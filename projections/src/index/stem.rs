@@ -10,7 +10,9 @@ use std::borrow::Cow;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-use super::token::{Token, TokenKind};
+#[cfg(test)]
+use super::token::Token;
+use super::token::TokenKind;
 
 /// First byte of every stem term.
 pub(crate) const STEM_PREFIX: char = '\u{1}';
@@ -50,7 +52,8 @@ impl Stems {
 
     /// The partial-match term of a token: a word's stem term (none for a stop word), or a CJK
     /// bigram or lone character as it is (a unigram of a longer run has none: its bigrams
-    /// stand for it).
+    /// stand for it). (For tests; the query borrows tokens, [`Stems::partial_term_of`].)
+    #[cfg(test)]
     pub(crate) fn partial_term(&self, token: &Token) -> Option<String> {
         self.partial_term_of(&token.term, token.kind).map(Cow::into_owned)
     }

@@ -351,7 +351,9 @@ pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
     }
 }
 
-/// Tokenizes `text`: at most [`DOC_TOKENS_MAX`] positions; later tokens are dropped.
+/// Tokenizes `text`: at most [`DOC_TOKENS_MAX`] positions; later tokens are dropped. (For
+/// tests: the index and queries borrow tokens through [`for_each_token`].)
+#[cfg(test)]
 pub(crate) fn tokenize(text: &str) -> Vec<Token> {
     let mut out = Vec::new();
     for_each_token(text, &mut |t| {
