@@ -8,7 +8,7 @@
 //! what a prefix of it held.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use origin_engine::snapshot::{read_file, write_file, SnapshotOf, WriteError};
 use origin_engine::vfs::OsFs;
@@ -19,6 +19,11 @@ use crate::limits::CURSORS_SNAPSHOT_SIZE_BYTES_MAX;
 
 /// The snapshot's usual file name, in `$ORIGIN_HOME/projections/`.
 pub const CURSORS_FILE_NAME: &str = "cursors.snap";
+
+/// Where the cursor snapshot of the store at `home` lives: `<home>/projections/cursors.snap`.
+pub fn path_in(home: &Path) -> PathBuf {
+    home.join("projections").join(CURSORS_FILE_NAME)
+}
 /// Magic bytes at the start of a cursor snapshot.
 pub const CURSORS_MAGIC: [u8; 8] = *b"ORGNCURS";
 /// The format this build writes and the only one it reads; any other is rebuilt.

@@ -41,8 +41,7 @@ fn open_journal(journal_dir: &Path) -> Result<Journal> {
 
 /// Opens the store's journal for writing and builds an ingester over it.
 pub fn ingester(home: &Path, journal_dir: &Path, homes: Homes, recorded_home: Option<&str>) -> Result<Ingester> {
-    let cursors = home.join("projections").join(origin_ingest::snapshot::CURSORS_FILE_NAME);
-    let ing = Ingester::new(Arc::new(open_journal(journal_dir)?), home, homes).with_snapshot(cursors);
+    let ing = Ingester::new(Arc::new(open_journal(journal_dir)?), home, homes).with_snapshot(origin_ingest::snapshot::path_in(home));
     Ok(match recorded_home {
         Some(r) => ing.with_recorded_home(r),
         None => ing,

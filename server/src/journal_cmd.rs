@@ -26,8 +26,7 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let torn_pending = j.open_report().torn_tails;
     let records = s.next_offset - s.first_offset;
     // From the cursor snapshot when it checks out (else the whole journal is read).
-    let snapshot = home.join("projections").join(origin_ingest::snapshot::CURSORS_FILE_NAME);
-    let (cursors, _) = origin_ingest::snapshot::caught_up(&j, &snapshot).context("reading ingest counters from the journal")?;
+    let (cursors, _) = origin_ingest::snapshot::caught_up(&j, &origin_ingest::snapshot::path_in(home)).context("reading ingest counters from the journal")?;
     if json {
         let sources: serde_json::Map<String, serde_json::Value> = cursors
             .totals

@@ -302,8 +302,7 @@ impl Archive {
     /// Opens the store at `home`, reading agent logs from `homes`.
     pub fn open(home: &Path, homes: Homes, recorded_home: Option<&str>) -> anyhow::Result<Archive> {
         let journal = Arc::new(Journal::open(home.join("journal"), Options::default())?);
-        let cursors = home.join("projections").join(origin_ingest::snapshot::CURSORS_FILE_NAME);
-        let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(cursors);
+        let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(origin_ingest::snapshot::path_in(home));
         if let Some(r) = recorded_home {
             ingester = ingester.with_recorded_home(r);
         }
