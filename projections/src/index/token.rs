@@ -338,6 +338,60 @@ pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
             position += 1;
             continue;
         }
+        if chunk.chars().all(|c| c.is_ascii() || is_unified_han(c)) {
+            // ASCII and Chinese only: each Han character folds to itself and is one cluster
+            // ([`is_unified_han`]), and no Unicode rule joins it to an ASCII character or
+            // splits a run of ASCII letters and digits, so the tokens are those runs (lower
+            // cased) and the Han runs' unigrams and bigrams, slices of the text, in the order
+            // the whole-text rules give them. (Through those rules, the seven allocations and
+            // the cluster and folding code of a two-character query were half of its parse
+            // once other work had emptied the caches.)
+            let cb = chunk.as_bytes();
+            let mut j = 0;
+            while j < cb.len() {
+                let from = j;
+                if cb[j].is_ascii_alphanumeric() {
+                    while j < cb.len() && cb[j].is_ascii_alphanumeric() {
+                        j += 1;
+                    }
+                    if position >= DOC_TOKENS_MAX {
+                        return;
+                    }
+                    let word = &chunk[from..j];
+                    let term = if word.bytes().any(|b| b.is_ascii_uppercase()) {
+                        lower.clear();
+                        lower.push_str(cut(word));
+                        lower.make_ascii_lowercase();
+                        lower.as_str()
+                    } else {
+                        cut(word)
+                    };
+                    emit(TokenRef { term, position, kind: TokenKind::Word, start: start + from, end: start + j });
+                    position += 1;
+                } else if cb[j] < 0x80 {
+                    j += 1;
+                } else {
+                    while j < cb.len() && cb[j] >= 0x80 {
+                        j += 1;
+                    }
+                    // Every character of the run is three bytes.
+                    let n = (j - from) / 3;
+                    let kind = if n == 1 { TokenKind::Lone } else { TokenKind::Unigram };
+                    for k in 0..n {
+                        let (p, b) = (position + k as u32, from + k * 3);
+                        if p >= DOC_TOKENS_MAX {
+                            return;
+                        }
+                        emit(TokenRef { term: &chunk[b..b + 3], position: p, kind, start: start + b, end: start + b + 3 });
+                        if k + 1 < n {
+                            emit(TokenRef { term: &chunk[b..b + 6], position: p, kind: TokenKind::Bigram, start: start + b, end: start + b + 6 });
+                        }
+                    }
+                    position += n as u32;
+                }
+            }
+            continue;
+        }
         let mut next = position;
         for t in tokenize_whole(chunk) {
             let p = position + t.position;
@@ -546,7 +600,7 @@ mod tests {
     const MIXED: &[&str] = &[
         "release", "Release", "ＲＥＬＥＡＳＥ", "e\u{301}", "café", "naïve", "don't", "don’t", "record.rs", "parse_query",
         "3,000", "3.14", "发布", "流程", "東京タワー", "ﾀﾜｰ", "한국어", "🚀", "👍🏽", "❤️", "#\u{FE0F}\u{20E3}", "ﬁle", "Ⅻ", "x\u{200D}y",
-        "'\u{301}", "٣", "Ǆ", "ß", "İ", "\u{1F1EF}\u{1F1F5}", "a\u{30A2}b", "中a", "a中",
+        "'\u{301}", "٣", "Ǆ", "ß", "İ", "\u{1F1EF}\u{1F1F5}", "a\u{30A2}b", "中a", "a中", "中", "机器学习",
     ];
     const GLUE: &[&str] = &["", " ", "\n", ".", ",", "'", "’", "-", "_", "/", "(", "）", "\u{3000}", "\t"];
 
@@ -566,6 +620,21 @@ mod tests {
         // The directly folded stretch, against the tables, on a text that mixes them.
         let text = "Build 失败了：数据库「连接」A中b東京タワー한국어e\u{301}中\u{301}文";
         assert_eq!(Folded::fold(text, true), Folded::fold(text, false));
+    }
+
+    /// At the position limit, the chunked tokenizer stops where the whole-text rules do,
+    /// inside a Chinese run (its fast path), a kana run and a run of words alike.
+    #[test]
+    fn index_token_the_position_limit_cuts_alike_in_every_path() {
+        let max = DOC_TOKENS_MAX as usize;
+        for (before, tail) in [(max - 2, "机器学习 中文"), (max - 1, "中 文"), (max - 2, "A 中"), (max - 1, "中A 文"), (max - 3, "東京タワー w"), (max - 1, "w x y")] {
+            let text = format!("{}{tail}", "w ".repeat(before));
+            let (a, b) = (tokenize(&text), tokenize_whole(&text));
+            let shape = |v: &[Token]| v.iter().skip(before.saturating_sub(2)).map(|x| (x.term.clone(), x.position, x.kind)).collect::<Vec<_>>();
+            assert_eq!(shape(&a), shape(&b), "{tail}");
+            assert_eq!(a.len(), b.len(), "{tail}");
+            assert_eq!(a.last().map(|t| t.position), Some(DOC_TOKENS_MAX - 1), "{tail}");
+        }
     }
 
     proptest! {
