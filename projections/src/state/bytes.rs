@@ -32,10 +32,11 @@ impl Writer {
     pub(crate) fn count(&mut self, n: usize) {
         self.u64(n as u64);
     }
-    /// A text of any length: its byte length as a `u64`, then its bytes.
-    pub(crate) fn text(&mut self, s: &str) {
-        self.u64(s.len() as u64);
-        self.buf.extend_from_slice(s.as_bytes());
+    /// A text of any length, given in pieces (valid UTF-8 together): its byte length as a
+    /// `u64`, then its bytes.
+    pub(crate) fn text_of(&mut self, pieces: &[&[u8]]) {
+        self.u64(pieces.iter().map(|p| p.len() as u64).sum());
+        pieces.iter().for_each(|p| self.buf.extend_from_slice(p));
     }
     pub(crate) fn str(&mut self, s: &str) {
         // Every string came out of one record, whose payload is far below 4 GiB.
@@ -75,6 +76,14 @@ pub(crate) type Refusal = String;
 impl<'a> Reader<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
         Reader { bytes, pos: 0 }
+    }
+    /// Bytes read so far.
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+    /// The next `n` bytes, skipped.
+    pub(crate) fn skip(&mut self, n: usize) -> Result<&'a [u8], Refusal> {
+        self.take(n)
     }
     pub(crate) fn remaining(&self) -> usize {
         self.bytes.len() - self.pos

@@ -4,7 +4,10 @@
 
 use origin_engine::codec::IngestedView;
 use origin_engine::record::{Body, Event, EventKind, RecordKind, Role};
+use origin_engine::vfs::Mapped;
 use origin_engine::Journal;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 use crate::state::error::{Error, Result};
 
@@ -76,7 +79,7 @@ impl EventRec {
     }
 }
 
-fn hash_id(id: &str) -> u64 {
+fn hash_id(id: &[u8]) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
     BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(id)
 }
@@ -84,16 +87,100 @@ fn hash_id(id: &str) -> u64 {
 /// Every event by number (first seen first); ids looked up through a table of numbers, so
 /// each id is stored once. A later event with the same id (a re-ingested file version)
 /// replaces the earlier in place, keeping its number.
+///
+/// The events of a loaded snapshot stay in its file ([`Base`], numbers `0..base.count`): their
+/// ids and records are read from its map when asked, shared by every process with the store
+/// open instead of copied into each one's memory. Events applied after it are held in memory
+/// (numbers from `base.count` on); a snapshot event replaced since is held in `replaced`.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Events {
-    /// Every id, one after another, in number order (one allocation for all of them, not one
-    /// each: a million events' ids took a million allocations to load).
+    base: Option<Arc<Base>>,
+    /// Records of base events replaced since the snapshot.
+    replaced: FxHashMap<u32, EventRec>,
+    /// Every id of the events after the base, one after another, in number order (one
+    /// allocation for all of them, not one each).
     id_text: String,
-    /// Where each id ends in `id_text` (it starts where the one before ends).
+    /// Where each of those ids ends in `id_text` (it starts where the one before ends).
     id_ends: Vec<usize>,
-    pub(crate) recs: Vec<EventRec>,
+    /// The records of the events after the base.
+    recs: Vec<EventRec>,
     table: hashbrown::HashTable<u32>,
     sources: Vec<Box<str>>,
+}
+
+/// The events of a loaded snapshot, read from its bytes (FORMAT.md, "State snapshot"): the
+/// ids' text and the fixed-width records, checked when the snapshot was loaded
+/// ([`crate::state::snapshot`]).
+pub(crate) struct Base {
+    bytes: Arc<Mapped>,
+    /// Where the ids' text is in `bytes`.
+    text_at: usize,
+    /// Where event 0's record is in `bytes`; event `n`'s is [`BASE_REC_SIZE`] bytes later per
+    /// number.
+    recs_at: usize,
+    /// Where each id ends in the ids' text.
+    ends: Vec<u64>,
+}
+
+/// Size of an event's record in a snapshot: its id's length, source and session (`u32`
+/// each), time (`i64`), kind and role (a byte each), offset (`u64`) and index (`u32`).
+pub(crate) const BASE_REC_SIZE: usize = 34;
+
+impl std::fmt::Debug for Base {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Base({} events)", self.ends.len())
+    }
+}
+
+impl Base {
+    /// The events whose ids' text is at `text_at` in `bytes`, ending at `ends`, and whose
+    /// records start at `recs_at`. The caller has checked every byte of them: the text is
+    /// UTF-8, each end is on a character of it, each record reads back ([`Base::rec`]).
+    pub(crate) fn new(bytes: Arc<Mapped>, text_at: usize, recs_at: usize, ends: Vec<u64>) -> Base {
+        Base { bytes, text_at, recs_at, ends }
+    }
+
+    fn len(&self) -> u32 {
+        self.ends.len() as u32
+    }
+
+    fn id_bytes(&self, n: u32) -> &[u8] {
+        let n = n as usize;
+        let start = if n == 0 { 0 } else { self.ends[n - 1] as usize };
+        &self.bytes[self.text_at + start..self.text_at + self.ends[n] as usize]
+    }
+
+    fn id(&self, n: u32) -> &str {
+        std::str::from_utf8(self.id_bytes(n)).unwrap_or_else(|_| unreachable!("event {n}'s id was checked as UTF-8 when the snapshot was loaded"))
+    }
+
+    /// Every id, one after another: the snapshot's text.
+    fn text(&self) -> &[u8] {
+        let len = self.ends.last().map_or(0, |&e| e as usize);
+        &self.bytes[self.text_at..self.text_at + len]
+    }
+
+    fn rec(&self, n: u32) -> EventRec {
+        let at = self.recs_at + n as usize * BASE_REC_SIZE;
+        decode_rec(&self.bytes[at..at + BASE_REC_SIZE]).unwrap_or_else(|e| unreachable!("event {n}'s record was checked when the snapshot was loaded: {e}"))
+    }
+}
+
+/// An event's record as a snapshot writes it ([`BASE_REC_SIZE`] bytes, the id's length
+/// first, not read here); the source number is not checked against the sources.
+pub(crate) fn decode_rec(b: &[u8]) -> std::result::Result<EventRec, String> {
+    let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    let u64_at = |i: usize| u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]]);
+    let source = u32_at(4);
+    Ok(EventRec {
+        source: u16::try_from(source).map_err(|_| format!("source number {source}"))?,
+        session: u32_at(8),
+        time_unix_ms: u64_at(12) as i64,
+        kind: crate::state::snapshot::event_kind_of(b[20])?,
+        role: crate::state::snapshot::role_of(b[21])?,
+        offset: u64_at(22),
+        index: u32_at(30),
+    })
 }
 
 /// The id of event `n`, given the ids' text and ends.
@@ -103,44 +190,73 @@ fn id_in<'a>(text: &'a str, ends: &[usize], n: u32) -> &'a str {
     &text[start..ends[n]]
 }
 
+/// The id of event `n` (of the base if below its count, else of the text after it), as bytes.
+fn id_of<'a>(base: Option<&'a Base>, text: &'a str, ends: &[usize], n: u32) -> &'a [u8] {
+    match base {
+        Some(b) if n < b.len() => b.id_bytes(n),
+        Some(b) => id_in(text, ends, n - b.len()).as_bytes(),
+        None => id_in(text, ends, n).as_bytes(),
+    }
+}
+
 impl Events {
     /// Heap bytes held, by part, from the structures' capacities (a lower bound: the
-    /// allocator's own overhead is not counted).
-    pub(crate) fn heap_bytes(&self) -> [(&'static str, usize); 4] {
+    /// allocator's own overhead is not counted; the snapshot's map is not heap).
+    pub(crate) fn heap_bytes(&self) -> [(&'static str, usize); 5] {
         // hashbrown: a bucket of 4 bytes and a control byte per slot, slots a power of two
         // at most 8/7 of the capacity.
-        let slots = if self.table.capacity() == 0 { 0 } else { (self.table.capacity() * 8 / 7).next_power_of_two() };
+        let slots = |capacity: usize| if capacity == 0 { 0 } else { (capacity * 8 / 7).next_power_of_two() };
+        let base_ends = self.base.as_ref().map_or(0, |b| b.ends.capacity() * std::mem::size_of::<u64>());
         [
             ("event ids' text", self.id_text.capacity()),
-            ("event ids' ends", self.id_ends.capacity() * std::mem::size_of::<usize>()),
+            ("event ids' ends", self.id_ends.capacity() * std::mem::size_of::<usize>() + base_ends),
             ("event locators", self.recs.capacity() * std::mem::size_of::<EventRec>()),
-            ("event id table", slots * (std::mem::size_of::<u32>() + 1)),
+            ("event id table", slots(self.table.capacity()) * (std::mem::size_of::<u32>() + 1)),
+            ("replaced snapshot events", slots(self.replaced.capacity()) * (std::mem::size_of::<(u32, EventRec)>() + 1)),
         ]
+    }
+
+    fn base_len(&self) -> u32 {
+        self.base.as_ref().map_or(0, |b| b.len())
     }
 
     /// The id of event `n`.
     pub(crate) fn id(&self, n: u32) -> &str {
-        id_in(&self.id_text, &self.id_ends, n)
+        match self.base.as_deref() {
+            Some(b) if n < b.len() => b.id(n),
+            Some(b) => id_in(&self.id_text, &self.id_ends, n - b.len()),
+            None => id_in(&self.id_text, &self.id_ends, n),
+        }
+    }
+
+    /// The record of event `n`.
+    pub(crate) fn rec(&self, n: u32) -> EventRec {
+        match self.base.as_deref() {
+            Some(b) if n < b.len() => self.replaced.get(&n).copied().unwrap_or_else(|| b.rec(n)),
+            Some(b) => self.recs[(n - b.len()) as usize],
+            None => self.recs[n as usize],
+        }
     }
 
     /// Every event's id, by number.
     pub(crate) fn ids(&self) -> impl Iterator<Item = &str> {
-        (0..self.id_ends.len() as u32).map(|n| self.id(n))
+        (0..self.len() as u32).map(|n| self.id(n))
     }
 
-    /// Every event's id, one after another, by number.
-    pub(crate) fn id_text(&self) -> &str {
-        &self.id_text
+    /// Every event's id, one after another, by number, in pieces.
+    pub(crate) fn id_text(&self) -> [&[u8]; 2] {
+        [self.base.as_ref().map_or(&[][..], |b| b.text()), self.id_text.as_bytes()]
     }
 
     /// The number of the event `id`.
     pub(crate) fn find(&self, id: &str) -> Option<u32> {
-        self.table.find(hash_id(id), |&n| self.id(n) == id).copied()
+        let (base, text, ends) = (self.base.as_deref(), self.id_text.as_str(), &self.id_ends[..]);
+        self.table.find(hash_id(id.as_bytes()), |&n| id_of(base, text, ends, n) == id.as_bytes()).copied()
     }
 
     /// The event `id`.
-    pub(crate) fn get(&self, id: &str) -> Option<&EventRec> {
-        self.find(id).map(|n| &self.recs[n as usize])
+    pub(crate) fn get(&self, id: &str) -> Option<EventRec> {
+        self.find(id).map(|n| self.rec(n))
     }
 
     /// True if an event `id` is known.
@@ -150,31 +266,46 @@ impl Events {
 
     /// Number of events.
     pub(crate) fn len(&self) -> usize {
-        self.recs.len()
+        self.base_len() as usize + self.recs.len()
     }
 
-    /// Makes room for `n` more events (a snapshot says how many it holds).
-    pub(crate) fn reserve(&mut self, n: usize, id_bytes: usize) {
-        self.id_text.reserve(id_bytes);
-        self.id_ends.reserve(n);
-        self.recs.reserve(n);
-        let (text, ends) = (&self.id_text, &self.id_ends);
-        self.table.reserve(n, |&m| hash_id(id_in(text, ends, m)));
+    /// Takes the events of a loaded snapshot as its first (every event, when the state holds
+    /// none yet), with the sources already read; `Err` names an id the snapshot lists twice.
+    pub(crate) fn set_base(&mut self, base: Base) -> std::result::Result<(), String> {
+        assert!(self.base.is_none() && self.recs.is_empty(), "a snapshot's events are the state's first");
+        let mut table = hashbrown::HashTable::with_capacity(base.ends.len());
+        for n in 0..base.len() {
+            let id = base.id_bytes(n);
+            match table.entry(hash_id(id), |&m| base.id_bytes(m) == id, |&m| hash_id(base.id_bytes(m))) {
+                hashbrown::hash_table::Entry::Occupied(_) => return Err(format!("event {:?} listed twice", base.id(n))),
+                hashbrown::hash_table::Entry::Vacant(e) => {
+                    e.insert(n);
+                }
+            }
+        }
+        self.table = table;
+        self.base = Some(Arc::new(base));
+        Ok(())
     }
 
     /// Puts an event: a new number, or the number of the event with the same id, whose
     /// record it replaces (returned).
     pub(crate) fn put(&mut self, id: &str, rec: EventRec) -> (u32, Option<EventRec>) {
         // One hash and one probe: the id is found, or its slot taken, in one pass.
-        let Events { id_text, id_ends, recs, table, .. } = self;
-        let (text, ends) = (&*id_text, &*id_ends);
-        match table.entry(hash_id(id), |&n| id_in(text, ends, n) == id, |&m| hash_id(id_in(text, ends, m))) {
+        let Events { base, replaced, id_text, id_ends, recs, table, .. } = self;
+        let (base, text, ends) = (base.as_deref(), id_text.as_str(), &id_ends[..]);
+        let base_len = base.map_or(0, |b| b.len());
+        match table.entry(hash_id(id.as_bytes()), |&n| id_of(base, text, ends, n) == id.as_bytes(), |&m| hash_id(id_of(base, text, ends, m))) {
             hashbrown::hash_table::Entry::Occupied(e) => {
                 let n = *e.get();
-                (n, Some(std::mem::replace(&mut recs[n as usize], rec)))
+                let old = match base {
+                    Some(b) if n < base_len => replaced.insert(n, rec).unwrap_or_else(|| b.rec(n)),
+                    _ => std::mem::replace(&mut recs[(n - base_len) as usize], rec),
+                };
+                (n, Some(old))
             }
             hashbrown::hash_table::Entry::Vacant(e) => {
-                let n = u32::try_from(recs.len()).unwrap_or_else(|_| panic!("more than 2^32 events in one state"));
+                let n = u32::try_from(base_len as usize + recs.len()).unwrap_or_else(|_| panic!("more than 2^32 events in one state"));
                 e.insert(n);
                 id_text.push_str(id);
                 id_ends.push(id_text.len());
@@ -211,7 +342,7 @@ impl Events {
 
     /// The public view of event `n`.
     pub(crate) fn meta(&self, n: u32, session: &str) -> EventMeta {
-        let r = &self.recs[n as usize];
+        let r = self.rec(n);
         EventMeta {
             id: self.id(n).to_owned(),
             source: self.source_name(r.source).to_owned(),
@@ -317,7 +448,6 @@ mod tests {
         for (k, id) in ids.iter().enumerate() {
             assert_eq!(e.put(id, rec(k as u64)), (k as u32, None));
         }
-        e.reserve(1000, 10);
         assert_eq!(e.put("é", rec(99)), (2, Some(rec(2))));
         assert_eq!(e.len(), ids.len());
         assert_eq!(e.ids().collect::<Vec<_>>(), ids);

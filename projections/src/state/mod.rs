@@ -264,7 +264,7 @@ impl State {
         }
         let visible = self.tombstones.hidden_by(id).is_none();
         let s = &mut self.sessions.slots[rec.session as usize];
-        s.events.insert(n, &self.events.recs);
+        s.events.insert(n, &self.events);
         if visible {
             s.visible_count += 1;
         }
@@ -279,7 +279,7 @@ impl State {
         }
         let visible = self.tombstones.hidden_by(id).is_none();
         let s = &mut self.sessions.slots[old.session as usize];
-        if s.events.remove(n, old.order_key(), &self.events.recs) && visible {
+        if s.events.remove(n, old.order_key(), &self.events) && visible {
             assert!(s.visible_count > 0, "session {} counts no visible event to remove", s.session);
             s.visible_count -= 1;
         }
@@ -311,8 +311,8 @@ impl State {
 
     /// The public view of event number `n`.
     fn event_meta(&self, n: u32) -> EventMeta {
-        let rec = &self.events.recs[n as usize];
-        self.events.meta(n, self.session_name(rec))
+        let rec = self.events.rec(n);
+        self.events.meta(n, self.session_name(&rec))
     }
 
     /// Passes over a record of a kind the state does not read (see [`State::reads_kind`]).
@@ -544,7 +544,7 @@ impl State {
             return None;
         }
         let visible = |n: u32| self.tombstones.hidden_by(self.events.id(n)).is_none();
-        let time = |n: u32| self.events.recs[n as usize].time_unix_ms;
+        let time = |n: u32| self.events.rec(n).time_unix_ms;
         let started = time(s.events.iter().find(|&n| visible(n))?);
         let ended = time(s.events.iter().rev().find(|&n| visible(n))?);
         let prompt = match (&s.title, &s.prompt_event) {
@@ -615,11 +615,11 @@ impl State {
             .filter(|(s, _)| source.is_none_or(|n| *s == n))
             .flat_map(|&(_, n)| self.sessions.slots[n as usize].events.iter())
             .collect();
-        numbers.sort_by_key(|&n| (self.events.recs[n as usize].order_key(), n));
+        numbers.sort_by_key(|&n| (self.events.rec(n).order_key(), n));
         numbers
             .into_iter()
             .filter(|&n| self.tombstones.hidden_by(self.events.id(n)).is_none())
-            .filter(|&n| include_tools || listed_by_default(self.events.recs[n as usize].kind))
+            .filter(|&n| include_tools || listed_by_default(self.events.rec(n).kind))
             .take(limit.min(LISTING_COUNT_MAX))
             .map(|n| self.event_meta(n))
             .collect()

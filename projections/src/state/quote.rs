@@ -32,10 +32,10 @@ pub(crate) fn find(state: &State, journal: &Journal, quote: &str) -> Result<Opti
     }
     let ev = &state.events;
     let mut numbers: Vec<u32> = (0..ev.len() as u32)
-        .filter(|&n| matches!(ev.recs[n as usize].kind, EventKind::Message | EventKind::ToolResult))
+        .filter(|&n| matches!(ev.rec(n).kind, EventKind::Message | EventKind::ToolResult))
         .filter(|&n| state.tombstones.hidden_by(ev.id(n)).is_none())
         .collect();
-    numbers.sort_by(|&a, &b| ev.recs[b as usize].order_key().cmp(&ev.recs[a as usize].order_key()));
+    numbers.sort_by(|&a, &b| ev.rec(b).order_key().cmp(&ev.rec(a).order_key()));
     let candidates: Vec<EventMeta> = numbers.into_iter().map(|n| state.event_meta_of(n)).collect();
     let candidates: Vec<&EventMeta> = candidates.iter().collect();
     let mut cache: VecDeque<(u64, Body)> = VecDeque::new();

@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 
 use rustc_hash::FxHashMap;
 
-use crate::state::event::EventRec;
+use crate::state::event::Events;
 
 /// The session number of an event that belongs to none (a memory file version).
 pub(crate) const NO_SESSION: u32 = u32::MAX;
@@ -73,21 +73,21 @@ pub(crate) struct SessionState {
 pub(crate) struct SessionEvents(Vec<u32>);
 
 /// The place of event `n` (whose key is `key`) among events ordered by key, then number.
-fn order(recs: &[EventRec], m: u32, n: u32, key: (i64, u64, u32)) -> Ordering {
-    (recs[m as usize].order_key(), m).cmp(&(key, n))
+fn order(recs: &Events, m: u32, n: u32, key: (i64, u64, u32)) -> Ordering {
+    (recs.rec(m).order_key(), m).cmp(&(key, n))
 }
 
 impl SessionEvents {
     /// Numbers in order: the numbers of events of `recs`, sorted.
-    pub(crate) fn from_numbers(mut numbers: Vec<u32>, recs: &[EventRec]) -> SessionEvents {
-        numbers.sort_unstable_by_key(|&n| (recs[n as usize].order_key(), n));
+    pub(crate) fn from_numbers(mut numbers: Vec<u32>, recs: &Events) -> SessionEvents {
+        numbers.sort_unstable_by_key(|&n| (recs.rec(n).order_key(), n));
         numbers.shrink_to_fit();
         SessionEvents(numbers)
     }
 
     /// Adds event `n`, whose record in `recs` is current.
-    pub(crate) fn insert(&mut self, n: u32, recs: &[EventRec]) {
-        let key = recs[n as usize].order_key();
+    pub(crate) fn insert(&mut self, n: u32, recs: &Events) {
+        let key = recs.rec(n).order_key();
         // Events come mostly in order: the end first.
         if self.0.last().is_none_or(|&m| order(recs, m, n, key) == Ordering::Less) {
             self.0.push(n);
@@ -98,7 +98,7 @@ impl SessionEvents {
 
     /// Removes event `n`, placed by `key` (its key when it was added: its record in `recs` may
     /// have been replaced since); true if it was there.
-    pub(crate) fn remove(&mut self, n: u32, key: (i64, u64, u32), recs: &[EventRec]) -> bool {
+    pub(crate) fn remove(&mut self, n: u32, key: (i64, u64, u32), recs: &Events) -> bool {
         let found = self.0.binary_search_by(|&m| if m == n { Ordering::Equal } else { order(recs, m, n, key) });
         found.map(|at| self.0.remove(at)).is_ok()
     }

@@ -3,16 +3,17 @@
 //! every byte is never trusted: the state is rebuilt from the journal instead.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use origin_engine::record::{Citation, EntryKind, EntryVersion, EventKind, Forgotten, Restored, Role};
-use origin_engine::vfs::Vfs;
+use origin_engine::vfs::{Mapped, Vfs};
 use origin_engine::snapshot::SnapshotOf;
 use origin_engine::StoreId;
 
 use crate::state::bytes::{Reader, Refusal, Writer};
 use crate::state::entry::Stored;
 use crate::state::error::{Error, Result};
-use crate::state::event::EventRec;
+use crate::state::event::{BASE_REC_SIZE, Base, decode_rec};
 use crate::state::session::{SessionEvents, NO_SESSION};
 use crate::state::limits::SNAPSHOT_SIZE_BYTES_MAX;
 use crate::state::tombstone::StoredTombstone;
@@ -67,7 +68,7 @@ fn event_kind_byte(k: EventKind) -> u8 {
     }
 }
 
-fn event_kind_of(b: u8) -> Result<EventKind, Refusal> {
+pub(crate) fn event_kind_of(b: u8) -> Result<EventKind, Refusal> {
     Ok(match b {
         0 => EventKind::Message,
         1 => EventKind::ToolUse,
@@ -87,7 +88,7 @@ fn role_byte(r: Role) -> u8 {
     }
 }
 
-fn role_of(b: u8) -> Result<Role, Refusal> {
+pub(crate) fn role_of(b: u8) -> Result<Role, Refusal> {
     Ok(match b {
         0 => Role::User,
         1 => Role::Assistant,
@@ -216,8 +217,9 @@ pub(crate) fn encode_body(s: &State) -> Vec<u8> {
     w.count(s.events.len());
     // The ids as one text (checked as UTF-8 at once when loaded), then each event with its
     // id's length.
-    w.text(s.events.id_text());
-    for (id, m) in s.events.ids().zip(&s.events.recs) {
+    w.text_of(&s.events.id_text());
+    for (n, id) in s.events.ids().enumerate() {
+        let m = s.events.rec(n as u32);
         // Every id came out of one record, whose payload is far below 4 GiB.
         assert!(id.len() as u64 <= crate::state::limits::SNAPSHOT_STRING_SIZE_BYTES_MAX, "event id of {} bytes in the state", id.len());
         w.u32(id.len() as u32);
@@ -251,8 +253,8 @@ fn before(offset: u64, read_to: u64, what: &str) -> Result<(), Refusal> {
 /// structures are exactly what applying would have made; only each session's order of events
 /// is gathered and built once at the end instead of event by event (the property test of
 /// reopens compares digests).
-fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
-    let mut r = Reader::new(bytes);
+fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<State, Refusal> {
+    let mut r = Reader::new(&bytes[body_at..]);
     let mut s = State::new();
     let mut prev = None;
     for _ in 0..r.count(40)? {
@@ -317,28 +319,27 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
         st.prompt_event = r.opt_str()?;
     }
     let session_count = s.sessions.slots.len() as u32;
-    let event_count = r.count(34)?;
+    let event_count = r.count(BASE_REC_SIZE)?;
+    let text_at = body_at + r.position() + 8;
     let id_text = r.text()?;
-    s.events.reserve(event_count, id_text.len());
+    // The events stay in the file ([`Base`]): each record is checked here, and only where
+    // each id ends is kept.
+    let recs_at = body_at + r.position();
+    let recs = r.skip(event_count * BASE_REC_SIZE)?;
+    let mut ends: Vec<u64> = Vec::with_capacity(event_count);
     let mut orders: Vec<Vec<u32>> = vec![Vec::new(); s.sessions.slots.len()];
     let mut id_start = 0usize;
-    for i in 0..event_count {
-        let id_len = r.u32()? as usize;
+    for (i, b) in recs.chunks_exact(BASE_REC_SIZE).enumerate() {
+        let id_len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
         let id_end = id_start + id_len;
         if id_end > id_text.len() || !id_text.is_char_boundary(id_end) {
             return Err(format!("event {i}'s id of {id_len} bytes does not end on a character of the ids' text at its byte {id_start}"));
         }
         let id = &id_text[id_start..id_end];
         id_start = id_end;
-        let rec = EventRec {
-            source: source(r.u32()?)?,
-            session: r.u32()?,
-            time_unix_ms: r.i64()?,
-            kind: event_kind_of(r.u8()?)?,
-            role: role_of(r.u8()?)?,
-            offset: r.u64()?,
-            index: r.u32()?,
-        };
+        ends.push(id_end as u64);
+        let rec = decode_rec(b)?;
+        source(u32::from(rec.source))?;
         if rec.session != NO_SESSION && rec.session >= session_count {
             return Err(format!("event {id:?} names session {} of {session_count}", rec.session));
         }
@@ -346,15 +347,10 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
             return Err(format!("event {id:?} and its session have different sources"));
         }
         before(rec.offset, read_to, "event")?;
-        let (n, old) = s.events.put(id, rec);
-        if old.is_some() {
-            return Err(format!("event {id:?} listed twice"));
-        }
-        debug_assert_eq!(n as usize, i);
         // What `State::attach` does for an event of a session, except that the session's
         // events are gathered in a list and put in order once at the end.
         if rec.session != NO_SESSION {
-            orders[rec.session as usize].push(n);
+            orders[rec.session as usize].push(i as u32);
             if s.tombstones.hidden_by(id).is_none() {
                 s.sessions.slots[rec.session as usize].visible_count += 1;
             }
@@ -363,8 +359,9 @@ fn decode_body(bytes: &[u8], read_to: u64) -> Result<State, Refusal> {
     if id_start != id_text.len() {
         return Err(format!("the ids' text holds {} bytes after the last event's id", id_text.len() - id_start));
     }
+    s.events.set_base(Base::new(Arc::clone(bytes), text_at, recs_at, ends))?;
     for (slot, numbers) in s.sessions.slots.iter_mut().zip(orders) {
-        slot.events = SessionEvents::from_numbers(numbers, &s.events.recs);
+        slot.events = SessionEvents::from_numbers(numbers, &s.events);
     }
     if r.remaining() != 0 {
         return Err(format!("{} bytes after the last section", r.remaining()));
@@ -383,17 +380,24 @@ pub(crate) fn encode(s: &State, store_id: StoreId, epoch: u64) -> Vec<u8> {
     of(store_id, epoch).seal(s.read_to, &encode_body(s))
 }
 
-/// Checks every byte of a snapshot file and rebuilds the state it holds.
-pub(crate) fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<State, Refusal> {
-    let (read_to, body) = of(store_id, epoch).open(bytes)?;
-    decode_body(body, read_to)
+/// Checks every byte of a snapshot file and rebuilds the state it holds, whose events stay in
+/// `bytes` ([`Base`]).
+pub(crate) fn decode(bytes: Arc<Mapped>, store_id: StoreId, epoch: u64) -> Result<State, Refusal> {
+    let (read_to, body) = of(store_id, epoch).open(&bytes)?;
+    let body_at = bytes.len() - body.len();
+    decode_body(&bytes, body_at, read_to)
 }
 
 /// Checks every byte of a snapshot file written for `store_id` and `epoch`, as
 /// [`crate::State::open`] does, and encodes the state it holds again: the bytes a snapshot of
 /// that state has, or why the file is refused. For fuzzing and inspection.
 pub fn reencode(bytes: &[u8], store_id: StoreId, epoch: u64) -> std::result::Result<Vec<u8>, String> {
-    decode(bytes, store_id, epoch).map(|s| encode(&s, store_id, epoch))
+    decode_copy(bytes, store_id, epoch).map(|s| encode(&s, store_id, epoch))
+}
+
+/// [`decode`] of a copy of `bytes`.
+pub(crate) fn decode_copy(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<State, Refusal> {
+    decode(Arc::new(Mapped::Owned(Arc::new(bytes.to_vec()))), store_id, epoch)
 }
 
 /// Writes a snapshot next to `path` and renames it into place
@@ -407,7 +411,7 @@ pub(crate) fn load(vfs: &dyn Vfs, path: &Path, store_id: StoreId, epoch: u64) ->
     match origin_engine::snapshot::read_file(vfs, path, SNAPSHOT_SIZE_BYTES_MAX) {
         Ok(None) => Load::Missing,
         Err(reason) => Load::Rejected(reason),
-        Ok(Some(bytes)) => match decode(&bytes, store_id, epoch) {
+        Ok(Some(bytes)) => match decode(Arc::new(bytes), store_id, epoch) {
             Ok(s) => Load::Loaded(s),
             Err(reason) => Load::Rejected(reason),
         },
