@@ -52,7 +52,7 @@ pub(crate) fn digest(s: &State) -> u64 {
         h.u64(st.visible_count);
         h.u64(st.events.len() as u64);
         for n in st.events.iter() {
-            let (time, offset, index) = s.events.rec(n).order_key();
+            let (time, offset, index) = s.events.order_key(n);
             h.u64(time as u64);
             h.u64(offset);
             h.u64(u64::from(index));

@@ -160,6 +160,12 @@ impl Base {
         &self.bytes[self.text_at..self.text_at + len]
     }
 
+    fn order_key(&self, n: u32) -> (i64, u64, u32) {
+        let at = self.recs_at + n as usize * BASE_REC_SIZE;
+        let b = &self.bytes[at..at + BASE_REC_SIZE];
+        (le_u64(b, 12) as i64, le_u64(b, 22), le_u32(b, 30))
+    }
+
     fn rec(&self, n: u32) -> EventRec {
         let at = self.recs_at + n as usize * BASE_REC_SIZE;
         decode_rec(&self.bytes[at..at + BASE_REC_SIZE]).unwrap_or_else(|e| unreachable!("event {n}'s record was checked when the snapshot was loaded: {e}"))
@@ -169,18 +175,24 @@ impl Base {
 /// An event's record as a snapshot writes it ([`BASE_REC_SIZE`] bytes, the id's length
 /// first, not read here); the source number is not checked against the sources.
 pub(crate) fn decode_rec(b: &[u8]) -> std::result::Result<EventRec, String> {
-    let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-    let u64_at = |i: usize| u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]]);
-    let source = u32_at(4);
+    let source = le_u32(b, 4);
     Ok(EventRec {
         source: u16::try_from(source).map_err(|_| format!("source number {source}"))?,
-        session: u32_at(8),
-        time_unix_ms: u64_at(12) as i64,
+        session: le_u32(b, 8),
+        time_unix_ms: le_u64(b, 12) as i64,
         kind: crate::state::snapshot::event_kind_of(b[20])?,
         role: crate::state::snapshot::role_of(b[21])?,
-        offset: u64_at(22),
-        index: u32_at(30),
+        offset: le_u64(b, 22),
+        index: le_u32(b, 30),
     })
+}
+
+fn le_u32(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+fn le_u64(b: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]])
 }
 
 /// The id of event `n`, given the ids' text and ends.
@@ -235,6 +247,19 @@ impl Events {
             Some(b) if n < b.len() => self.replaced.get(&n).copied().unwrap_or_else(|| b.rec(n)),
             Some(b) => self.recs[(n - b.len()) as usize],
             None => self.recs[n as usize],
+        }
+    }
+
+    /// The key that orders event `n` within its session ([`EventRec::order_key`]): of a
+    /// snapshot's event, read from the map without decoding the rest of its record.
+    pub(crate) fn order_key(&self, n: u32) -> (i64, u64, u32) {
+        match self.base.as_deref() {
+            Some(b) if n < b.len() => match self.replaced.get(&n) {
+                Some(r) => r.order_key(),
+                None => b.order_key(n),
+            },
+            Some(b) => self.recs[(n - b.len()) as usize].order_key(),
+            None => self.recs[n as usize].order_key(),
         }
     }
 

@@ -544,7 +544,7 @@ impl State {
             return None;
         }
         let visible = |n: u32| self.tombstones.hidden_by(self.events.id(n)).is_none();
-        let time = |n: u32| self.events.rec(n).time_unix_ms;
+        let time = |n: u32| self.events.order_key(n).0;
         let started = time(s.events.iter().find(|&n| visible(n))?);
         let ended = time(s.events.iter().rev().find(|&n| visible(n))?);
         let prompt = match (&s.title, &s.prompt_event) {
@@ -608,14 +608,12 @@ impl State {
             },
             None => None,
         };
-        let mut numbers: Vec<u32> = self
-            .sessions
-            .with_id(session)
-            .iter()
-            .filter(|(s, _)| source.is_none_or(|n| *s == n))
-            .flat_map(|&(_, n)| self.sessions.slots[n as usize].events.iter())
-            .collect();
-        numbers.sort_by_key(|&n| (self.events.rec(n).order_key(), n));
+        let slots: Vec<u32> = self.sessions.with_id(session).iter().filter(|(s, _)| source.is_none_or(|n| *s == n)).map(|&(_, n)| n).collect();
+        let mut numbers: Vec<u32> = slots.iter().flat_map(|&n| self.sessions.slots[n as usize].events.iter()).collect();
+        // One session's events are in this order already; those of several are merged.
+        if slots.len() > 1 {
+            numbers.sort_by_cached_key(|&n| (self.events.order_key(n), n));
+        }
         numbers
             .into_iter()
             .filter(|&n| self.tombstones.hidden_by(self.events.id(n)).is_none())

@@ -35,7 +35,7 @@ pub(crate) fn find(state: &State, journal: &Journal, quote: &str) -> Result<Opti
         .filter(|&n| matches!(ev.rec(n).kind, EventKind::Message | EventKind::ToolResult))
         .filter(|&n| state.tombstones.hidden_by(ev.id(n)).is_none())
         .collect();
-    numbers.sort_by_key(|&n| std::cmp::Reverse(ev.rec(n).order_key()));
+    numbers.sort_by_key(|&n| std::cmp::Reverse(ev.order_key(n)));
     let candidates: Vec<EventMeta> = numbers.into_iter().map(|n| state.event_meta_of(n)).collect();
     let candidates: Vec<&EventMeta> = candidates.iter().collect();
     let mut cache: VecDeque<(u64, Body)> = VecDeque::new();

@@ -74,20 +74,20 @@ pub(crate) struct SessionEvents(Vec<u32>);
 
 /// The place of event `n` (whose key is `key`) among events ordered by key, then number.
 fn order(recs: &Events, m: u32, n: u32, key: (i64, u64, u32)) -> Ordering {
-    (recs.rec(m).order_key(), m).cmp(&(key, n))
+    (recs.order_key(m), m).cmp(&(key, n))
 }
 
 impl SessionEvents {
     /// Numbers in order: the numbers of events of `recs`, sorted.
     pub(crate) fn from_numbers(mut numbers: Vec<u32>, recs: &Events) -> SessionEvents {
-        numbers.sort_unstable_by_key(|&n| (recs.rec(n).order_key(), n));
+        numbers.sort_unstable_by_key(|&n| (recs.order_key(n), n));
         numbers.shrink_to_fit();
         SessionEvents(numbers)
     }
 
     /// Adds event `n`, whose record in `recs` is current.
     pub(crate) fn insert(&mut self, n: u32, recs: &Events) {
-        let key = recs.rec(n).order_key();
+        let key = recs.order_key(n);
         // Events come mostly in order: the end first.
         if self.0.last().is_none_or(|&m| order(recs, m, n, key) == Ordering::Less) {
             self.0.push(n);

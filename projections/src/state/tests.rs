@@ -501,6 +501,24 @@ fn events_of_a_loaded_snapshot_stay_in_its_file_and_are_replaced_and_added_to_in
     assert_eq!((listed(&again, "s1"), listed(&again, "s2")), (listed(&s, "s1"), listed(&s, "s2")));
 }
 
+/// A session id that two sources use: without a source, its events from both are listed
+/// together in order of time; with one, only that source's.
+#[test]
+fn session_events_of_an_id_in_two_sources_are_merged_in_time_order() {
+    let mut other = ingested(vec![msg("c1", "s1", 15, "b"), msg("c2", "s1", 35, "d")], vec![]);
+    if let Body::Ingested(b) = &mut other {
+        b.source = "codex".into();
+        for e in &mut b.events {
+            e.id = e.id.replacen(SOURCE, "codex", 1);
+        }
+    }
+    let (_fs, _j, s) = build(&[ingested(vec![msg("e1", "s1", 10, "a"), msg("e3", "s1", 30, "c"), msg("e5", "s1", 50, "e")], vec![]), other]);
+    let listed = |source: Option<&str>| s.session_events(source, "s1", false, 50).into_iter().map(|m| m.id).collect::<Vec<_>>();
+    assert_eq!(listed(None), [eid("e1"), "codex:c1".into(), eid("e3"), "codex:c2".into(), eid("e5")]);
+    assert_eq!(listed(Some("codex")), ["codex:c1", "codex:c2"]);
+    assert_eq!(listed(Some(SOURCE)), [eid("e1"), eid("e3"), eid("e5")]);
+}
+
 /// A session's events are kept in order of time, whatever order they come in, and moved when
 /// a later version of their file gives them another time: its start and end are its first and
 /// last visible events.
