@@ -249,10 +249,11 @@ fn before(offset: u64, read_to: u64, what: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Rebuilds a state from a body, through the same code that applies records, so the derived
-/// structures are exactly what applying would have made; only each session's order of events
-/// is gathered and built once at the end instead of event by event (the property test of
-/// reopens compares digests).
+/// Rebuilds a state from the body at `body_at` in `bytes`, through the same code that applies
+/// records, so the derived structures are exactly what applying would have made; but the
+/// events are checked and left in `bytes` ([`Base`]), and each session's order of events is
+/// gathered and built once at the end instead of event by event (the property test of reopens
+/// compares digests).
 fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<State, Refusal> {
     let mut r = Reader::new(&bytes[body_at..]);
     let mut s = State::new();
