@@ -414,6 +414,41 @@ fn two_journal_handles_correcting_at_once_make_one_fork_with_the_same_winner() {
     assert_eq!(results[0].2, results[1].2);
 }
 
+/// On the real file system, a state reads its events from the snapshot it mapped: another
+/// handle saving snapshots over it (written aside and renamed, several times) and the file
+/// then removed change nothing it answers, and it saves and reloads as before.
+#[test]
+fn a_state_keeps_reading_the_snapshot_it_loaded_while_others_replace_and_remove_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+    let snap = dir.path().join("projections").join(SNAPSHOT_FILE_NAME);
+    let events: Vec<Event> = (0..300).map(|i| msg(&format!("e{i}"), &format!("s{}", i % 7), i, &format!("text {i}"))).collect();
+    append(&j, &[ingested(events, vec![])]);
+    let mut a = State::new();
+    a.catch_up(&j).unwrap();
+    a.save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
+    let (mut loaded, opened) = State::open(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
+    assert!(matches!(opened.snapshot, SnapshotUse::Loaded { .. }), "{opened:?}");
+    let answers = |s: &State| (s.digest(), answers_all(s), s.event(&eid("e123")));
+    let before = answers(&loaded);
+    // Another handle goes on: more events (one of them again), snapshots saved over the file.
+    for round in 0..3 {
+        append(&j, &[ingested(vec![msg(&format!("n{round}"), "s1", 1000 + round, "new"), msg("e5", "s2", 2000 + round, "again")], vec![])]);
+        a.catch_up(&j).unwrap();
+        a.save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
+    }
+    assert_eq!(answers(&loaded), before);
+    std::fs::remove_file(&snap).unwrap();
+    assert_eq!(answers(&loaded), before);
+    // The loaded state catches up on its own and agrees with the other handle.
+    loaded.catch_up(&j).unwrap();
+    assert_eq!(loaded.digest(), a.digest());
+    assert_eq!(answers_all(&loaded), answers_all(&a));
+    loaded.save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
+    let (again, _) = State::open(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
+    assert_eq!(again.digest(), a.digest());
+}
+
 #[test]
 fn imported_ended_roots_end_validity_and_leave_listings() {
     let mem = |v: u32, time: i64, entries: Vec<EntryVersion>, ended: Vec<String>| {
