@@ -84,14 +84,15 @@ fn hash_id(id: &[u8]) -> u64 {
     BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(id)
 }
 
-/// Every event by number (first seen first); ids looked up through a table of numbers, so
+/// Every event by number (first seen first); ids looked up through tables of numbers, so
 /// each id is stored once. A later event with the same id (a re-ingested file version)
 /// replaces the earlier in place, keeping its number.
 ///
-/// The events of a loaded snapshot stay in its file ([`Base`], numbers `0..base.count`): their
-/// ids and records are read from its map when asked, shared by every process with the store
-/// open instead of copied into each one's memory. Events applied after it are held in memory
-/// (numbers from `base.count` on); a snapshot event replaced since is held in `replaced`.
+/// The events of a loaded snapshot stay in its file ([`Base`], numbers `0..base.len()`): their
+/// ids, records and id table are read from its map when asked, shared by every process with
+/// the store open instead of copied into each one's memory. Events applied after it are held
+/// in memory (numbers from `base.len()` on, found through `table`); a snapshot event replaced
+/// since is held in `replaced`.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Events {
     base: Option<Arc<Base>>,
@@ -104,50 +105,79 @@ pub(crate) struct Events {
     id_ends: Vec<usize>,
     /// The records of the events after the base.
     recs: Vec<EventRec>,
+    /// The numbers of the events after the base, by id.
     table: hashbrown::HashTable<u32>,
     sources: Vec<Box<str>>,
 }
 
-/// The events of a loaded snapshot, read from its bytes (FORMAT.md, "State snapshot"): the
-/// ids' text and the fixed-width records, checked when the snapshot was loaded
-/// ([`crate::state::snapshot`]).
-pub(crate) struct Base {
-    bytes: Arc<Mapped>,
-    /// Where the ids' text is in `bytes`.
-    text_at: usize,
-    /// Where event 0's record is in `bytes`; event `n`'s is [`BASE_REC_SIZE`] bytes later per
-    /// number.
-    recs_at: usize,
-    /// Where each id ends in the ids' text.
-    ends: Vec<u64>,
+/// Size of an event's record in a snapshot: source and session (`u32` each), time (`i64`),
+/// kind and role (a byte each), offset (`u64`) and index (`u32`).
+pub(crate) const BASE_REC_SIZE: usize = 30;
+/// An empty slot of a snapshot's id table.
+pub(crate) const EMPTY_SLOT: u32 = u32::MAX;
+
+/// The hash that places an id in a snapshot's id table: XXH3-64 of its bytes (part of the
+/// format, so a specified function, unlike the in-memory table's).
+pub(crate) fn slot_hash(id: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(id)
 }
 
-/// Size of an event's record in a snapshot: its id's length, source and session (`u32`
-/// each), time (`i64`), kind and role (a byte each), offset (`u64`) and index (`u32`).
-pub(crate) const BASE_REC_SIZE: usize = 34;
+/// The slot where a probe for an id of hash `hash` starts, in a table of `slots` slots (a
+/// power of two).
+pub(crate) fn home_slot(hash: u64, slots: usize) -> usize {
+    (hash & (slots as u64 - 1)) as usize
+}
+
+/// Where the parts of a snapshot's events are in its bytes (FORMAT.md, "State snapshot").
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BaseLayout {
+    /// Number of events.
+    pub(crate) count: u32,
+    /// The ids' text.
+    pub(crate) text_at: usize,
+    /// Where each id ends in the text (`u64` each).
+    pub(crate) ends_at: usize,
+    /// The records ([`BASE_REC_SIZE`] bytes each).
+    pub(crate) recs_at: usize,
+    /// The id table (`u32` slots, a power of two of them, or none when there are no events).
+    pub(crate) table_at: usize,
+    pub(crate) slots: usize,
+}
+
+/// The events of a loaded snapshot, read from its bytes. Built only by the snapshot's decoder
+/// once it has checked every byte of them ([`crate::state::snapshot`]): the text is UTF-8,
+/// each end is on a character of it and none before the one before, each record reads back,
+/// the table finds every event's id at its number and has an empty slot.
+pub(crate) struct Base {
+    bytes: Arc<Mapped>,
+    at: BaseLayout,
+}
 
 impl std::fmt::Debug for Base {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Base({} events)", self.ends.len())
+        write!(f, "Base({} events)", self.at.count)
     }
 }
 
 impl Base {
-    /// The events whose ids' text is at `text_at` in `bytes`, ending at `ends`, and whose
-    /// records start at `recs_at`. The caller has checked every byte of them: the text is
-    /// UTF-8, each end is on a character of it, each record reads back ([`Base::rec`]).
-    pub(crate) fn new(bytes: Arc<Mapped>, text_at: usize, recs_at: usize, ends: Vec<u64>) -> Base {
-        Base { bytes, text_at, recs_at, ends }
+    /// The events laid out at `at` in `bytes`, unchecked: the decoder checks them through
+    /// these accessors before it keeps them.
+    pub(crate) fn new(bytes: Arc<Mapped>, at: BaseLayout) -> Base {
+        Base { bytes, at }
     }
 
-    fn len(&self) -> u32 {
-        self.ends.len() as u32
+    pub(crate) fn len(&self) -> u32 {
+        self.at.count
     }
 
-    fn id_bytes(&self, n: u32) -> &[u8] {
-        let n = n as usize;
-        let start = if n == 0 { 0 } else { self.ends[n - 1] as usize };
-        &self.bytes[self.text_at + start..self.text_at + self.ends[n] as usize]
+    /// Where event `n`'s id ends in the ids' text.
+    pub(crate) fn end(&self, n: u32) -> u64 {
+        le_u64(&self.bytes, self.at.ends_at + 8 * n as usize)
+    }
+
+    pub(crate) fn id_bytes(&self, n: u32) -> &[u8] {
+        let start = if n == 0 { 0 } else { self.end(n - 1) as usize };
+        &self.bytes[self.at.text_at + start..self.at.text_at + self.end(n) as usize]
     }
 
     fn id(&self, n: u32) -> &str {
@@ -156,41 +186,71 @@ impl Base {
 
     /// Every id, one after another: the snapshot's text.
     fn text(&self) -> &[u8] {
-        let len = self.ends.last().map_or(0, |&e| e as usize);
-        &self.bytes[self.text_at..self.text_at + len]
+        let len = if self.at.count == 0 { 0 } else { self.end(self.at.count - 1) as usize };
+        &self.bytes[self.at.text_at..self.at.text_at + len]
+    }
+
+    /// The number of the event `id`, through the id table: linear probing from its
+    /// [`slot_hash`] to the first slot that holds it or is empty.
+    pub(crate) fn find(&self, id: &[u8]) -> Option<u32> {
+        if self.at.slots == 0 {
+            return None;
+        }
+        let mask = self.at.slots - 1;
+        let mut slot = home_slot(slot_hash(id), self.at.slots);
+        loop {
+            let n = le_u32(&self.bytes, self.at.table_at + 4 * slot);
+            if n == EMPTY_SLOT {
+                return None;
+            }
+            if self.id_bytes(n) == id {
+                return Some(n);
+            }
+            slot = (slot + 1) & mask;
+        }
     }
 
     fn order_key(&self, n: u32) -> (i64, u64, u32) {
-        let at = self.recs_at + n as usize * BASE_REC_SIZE;
-        let b = &self.bytes[at..at + BASE_REC_SIZE];
-        (le_u64(b, 12) as i64, le_u64(b, 22), le_u32(b, 30))
+        let b = self.rec_bytes(n);
+        (le_u64(b, 8) as i64, le_u64(b, 18), le_u32(b, 26))
     }
 
-    fn rec(&self, n: u32) -> EventRec {
-        let at = self.recs_at + n as usize * BASE_REC_SIZE;
-        decode_rec(&self.bytes[at..at + BASE_REC_SIZE]).unwrap_or_else(|e| unreachable!("event {n}'s record was checked when the snapshot was loaded: {e}"))
+    fn rec_bytes(&self, n: u32) -> &[u8] {
+        let at = self.at.recs_at + n as usize * BASE_REC_SIZE;
+        &self.bytes[at..at + BASE_REC_SIZE]
+    }
+
+    pub(crate) fn rec(&self, n: u32) -> EventRec {
+        decode_rec(self.rec_bytes(n)).unwrap_or_else(|e| unreachable!("event {n}'s record was checked when the snapshot was loaded: {e}"))
+    }
+
+    /// Decodes event `n`'s record, for the decoder's checks.
+    pub(crate) fn try_rec(&self, n: u32) -> std::result::Result<EventRec, String> {
+        decode_rec(self.rec_bytes(n))
     }
 }
 
-/// An event's record as a snapshot writes it ([`BASE_REC_SIZE`] bytes, the id's length
-/// first, not read here); the source number is not checked against the sources.
-pub(crate) fn decode_rec(b: &[u8]) -> std::result::Result<EventRec, String> {
-    let source = le_u32(b, 4);
+/// An event's record as a snapshot writes it ([`BASE_REC_SIZE`] bytes); the source number is
+/// not checked against the sources.
+fn decode_rec(b: &[u8]) -> std::result::Result<EventRec, String> {
+    let source = le_u32(b, 0);
     Ok(EventRec {
         source: u16::try_from(source).map_err(|_| format!("source number {source}"))?,
-        session: le_u32(b, 8),
-        time_unix_ms: le_u64(b, 12) as i64,
-        kind: crate::state::snapshot::event_kind_of(b[20])?,
-        role: crate::state::snapshot::role_of(b[21])?,
-        offset: le_u64(b, 22),
-        index: le_u32(b, 30),
+        session: le_u32(b, 4),
+        time_unix_ms: le_u64(b, 8) as i64,
+        kind: crate::state::snapshot::event_kind_of(b[16])?,
+        role: crate::state::snapshot::role_of(b[17])?,
+        offset: le_u64(b, 18),
+        index: le_u32(b, 26),
     })
 }
 
-fn le_u32(b: &[u8], i: usize) -> u32 {
+#[inline]
+pub(crate) fn le_u32(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
 }
 
+#[inline]
 fn le_u64(b: &[u8], i: usize) -> u64 {
     u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]])
 }
@@ -202,26 +262,16 @@ fn id_in<'a>(text: &'a str, ends: &[usize], n: u32) -> &'a str {
     &text[start..ends[n]]
 }
 
-/// The id of event `n` (of the base if below its count, else of the text after it), as bytes.
-fn id_of<'a>(base: Option<&'a Base>, text: &'a str, ends: &[usize], n: u32) -> &'a [u8] {
-    match base {
-        Some(b) if n < b.len() => b.id_bytes(n),
-        Some(b) => id_in(text, ends, n - b.len()).as_bytes(),
-        None => id_in(text, ends, n).as_bytes(),
-    }
-}
-
 impl Events {
     /// Heap bytes held, by part, from the structures' capacities (a lower bound: the
     /// allocator's own overhead is not counted; the snapshot's map is not heap).
     pub(crate) fn heap_bytes(&self) -> [(&'static str, usize); 5] {
-        // hashbrown: a bucket of 4 bytes and a control byte per slot, slots a power of two
-        // at most 8/7 of the capacity.
+        // hashbrown: a bucket and a control byte per slot, slots a power of two at most 8/7
+        // of the capacity.
         let slots = |capacity: usize| if capacity == 0 { 0 } else { (capacity * 8 / 7).next_power_of_two() };
-        let base_ends = self.base.as_ref().map_or(0, |b| b.ends.capacity() * std::mem::size_of::<u64>());
         [
             ("event ids' text", self.id_text.capacity()),
-            ("event ids' ends", self.id_ends.capacity() * std::mem::size_of::<usize>() + base_ends),
+            ("event ids' ends", self.id_ends.capacity() * std::mem::size_of::<usize>()),
             ("event locators", self.recs.capacity() * std::mem::size_of::<EventRec>()),
             ("event id table", slots(self.table.capacity()) * (std::mem::size_of::<u32>() + 1)),
             ("replaced snapshot events", slots(self.replaced.capacity()) * (std::mem::size_of::<(u32, EventRec)>() + 1)),
@@ -273,10 +323,19 @@ impl Events {
         [self.base.as_ref().map_or(&[][..], |b| b.text()), self.id_text.as_bytes()]
     }
 
+    /// The number of the event `id` among those after the base, if any.
+    fn find_later(&self, id: &str) -> Option<u32> {
+        let base_len = self.base_len();
+        let (text, ends) = (self.id_text.as_str(), &self.id_ends[..]);
+        self.table.find(hash_id(id.as_bytes()), |&n| id_in(text, ends, n - base_len) == id).copied()
+    }
+
     /// The number of the event `id`.
     pub(crate) fn find(&self, id: &str) -> Option<u32> {
-        let (base, text, ends) = (self.base.as_deref(), self.id_text.as_str(), &self.id_ends[..]);
-        self.table.find(hash_id(id.as_bytes()), |&n| id_of(base, text, ends, n) == id.as_bytes()).copied()
+        match self.base.as_deref().and_then(|b| b.find(id.as_bytes())) {
+            Some(n) => Some(n),
+            None => self.find_later(id),
+        }
     }
 
     /// The event `id`.
@@ -294,40 +353,29 @@ impl Events {
         self.base_len() as usize + self.recs.len()
     }
 
-    /// Takes the events of a loaded snapshot as its first (every event, when the state holds
-    /// none yet), with the sources already read; `Err` names an id the snapshot lists twice.
-    pub(crate) fn set_base(&mut self, base: Base) -> std::result::Result<(), String> {
+    /// Takes the events of a loaded snapshot, checked, as its first (the state holds none yet).
+    pub(crate) fn set_base(&mut self, base: Base) {
         assert!(self.base.is_none() && self.recs.is_empty(), "a snapshot's events are the state's first");
-        let mut table = hashbrown::HashTable::with_capacity(base.ends.len());
-        for n in 0..base.len() {
-            let id = base.id_bytes(n);
-            match table.entry(hash_id(id), |&m| base.id_bytes(m) == id, |&m| hash_id(base.id_bytes(m))) {
-                hashbrown::hash_table::Entry::Occupied(_) => return Err(format!("event {:?} listed twice", base.id(n))),
-                hashbrown::hash_table::Entry::Vacant(e) => {
-                    e.insert(n);
-                }
-            }
-        }
-        self.table = table;
         self.base = Some(Arc::new(base));
-        Ok(())
     }
 
     /// Puts an event: a new number, or the number of the event with the same id, whose
     /// record it replaces (returned).
     pub(crate) fn put(&mut self, id: &str, rec: EventRec) -> (u32, Option<EventRec>) {
+        if let Some(b) = self.base.as_deref()
+            && let Some(n) = b.find(id.as_bytes())
+        {
+            let old = self.replaced.insert(n, rec).unwrap_or_else(|| b.rec(n));
+            return (n, Some(old));
+        }
         // One hash and one probe: the id is found, or its slot taken, in one pass.
-        let Events { base, replaced, id_text, id_ends, recs, table, .. } = self;
-        let (base, text, ends) = (base.as_deref(), id_text.as_str(), &id_ends[..]);
-        let base_len = base.map_or(0, |b| b.len());
-        match table.entry(hash_id(id.as_bytes()), |&n| id_of(base, text, ends, n) == id.as_bytes(), |&m| hash_id(id_of(base, text, ends, m))) {
+        let base_len = self.base_len();
+        let Events { id_text, id_ends, recs, table, .. } = self;
+        let (text, ends) = (&*id_text, &*id_ends);
+        match table.entry(hash_id(id.as_bytes()), |&n| id_in(text, ends, n - base_len) == id, |&m| hash_id(id_in(text, ends, m - base_len).as_bytes())) {
             hashbrown::hash_table::Entry::Occupied(e) => {
                 let n = *e.get();
-                let old = match base {
-                    Some(b) if n < base_len => replaced.insert(n, rec).unwrap_or_else(|| b.rec(n)),
-                    _ => std::mem::replace(&mut recs[(n - base_len) as usize], rec),
-                };
-                (n, Some(old))
+                (n, Some(std::mem::replace(&mut recs[(n - base_len) as usize], rec)))
             }
             hashbrown::hash_table::Entry::Vacant(e) => {
                 let n = u32::try_from(base_len as usize + recs.len()).unwrap_or_else(|_| panic!("more than 2^32 events in one state"));

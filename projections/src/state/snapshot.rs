@@ -13,7 +13,7 @@ use origin_engine::StoreId;
 use crate::state::bytes::{Reader, Refusal, Writer};
 use crate::state::entry::Stored;
 use crate::state::error::{Error, Result};
-use crate::state::event::{BASE_REC_SIZE, Base, decode_rec};
+use crate::state::event::{BASE_REC_SIZE, Base, BaseLayout, EMPTY_SLOT, home_slot, le_u32, slot_hash};
 use crate::state::session::{SessionEvents, NO_SESSION};
 use crate::state::limits::SNAPSHOT_SIZE_BYTES_MAX;
 use crate::state::tombstone::StoredTombstone;
@@ -25,8 +25,9 @@ pub const SNAPSHOT_FILE_NAME: &str = "state.snap";
 pub const SNAPSHOT_MAGIC: [u8; 8] = *b"ORGNSNAP";
 /// The snapshot format this build writes and the only one it reads; any other is rebuilt.
 /// (2: sources, sessions and events by number, events naming their session by number. 3: the
-/// events' ids as one text, checked as UTF-8 at once.)
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 3;
+/// events' ids as one text, checked as UTF-8 at once. 4: events' ends, fixed-width records and
+/// an id table, read in place by a loaded state.)
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 4;
 /// Size of the header ([`origin_engine::snapshot`], shared with ingest's cursor snapshot).
 pub const SNAPSHOT_HEADER_SIZE: usize = origin_engine::snapshot::SNAPSHOT_HEADER_SIZE;
 
@@ -214,15 +215,18 @@ pub(crate) fn encode_body(s: &State) -> Vec<u8> {
         w.opt_str(st.first_prompt.as_deref());
         w.opt_str(st.prompt_event.as_deref());
     }
-    w.count(s.events.len());
-    // The ids as one text (checked as UTF-8 at once when loaded), then each event with its
-    // id's length.
+    let count = s.events.len();
+    w.count(count);
+    // The ids as one text (checked as UTF-8 at once when loaded), where each ends, the
+    // records, then the id table: fixed widths, so that a loaded state reads them in place.
     w.text_of(&s.events.id_text());
-    for (n, id) in s.events.ids().enumerate() {
-        let m = s.events.rec(n as u32);
-        // Every id came out of one record, whose payload is far below 4 GiB.
-        assert!(id.len() as u64 <= crate::state::limits::SNAPSHOT_STRING_SIZE_BYTES_MAX, "event id of {} bytes in the state", id.len());
-        w.u32(id.len() as u32);
+    let mut end = 0u64;
+    for id in s.events.ids() {
+        end += id.len() as u64;
+        w.u64(end);
+    }
+    for n in 0..count as u32 {
+        let m = s.events.rec(n);
         w.u32(u32::from(m.source));
         w.u32(m.session);
         w.i64(m.time_unix_ms);
@@ -231,6 +235,19 @@ pub(crate) fn encode_body(s: &State) -> Vec<u8> {
         w.u64(m.offset);
         w.u32(m.index);
     }
+    // At most half full, so that a probe meets an empty slot soon (and at most 2^32 slots,
+    // above any count of events: numbers are `u32`).
+    let slots = if count == 0 { 0 } else { (2 * count).next_power_of_two().min(1 << 32) };
+    let mut table = vec![EMPTY_SLOT; slots];
+    for (n, id) in s.events.ids().enumerate() {
+        let mut slot = home_slot(slot_hash(id.as_bytes()), slots);
+        while table[slot] != EMPTY_SLOT {
+            slot = (slot + 1) & (slots - 1);
+        }
+        table[slot] = n as u32;
+    }
+    w.u64(slots as u64);
+    table.iter().for_each(|&n| w.u32(n));
     w.buf
 }
 
@@ -320,26 +337,38 @@ fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<Stat
         st.prompt_event = r.opt_str()?;
     }
     let session_count = s.sessions.slots.len() as u32;
-    let event_count = r.count(BASE_REC_SIZE)?;
+    // Each event takes its end, its record and at least one slot.
+    let count = r.count(8 + BASE_REC_SIZE + 4)?;
     let text_at = body_at + r.position() + 8;
     let id_text = r.text()?;
-    // The events stay in the file ([`Base`]): each record is checked here, and only where
-    // each id ends is kept.
+    let ends_at = body_at + r.position();
+    r.skip(count * 8)?;
     let recs_at = body_at + r.position();
-    let recs = r.skip(event_count * BASE_REC_SIZE)?;
-    let mut ends: Vec<u64> = Vec::with_capacity(event_count);
+    r.skip(count * BASE_REC_SIZE)?;
+    let slots = r.u64()?;
+    let slots_ok = if count == 0 { slots == 0 } else { slots.is_power_of_two() && slots > count as u64 && slots <= 1 << 32 };
+    if !slots_ok {
+        return Err(format!("an id table of {slots} slots for {count} events"));
+    }
+    let table_at = body_at + r.position();
+    let table = r.skip(usize::try_from(slots).ok().and_then(|n| n.checked_mul(4)).ok_or_else(|| format!("an id table of {slots} slots"))?)?;
+    // The events stay in the file ([`Base`]): checked here through the accessors that will
+    // read them.
+    let layout = BaseLayout { count: count as u32, text_at, ends_at, recs_at, table_at, slots: slots as usize };
+    let base = Base::new(Arc::clone(bytes), layout);
     let mut orders: Vec<Vec<u32>> = vec![Vec::new(); s.sessions.slots.len()];
-    let mut id_start = 0usize;
-    for (i, b) in recs.chunks_exact(BASE_REC_SIZE).enumerate() {
-        let id_len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
-        let id_end = id_start + id_len;
-        if id_end > id_text.len() || !id_text.is_char_boundary(id_end) {
-            return Err(format!("event {i}'s id of {id_len} bytes does not end on a character of the ids' text at its byte {id_start}"));
+    // Each event's home slot in the table (below 2^32), for its check below.
+    let mut homes: Vec<u32> = Vec::with_capacity(count);
+    let mut id_start = 0u64;
+    for n in 0..count as u32 {
+        let id_end = base.end(n);
+        if id_end < id_start || id_end > id_text.len() as u64 || !id_text.is_char_boundary(id_end as usize) {
+            return Err(format!("event {n}'s id ends at byte {id_end} of the ids' text, not on a character of it at or after byte {id_start}"));
         }
-        let id = &id_text[id_start..id_end];
+        let id = &id_text[id_start as usize..id_end as usize];
         id_start = id_end;
-        ends.push(id_end as u64);
-        let rec = decode_rec(b)?;
+        homes.push(home_slot(slot_hash(id.as_bytes()), slots as usize) as u32);
+        let rec = base.try_rec(n)?;
         source(u32::from(rec.source))?;
         if rec.session != NO_SESSION && rec.session >= session_count {
             return Err(format!("event {id:?} names session {} of {session_count}", rec.session));
@@ -351,16 +380,17 @@ fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<Stat
         // What `State::attach` does for an event of a session, except that the session's
         // events are gathered in a list and put in order once at the end.
         if rec.session != NO_SESSION {
-            orders[rec.session as usize].push(i as u32);
+            orders[rec.session as usize].push(n);
             if s.tombstones.hidden_by(id).is_none() {
                 s.sessions.slots[rec.session as usize].visible_count += 1;
             }
         }
     }
-    if id_start != id_text.len() {
-        return Err(format!("the ids' text holds {} bytes after the last event's id", id_text.len() - id_start));
+    if id_start != id_text.len() as u64 {
+        return Err(format!("the ids' text holds {} bytes after the last event's id", id_text.len() as u64 - id_start));
     }
-    s.events.set_base(Base::new(Arc::clone(bytes), text_at, recs_at, ends))?;
+    check_id_table(&base, table, &homes)?;
+    s.events.set_base(base);
     for (slot, numbers) in s.sessions.slots.iter_mut().zip(orders) {
         slot.events = SessionEvents::from_numbers(numbers, &s.events);
     }
@@ -369,6 +399,68 @@ fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<Stat
     }
     s.read_to = read_to;
     Ok(s)
+}
+
+/// Checks a snapshot's id table (`table`, its bytes) against the events of `base`, whose
+/// ids' home slots are `homes`: each event in exactly one slot; each found by a probe from its
+/// home (no empty slot between its home and its slot); no id twice. A probe then finds every
+/// event at its number and ends at an empty slot. Checked in slot order, so that only the
+/// ids of events that share a home slot are read again (at random places in the text).
+fn check_id_table(base: &Base, table: &[u8], homes: &[u32]) -> Result<(), Refusal> {
+    let (count, slots) = (homes.len(), table.len() / 4);
+    if count == 0 {
+        return Ok(());
+    }
+    let slot = |k: usize| le_u32(table, 4 * k);
+    let mut seen = vec![false; count];
+    let mut used = 0usize;
+    for k in 0..slots {
+        let n = slot(k);
+        if n != EMPTY_SLOT {
+            let Some(s) = seen.get_mut(n as usize) else { return Err(format!("the id table names event {n} of {count}")) };
+            if std::mem::replace(s, true) {
+                return Err(format!("the id table names event {n} twice"));
+            }
+            used += 1;
+        }
+    }
+    if used != count {
+        return Err(format!("the id table holds {used} events of {count}"));
+    }
+    // Runs of slots between empty ones, from one after an empty slot round to it.
+    let mask = slots - 1;
+    let first_empty = (0..slots).find(|&k| slot(k) == EMPTY_SLOT).unwrap_or(0);
+    let mut run: Vec<(u32, u32)> = Vec::new();
+    let mut run_start = (first_empty + 1) & mask;
+    for i in 1..=slots {
+        let k = (first_empty + i) & mask;
+        let n = slot(k);
+        if n == EMPTY_SLOT {
+            check_run(base, &mut run)?;
+            run.clear();
+            run_start = (k + 1) & mask;
+            continue;
+        }
+        let home = homes[n as usize] as usize;
+        if (home.wrapping_sub(run_start) & mask) > (k.wrapping_sub(run_start) & mask) {
+            return Err(format!("event {:?} is not where the id table says", String::from_utf8_lossy(base.id_bytes(n))));
+        }
+        run.push((home as u32, n));
+    }
+    Ok(())
+}
+
+/// Within one run of the id table, `(home slot, event)` pairs: refused if two events of one
+/// home have the same id (equal ids share a home, and so a run).
+fn check_run(base: &Base, run: &mut [(u32, u32)]) -> Result<(), Refusal> {
+    run.sort_unstable();
+    for group in run.chunk_by_mut(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
+        group.sort_unstable_by(|a, b| base.id_bytes(a.1).cmp(base.id_bytes(b.1)));
+        if let Some(w) = group.windows(2).find(|w| base.id_bytes(w[0].1) == base.id_bytes(w[1].1)) {
+            return Err(format!("event {:?} listed twice", String::from_utf8_lossy(base.id_bytes(w[0].1))));
+        }
+    }
+    Ok(())
 }
 
 /// What a state snapshot of the journal of `store_id` and `epoch` is, for its header.

@@ -771,11 +771,13 @@ fn fix_snapshot_crcs(bytes: &mut [u8]) {
     bytes[60..64].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// The events' ids are one text, each event giving its id's length: lengths that run past the
-/// text, cut a character in two or leave bytes of it over are refused (checksums made to
-/// match, so that the body decoder sees them), and the intact file loads.
+/// The events' ids are one text, each event giving where its id ends: ends that run past the
+/// text, cut a character in two, go back or leave bytes over are refused, as is an id table
+/// that does not find each id at its number (checksums made to match, so that the body
+/// decoder sees them); the intact file loads.
 #[test]
-fn snapshot_with_event_ids_that_do_not_match_their_text_is_refused() {
+fn snapshot_with_event_ids_that_do_not_match_their_text_or_table_is_refused() {
+    use crate::state::event::{BASE_REC_SIZE, EMPTY_SLOT, home_slot, slot_hash};
     let (_fs, j, s) = rich_store();
     let text = String::from_utf8(s.events.id_text().concat()).unwrap();
     assert!(s.events.len() >= 3 && text.is_ascii(), "{text}");
@@ -783,35 +785,89 @@ fn snapshot_with_event_ids_that_do_not_match_their_text_is_refused() {
     let mut framed = (text.len() as u64).to_le_bytes().to_vec();
     framed.extend_from_slice(text.as_bytes());
     let at = bytes.windows(framed.len()).position(|w| w == framed.as_slice()).expect("the ids' text in the file");
-    // The first event's id length follows the text.
-    let first_len = at + framed.len();
-    let id0 = s.events.id(0).len() as u32;
-    assert_eq!(bytes[first_len..first_len + 4], id0.to_le_bytes());
-    let decoded = |b: &[u8]| snapshot::decode_copy(b, j.store_id(), j.epoch());
-    assert_eq!(decoded(&bytes).map(|d| d.digest()), Ok(s.digest()));
-    let with_first_len = |len: u32, first_byte: Option<[u8; 2]>| {
+    // Where each id ends follows the text; then the records, the table's size and the table,
+    // the last section.
+    let (ends, n) = (at + framed.len(), s.events.len());
+    let id0 = s.events.id(0).len() as u64;
+    assert_eq!(bytes[ends..ends + 8], id0.to_le_bytes());
+    let table = ends + n * 8 + n * BASE_REC_SIZE + 8;
+    let slots = u64::from_le_bytes(bytes[table - 8..table].try_into().unwrap()) as usize;
+    assert_eq!(bytes.len(), table + slots * 4);
+    let slot = |b: &[u8], k: usize| u32::from_le_bytes(b[table + 4 * k..table + 4 * k + 4].try_into().unwrap());
+    let decoded = |b: &[u8]| snapshot::decode_copy(b, j.store_id(), j.epoch()).map(|d| d.digest());
+    assert_eq!(decoded(&bytes), Ok(s.digest()));
+    let edited = |edit: &dyn Fn(&mut Vec<u8>)| {
         let mut b = bytes.clone();
-        b[first_len..first_len + 4].copy_from_slice(&len.to_le_bytes());
-        if let Some(c) = first_byte {
-            b[at + 8..at + 10].copy_from_slice(&c);
-        }
+        edit(&mut b);
         fix_snapshot_crcs(&mut b);
-        decoded(&b).map(|d| d.digest())
+        decoded(&b)
+    };
+    let first_end = |end: u64, first_bytes: Option<[u8; 2]>| {
+        edited(&|b| {
+            b[ends..ends + 8].copy_from_slice(&end.to_le_bytes());
+            if let Some(c) = first_bytes {
+                b[at + 8..at + 10].copy_from_slice(&c);
+            }
+        })
+    };
+    let refused = |r: Result<u64, String>, why: &str| {
+        let e = r.expect_err("refused");
+        assert!(e.contains(why), "{e:?} does not say {why:?}");
     };
     // Past the end of the text.
-    let e = with_first_len(text.len() as u32 + 1, None).unwrap_err();
-    assert!(e.contains("does not end on a character"), "{e}");
+    refused(first_end(text.len() as u64 + 1, None), "not on a character");
     // Into the middle of a character: the text's first two bytes made `é`, still UTF-8.
-    let e = with_first_len(1, Some([0xC3, 0xA9])).unwrap_err();
-    assert!(e.contains("does not end on a character"), "{e}");
-    // Shorter, so that the ids after it shift and the text's last bytes are left over (or an
-    // id is cut where no event's id ended: refused either way).
-    assert!(with_first_len(id0 - 1, None).is_err());
-    // The same two bytes made `é` with the lengths untouched: a different id, which loads.
-    assert!(with_first_len(id0, Some([0xC3, 0xA9])).is_ok());
+    refused(first_end(1, Some([0xC3, 0xA9])), "not on a character");
+    // Before the end before it.
+    refused(edited(&|b| b[ends + 8..ends + 16].copy_from_slice(&(id0 - 1).to_le_bytes())), "not on a character");
+    // Shorter: the first two ids change, and the table does not find them.
+    refused(first_end(id0 - 1, None), "id table");
+    // The same two bytes made `é` with the ends untouched: another id, not where the table
+    // looks for it.
+    refused(first_end(id0, Some([0xC3, 0xA9])), "id table");
     // A text that is not UTF-8.
-    let e = with_first_len(id0, Some([0xFF, 0xFE])).unwrap_err();
-    assert!(e.contains("not UTF-8"), "{e}");
+    refused(first_end(id0, Some([0xFF, 0xFE])), "not UTF-8");
+    // The table: a size that is not a power of two; an event's slot emptied; an empty slot
+    // naming no event, or an event a second time; an event moved to an empty slot.
+    refused(edited(&|b| b[table - 8..table].copy_from_slice(&(slots as u64 - 1).to_le_bytes())), "an id table of");
+    let used = (0..slots).find(|&k| slot(&bytes, k) != EMPTY_SLOT).unwrap();
+    let empty = (0..slots).find(|&k| slot(&bytes, k) == EMPTY_SLOT).unwrap();
+    let put = |b: &mut Vec<u8>, k: usize, v: u32| b[table + 4 * k..table + 4 * k + 4].copy_from_slice(&v.to_le_bytes());
+    refused(edited(&|b| put(b, used, EMPTY_SLOT)), "holds");
+    refused(edited(&|b| put(b, empty, n as u32)), "names event");
+    refused(edited(&|b| put(b, empty, slot(&bytes, used))), "twice");
+    refused(
+        edited(&|b| {
+            put(b, empty, slot(&bytes, used));
+            put(b, used, EMPTY_SLOT);
+        }),
+        "not where the id table says",
+    );
+    // An id twice, in a table built for the ids as they then are (as the writer builds it:
+    // the same table for the intact file, which loads).
+    let rebuild_table = |b: &mut Vec<u8>| {
+        let (mut start, mut t) = (0usize, vec![EMPTY_SLOT; slots]);
+        for k in 0..n {
+            let end = u64::from_le_bytes(b[ends + 8 * k..ends + 8 * k + 8].try_into().unwrap()) as usize;
+            let mut at_slot = home_slot(slot_hash(&b[at + 8 + start..at + 8 + end]), slots);
+            start = end;
+            while t[at_slot] != EMPTY_SLOT {
+                at_slot = (at_slot + 1) & (slots - 1);
+            }
+            t[at_slot] = k as u32;
+        }
+        t.iter().enumerate().for_each(|(k, &v)| put(b, k, v));
+    };
+    assert_eq!(edited(&|b| rebuild_table(b)), Ok(s.digest()));
+    let twin = (1..n as u32).find(|&k| s.events.id(k).len() == s.events.id(0).len()).expect("two ids of one length");
+    let twin_at = at + 8 + s.events.ids().take(twin as usize).map(str::len).sum::<usize>();
+    refused(
+        edited(&|b| {
+            b.copy_within(at + 8..at + 8 + id0 as usize, twin_at);
+            rebuild_table(b);
+        }),
+        "listed twice",
+    );
 }
 
 proptest! {
