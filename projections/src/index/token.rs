@@ -235,6 +235,20 @@ fn cut(term: &str) -> &str {
     &term[..end]
 }
 
+/// The term of an ASCII word of letters and digits (`upper` if it holds an upper-case
+/// letter): the word itself, cut, or its lower case in `lower`. Most words of logs and code
+/// are lower case already: then nothing is copied.
+fn ascii_term<'a>(word: &'a str, upper: bool, lower: &'a mut String) -> &'a str {
+    if upper {
+        lower.clear();
+        lower.push_str(cut(word));
+        lower.make_ascii_lowercase();
+        lower.as_str()
+    } else {
+        cut(word)
+    }
+}
+
 /// One token as [`for_each_token`] hands it over: borrowed, nothing allocated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TokenRef<'a> {
@@ -325,15 +339,7 @@ pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
         }
         let chunk = &text[start..i];
         if plain {
-            // Most words of logs and code are lower case already: then nothing is copied.
-            let term = if upper {
-                lower.clear();
-                lower.push_str(cut(chunk));
-                lower.make_ascii_lowercase();
-                lower.as_str()
-            } else {
-                cut(chunk)
-            };
+            let term = ascii_term(chunk, upper, &mut lower);
             emit(TokenRef { term, position, kind: TokenKind::Word, start, end: i });
             position += 1;
             continue;
@@ -358,14 +364,7 @@ pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
                         return;
                     }
                     let word = &chunk[from..j];
-                    let term = if word.bytes().any(|b| b.is_ascii_uppercase()) {
-                        lower.clear();
-                        lower.push_str(cut(word));
-                        lower.make_ascii_lowercase();
-                        lower.as_str()
-                    } else {
-                        cut(word)
-                    };
+                    let term = ascii_term(word, word.bytes().any(|b| b.is_ascii_uppercase()), &mut lower);
                     emit(TokenRef { term, position, kind: TokenKind::Word, start: start + from, end: start + j });
                     position += 1;
                 } else if cb[j] < 0x80 {
