@@ -357,8 +357,9 @@ fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<Stat
     let layout = BaseLayout { count: count as u32, text_at, ends_at, recs_at, table_at, slots: slots as usize };
     let base = Base::new(Arc::clone(bytes), layout);
     let mut orders: Vec<Vec<u32>> = vec![Vec::new(); s.sessions.slots.len()];
-    // Each event's home slot in the table (below 2^32), for its check below.
-    let mut homes: Vec<u32> = Vec::with_capacity(count);
+    // The low 32 bits of each event's id hash (the table has at most 2^32 slots, so they
+    // give its home slot), for the table's check below.
+    let mut hashes: Vec<u32> = Vec::with_capacity(count);
     let mut id_start = 0u64;
     for n in 0..count as u32 {
         let id_end = base.end(n);
@@ -367,7 +368,7 @@ fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<Stat
         }
         let id = &id_text[id_start as usize..id_end as usize];
         id_start = id_end;
-        homes.push(home_slot(slot_hash(id.as_bytes()), slots as usize) as u32);
+        hashes.push(slot_hash(id.as_bytes()) as u32);
         let rec = base.try_rec(n)?;
         source(u32::from(rec.source))?;
         if rec.session != NO_SESSION && rec.session >= session_count {
@@ -389,7 +390,7 @@ fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<Stat
     if id_start != id_text.len() as u64 {
         return Err(format!("the ids' text holds {} bytes after the last event's id", id_text.len() as u64 - id_start));
     }
-    check_id_table(&base, table, &homes)?;
+    check_id_table(&base, table, &hashes)?;
     s.events.set_base(base);
     for (slot, numbers) in s.sessions.slots.iter_mut().zip(orders) {
         slot.events = SessionEvents::from_numbers(numbers, &s.events);
@@ -402,12 +403,13 @@ fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<Stat
 }
 
 /// Checks a snapshot's id table (`table`, its bytes) against the events of `base`, whose
-/// ids' home slots are `homes`: each event in exactly one slot; each found by a probe from its
-/// home (no empty slot between its home and its slot); no id twice. A probe then finds every
-/// event at its number and ends at an empty slot. Checked in slot order, so that only the
-/// ids of events that share a home slot are read again (at random places in the text).
-fn check_id_table(base: &Base, table: &[u8], homes: &[u32]) -> Result<(), Refusal> {
-    let (count, slots) = (homes.len(), table.len() / 4);
+/// ids' hashes' low 32 bits are `hashes`: each event in exactly one slot; each found by a probe from its
+/// home slot (no empty slot between its home and its slot); no id twice. A probe then finds
+/// every event at its number and ends at an empty slot. Checked in slot order, so that only
+/// the ids of events whose hashes agree in those bits are read again (at random places in the
+/// text).
+fn check_id_table(base: &Base, table: &[u8], hashes: &[u32]) -> Result<(), Refusal> {
+    let (count, slots) = (hashes.len(), table.len() / 4);
     if count == 0 {
         return Ok(());
     }
@@ -441,17 +443,18 @@ fn check_id_table(base: &Base, table: &[u8], homes: &[u32]) -> Result<(), Refusa
             run_start = (k + 1) & mask;
             continue;
         }
-        let home = homes[n as usize] as usize;
+        let hash = hashes[n as usize];
+        let home = home_slot(u64::from(hash), slots);
         if (home.wrapping_sub(run_start) & mask) > (k.wrapping_sub(run_start) & mask) {
             return Err(format!("event {:?} is not where the id table says", String::from_utf8_lossy(base.id_bytes(n))));
         }
-        run.push((home as u32, n));
+        run.push((hash, n));
     }
     Ok(())
 }
 
-/// Within one run of the id table, `(home slot, event)` pairs: refused if two events of one
-/// home have the same id (equal ids share a home, and so a run).
+/// Within one run of the id table, `(low 32 bits of the id hash, event)` pairs: refused if two
+/// events of one hash have the same id (equal ids share a hash, a home slot, and so a run).
 fn check_run(base: &Base, run: &mut [(u32, u32)]) -> Result<(), Refusal> {
     run.sort_unstable();
     for group in run.chunk_by_mut(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
