@@ -253,16 +253,22 @@ impl DocTable {
 
     fn push_row(&mut self, row: DocRow, length: u32) -> u32 {
         let ordinal = self.len();
-        self.times.push(row.time_unix_ms);
         match &mut self.rows {
             Rows::Held(rows) => rows.push(row),
             // Tables read from a file are never added to.
             Rows::InFile { .. } => unreachable!("a row pushed to a table read from its segment"),
         }
+        self.push_figures(row.time_unix_ms, length);
+        ordinal
+    }
+
+    /// Adds what the table holds in memory of each document, held rows or not: its time,
+    /// length and length code, and its length to the token count.
+    fn push_figures(&mut self, time_unix_ms: i64, length: u32) {
+        self.times.push(time_unix_ms);
         self.lengths.push(length);
         self.codes.push(bm25::length_code(length));
         self.token_count += u64::from(length);
-        ordinal
     }
 
     /// The metadata of a document, as it was added.
@@ -375,10 +381,7 @@ impl DocTable {
                 return Err((at, format!("document ids do not rise at {}", row.doc)));
             }
             prev = Some(row.doc);
-            t.times.push(row.time_unix_ms);
-            t.lengths.push(length);
-            t.codes.push(bm25::length_code(length));
-            t.token_count += u64::from(length);
+            t.push_figures(row.time_unix_ms, length);
         }
         t.rows = Rows::InFile { file, at: rows.start, count: row_count };
         Ok(t)

@@ -192,7 +192,7 @@ impl Base {
 
     /// The number of the event `id`, through the id table: linear probing from its
     /// [`slot_hash`] to the first slot that holds it or is empty.
-    pub(crate) fn find(&self, id: &[u8]) -> Option<u32> {
+    fn find(&self, id: &[u8]) -> Option<u32> {
         if self.at.slots == 0 {
             return None;
         }
