@@ -392,6 +392,24 @@ impl Catalog {
         }
     }
 
+    /// If verifying a segment's body found damage ([`Index::damage`]; segments are verified
+    /// in the background after they are opened), deletes the events' index (under the
+    /// writer's lock, waiting for it) and starts it over, to be fed again from the journal's
+    /// start; the entries' index is kept. Returns what was found, or `None` if nothing was,
+    /// or if a commit or merge of this catalog is under way (it holds the lock; the next call
+    /// repairs). [`Catalog::catch_up`] calls it first.
+    pub fn repair(&mut self, journal: &Journal) -> Result<Option<String>, CatalogError> {
+        let Some(damage) = self.index.damage() else { return Ok(None) };
+        let Some(dir) = self.dir.clone() else { return Err(damage.into()) };
+        if self.writer.upgrade().is_some() || self.merging.upgrade().is_some() || self.index.committing() {
+            return Ok(None);
+        }
+        let fresh = Catalog::start_over(&dir, journal)?;
+        self.index = fresh.index;
+        self.read_to = 0;
+        Ok(Some(damage.to_string()))
+    }
+
     /// Takes what another process committed or merged. If the mark moved, the in-memory
     /// documents are dropped and [`Catalog::read_to`] goes back to the new mark (feed the
     /// journal again from there). Returns true if it did.
@@ -483,6 +501,7 @@ impl Catalog {
     /// how many records were read. A record the catalog reads that cannot be decoded is an
     /// error, and nothing after it is fed.
     pub fn catch_up(&mut self, journal: &Journal) -> Result<u64, CatalogError> {
+        self.repair(journal)?;
         self.refresh()?;
         let mut failed: Option<CatalogError> = None;
         let mut count = 0u64;
@@ -1065,6 +1084,32 @@ mod tests {
         let seg = fs::read_dir(&idx).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "segment")).unwrap();
         let mut bytes = fs::read(&seg).unwrap();
         bytes[40] ^= 0xff;
+        fs::write(&seg, &bytes).unwrap();
+        // Its structures intact, it opens; the check of its body finds the damage, and no
+        // search reads it.
+        let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+        assert_eq!(opened, CatalogOpened::Loaded { mark: 1 });
+        assert!(c.index().verify().is_err_and(|e| e.to_string().contains("body CRC")));
+        let q = parse_query("workflow").unwrap();
+        let refused = c.search(&q, &Filters { scope: Some(Scope::Event), ..Filters::default() }, &|_| true, 10);
+        assert!(refused.is_err(), "{refused:?}");
+        // Repaired (by `catch_up`, which starts with it): the index is built again.
+        c.catch_up(&j).unwrap();
+        assert!(c.index().damage().is_none());
+        assert_eq!(keys(&c, "workflow", Scope::Event), ["claude-code:e1"]);
+        assert_eq!(c.repair(&j).unwrap(), None, "nothing left to repair");
+        c.commit().unwrap();
+        drop(c);
+        let (c, opened) = Catalog::open(&idx, &j).unwrap();
+        assert_eq!(opened, CatalogOpened::Loaded { mark: 1 });
+        c.index().verify().unwrap();
+        assert_eq!(keys(&c, "workflow", Scope::Event), ["claude-code:e1"]);
+        drop(c);
+        // A damaged segment whose structures do not check out is rebuilt on open.
+        let seg = fs::read_dir(&idx).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "segment")).unwrap();
+        let mut bytes = fs::read(&seg).unwrap();
+        let at = bytes.len() - 10;
+        bytes[at] ^= 0xff;
         fs::write(&seg, &bytes).unwrap();
         let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
         assert!(matches!(&opened, CatalogOpened::Rebuilt { reason } if reason.contains("damaged")), "{opened:?}");

@@ -148,6 +148,11 @@ pub fn merge(job: &MergeJob) -> Result<Merged, IndexError> {
             "merging {total} documents exceeds the segment limit of {SEGMENT_DOCS_MAX}"
         )));
     }
+    // An input's damage must not be copied into a segment with a good checksum of its own:
+    // every input's body is verified first (at once if the background check did it).
+    for s in &job.inputs {
+        s.verify()?;
+    }
     let mut docs = DocTable::default();
     let mut bases = Vec::with_capacity(job.inputs.len());
     for s in &job.inputs {

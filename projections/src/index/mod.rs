@@ -300,6 +300,16 @@ pub fn write_commit(job: &CommitJob) -> Result<WrittenCommit, IndexError> {
     Ok(WrittenCommit { segment, mark: job.mark })
 }
 
+/// Segments whose bodies are to be verified ([`Index::unverified`]).
+pub struct Unverified(Vec<Arc<Segment>>);
+
+impl Unverified {
+    /// Verifies each ([`Index::verify`]).
+    pub fn verify(&self) -> Result<(), IndexError> {
+        self.0.iter().try_for_each(|s| s.verify())
+    }
+}
+
 impl Index {
     /// An empty index that keeps its segments in memory (for tests and hubs without disk).
     pub fn in_memory() -> Index {
@@ -422,7 +432,45 @@ impl Index {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        self.verify_in_background();
         Ok(true)
+    }
+
+    /// Verifies the body of every segment not verified yet ([`Segment::verify`]), waiting
+    /// for the background check where it is under way; the first damage found is returned.
+    pub fn verify(&self) -> Result<(), IndexError> {
+        self.unverified().verify()
+    }
+
+    /// The segments whose bodies are not verified yet, to verify without holding the index.
+    pub fn unverified(&self) -> Unverified {
+        Unverified(self.segments.iter().filter(|s| !s.is_verified()).cloned().collect())
+    }
+
+    /// Damage the verification of a segment's body found (see [`Index::verify`]), without
+    /// waiting for checks under way.
+    pub fn damage(&self) -> Option<IndexError> {
+        self.segments.iter().find_map(|s| s.damage())
+    }
+
+    /// True once every segment's body has been verified (and found good).
+    pub fn is_verified(&self) -> bool {
+        self.segments.iter().all(|s| s.is_verified())
+    }
+
+    /// Verifies, on a thread of its own, the bodies of the segments not verified yet: opening
+    /// a segment checks its structures, but reading its whole body (the postings, most of an
+    /// index) held up the start of every process by a quarter of a second per million events.
+    /// A search waits for it ([`Index::search`]), as does a merge. If no thread can be
+    /// started, the first of them verifies.
+    fn verify_in_background(&self) {
+        let pending = self.unverified();
+        if pending.0.is_empty() {
+            return;
+        }
+        // What the check finds is kept in each segment (damage), or found again by the next
+        // caller (a failed read): there is no one to hand it to here.
+        let _ = std::thread::Builder::new().name("origin-verify".into()).spawn(move || pending.verify());
     }
 
     fn memory_last(&self) -> Option<DocId> {
@@ -763,6 +811,10 @@ impl Index {
                 limits::SEARCH_LIMIT_MAX
             )));
         }
+        // Never a segment whose body's checksum was not verified (waiting for the background
+        // check if it is still under way); damage is an error, and the catalog rebuilds the
+        // index ([`crate::Catalog::repair`]).
+        self.verify()?;
         // Room for the memory views too: growing the list was a reallocation on every search.
         let mut views: Vec<View<'_>> = Vec::with_capacity(self.segments.len() + 2);
         views.extend(self.segments.iter().map(|s| View::Disk(s, search::Lookups::default())));

@@ -1112,12 +1112,63 @@ fn index_detects_every_damaged_byte_of_a_segment() {
             fs::write(segment_file(dir.path()), &bad).unwrap();
             match Index::open(dir.path()) {
                 Err(e) => assert!(e.is_corruption(), "byte {i}: {e}"),
-                Ok(_) => panic!("flipped bit {bit:#x} of byte {i} was not detected"),
+                // Structures intact: the body's checksum finds it, and no search reads it.
+                Ok(index) => {
+                    match index.verify() {
+                        Err(e) => assert!(e.is_corruption() && e.to_string().contains("body CRC"), "byte {i}: {e}"),
+                        Ok(()) => panic!("flipped bit {bit:#x} of byte {i} was not detected"),
+                    }
+                    assert!(index.damage().is_some_and(|e| e.is_corruption()), "byte {i}");
+                    assert!(!index.is_verified());
+                    let searched = index.search(&q("release"), &Filters::default(), &all, 10);
+                    assert!(searched.as_ref().is_err_and(IndexError::is_corruption), "byte {i}: {searched:?}");
+                }
             }
         }
     }
     fs::write(segment_file(dir.path()), &good).unwrap();
-    assert!(Index::open(dir.path()).is_ok());
+    let index = Index::open(dir.path()).unwrap();
+    index.verify().unwrap();
+    assert!(index.is_verified() && index.damage().is_none());
+}
+
+/// A segment opened from a file has its body verified by a thread of the index's own, with no
+/// call asking for it; a search waits for that check (or makes it) and reads no segment
+/// whose body was not found good.
+#[test]
+fn index_segment_bodies_are_verified_in_the_background_and_before_any_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = small_index(dir.path());
+    let index = Index::open(dir.path()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !index.is_verified() {
+        assert!(std::time::Instant::now() < deadline, "the background check never verified the segment");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(index.unverified().verify().is_ok());
+    // Damage found in the background is kept: a later search refuses the index without
+    // being the one that reads the body.
+    let mut bad = good.clone();
+    let body_byte = footer_of(&good).postings_offset as usize + 3;
+    bad[body_byte] ^= 0x10;
+    fs::write(segment_file(dir.path()), &bad).unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while index.damage().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the background check never found the damage");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let e = index.search(&q("release"), &Filters::default(), &all, 10).unwrap_err();
+    assert!(e.is_corruption() && e.to_string().contains(&segment_file(dir.path()).display().to_string()), "{e}");
+    // A merge verifies its inputs first: damage is not copied into a segment whose own
+    // checksums would be good.
+    let mut two = Index::open(dir.path()).unwrap();
+    two.add(10, &meta(10), "another release").unwrap();
+    two.commit(2).unwrap();
+    let ids: Vec<SegmentId> = two.segments().iter().map(|s| s.id).collect();
+    let job = two.plan_merge(&ids).unwrap();
+    let e = merge(&job).err().expect("a merge of a damaged segment fails");
+    assert!(e.is_corruption() && e.to_string().contains("body CRC"), "{e}");
 }
 
 #[test]

@@ -366,6 +366,11 @@ impl Archive {
         loop {
             let mut inner = guard(&self.inner);
             install_finished_commit(&mut inner)?;
+            // A segment the background check found damaged: the text index is built again
+            // from the journal (this call and the next steps feed it), as at a start.
+            if let Some(reason) = inner.catalog.repair(&self.journal).map_err(store_error)? {
+                eprintln!("origin: rebuilding the text index from the journal: {reason}");
+            }
             inner.catalog.refresh().map_err(store_error)?;
             let Inner { state, catalog, commit, .. } = &mut *inner;
             let from = state.read_to().min(catalog.read_to());
@@ -508,6 +513,18 @@ impl Archive {
         Ok(true)
     }
 
+    /// Waits until the text index's segments are verified (their bodies are read in the
+    /// background from when they were opened), without holding the store: a search reads no
+    /// segment whose checksum was not checked. Damage found is repaired by the `sync` that
+    /// follows (the index is built again from the journal).
+    fn verified_index(&self) -> Result<(), ToolError> {
+        let pending = guard(&self.inner).catalog.index().unverified();
+        match pending.verify() {
+            Err(e) if e.is_corruption() => Ok(()),
+            other => other.map_err(store_error),
+        }
+    }
+
     /// Ingests new lines if the last read ingest is old enough, then catches up.
     fn fresh_for_read(&self) -> Result<(), ToolError> {
         self.freshness.before_read().map_err(store_error)?;
@@ -578,6 +595,9 @@ impl Archive {
             if q.chars().count() > QUERY_CHARS_MAX {
                 return Err(ToolError::invalid("query", format!("is longer than {QUERY_CHARS_MAX} characters")));
             }
+        }
+        if query_text.is_some() {
+            self.verified_index()?;
         }
         self.fresh_for_read()?;
         let now_ms = self.now().timestamp().as_millisecond();

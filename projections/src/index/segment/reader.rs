@@ -1,11 +1,18 @@
 //! Reads a segment over immutable bytes (a memory map, or bytes held in memory), trusting
-//! nothing: every length is checked before use and both checksums are verified on open, so a
-//! damaged file is an error, never wrong results.
+//! nothing: every length is checked before use, and every structure read from the file (the
+//! header, the footer, the document rows and strings, the key offsets, the term table and
+//! dictionary) is checked on open. The body's checksum, which covers the postings besides, is
+//! verified by [`Segment::verify`]: at once for a segment held in memory or just written, and
+//! for a segment opened from a file by a background thread the index starts ([`super::super::Index`]),
+//! or by whoever needs the answer first (a merge, before it reads its inputs). Until then the
+//! decoders read the postings as they read damaged ones: a damaged block is an error, never a
+//! panic (the resealed-damage property test).
 
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::{FOOTER_BODY_CRC_AT, FOOTER_SIZE_BYTES, FORMAT_VERSION, Footer, HEADER_SIZE_BYTES, MAGIC, SegmentId, table};
 use crate::index::IndexError;
@@ -42,7 +49,10 @@ impl AsRef<[u8]> for Slice {
     }
 }
 
-/// An open, verified segment.
+/// What a segment whose body does not match its checksum is reported with.
+const BODY_CRC_MISMATCH: &str = "body CRC mismatch (the file is damaged)";
+
+/// An open segment, its structures checked (its body's checksum once [`Segment::verify`]d).
 pub struct Segment {
     id: SegmentId,
     path: PathBuf,
@@ -56,6 +66,30 @@ pub struct Segment {
     key_offsets: Range<usize>,
     key_bytes: Range<usize>,
     size_bytes: u64,
+    body: BodyCheck,
+}
+
+/// Whether a segment's body matches its checksum.
+struct BodyCheck {
+    /// Set once the body was found good: read without the lock on every later look.
+    good: AtomicBool,
+    /// Set once the body was found damaged (the outcome then says where).
+    damaged: AtomicBool,
+    /// The outcome, once known: `Err((position, reason))` for damage. Held while the body is
+    /// read, so that a second caller waits for the first one's answer instead of reading the
+    /// file again. A read that fails leaves it unknown, to be tried again.
+    outcome: Mutex<Option<Result<(), (u64, String)>>>,
+    /// The file to read the body from (none for a segment held in memory, checked on open).
+    file: Option<File>,
+    /// The body's length (the file up to its footer) and the checksum the footer gives it.
+    len: u64,
+    crc: u32,
+}
+
+impl BodyCheck {
+    fn known_good() -> BodyCheck {
+        BodyCheck { good: AtomicBool::new(true), damaged: AtomicBool::new(false), outcome: Mutex::new(Some(Ok(()))), file: None, len: 0, crc: 0 }
+    }
 }
 
 impl std::fmt::Debug for Segment {
@@ -71,10 +105,11 @@ impl std::fmt::Debug for Segment {
 
 /// The CRC-32 of the first `body_len` bytes of `file`, read in chunks of 1 MiB. A file that
 /// ends before them is an error of kind `UnexpectedEof`.
-fn body_crc(file: &File, body_len: u64) -> std::io::Result<u32> {
-    use std::io::Read;
+fn body_crc(mut file: &File, body_len: u64) -> std::io::Result<u32> {
+    use std::io::{Read, Seek, SeekFrom};
     let mut hasher = crc32fast::Hasher::new();
     let mut buf = vec![0u8; 1 << 20];
+    file.seek(SeekFrom::Start(0))?;
     let mut reader = file.take(body_len);
     let mut read = 0u64;
     loop {
@@ -94,7 +129,8 @@ fn body_crc(file: &File, body_len: u64) -> std::io::Result<u32> {
 }
 
 impl Segment {
-    /// Opens and verifies segment file `path`, which must be segment `id`.
+    /// Opens segment file `path`, which must be segment `id`, checking all but its body's
+    /// checksum ([`Segment::verify`] does that).
     pub(crate) fn open(path: &Path, id: SegmentId) -> Result<Segment, IndexError> {
         let file = File::open(path).map_err(|e| IndexError::io("open", path, e))?;
         let len = file.metadata().map_err(|e| IndexError::io("stat", path, e))?.len();
@@ -104,31 +140,28 @@ impl Segment {
         if len > SEGMENT_SIZE_BYTES_MAX {
             return Err(IndexError::corrupt(path, 0, format!("file of {len} bytes is over the segment limit")));
         }
-        // The body's checksum is computed from the file read in chunks, not through the map:
-        // through the map, every page of the segment stayed mapped into the process after the
-        // check, so a store's server showed the whole index as its own resident memory (a
-        // gigabyte for a million events) where searches touch a small part of it.
-        let body_crc = body_crc(&file, len - FOOTER_SIZE_BYTES as u64).map_err(|e| IndexError::io("read", path, e))?;
         // SAFETY: segment files are written under a temporary name, synced, then renamed into
         // place, and never modified afterwards (merges write new files); the index owns its
-        // directory. Every byte is checksummed before use (the body by the read above, of the
-        // same immutable file).
+        // directory. Every structure is checked on open, and the body's checksum (of the same
+        // immutable file) by `verify`; until then a damaged block is an error when decoded.
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| IndexError::io("mmap", path, e))?;
         if map.len() as u64 != len {
             return Err(IndexError::corrupt(path, map.len() as u64, "the file changed size while it was opened"));
         }
-        Segment::parse(Backing::Map(map), path.to_path_buf(), id, Some(body_crc))
+        let mut segment = Segment::parse(Backing::Map(map), path.to_path_buf(), id, false)?;
+        segment.body.file = Some(file);
+        Ok(segment)
     }
 
-    /// Verifies a segment held in memory.
+    /// Verifies a segment held in memory, its body's checksum included.
     pub(crate) fn from_bytes(bytes: Vec<u8>, id: SegmentId) -> Result<Segment, IndexError> {
-        Segment::parse(Backing::Owned(bytes), PathBuf::from(format!("<memory segment {id}>")), id, None)
+        Segment::parse(Backing::Owned(bytes), PathBuf::from(format!("<memory segment {id}>")), id, true)
     }
 
-    /// Verifies and reads a segment's bytes; `body_crc` is the body's checksum when the caller
-    /// has computed it from the same bytes (else it is computed here).
-    fn parse(backing: Backing, path: PathBuf, id: SegmentId, body_crc: Option<u32>) -> Result<Segment, IndexError> {
+    /// Verifies and reads a segment's bytes; its body's checksum too if `check_body` (else
+    /// [`Segment::verify`] does it later, from the file).
+    fn parse(backing: Backing, path: PathBuf, id: SegmentId, check_body: bool) -> Result<Segment, IndexError> {
         let backing = Arc::new(backing);
         let bytes = backing.bytes();
         let len = bytes.len();
@@ -162,8 +195,8 @@ impl Segment {
         let mut fb = [0u8; FOOTER_SIZE_BYTES];
         fb.copy_from_slice(&bytes[footer_start..]);
         let footer = Footer::decode(&fb).map_err(|(at, reason)| bad(footer_start + at, reason))?;
-        if body_crc.unwrap_or_else(|| crc32fast::hash(&bytes[..footer_start])) != footer.body_crc {
-            return Err(bad(footer_start + FOOTER_BODY_CRC_AT, "body CRC mismatch (the file is damaged)"));
+        if check_body && crc32fast::hash(&bytes[..footer_start]) != footer.body_crc {
+            return Err(bad(footer_start + FOOTER_BODY_CRC_AT, BODY_CRC_MISMATCH));
         }
         // Sections: in order, within the body.
         let offsets = [
@@ -257,7 +290,65 @@ impl Segment {
             key_offsets,
             key_bytes,
             size_bytes: len as u64,
+            body: if check_body {
+                BodyCheck::known_good()
+            } else {
+                BodyCheck {
+                    good: AtomicBool::new(false),
+                    damaged: AtomicBool::new(false),
+                    outcome: Mutex::new(None),
+                    file: None,
+                    len: footer_start as u64,
+                    crc: footer.body_crc,
+                }
+            },
         })
+    }
+
+    /// Verifies the body's checksum, reading the file in chunks (not through the map: pages
+    /// read through it stay mapped into the process, which then shows the whole index as its
+    /// own resident memory). The outcome is kept: later calls return it at once, and a call
+    /// made while another thread reads the body waits for that answer. A failed read is
+    /// returned and not kept.
+    pub(crate) fn verify(&self) -> Result<(), IndexError> {
+        if self.body.good.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut outcome = self.body.outcome.lock().unwrap_or_else(|p| p.into_inner());
+        if outcome.is_none() {
+            let Some(file) = &self.body.file else {
+                return Err(IndexError::Invalid(format!("segment {} has no file to verify", self.id)));
+            };
+            let crc = body_crc(file, self.body.len).map_err(|e| IndexError::io("read", &self.path, e))?;
+            *outcome = Some(if crc == self.body.crc {
+                self.body.good.store(true, Ordering::Release);
+                Ok(())
+            } else {
+                self.body.damaged.store(true, Ordering::Release);
+                Err((self.body.len + FOOTER_BODY_CRC_AT as u64, BODY_CRC_MISMATCH.to_owned()))
+            });
+        }
+        match &*outcome {
+            Some(Err((at, reason))) => Err(IndexError::corrupt(&self.path, *at, reason.as_str())),
+            _ => Ok(()),
+        }
+    }
+
+    /// The damage [`Segment::verify`] found, without waiting for a check under way.
+    pub(crate) fn damage(&self) -> Option<IndexError> {
+        if !self.body.damaged.load(Ordering::Acquire) {
+            return None;
+        }
+        // Final once set: the lock is held only for a moment by those reading it.
+        match &*self.body.outcome.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(Err((at, reason))) => Some(IndexError::corrupt(&self.path, *at, reason.as_str())),
+            _ => None,
+        }
+    }
+
+    /// True once the body was found to match its checksum.
+    pub(crate) fn is_verified(&self) -> bool {
+        self.body.good.load(Ordering::Acquire)
     }
 
     /// This segment's id.

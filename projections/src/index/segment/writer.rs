@@ -62,7 +62,10 @@ where
                 let _ = fs::remove_file(&tmp);
                 return Err(e);
             }
-            Segment::open(&path, id)
+            // Read back: the body as written must match the checksum it was written with.
+            let segment = Segment::open(&path, id)?;
+            segment.verify()?;
+            Ok(segment)
         }
     }
 }
