@@ -1303,6 +1303,38 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    /// Damage anywhere in a segment file, its checksums left as they were, opened from the file
+    /// (whose body's checksum is verified after the open, not during it): the open reads the
+    /// header, footer, rows, strings, key offsets, term table and dictionary of damaged bytes
+    /// and returns an error or a segment, never panics; the verification then finds any damage
+    /// the open did not; and the decoders a search would use (were it not to wait for that
+    /// verification) return errors or results, never panic.
+    #[test]
+    fn index_segment_opened_from_a_damaged_file_never_panics_and_its_damage_is_found(
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+    ) {
+        let good = small_segment_bytes();
+        let mut bad = good.to_vec();
+        for (at, v) in edits {
+            let at = at % bad.len();
+            bad[at] = v;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(segment::file_name(0));
+        fs::write(&path, &bad).unwrap();
+        if let Ok(segment) = Segment::open(&path, 0) {
+            prop_assert_eq!(segment.verify().is_ok(), bad == good);
+            let view = [search::View::Disk(&segment, search::Lookups::default())];
+            for query in ["release", "中文", "\"tag from\"", "how do we release?"] {
+                let _ = search::search(&view, &q(query), &Filters { include_tools: true, ..Filters::default() }, &all, 10);
+            }
+        }
+    }
+}
+
 #[test]
 fn index_can_be_shared_across_threads() {
     fn shareable<T: Send + Sync>() {}
