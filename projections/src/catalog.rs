@@ -331,6 +331,16 @@ impl Catalog {
     pub fn start_over(dir: &Path, journal: &Journal) -> Result<Catalog, CatalogError> {
         fs::create_dir_all(dir).map_err(io("create", dir))?;
         let _lock = lock(dir, true)?;
+        let index = Catalog::clear(dir, journal)?;
+        Ok(Catalog::with(Some(dir.to_path_buf()), index, 0))
+    }
+
+    /// Deletes whatever `dir` holds but its lock file, names `journal` in it, and opens the
+    /// empty index there. The caller holds the writer's lock.
+    fn clear(dir: &Path, journal: &Journal) -> Result<Index, CatalogError> {
+        // Segment ids go on from those of the index deleted: other processes may still hold
+        // its segments, by id.
+        let next_id = Index::next_id_in(dir);
         let entries = fs::read_dir(dir).map_err(io("list", dir))?;
         for entry in entries {
             let entry = entry.map_err(io("list", dir))?;
@@ -344,8 +354,7 @@ impl Catalog {
         }
         let id_path = dir.join(IDENTITY_FILE);
         fs::write(&id_path, identity_bytes(journal.store_id(), journal.epoch())).map_err(io("write", &id_path))?;
-        let index = Index::open(dir)?;
-        Ok(Catalog::with(Some(dir.to_path_buf()), index, 0))
+        Ok(Index::open_with_ids_from(dir, next_id)?)
     }
 
     /// The offset from which records are still to be fed (to the events' index or the
@@ -404,8 +413,17 @@ impl Catalog {
         if self.writer.upgrade().is_some() || self.merging.upgrade().is_some() || self.index.committing() {
             return Ok(None);
         }
-        let fresh = Catalog::start_over(&dir, journal)?;
-        self.index = fresh.index;
+        let damaged = self.index.damaged_segments();
+        let _lock = lock(&dir, true)?;
+        // Another process that found the same damage may have repaired it first: its
+        // manifest then no longer lists the damaged segments, and what it wrote since is
+        // taken as it is (deleting it would make every process start over again).
+        let listed = Index::listed_in(&dir)?;
+        if !damaged.iter().any(|id| listed.contains(id)) {
+            self.refresh()?;
+            return Ok(None);
+        }
+        self.index = Catalog::clear(&dir, journal)?;
         self.read_to = 0;
         Ok(Some(damage.to_string()))
     }
@@ -1074,6 +1092,54 @@ mod tests {
                 Ok(_) => panic!("a record that cannot be decoded was applied"),
             }
         }
+    }
+
+    /// The segment files of an index directory, sorted.
+    fn segment_files(idx: &Path) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = fs::read_dir(idx).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "segment")).collect();
+        v.sort();
+        v
+    }
+
+    /// Three processes find the same damage (each verifies the segment it opened): the first
+    /// to repair builds the index again; the others take what it did (before and after it
+    /// wrote its new segment) instead of deleting that and starting over too.
+    #[test]
+    fn catalog_damage_several_processes_find_is_repaired_once() {
+        let (_dir, j, idx, c) = committed_store_of_one_event();
+        drop(c);
+        let [seg] = &segment_files(&idx)[..] else { panic!("one segment") };
+        let mut bytes = fs::read(seg).unwrap();
+        bytes[40] ^= 0x01;
+        fs::write(seg, &bytes).unwrap();
+        let (mut a, _) = Catalog::open(&idx, &j).unwrap();
+        let (mut b, _) = Catalog::open(&idx, &j).unwrap();
+        let (mut c, _) = Catalog::open(&idx, &j).unwrap();
+        for x in [&a, &b, &c] {
+            assert!(x.index().verify().is_err_and(|e| e.to_string().contains("body CRC")));
+        }
+        let reason = a.repair(&j).unwrap().expect("the first repairs");
+        assert!(reason.contains("body CRC"), "{reason}");
+        assert!(segment_files(&idx).is_empty());
+        // Before the first wrote anything: the second takes the empty index and feeds it.
+        assert_eq!(b.repair(&j).unwrap(), None, "the second takes the first's repair");
+        assert!(b.index().damage().is_none() && b.index().segments().is_empty());
+        b.catch_up(&j).unwrap();
+        assert_eq!(keys(&b, "workflow", Scope::Event), ["claude-code:e1"]);
+        // After the first wrote its segment: the third takes it.
+        a.catch_up(&j).unwrap();
+        assert_eq!(a.commit().unwrap(), Committed::Written);
+        let written = segment_files(&idx);
+        assert_eq!(written.len(), 1);
+        assert_ne!(&written[0], seg, "a segment id the deleted index used is not used again");
+        assert_eq!(c.repair(&j).unwrap(), None, "the third takes the first's repair");
+        c.catch_up(&j).unwrap();
+        assert_eq!(c.index().segments().len(), 1, "the third reads the first's segment");
+        c.index().verify().unwrap();
+        assert_eq!(keys(&c, "workflow", Scope::Event), ["claude-code:e1"]);
+        b.catch_up(&j).unwrap();
+        assert_eq!(keys(&b, "workflow", Scope::Event), ["claude-code:e1"]);
+        assert_eq!(segment_files(&idx), written, "nothing the first wrote was deleted");
     }
 
     #[test]

@@ -453,6 +453,46 @@ impl Index {
         self.segments.iter().find_map(|s| s.damage())
     }
 
+    /// The segments whose bodies the verification found damaged.
+    pub fn damaged_segments(&self) -> Vec<SegmentId> {
+        self.segments.iter().filter(|s| s.damage().is_some()).map(|s| s.id()).collect()
+    }
+
+    /// The least segment id above every id `dir` has used, as far as it shows: its manifest's
+    /// next id (if it can be read) and the ids of its segment files, finished or not.
+    pub fn next_id_in(dir: &Path) -> SegmentId {
+        let mut next = Manifest::read(dir).ok().flatten().map_or(0, |m| m.next_segment_id);
+        if let Ok(entries) = fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                let digits = name.strip_suffix(".tmp").unwrap_or(&name);
+                if let Some(id) = digits.strip_suffix(".segment").and_then(|d| d.parse::<SegmentId>().ok()) {
+                    next = next.max(id.saturating_add(1));
+                }
+            }
+        }
+        next
+    }
+
+    /// Opens the index in `dir` as [`Index::open`] does, its segment ids starting at `next`
+    /// or above, written in its manifest at once: after an index was deleted, so that no id
+    /// a process may still hold a segment of is given to a new segment (a process that reads
+    /// the manifest keeps the segments it holds by id).
+    pub(crate) fn open_with_ids_from(dir: &Path, next: SegmentId) -> Result<Index, IndexError> {
+        let mut index = Index::open(dir)?;
+        if next > index.next_segment_id {
+            index.next_segment_id = next;
+            index.write_manifest()?;
+        }
+        Ok(index)
+    }
+
+    /// The segments the manifest in `dir` lists now (none if there is no manifest).
+    pub fn listed_in(dir: &Path) -> Result<Vec<SegmentId>, IndexError> {
+        Ok(Manifest::read(dir)?.map(|m| m.segments).unwrap_or_default())
+    }
+
     /// True once every segment's body has been verified (and found good).
     pub fn is_verified(&self) -> bool {
         self.segments.iter().all(|s| s.is_verified())
