@@ -2,8 +2,10 @@
 //!
 //! The two are independent until the index is seeded with the state's entries
 //! ([`Catalog::seed_entries`]): the state reads its snapshot (checksummed) and the journal after
-//! it, the index reads its manifest and verifies every segment's checksum. Together they are
-//! most of the time a store takes to give a first answer, so they run on two threads.
+//! it, the index reads its manifest and checks every segment's structures (their bodies'
+//! checksums are verified by a thread of the index's own, which a first search waits for).
+//! Together they are most of the time a store takes to give a first answer, so they run on two
+//! threads.
 
 use std::path::Path;
 
