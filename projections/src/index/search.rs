@@ -290,6 +290,26 @@ impl DocFilter {
         })
     }
 
+    /// The time and id of the document at `ordinal` of `docs` if it passes: from the table's
+    /// figures in memory ([`DocTable::figures`]) unless a source or project is asked (their
+    /// strings are in the row), else from its row.
+    #[inline]
+    fn admit(&self, docs: &DocTable, ordinal: u32) -> Option<(i64, DocId)> {
+        if self.source.is_none()
+            && self.project.is_none()
+            && let Some(f) = docs.figures(ordinal)
+        {
+            let pass = self.scope.is_none_or(|s| s == f.scope)
+                && self.kind.is_none_or(|k| k == f.kind)
+                && self.since.is_none_or(|t| f.time_unix_ms >= t)
+                && self.until.is_none_or(|t| f.time_unix_ms < t)
+                && (self.tools || !f.tool);
+            return pass.then_some((f.time_unix_ms, f.doc));
+        }
+        let row = docs.row(ordinal);
+        self.pass(&row).then_some((row.time_unix_ms, row.doc))
+    }
+
     fn pass(&self, row: &DocRow) -> bool {
         self.scope.is_none_or(|s| s == row.scope)
             && self.kind.is_none_or(|k| k == row.kind)
@@ -395,17 +415,13 @@ impl TopK {
     }
 }
 
-/// Reads the rows of `ords[i]` for each `i` of `which`, together: independent loads, so the
-/// processor waits for their cache misses at once rather than one by one as they are used.
+/// Reads what offering `ords[i]` reads, for each `i` of `which`, together
+/// ([`DocTable::touch`]).
 fn touch_rows(docs: &DocTable, ords: &[u32], which: &[u32]) {
     if which.len() < 2 {
         return;
     }
-    let mut x = 0i64;
-    for &i in which {
-        x ^= docs.row(ords[i as usize]).time_unix_ms;
-    }
-    std::hint::black_box(x);
+    std::hint::black_box(docs.touch(which.iter().map(|&i| ords[i as usize])));
 }
 
 /// True if a bound (a sum of term bounds, summed in a different order than scores are)
@@ -661,7 +677,9 @@ fn push_hits(views: &[View<'_>], ranked: Vec<Ranked>, matched: Match, hits: &mut
             ordinals.clear();
             ordinals.extend(ranked.iter().filter(|r| r.view == v).map(|r| r.ordinal));
             if !ordinals.is_empty() {
-                std::hint::black_box(s.touch_keys(&ordinals));
+                // Their rows too (each hit's record and position), read below one by one.
+                let rows = ordinals.iter().fold(0u64, |x, &o| x ^ s.docs().row(o).record);
+                std::hint::black_box((s.touch_keys(&ordinals), rows));
             }
         }
     }
@@ -855,9 +873,8 @@ fn every_term(
         if !top.is_full() {
             matched.push(cand);
         }
-        let row = docs.row(cand);
-        if filter.pass(&row) {
-            top.offer(Ranked { score: score as f32, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand }, view, visible)?;
+        if let Some((time_unix_ms, doc)) = filter.admit(docs, cand) {
+            top.offer(Ranked { score: score as f32, time_unix_ms, doc, view: v, ordinal: cand }, view, visible)?;
         }
         Ok(())
     };
@@ -1174,9 +1191,8 @@ fn one_term<'v>(
             }
             let (ord, score) = (ords[i as usize], scores[i as usize]);
             if top.may_enter(score) {
-                let row = docs.row(ord);
-                if filter.pass(&row) {
-                    let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: *v, ordinal: ord };
+                if let Some((time_unix_ms, doc)) = filter.admit(docs, ord) {
+                    let r = Ranked { score, time_unix_ms, doc, view: *v, ordinal: ord };
                     top.offer(r, view, visible)?;
                 }
             }
@@ -1354,9 +1370,8 @@ fn partial_view<'v>(
             // before the document's row is read (a cache miss).
             let score = contrib.iter().flatten().sum::<f64>() as f32;
             if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() && seeded.binary_search(&cand).is_err() {
-                let row = docs.row(cand);
-                if filter.pass(&row) {
-                    let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: v, ordinal: cand };
+                if let Some((time_unix_ms, doc)) = filter.admit(docs, cand) {
+                    let r = Ranked { score, time_unix_ms, doc, view: v, ordinal: cand };
                     top.offer(r, view, visible)?;
                 }
             }
@@ -1427,9 +1442,8 @@ impl Seed<'_, '_> {
         // Summed in query order, as a scan would.
         let score = contrib.iter().flatten().sum::<f64>() as f32;
         if top.may_enter(score) {
-            let row = self.view.docs().row(doc);
-            if self.filter.pass(&row) {
-                let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: self.v, ordinal: doc };
+            if let Some((time_unix_ms, id)) = self.filter.admit(self.view.docs(), doc) {
+                let r = Ranked { score, time_unix_ms, doc: id, view: self.v, ordinal: doc };
                 top.offer(r, self.view, self.visible)?;
             }
         }
@@ -1616,9 +1630,8 @@ impl OneEssential<'_> {
                 // Summed in query order, as a scan would.
                 let score = contrib.iter().flatten().sum::<f64>() as f32;
                 if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() && seeded.binary_search(&cand).is_err() {
-                    let row = docs.row(cand);
-                    if filter.pass(&row) {
-                        let r = Ranked { score, time_unix_ms: row.time_unix_ms, doc: row.doc, view: *v, ordinal: cand };
+                    if let Some((time_unix_ms, doc)) = filter.admit(docs, cand) {
+                        let r = Ranked { score, time_unix_ms, doc, view: *v, ordinal: cand };
                         top.offer(r, view, self.visible)?;
                     }
                 }

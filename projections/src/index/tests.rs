@@ -428,7 +428,10 @@ fn doc_strategy() -> impl Strategy<Value = (Vec<(usize, usize)>, u8, bool, i64, 
     )
 }
 
-fn build_doc(i: usize, d: &(Vec<(usize, usize)>, u8, bool, i64, u8, u8, bool)) -> Doc {
+/// Document `i` of a generated corpus, its id `i * spacing + 3` (consecutive ids, as the catalog
+/// gives them, for a spacing of 1: searches then read a segment's document figures from memory,
+/// else from its rows).
+fn build_doc(i: usize, spacing: DocId, d: &(Vec<(usize, usize)>, u8, bool, i64, u8, u8, bool)) -> Doc {
     let (pieces, kind, tool, time, source, project, visible) = d;
     let mut text = String::new();
     for (p, s) in pieces {
@@ -437,7 +440,7 @@ fn build_doc(i: usize, d: &(Vec<(usize, usize)>, u8, bool, i64, u8, u8, bool)) -
     }
     let pick = |n: u8, names: [&str; 2]| (n > 0).then(|| names[n as usize - 1].to_string());
     Doc {
-        id: (i as DocId) * 7 + 3,
+        id: (i as DocId) * spacing + 3,
         meta: DocMeta {
             scope: if kind % 2 == 0 { Scope::Event } else { Scope::Entry },
             kind: *kind,
@@ -615,8 +618,10 @@ proptest! {
         merge_at_end in any::<bool>(),
         queries in proptest::collection::vec((any::<u8>(), any::<usize>(), any::<usize>(), any::<usize>()), 1..8),
         filters in proptest::collection::vec((any::<u8>(), any::<u8>(), any::<u8>(), any::<u8>(), any::<bool>()), 0..3),
+        spaced in any::<bool>(),
     ) {
-        let docs: Vec<Doc> = raw_docs.iter().enumerate().map(|(i, d)| build_doc(i, d)).collect();
+        let spacing = if spaced { 7 } else { 1 };
+        let docs: Vec<Doc> = raw_docs.iter().enumerate().map(|(i, d)| build_doc(i, spacing, d)).collect();
         let mut reference = Index::in_memory();
         let mut index = Index::in_memory();
         for (i, d) in docs.iter().enumerate() {
@@ -1332,6 +1337,49 @@ proptest! {
                 let _ = search::search(&view, &q(query), &Filters { include_tools: true, ..Filters::default() }, &all, 10);
             }
         }
+    }
+}
+
+/// A segment's document figures in memory agree with its rows, for every document: of
+/// consecutive ids; none for a document whose kind does not fit its mark (its row is read);
+/// none at all for a segment whose ids are not consecutive.
+#[test]
+fn index_segment_document_figures_agree_with_the_rows() {
+    for spacing in [1, 2] {
+        let mut index = Index::in_memory();
+        let kinds = [0u8, 1, 2, 5, 31, 32, 40, 255];
+        for (i, &kind) in kinds.iter().enumerate() {
+            let meta = DocMeta {
+                scope: if i % 3 == 0 { Scope::Entry } else { Scope::Event },
+                kind,
+                tool: i % 2 == 1,
+                source: Some("codex".into()),
+                ..meta(1_000 + i as i64 * 7)
+            };
+            index.add(10 + i as DocId * spacing, &meta, "release workflow").unwrap();
+        }
+        index.commit(1).unwrap();
+        let docs = index.segments[0].docs();
+        for o in 0..docs.len() {
+            let row = docs.row(o);
+            match docs.figures(o) {
+                Some(f) => {
+                    assert_eq!(spacing, 1);
+                    assert!(row.kind <= 31, "kind {}", row.kind);
+                    assert_eq!((f.doc, f.scope, f.kind, f.tool, f.time_unix_ms), (row.doc, row.scope, row.kind, row.tool, row.time_unix_ms));
+                }
+                None => assert!(spacing != 1 || row.kind > 31, "ordinal {o} of kind {} has no figures", row.kind),
+            }
+        }
+        // Filters by kind, scope and tools find the same through either.
+        for (kind, want) in [(40u8, 1usize), (5, 1), (255, 1), (3, 0)] {
+            let f = Filters { kind: Some(kind), include_tools: true, ..Filters::default() };
+            assert_eq!(index.search(&q("release"), &f, &all, 20).unwrap().len(), want, "kind {kind}");
+        }
+        let tools = Filters { include_tools: false, ..Filters::default() };
+        assert_eq!(index.search(&q("release"), &tools, &all, 20).unwrap().len(), 4);
+        let entries = Filters { scope: Some(Scope::Entry), include_tools: true, ..Filters::default() };
+        assert_eq!(index.search(&q("release"), &entries, &all, 20).unwrap().len(), 3);
     }
 }
 
