@@ -34,8 +34,10 @@
 //! - Every full match ([`Match::All`]) comes before every partial match; partial matches are
 //!   absent when `limit` documents match fully.
 //! - A document the predicate rejects, or the filters exclude, is never returned.
-//! - A damaged segment or manifest is an error ([`IndexError::Corrupt`]) on open, never wrong
-//!   results; the index is a projection, so the fix is to delete it and rebuild it.
+//! - A damaged segment or manifest is an error ([`IndexError::Corrupt`]), never wrong
+//!   results: on open (structures), or from the check of a segment's body, which runs in the
+//!   background from the open and which every search and merge waits for. The index is a
+//!   projection, so the fix is to delete it and rebuild it ([`crate::Catalog::repair`]).
 //! - Document ids rise in the order documents are added; segments hold neighbouring runs of
 //!   them and only neighbours are merged.
 //! - One process writes an index directory at a time (the caller holds a lock); others may
@@ -327,8 +329,9 @@ impl Index {
     }
 
     /// Opens the index in `dir`, creating it if needed, for the one process that writes it.
-    /// Every listed segment is verified; files the manifest does not list (left by a crash or
-    /// by a merge) are deleted.
+    /// Every listed segment's structures are checked (its body in the background: see
+    /// [`Index::verify`]); files the manifest does not list (left by a crash or by a merge)
+    /// are deleted.
     pub fn open(dir: &Path) -> Result<Index, IndexError> {
         let index = Index::open_shared(dir)?;
         index.remove_leftovers()?;
@@ -375,7 +378,8 @@ impl Index {
     }
 
     /// Reads the manifest again (another process may have committed or merged) and takes its
-    /// segments, opening and verifying only those it did not hold already. The in-memory
+    /// segments, opening only those it did not hold already (and verifying their bodies in
+    /// the background). The in-memory
     /// segment is kept; a caller whose documents the new segments now hold clears it with
     /// [`Index::clear_memory`]. Returns true if the segments or the mark changed.
     pub fn reload(&mut self) -> Result<bool, IndexError> {
