@@ -231,6 +231,35 @@ fn main() {
     drop(journal);
     let _ = fs::remove_dir_all(&copy);
 
+    // An index segment, as a commit writes it: as it is, and in each of the target's modes.
+    let idx = std::env::temp_dir().join(format!("origin-seed-index-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&idx);
+    {
+        use origin_projections::index::{DocMeta, Index, Scope};
+        let mut index = Index::open(&idx).expect("index");
+        let texts = ["release workflow 中文 🚀", "tag from master", "releases released", "数据库迁移失败，需要回滚", "ログの形式を確認しました"];
+        for (i, t) in texts.iter().enumerate() {
+            let meta = DocMeta {
+                scope: if i % 4 == 3 { Scope::Entry } else { Scope::Event },
+                kind: (i % 3) as u8,
+                tool: i % 2 == 1,
+                time_unix_ms: 1_700_000_000_000 + i as i64,
+                source: Some("codex".into()),
+                project: (i % 2 == 0).then(|| "demo".into()),
+                key: format!("codex:{i}"),
+                record: i as u64,
+                position: 0,
+            };
+            index.add(i as u32, &meta, t).expect("add");
+        }
+        index.commit(1).expect("commit");
+    }
+    let segment = read(&idx.join("00000000000000000000.segment"));
+    for mode in [0u8, 1, 3, 7] {
+        out.put("index_segment", &format!("commit-m{mode}"), &[&[mode][..], &segment[..]].concat());
+    }
+    let _ = fs::remove_dir_all(&idx);
+
     // Queries, each with documents to search: words, phrases, CJK, partial matches.
     let docs = "the build failed on CI because the cache was cold\n\
                 we decided to keep the journal append-only\n\
