@@ -382,9 +382,9 @@ impl TopK {
         self.heap.peek().map(|w| (w.0.score, w.0.time_unix_ms))
     }
 
-    /// False if a document scoring `score` cannot enter whatever its time (so its row need
-    /// not be read: the row of each candidate was a cache miss, most of the time of a search
-    /// of common words).
+    /// False if a document scoring `score` cannot enter whatever its time (so its time and
+    /// filter fields need not be read: each candidate's was a cache miss, most of the time of
+    /// a search of common words).
     fn may_enter(&self, score: f32) -> bool {
         self.threshold().is_none_or(|(t, _)| score >= t)
     }
@@ -1367,7 +1367,7 @@ fn partial_view<'v>(
         }
         if !hopeless {
             // Summed in query order, as a scan would. A score that cannot enter is passed
-            // before the document's row is read (a cache miss).
+            // before the document's figures are read (a cache miss).
             let score = contrib.iter().flatten().sum::<f64>() as f32;
             if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() && seeded.binary_search(&cand).is_err() {
                 if let Some((time_unix_ms, doc)) = filter.admit(docs, cand) {
