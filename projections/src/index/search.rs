@@ -1190,11 +1190,11 @@ fn one_term<'v>(
                 touch_rows(docs, ords, &later);
             }
             let (ord, score) = (ords[i as usize], scores[i as usize]);
-            if top.may_enter(score) {
-                if let Some((time_unix_ms, doc)) = filter.admit(docs, ord) {
-                    let r = Ranked { score, time_unix_ms, doc, view: *v, ordinal: ord };
-                    top.offer(r, view, visible)?;
-                }
+            if top.may_enter(score)
+                && let Some((time_unix_ms, doc)) = filter.admit(docs, ord)
+            {
+                let r = Ranked { score, time_unix_ms, doc, view: *v, ordinal: ord };
+                top.offer(r, view, visible)?;
             }
         }
     }
@@ -1369,11 +1369,13 @@ fn partial_view<'v>(
             // Summed in query order, as a scan would. A score that cannot enter is passed
             // before the document's figures are read (a cache miss).
             let score = contrib.iter().flatten().sum::<f64>() as f32;
-            if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() && seeded.binary_search(&cand).is_err() {
-                if let Some((time_unix_ms, doc)) = filter.admit(docs, cand) {
-                    let r = Ranked { score, time_unix_ms, doc, view: v, ordinal: cand };
-                    top.offer(r, view, visible)?;
-                }
+            if top.may_enter(score)
+                && full_ordinals.binary_search(&cand).is_err()
+                && seeded.binary_search(&cand).is_err()
+                && let Some((time_unix_ms, doc)) = filter.admit(docs, cand)
+            {
+                let r = Ranked { score, time_unix_ms, doc, view: v, ordinal: cand };
+                top.offer(r, view, visible)?;
             }
         }
         for (_, t, _) in &mut terms[essential..] {
@@ -1441,11 +1443,11 @@ impl Seed<'_, '_> {
         }
         // Summed in query order, as a scan would.
         let score = contrib.iter().flatten().sum::<f64>() as f32;
-        if top.may_enter(score) {
-            if let Some((time_unix_ms, id)) = self.filter.admit(self.view.docs(), doc) {
-                let r = Ranked { score, time_unix_ms, doc: id, view: self.v, ordinal: doc };
-                top.offer(r, self.view, self.visible)?;
-            }
+        if top.may_enter(score)
+            && let Some((time_unix_ms, id)) = self.filter.admit(self.view.docs(), doc)
+        {
+            let r = Ranked { score, time_unix_ms, doc: id, view: self.v, ordinal: doc };
+            top.offer(r, self.view, self.visible)?;
         }
         Ok(())
     }
@@ -1629,11 +1631,13 @@ impl OneEssential<'_> {
                 }
                 // Summed in query order, as a scan would.
                 let score = contrib.iter().flatten().sum::<f64>() as f32;
-                if top.may_enter(score) && full_ordinals.binary_search(&cand).is_err() && seeded.binary_search(&cand).is_err() {
-                    if let Some((time_unix_ms, doc)) = filter.admit(docs, cand) {
-                        let r = Ranked { score, time_unix_ms, doc, view: *v, ordinal: cand };
-                        top.offer(r, view, self.visible)?;
-                    }
+                if top.may_enter(score)
+                    && full_ordinals.binary_search(&cand).is_err()
+                    && seeded.binary_search(&cand).is_err()
+                    && let Some((time_unix_ms, doc)) = filter.admit(docs, cand)
+                {
+                    let r = Ranked { score, time_unix_ms, doc, view: *v, ordinal: cand };
+                    top.offer(r, view, self.visible)?;
                 }
             }
         }
