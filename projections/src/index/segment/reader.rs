@@ -73,22 +73,29 @@ pub struct Segment {
 struct BodyCheck {
     /// Set once the body was found good: read without the lock on every later look.
     good: AtomicBool,
-    /// Set once the body was found damaged (the outcome then says where).
+    /// Set once the body was found damaged.
     damaged: AtomicBool,
-    /// The outcome, once known: `Err((position, reason))` for damage. Held while the body is
-    /// read, so that a second caller waits for the first one's answer instead of reading the
-    /// file again. A read that fails leaves it unknown, to be tried again.
-    outcome: Mutex<Option<Result<(), (u64, String)>>>,
-    /// The file to read the body from (none for a segment held in memory, checked on open).
-    file: Option<File>,
-    /// The body's length (the file up to its footer) and the checksum the footer gives it.
-    len: u64,
-    crc: u32,
+    /// Held while the body is read, so that a second caller waits for the first one's answer
+    /// instead of reading the file again.
+    state: Mutex<Body>,
+}
+
+/// Where a segment's body check stands.
+enum Body {
+    /// Not read yet (or a read failed: tried again): the file, open, with the body's length
+    /// (the file up to its footer) and the checksum the footer gives it.
+    Unread { file: File, len: u64, crc: u32 },
+    /// Found good (or checked in memory on open). The file is closed: a process keeps no
+    /// descriptor per segment.
+    Good,
+    /// Found damaged: the position reported (the footer's body CRC field).
+    Damaged(u64),
 }
 
 impl BodyCheck {
-    fn known_good() -> BodyCheck {
-        BodyCheck { good: AtomicBool::new(true), damaged: AtomicBool::new(false), outcome: Mutex::new(Some(Ok(()))), file: None, len: 0, crc: 0 }
+    fn of(body: Body) -> BodyCheck {
+        let good = matches!(body, Body::Good);
+        BodyCheck { good: AtomicBool::new(good), damaged: AtomicBool::new(false), state: Mutex::new(body) }
     }
 }
 
@@ -149,19 +156,17 @@ impl Segment {
         if map.len() as u64 != len {
             return Err(IndexError::corrupt(path, map.len() as u64, "the file changed size while it was opened"));
         }
-        let mut segment = Segment::parse(Backing::Map(map), path.to_path_buf(), id, false)?;
-        segment.body.file = Some(file);
-        Ok(segment)
+        Segment::parse(Backing::Map(map), path.to_path_buf(), id, Some(file))
     }
 
     /// Verifies a segment held in memory, its body's checksum included.
     pub(crate) fn from_bytes(bytes: Vec<u8>, id: SegmentId) -> Result<Segment, IndexError> {
-        Segment::parse(Backing::Owned(bytes), PathBuf::from(format!("<memory segment {id}>")), id, true)
+        Segment::parse(Backing::Owned(bytes), PathBuf::from(format!("<memory segment {id}>")), id, None)
     }
 
-    /// Verifies and reads a segment's bytes; its body's checksum too if `check_body` (else
-    /// [`Segment::verify`] does it later, from the file).
-    fn parse(backing: Backing, path: PathBuf, id: SegmentId, check_body: bool) -> Result<Segment, IndexError> {
+    /// Verifies and reads a segment's bytes; its body's checksum too, unless they were mapped
+    /// from `file` ([`Segment::verify`] then reads the body from it).
+    fn parse(backing: Backing, path: PathBuf, id: SegmentId, file: Option<File>) -> Result<Segment, IndexError> {
         let backing = Arc::new(backing);
         let bytes = backing.bytes();
         let len = bytes.len();
@@ -195,7 +200,7 @@ impl Segment {
         let mut fb = [0u8; FOOTER_SIZE_BYTES];
         fb.copy_from_slice(&bytes[footer_start..]);
         let footer = Footer::decode(&fb).map_err(|(at, reason)| bad(footer_start + at, reason))?;
-        if check_body && crc32fast::hash(&bytes[..footer_start]) != footer.body_crc {
+        if file.is_none() && crc32fast::hash(&bytes[..footer_start]) != footer.body_crc {
             return Err(bad(footer_start + FOOTER_BODY_CRC_AT, BODY_CRC_MISMATCH));
         }
         // Sections: in order, within the body.
@@ -290,46 +295,35 @@ impl Segment {
             key_offsets,
             key_bytes,
             size_bytes: len as u64,
-            body: if check_body {
-                BodyCheck::known_good()
-            } else {
-                BodyCheck {
-                    good: AtomicBool::new(false),
-                    damaged: AtomicBool::new(false),
-                    outcome: Mutex::new(None),
-                    file: None,
-                    len: footer_start as u64,
-                    crc: footer.body_crc,
-                }
-            },
+            body: BodyCheck::of(match file {
+                Some(file) => Body::Unread { file, len: footer_start as u64, crc: footer.body_crc },
+                None => Body::Good,
+            }),
         })
     }
 
     /// Verifies the body's checksum, reading the file in chunks (not through the map: pages
     /// read through it stay mapped into the process, which then shows the whole index as its
-    /// own resident memory). The outcome is kept: later calls return it at once, and a call
-    /// made while another thread reads the body waits for that answer. A failed read is
-    /// returned and not kept.
+    /// own resident memory). The outcome is kept (and the file closed): later calls return
+    /// it at once, and a call made while another thread reads the body waits for that answer.
+    /// A failed read is returned and tried again by the next call.
     pub(crate) fn verify(&self) -> Result<(), IndexError> {
         if self.body.good.load(Ordering::Acquire) {
             return Ok(());
         }
-        let mut outcome = self.body.outcome.lock().unwrap_or_else(|p| p.into_inner());
-        if outcome.is_none() {
-            let Some(file) = &self.body.file else {
-                return Err(IndexError::Invalid(format!("segment {} has no file to verify", self.id)));
-            };
-            let crc = body_crc(file, self.body.len).map_err(|e| IndexError::io("read", &self.path, e))?;
-            *outcome = Some(if crc == self.body.crc {
+        let mut state = self.body.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Body::Unread { file, len, crc } = &*state {
+            let found = body_crc(file, *len).map_err(|e| IndexError::io("read", &self.path, e))?;
+            *state = if found == *crc {
                 self.body.good.store(true, Ordering::Release);
-                Ok(())
+                Body::Good
             } else {
                 self.body.damaged.store(true, Ordering::Release);
-                Err((self.body.len + FOOTER_BODY_CRC_AT as u64, BODY_CRC_MISMATCH.to_owned()))
-            });
+                Body::Damaged(*len + FOOTER_BODY_CRC_AT as u64)
+            };
         }
-        match &*outcome {
-            Some(Err((at, reason))) => Err(IndexError::corrupt(&self.path, *at, reason.as_str())),
+        match *state {
+            Body::Damaged(at) => Err(IndexError::corrupt(&self.path, at, BODY_CRC_MISMATCH)),
             _ => Ok(()),
         }
     }
@@ -340,8 +334,8 @@ impl Segment {
             return None;
         }
         // Final once set: the lock is held only for a moment by those reading it.
-        match &*self.body.outcome.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(Err((at, reason))) => Some(IndexError::corrupt(&self.path, *at, reason.as_str())),
+        match *self.body.state.lock().unwrap_or_else(|p| p.into_inner()) {
+            Body::Damaged(at) => Some(IndexError::corrupt(&self.path, at, BODY_CRC_MISMATCH)),
             _ => None,
         }
     }
