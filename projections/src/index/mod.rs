@@ -458,13 +458,13 @@ impl Index {
     }
 
     /// The segments whose bodies the verification found damaged.
-    pub fn damaged_segments(&self) -> Vec<SegmentId> {
+    pub(crate) fn damaged_segments(&self) -> Vec<SegmentId> {
         self.segments.iter().filter(|s| s.damage().is_some()).map(|s| s.id()).collect()
     }
 
     /// The least segment id above every id `dir` has used, as far as it shows: its manifest's
     /// next id (if it can be read) and the ids of its segment files, finished or not.
-    pub fn next_id_in(dir: &Path) -> SegmentId {
+    pub(crate) fn next_id_in(dir: &Path) -> SegmentId {
         let mut next = Manifest::read(dir).ok().flatten().map_or(0, |m| m.next_segment_id);
         if let Ok(entries) = fs::read_dir(dir) {
             for entry in entries.flatten() {
@@ -493,7 +493,7 @@ impl Index {
     }
 
     /// The segments the manifest in `dir` lists now (none if there is no manifest).
-    pub fn listed_in(dir: &Path) -> Result<Vec<SegmentId>, IndexError> {
+    pub(crate) fn listed_in(dir: &Path) -> Result<Vec<SegmentId>, IndexError> {
         Ok(Manifest::read(dir)?.map(|m| m.segments).unwrap_or_default())
     }
 
