@@ -299,25 +299,26 @@ impl DocFilter {
             && self.project.is_none()
             && let Some(f) = docs.figures(ordinal)
         {
-            let pass = self.scope.is_none_or(|s| s == f.scope)
-                && self.kind.is_none_or(|k| k == f.kind)
-                && self.since.is_none_or(|t| f.time_unix_ms >= t)
-                && self.until.is_none_or(|t| f.time_unix_ms < t)
-                && (self.tools || !f.tool);
-            return pass.then_some((f.time_unix_ms, f.doc));
+            return self.passes(f.scope, f.kind, f.tool, f.time_unix_ms).then_some((f.time_unix_ms, f.doc));
         }
         let row = docs.row(ordinal);
         self.pass(&row).then_some((row.time_unix_ms, row.doc))
     }
 
     fn pass(&self, row: &DocRow) -> bool {
-        self.scope.is_none_or(|s| s == row.scope)
-            && self.kind.is_none_or(|k| k == row.kind)
-            && self.since.is_none_or(|t| row.time_unix_ms >= t)
-            && self.until.is_none_or(|t| row.time_unix_ms < t)
+        self.passes(row.scope, row.kind, row.tool, row.time_unix_ms)
             && self.source.is_none_or(|s| s == row.source)
             && self.project.is_none_or(|p| p == row.project)
-            && (self.tools || !row.tool)
+    }
+
+    /// Every filter but source and project.
+    #[inline]
+    fn passes(&self, scope: Scope, kind: u8, tool: bool, time_unix_ms: i64) -> bool {
+        self.scope.is_none_or(|s| s == scope)
+            && self.kind.is_none_or(|k| k == kind)
+            && self.since.is_none_or(|t| time_unix_ms >= t)
+            && self.until.is_none_or(|t| time_unix_ms < t)
+            && (self.tools || !tool)
     }
 }
 
