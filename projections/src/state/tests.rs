@@ -763,6 +763,65 @@ fn snapshot_of_another_store_or_ahead_of_the_journal_is_rebuilt() {
     assert_eq!(rebuilt.digest(), s.digest());
 }
 
+/// A snapshot saved over an older one, with a fault at each of the save's I/O calls in turn: a
+/// power cut, a failing `fdatasync`, a full disk. A save that a fault reaches says so, and leaves
+/// no temporary file; after the power cut, and after the failed save, the store opens (with the
+/// old snapshot, the new one, or none) to the same state as the one saved, never another.
+#[test]
+fn snapshot_save_with_a_fault_at_any_io_call_fails_loudly_and_never_gives_another_state() {
+    use origin_engine::sim::Fault;
+    use origin_engine::vfs::Vfs;
+    let (fs, j, mut s) = rich_store();
+    s.save_snapshot(&j, &fs, &snap_path()).unwrap();
+    append(&j, &[remember("ent_late", 400, &["e2"])]);
+    s.catch_up(&j).unwrap();
+    let want = (s.digest(), answers(&s, &j));
+    let tmp = snap_path().with_file_name(format!("{SNAPSHOT_FILE_NAME}.tmp"));
+    // How many mutating calls a save makes, on a copy of the machine.
+    let calls = {
+        let copy = fs.snapshot();
+        s.save_snapshot(&sim_journal(&copy), &copy, &snap_path()).unwrap();
+        copy.ops()
+    };
+    assert!(calls >= 3, "a save makes {calls} calls");
+    let state_on = |machine: &SimFs| {
+        let j = sim_journal(machine);
+        let (state, opened) = State::open(&j, machine, &snap_path()).unwrap();
+        ((state.digest(), answers(&state, &j)), opened.snapshot)
+    };
+    let mut failed = [0u32; 3];
+    for (f, fault) in [Fault::PowerCut, Fault::SyncFails, Fault::DiskFull].into_iter().enumerate() {
+        for call in 0..calls {
+            let machine = fs.snapshot();
+            let j2 = sim_journal(&machine);
+            // Opening the journal made calls of its own: the fault is placed among the save's.
+            machine.inject(machine.ops() + call, fault);
+            let saved = s.save_snapshot(&j2, &machine, &snap_path());
+            if saved.is_err() {
+                failed[f] += 1;
+            }
+            match fault {
+                Fault::PowerCut => assert!(saved.is_err(), "a save cut at call {call} said it saved"),
+                _ => {
+                    if saved.is_err() {
+                        assert!(!machine.exists(&tmp).unwrap(), "{fault:?} at call {call} left {}", tmp.display());
+                    }
+                    let (got, how) = state_on(&machine);
+                    assert!(got == want, "{fault:?} at call {call}: another state, opened with {how:?}");
+                }
+            }
+            for seed in 0..4 {
+                let after = machine.after_power_cut(call * 31 + seed);
+                let (got, how) = state_on(&after);
+                assert!(got == want, "{fault:?} at call {call}, power cut (seed {seed}): another state, opened with {how:?}");
+            }
+        }
+    }
+    // Every call is reached by a power cut; a sync and a write fail at least once each.
+    assert_eq!(failed[0] as u64, calls);
+    assert!(failed[1] >= 1 && failed[2] >= 1, "failed saves: {failed:?}");
+}
+
 /// The body and header checksums of a snapshot file, set to match its bytes.
 fn fix_snapshot_crcs(bytes: &mut [u8]) {
     let body_crc = crc32fast::hash(&bytes[SNAPSHOT_HEADER_SIZE..]);
