@@ -323,6 +323,11 @@ impl Journal {
         Journal::open_with(Arc::new(OsFs), dir.as_ref(), opts)
     }
 
+    /// The file system the journal is on (the store's other files go through it too).
+    pub fn vfs(&self) -> &Arc<dyn Vfs> {
+        &self.vfs
+    }
+
     /// Opens the journal in `dir` through `vfs`.
     pub fn open_with(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options) -> Result<Journal> {
         if !(SEGMENT_SIZE_BYTES_MIN..=SEGMENT_SIZE_BYTES_MAX).contains(&opts.segment_size_bytes_max) {

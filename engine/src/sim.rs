@@ -455,6 +455,35 @@ impl Vfs for SimFs {
     fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>> {
         Ok(Box::new(SimLockFile { fs: self.clone(), path: path.to_path_buf(), held: Mutex::new(None) }))
     }
+
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+        let mut st = lock(&self.state);
+        let entry = st.locks.entry(path.to_path_buf()).or_insert((0, false));
+        if entry.1 || entry.0 > 0 {
+            return Ok(None);
+        }
+        entry.1 = true;
+        Ok(Some(Box::new(SimLock { fs: self.clone(), path: path.to_path_buf(), exclusive: true })))
+    }
+
+    fn remove_all(&self, path: &Path) -> io::Result<()> {
+        let is_dir = lock(&self.state).live.contains_key(path);
+        if !is_dir {
+            return self.remove_file(path);
+        }
+        let mut st = lock(&self.state);
+        st.tick()?;
+        if st.crashed {
+            return Err(power_cut());
+        }
+        // Directories are modelled as always durable (see `create_dir_all`): so is their removal.
+        let gone: Vec<PathBuf> = st.live.keys().filter(|d| d.starts_with(path)).cloned().collect();
+        for d in gone {
+            st.live.remove(&d);
+            st.durable.remove(&d);
+        }
+        Ok(())
+    }
 }
 
 impl SimFs {

@@ -58,6 +58,11 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// Opens `path` (created if missing) as a reusable [`LockFile`]. Handles opened by
     /// separate calls conflict with each other like separate [`Vfs::lock`] calls do.
     fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>>;
+    /// Takes an exclusive lock on `path` (created if missing) as [`Vfs::lock`] does, if no
+    /// one holds it now; `None` if someone does.
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>>;
+    /// Removes a file, or a directory and everything in it.
+    fn remove_all(&self, path: &Path) -> io::Result<()>;
 }
 
 /// An open file.
@@ -194,6 +199,17 @@ impl Vfs for OsFs {
     fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>> {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         Ok(Box::new(OsLockFile { file }))
+    }
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Box::new(OsLock { _file: file }))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+    fn remove_all(&self, path: &Path) -> io::Result<()> {
+        if std::fs::symlink_metadata(path)?.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) }
     }
 }
 

@@ -20,17 +20,17 @@
 //!   commit, a merge, a rebuild). A process that sees the manifest move (another committed)
 //!   drops its in-memory documents and feeds the journal again from the new mark.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::ErrorKind;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use origin_engine::record::{Body, EntryVersion, EventKind, RecordKind};
 use origin_engine::segment::StoreId;
 use origin_engine::Journal;
+use origin_engine::vfs::LockGuard;
 
 use crate::State;
+use crate::index::folder::Folder;
 use crate::index::{merge, write_commit, Candidate, CommitJob, WrittenCommit, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, MergeJob, MergePolicy, Merged, Query, Scope};
 
 /// The in-memory documents are written as a segment once there are this many, or once they
@@ -130,7 +130,7 @@ pub enum Committed {
 pub struct PlannedMerge {
     /// The merge to run.
     pub job: MergeJob,
-    lock: Arc<File>,
+    lock: Arc<WriterLock>,
     _merging: Arc<()>,
 }
 
@@ -139,7 +139,7 @@ pub struct PlannedMerge {
 pub struct PlannedCommit {
     /// The commit to write.
     pub job: CommitJob,
-    lock: Arc<File>,
+    lock: Arc<WriterLock>,
 }
 
 /// A commit being written on a thread of its own ([`Catalog::start_commit`]); the documents
@@ -195,7 +195,7 @@ pub enum CommitPlan {
 
 /// The text index of a store.
 pub struct Catalog {
-    dir: Option<PathBuf>,
+    dir: Option<Folder>,
     /// Events.
     index: Index,
     /// The offset after the last record fed to `index`.
@@ -207,7 +207,7 @@ pub struct Catalog {
     /// The writer's lock while a commit or merge of this catalog holds it: the others this
     /// process starts meanwhile share it (each installs under `&mut self`, so they never race;
     /// a merge only replaces installed segments, and a commit only adds one).
-    writer: Weak<File>,
+    writer: Weak<WriterLock>,
     /// Held by the merge planned and not yet installed (or given up): one at a time.
     merging: Weak<()>,
     /// In-memory documents that call for a commit ([`COMMIT_DOCS`] unless set).
@@ -240,25 +240,24 @@ fn identity_bytes(store: StoreId, epoch: u64) -> Vec<u8> {
     b
 }
 
+/// The writer's lock of an index folder, held (released when dropped).
+pub(crate) struct WriterLock(#[allow(dead_code)] Mutex<Box<dyn LockGuard>>);
+
 /// Takes the writer's lock of `dir`: waiting for it, or (`wait` false) only if it is free.
-fn lock(dir: &Path, wait: bool) -> Result<Option<File>, CatalogError> {
+fn lock(dir: &Folder, wait: bool) -> Result<Option<WriterLock>, CatalogError> {
     let path = dir.join(LOCK_FILE);
-    let f = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io("open", &path))?;
-    if wait {
-        f.lock().map_err(io("lock", &path))?;
-        return Ok(Some(f));
-    }
-    match f.try_lock() {
-        Ok(()) => Ok(Some(f)),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(io("lock", &path)(e)),
-    }
+    let held = if wait {
+        Some(dir.vfs().lock(&path, origin_engine::vfs::LockMode::Exclusive).map_err(io("lock", &path))?)
+    } else {
+        dir.vfs().try_lock(&path).map_err(io("lock", &path))?
+    };
+    Ok(held.map(|g| WriterLock(Mutex::new(g))))
 }
 
 impl Catalog {
     /// A catalog of `index`, in `dir` if any, fed up to `read_to`, with the default commit
     /// budget and no entries yet.
-    fn with(dir: Option<PathBuf>, index: Index, read_to: u64) -> Catalog {
+    fn with(dir: Option<Folder>, index: Index, read_to: u64) -> Catalog {
         Catalog {
             dir,
             index,
@@ -280,23 +279,19 @@ impl Catalog {
     /// Opens the catalog in `dir` for `journal`'s store, creating it if needed; an index that
     /// cannot be used is deleted (under the writer's lock) and built again from the journal.
     pub fn open(dir: &Path, journal: &Journal) -> Result<(Catalog, CatalogOpened), CatalogError> {
-        fs::create_dir_all(dir).map_err(io("create", dir))?;
+        let dir = &Folder::new(journal.vfs().clone(), dir);
+        dir.create()?;
         let identity = identity_bytes(journal.store_id(), journal.epoch());
-        let id_path = dir.join(IDENTITY_FILE);
-        let found = match fs::read(&id_path) {
-            Ok(b) => Some(b),
-            Err(e) if e.kind() == ErrorKind::NotFound => None,
-            Err(e) => return Err(io("read", &id_path)(e)),
-        };
+        let found = dir.read(IDENTITY_FILE)?;
         let problem = match found {
-            Some(b) if b == identity => match Index::open_shared(dir) {
+            Some(b) if b == identity => match Index::open_shared_in(dir.clone()) {
                 Ok(index) => match index.mark() {
                     Some(m) if m > journal.next_offset() => {
                         Some(format!("it reflects journal offset {m} but the journal ends at {}", journal.next_offset()))
                     }
                     _ => {
                         let read_to = index.mark().unwrap_or(0);
-                        let c = Catalog::with(Some(dir.to_path_buf()), index, read_to);
+                        let c = Catalog::with(Some(dir.clone()), index, read_to);
                         // Clean up what a crashed writer left, if no one is writing now.
                         if let Some(_lock) = lock(dir, false)? {
                             c.index.remove_leftovers()?;
@@ -322,39 +317,38 @@ impl Catalog {
             Some(reason) => CatalogOpened::Rebuilt { reason },
             None => CatalogOpened::Fresh,
         };
-        Ok((Catalog::start_over(dir, journal)?, opened))
+        Ok((Catalog::start_over_in(dir, journal)?, opened))
     }
 
     /// An empty catalog in `dir` for `journal`'s store: whatever index the directory held is
     /// deleted (under the writer's lock, waiting for it), to be fed from the journal's start
     /// (`origin journal replay` rebuilds this way).
     pub fn start_over(dir: &Path, journal: &Journal) -> Result<Catalog, CatalogError> {
-        fs::create_dir_all(dir).map_err(io("create", dir))?;
+        Catalog::start_over_in(&Folder::new(journal.vfs().clone(), dir), journal)
+    }
+
+    fn start_over_in(dir: &Folder, journal: &Journal) -> Result<Catalog, CatalogError> {
+        dir.create()?;
         let _lock = lock(dir, true)?;
         let index = Catalog::clear(dir, journal)?;
-        Ok(Catalog::with(Some(dir.to_path_buf()), index, 0))
+        Ok(Catalog::with(Some(dir.clone()), index, 0))
     }
 
     /// Deletes whatever `dir` holds but its lock file, names `journal` in it, and opens the
     /// empty index there. The caller holds the writer's lock.
-    fn clear(dir: &Path, journal: &Journal) -> Result<Index, CatalogError> {
+    fn clear(dir: &Folder, journal: &Journal) -> Result<Index, CatalogError> {
         // Segment ids go on from those of the index deleted: other processes may still hold
         // its segments, by id.
         let next_id = Index::next_id_in(dir);
-        let entries = fs::read_dir(dir).map_err(io("list", dir))?;
-        for entry in entries {
-            let entry = entry.map_err(io("list", dir))?;
-            let name = entry.file_name();
+        for name in dir.list()? {
             if name == LOCK_FILE {
                 continue;
             }
-            let path = entry.path();
-            let is_dir = entry.file_type().map_err(io("inspect", &path))?.is_dir();
-            if is_dir { fs::remove_dir_all(&path) } else { fs::remove_file(&path) }.map_err(io("remove", &path))?;
+            let path = dir.join(&name);
+            dir.vfs().remove_all(&path).map_err(io("remove", &path))?;
         }
-        let id_path = dir.join(IDENTITY_FILE);
-        fs::write(&id_path, identity_bytes(journal.store_id(), journal.epoch())).map_err(io("write", &id_path))?;
-        Ok(Index::open_with_ids_from(dir, next_id)?)
+        dir.replace(IDENTITY_FILE, &identity_bytes(journal.store_id(), journal.epoch()))?;
+        Ok(Index::open_with_ids_from(dir.clone(), next_id)?)
     }
 
     /// The offset from which records are still to be fed (to the events' index or the
@@ -546,7 +540,7 @@ impl Catalog {
 
     /// The writer's lock: shared with a commit or merge of this catalog that holds it, else
     /// taken if no other process holds it (`None` then).
-    fn writer_lock(&mut self, dir: &Path) -> Result<Option<Arc<File>>, CatalogError> {
+    fn writer_lock(&mut self, dir: &Folder) -> Result<Option<Arc<WriterLock>>, CatalogError> {
         if let Some(held) = self.writer.upgrade() {
             return Ok(Some(held));
         }
@@ -739,6 +733,7 @@ impl Catalog {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::fs;
     use origin_engine::record::{EntryKind, EntryVersion, Event, Ingested, Role};
     use origin_engine::{NewRecord, Options};
 

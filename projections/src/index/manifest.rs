@@ -3,14 +3,10 @@
 //! leaves the old list or the new one, never a mix; segment files it does not list are
 //! leftovers and are deleted on open.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::path::Path;
-
 use super::IndexError;
+use super::folder::Folder;
 use super::limits::SEGMENTS_MAX;
 use super::segment::SegmentId;
-use super::segment::writer::sync_dir;
 
 /// File name of the manifest in the index directory.
 pub(crate) const FILE_NAME: &str = "manifest";
@@ -82,32 +78,17 @@ impl Manifest {
         Ok(Manifest { segments, mark: (mark != NO_MARK).then_some(mark), next_segment_id })
     }
 
-    /// Reads the manifest of `dir`; none if the index is new.
-    pub(crate) fn read(dir: &Path) -> Result<Option<Manifest>, IndexError> {
-        let path = dir.join(FILE_NAME);
-        match fs::read(&path) {
-            Ok(b) => Manifest::decode(&b).map(Some).map_err(|(at, r)| IndexError::corrupt(&path, at, r)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(IndexError::io("read", &path, e)),
+    /// Reads the manifest of `folder`; none if the index is new.
+    pub(crate) fn read(folder: &Folder) -> Result<Option<Manifest>, IndexError> {
+        match folder.read(FILE_NAME)? {
+            Some(b) => Manifest::decode(&b).map(Some).map_err(|(at, r)| IndexError::corrupt(folder.join(FILE_NAME), at, r)),
+            None => Ok(None),
         }
     }
 
-    /// Replaces the manifest of `dir` atomically and durably.
-    pub(crate) fn write(&self, dir: &Path) -> Result<(), IndexError> {
-        let path = dir.join(FILE_NAME);
-        let tmp = dir.join(format!("{FILE_NAME}.tmp"));
-        let bytes = self.encode();
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|e| IndexError::io("create", &tmp, e))?;
-        f.write_all(&bytes).map_err(|e| IndexError::io("write", &tmp, e))?;
-        f.sync_all().map_err(|e| IndexError::io("fsync", &tmp, e))?;
-        drop(f);
-        fs::rename(&tmp, &path).map_err(|e| IndexError::io("rename", &tmp, e))?;
-        sync_dir(dir)
+    /// Replaces the manifest of `folder` atomically and durably.
+    pub(crate) fn write(&self, folder: &Folder) -> Result<(), IndexError> {
+        folder.replace(FILE_NAME, &self.encode())
     }
 }
 

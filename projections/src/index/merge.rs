@@ -6,12 +6,12 @@
 //! result in. The merged segment holds the inputs' documents in input order, so its results
 //! are the inputs' results exactly.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use fst::Streamer;
 
 use super::IndexError;
+use super::folder::Folder;
 use super::doc::DocTable;
 use super::limits::SEGMENT_DOCS_MAX;
 use super::postings::Postings;
@@ -124,7 +124,7 @@ impl MergePolicy {
 pub struct MergeJob {
     pub(crate) inputs: Vec<Arc<Segment>>,
     pub(crate) output: SegmentId,
-    pub(crate) dir: Option<PathBuf>,
+    pub(crate) dir: Option<Folder>,
 }
 
 impl MergeJob {

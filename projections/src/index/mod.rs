@@ -46,6 +46,7 @@
 mod bm25;
 mod doc;
 mod error;
+pub mod folder;
 pub mod limits;
 mod manifest;
 mod memory;
@@ -63,7 +64,6 @@ mod token;
 mod tests;
 
 use std::collections::HashSet;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -75,6 +75,7 @@ pub use query::{Query, QueryError, parse_query};
 pub use segment::{Segment, SegmentId};
 pub use snippet::snippet;
 
+use folder::Folder;
 use manifest::Manifest;
 use memory::MemorySegment;
 use postings::Postings;
@@ -224,7 +225,7 @@ pub struct Hit {
 /// segment holds a contiguous run of the additions, segments are kept in the order of their
 /// documents, and merges combine neighbours only; no set of ids is kept to refuse repeats.
 pub struct Index {
-    dir: Option<PathBuf>,
+    dir: Option<Folder>,
     memory: MemorySegment,
     /// The documents of a commit being written ([`Index::freeze`]): after the segments', before
     /// the in-memory segment's.
@@ -265,7 +266,7 @@ pub struct CommitJob {
     id: SegmentId,
     mark: u64,
     memory: Arc<MemorySegment>,
-    dir: Option<PathBuf>,
+    dir: Option<Folder>,
 }
 
 impl std::fmt::Debug for CommitJob {
@@ -333,7 +334,12 @@ impl Index {
     /// [`Index::verify`]); files the manifest does not list (left by a crash or by a merge)
     /// are deleted.
     pub fn open(dir: &Path) -> Result<Index, IndexError> {
-        let index = Index::open_shared(dir)?;
+        Index::open_in(Folder::os(dir))
+    }
+
+    /// Opens the index in `folder` as [`Index::open`] does, on the folder's file system.
+    pub fn open_in(folder: Folder) -> Result<Index, IndexError> {
+        let index = Index::open_shared_in(folder)?;
         index.remove_leftovers()?;
         Ok(index)
     }
@@ -341,9 +347,14 @@ impl Index {
     /// Opens the index in `dir` (creating it if needed) without touching files the manifest
     /// does not list: for a process that may share the directory with a writer.
     pub fn open_shared(dir: &Path) -> Result<Index, IndexError> {
-        fs::create_dir_all(dir).map_err(|e| IndexError::io("create", dir, e))?;
+        Index::open_shared_in(Folder::os(dir))
+    }
+
+    /// Opens the index in `folder` as [`Index::open_shared`] does, on the folder's file system.
+    pub fn open_shared_in(folder: Folder) -> Result<Index, IndexError> {
+        folder.create()?;
         let mut index = Index::in_memory();
-        index.dir = Some(dir.to_path_buf());
+        index.dir = Some(folder);
         index.reload()?;
         Ok(index)
     }
@@ -353,13 +364,10 @@ impl Index {
     pub fn leftovers(&self) -> Result<Vec<PathBuf>, IndexError> {
         let Some(dir) = &self.dir else { return Ok(Vec::new()) };
         let listed: HashSet<String> = self.segments.iter().map(|s| segment::file_name(s.id())).collect();
-        let entries = fs::read_dir(dir).map_err(|e| IndexError::io("list", dir, e))?;
         let mut found = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| IndexError::io("list", dir, e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
+        for name in dir.list()? {
             if (name.ends_with(".segment") && !listed.contains(&name)) || name.ends_with(".tmp") {
-                found.push(entry.path());
+                found.push(dir.join(&name));
             }
         }
         Ok(found)
@@ -367,8 +375,9 @@ impl Index {
 
     /// Deletes [`Index::leftovers`]: only while no other process writes the directory.
     pub fn remove_leftovers(&self) -> Result<(), IndexError> {
+        let Some(dir) = &self.dir else { return Ok(()) };
         for path in self.leftovers()? {
-            match fs::remove_file(&path) {
+            match dir.vfs().remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(IndexError::io("remove", &path, e)),
@@ -410,11 +419,11 @@ impl Index {
                 segments.push(s.clone());
                 continue;
             }
-            let path = dir.join(segment::file_name(id));
-            if !path.exists() {
+            let path = dir.join(&segment::file_name(id));
+            if !dir.vfs().exists(&path).map_err(|e| IndexError::io("stat", &path, e))? {
                 return Err(IndexError::corrupt(&path, 0, error::MISSING_SEGMENT));
             }
-            segments.push(Arc::new(Segment::open(&path, id)?));
+            segments.push(Arc::new(Segment::open(&dir, &path, id)?));
         }
         // In document order, without overlaps: each segment's first id above the previous
         // segment's last.
@@ -464,12 +473,10 @@ impl Index {
 
     /// The least segment id above every id `dir` has used, as far as it shows: its manifest's
     /// next id (if it can be read) and the ids of its segment files, finished or not.
-    pub(crate) fn next_id_in(dir: &Path) -> SegmentId {
+    pub(crate) fn next_id_in(dir: &Folder) -> SegmentId {
         let mut next = Manifest::read(dir).ok().flatten().map_or(0, |m| m.next_segment_id);
-        if let Ok(entries) = fs::read_dir(dir) {
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
+        if let Ok(names) = dir.list() {
+            for name in names {
                 let digits = name.strip_suffix(".tmp").unwrap_or(&name);
                 if let Some(id) = digits.strip_suffix(".segment").and_then(|d| d.parse::<SegmentId>().ok()) {
                     next = next.max(id.saturating_add(1));
@@ -483,8 +490,8 @@ impl Index {
     /// or above, written in its manifest at once: after an index was deleted, so that no id
     /// a process may still hold a segment of is given to a new segment (a process that reads
     /// the manifest keeps the segments it holds by id).
-    pub(crate) fn open_with_ids_from(dir: &Path, next: SegmentId) -> Result<Index, IndexError> {
-        let mut index = Index::open(dir)?;
+    pub(crate) fn open_with_ids_from(dir: Folder, next: SegmentId) -> Result<Index, IndexError> {
+        let mut index = Index::open_in(dir)?;
         if next > index.next_segment_id {
             index.next_segment_id = next;
             index.write_manifest()?;
@@ -493,7 +500,7 @@ impl Index {
     }
 
     /// The segments the manifest in `dir` lists now (none if there is no manifest).
-    pub(crate) fn listed_in(dir: &Path) -> Result<Vec<SegmentId>, IndexError> {
+    pub(crate) fn listed_in(dir: &Folder) -> Result<Vec<SegmentId>, IndexError> {
         Ok(Manifest::read(dir)?.map(|m| m.segments).unwrap_or_default())
     }
 
@@ -822,7 +829,7 @@ impl Index {
         if let Some(dir) = &self.dir {
             for id in &merged.inputs {
                 // A file left behind is deleted on the next open.
-                let _ = fs::remove_file(dir.join(segment::file_name(*id)));
+                let _ = dir.remove(&segment::file_name(*id));
             }
         }
         Ok(())

@@ -1330,7 +1330,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(segment::file_name(0));
         fs::write(&path, &bad).unwrap();
-        if let Ok(segment) = Segment::open(&path, 0) {
+        if let Ok(segment) = Segment::open(&crate::index::folder::Folder::os(dir.path()), &path, 0) {
             prop_assert_eq!(segment.verify().is_ok(), bad == good);
             let view = [search::View::Disk(&segment, search::Lookups::default())];
             for query in ["release", "中文", "\"tag from\"", "how do we release?"] {

@@ -8,7 +8,6 @@
 //! still read every block as one that may be damaged: an error, never a panic (the property
 //! tests that open damaged files).
 
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,13 +15,16 @@ use std::sync::{Arc, Mutex};
 
 use super::{FOOTER_BODY_CRC_AT, FOOTER_SIZE_BYTES, FORMAT_VERSION, Footer, HEADER_SIZE_BYTES, MAGIC, SegmentId, table};
 use crate::index::IndexError;
+use crate::index::folder::Folder;
+use origin_engine::vfs::{Mapped, VfsFile};
 use crate::index::doc::{DocTable, ROW_SIZE_BYTES};
 use crate::index::limits::{META_STRING_SIZE_BYTES_MAX, SEGMENT_DOCS_MAX, SEGMENT_SIZE_BYTES_MAX};
 use crate::index::postings::{BlockError, Postings, TermBlock, block_doc_count};
 
 /// The bytes of a segment.
 pub(crate) enum Backing {
-    Map(memmap2::Mmap),
+    /// A file's bytes, mapped (or read, on a simulated file system).
+    Mapped(Mapped),
     Owned(Vec<u8>),
 }
 
@@ -30,7 +32,7 @@ impl Backing {
     #[inline]
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
-            Backing::Map(m) => m,
+            Backing::Mapped(m) => m,
             Backing::Owned(v) => v,
         }
     }
@@ -84,7 +86,7 @@ struct BodyCheck {
 enum Body {
     /// Not read yet (or a read failed: tried again): the file, open, with the body's length
     /// (the file up to its footer) and the checksum the footer gives it.
-    Unread { file: File, len: u64, crc: u32 },
+    Unread { file: Arc<dyn VfsFile>, len: u64, crc: u32 },
     /// Found good (or checked in memory on open). The file is closed: a process keeps no
     /// descriptor per segment.
     Good,
@@ -112,25 +114,18 @@ impl std::fmt::Debug for Segment {
 
 /// The CRC-32 of the first `body_len` bytes of `file`, read in chunks of 1 MiB. A file that
 /// ends before them is an error of kind `UnexpectedEof`.
-fn body_crc(mut file: &File, body_len: u64) -> std::io::Result<u32> {
-    use std::io::{Read, Seek, SeekFrom};
+fn body_crc(file: &dyn VfsFile, body_len: u64) -> std::io::Result<u32> {
     let mut hasher = crc32fast::Hasher::new();
     let mut buf = vec![0u8; 1 << 20];
-    file.seek(SeekFrom::Start(0))?;
-    let mut reader = file.take(body_len);
     let mut read = 0u64;
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
+    while read < body_len {
+        let want = (body_len - read).min(buf.len() as u64) as usize;
+        let n = file.read_at(&mut buf[..want], read)?;
+        if n == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("the file ends after {read} of {body_len} bytes")));
+        }
         hasher.update(&buf[..n]);
         read += n as u64;
-    }
-    if read != body_len {
-        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("the file ends after {read} of {body_len} bytes")));
     }
     Ok(hasher.finalize())
 }
@@ -138,25 +133,25 @@ fn body_crc(mut file: &File, body_len: u64) -> std::io::Result<u32> {
 impl Segment {
     /// Opens segment file `path`, which must be segment `id`, checking all but its body's
     /// checksum ([`Segment::verify`] does that).
-    pub(crate) fn open(path: &Path, id: SegmentId) -> Result<Segment, IndexError> {
-        let file = File::open(path).map_err(|e| IndexError::io("open", path, e))?;
-        let len = file.metadata().map_err(|e| IndexError::io("stat", path, e))?.len();
+    pub(crate) fn open(folder: &Folder, path: &Path, id: SegmentId) -> Result<Segment, IndexError> {
+        let file = folder.vfs().open_read(path).map_err(|e| IndexError::io("open", path, e))?;
+        let len = file.len().map_err(|e| IndexError::io("stat", path, e))?;
         if len < (HEADER_SIZE_BYTES + FOOTER_SIZE_BYTES) as u64 {
             return Err(IndexError::corrupt(path, len, "file too short to be a segment (truncated)"));
         }
         if len > SEGMENT_SIZE_BYTES_MAX {
             return Err(IndexError::corrupt(path, 0, format!("file of {len} bytes is over the segment limit")));
         }
-        // SAFETY: segment files are written under a temporary name, synced, then renamed into
-        // place, and never modified afterwards (merges write new files); the index owns its
-        // directory. Every structure is checked on open, and the body's checksum (of the same
-        // immutable file) by `verify`; until then a damaged block is an error when decoded.
-        #[allow(unsafe_code)]
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| IndexError::io("mmap", path, e))?;
+        // A memory map on the real file system: segment files are written under a temporary
+        // name, synced, then renamed into place, and never modified afterwards (merges write
+        // new files); the index owns its directory (ARCHITECTURE.md, invariants). Every
+        // structure is checked on open, and the body's checksum (of the same immutable file)
+        // by `verify`; until then a damaged block is an error when decoded.
+        let map = file.map().map_err(|e| IndexError::io("mmap", path, e))?;
         if map.len() as u64 != len {
             return Err(IndexError::corrupt(path, map.len() as u64, "the file changed size while it was opened"));
         }
-        Segment::parse(Backing::Map(map), path.to_path_buf(), id, Some(file))
+        Segment::parse(Backing::Mapped(map), path.to_path_buf(), id, Some(file))
     }
 
     /// Verifies a segment held in memory, its body's checksum included.
@@ -166,7 +161,7 @@ impl Segment {
 
     /// Verifies and reads a segment's bytes; its body's checksum too, unless they were mapped
     /// from `file` ([`Segment::verify`] then reads the body from it).
-    fn parse(backing: Backing, path: PathBuf, id: SegmentId, file: Option<File>) -> Result<Segment, IndexError> {
+    fn parse(backing: Backing, path: PathBuf, id: SegmentId, file: Option<Arc<dyn VfsFile>>) -> Result<Segment, IndexError> {
         let backing = Arc::new(backing);
         let bytes = backing.bytes();
         let len = bytes.len();
@@ -313,7 +308,7 @@ impl Segment {
         }
         let mut state = self.body.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Body::Unread { file, len, crc } = &*state {
-            let found = body_crc(file, *len).map_err(|e| IndexError::io("read", &self.path, e))?;
+            let found = body_crc(&**file, *len).map_err(|e| IndexError::io("read", &self.path, e))?;
             *state = if found == *crc {
                 self.body.good.store(true, Ordering::Release);
                 Body::Good

@@ -2,21 +2,18 @@
 //! directory, then open it again, verifying every checksum (the bytes are checked twice:
 //! before they are written and after they are read back).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Write};
-use std::path::Path;
-
 use super::encoder::Encoder;
 use super::reader::Segment;
 use super::{SegmentId, file_name};
 use crate::index::IndexError;
+use crate::index::folder::Folder;
 use crate::index::doc::DocTable;
 use crate::index::postings::Postings;
 
 /// Where a new segment goes: a directory, or memory (an in-memory index).
 #[derive(Clone, Debug)]
 pub(crate) enum Target<'a> {
-    Dir(&'a Path),
+    Dir(&'a Folder),
     Memory,
 }
 
@@ -38,39 +35,26 @@ where
             let bytes = enc.finish().map_err(|e| IndexError::io("encode", "<memory>", e))?;
             Segment::from_bytes(bytes, id)
         }
-        Target::Dir(dir) => {
-            let path = dir.join(file_name(id));
-            let tmp = dir.join(format!("{}.tmp", file_name(id)));
-            let file = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&tmp)
-                .map_err(|e| IndexError::io("create", &tmp, e))?;
-            let result = (|| {
-                let w = BufWriter::with_capacity(1 << 16, file);
-                let mut enc = Encoder::new(w, id, docs).map_err(|e| IndexError::io("write", &tmp, e))?;
-                terms(&mut |t, p| enc.add_term(t, p).map_err(|e| IndexError::io("write", &tmp, e)))?;
-                let mut w = enc.finish().map_err(|e| IndexError::io("write", &tmp, e))?;
-                w.flush().map_err(|e| IndexError::io("write", &tmp, e))?;
-                let file = w.into_inner().map_err(|e| IndexError::io("write", &tmp, e.into_error()))?;
-                file.sync_all().map_err(|e| IndexError::io("fsync", &tmp, e))?;
-                fs::rename(&tmp, &path).map_err(|e| IndexError::io("rename", &tmp, e))?;
-                sync_dir(dir)
-            })();
+        Target::Dir(folder) => {
+            let name = file_name(id);
+            let path = folder.join(&name);
+            let tmp = folder.join(&format!("{name}.tmp"));
+            let io = |e| IndexError::io("write", &tmp, e);
+            let result = folder
+                .write_new(&tmp, |w| {
+                    let mut enc = Encoder::new(w, id, docs).map_err(io)?;
+                    terms(&mut |t, p| enc.add_term(t, p).map_err(io))?;
+                    enc.finish().map(drop).map_err(io)
+                })
+                .and_then(|()| folder.rename_in(&tmp, &name));
             if let Err(e) = result {
-                let _ = fs::remove_file(&tmp);
+                let _ = folder.vfs().remove_file(&tmp);
                 return Err(e);
             }
             // Read back: the body as written must match the checksum it was written with.
-            let segment = Segment::open(&path, id)?;
+            let segment = Segment::open(folder, &path, id)?;
             segment.verify()?;
             Ok(segment)
         }
     }
-}
-
-/// Fsyncs a directory, so a rename in it survives a power cut.
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), IndexError> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| IndexError::io("fsync", dir, e))
 }
