@@ -49,6 +49,8 @@ struct State {
     durable: BTreeMap<PathBuf, BTreeMap<String, NodeRef>>,
     ops: u64,
     faults: HashMap<u64, Fault>,
+    /// The kind of each mutating call made (`create`, `write`, `sync_data`, ...), in order.
+    kinds: Vec<&'static str>,
     crashed: bool,
     rng: u64,
     locks: HashMap<PathBuf, (usize, bool)>,
@@ -99,13 +101,14 @@ impl State {
         z ^ (z >> 31)
     }
 
-    /// Counts a mutating call and says which fault, if any, applies to it.
-    fn tick(&mut self) -> io::Result<Option<Fault>> {
+    /// Counts a mutating call (of `kind`) and says which fault, if any, applies to it.
+    fn tick(&mut self, kind: &'static str) -> io::Result<Option<Fault>> {
         if self.crashed {
             return Err(power_cut());
         }
         let op = self.ops;
         self.ops += 1;
+        self.kinds.push(kind);
         let fault = self.faults.get(&op).copied();
         if fault == Some(Fault::PowerCut) {
             self.crashed = true;
@@ -131,6 +134,7 @@ impl SimFs {
             durable: BTreeMap::new(),
             ops: 0,
             faults: HashMap::new(),
+            kinds: Vec::new(),
             crashed: false,
             rng: seed,
             locks: HashMap::new(),
@@ -148,6 +152,12 @@ impl SimFs {
         lock(&self.state).ops
     }
 
+    /// The kind of each mutating call made so far (`create`, `remove`, `rename`, `sync_dir`,
+    /// `remove_all`, `write`, `sync_data`, `set_len`), in order: call `n` is `kinds()[n]`.
+    pub fn kinds(&self) -> Vec<&'static str> {
+        lock(&self.state).kinds.clone()
+    }
+
     /// True once a power cut has happened.
     pub fn crashed(&self) -> bool {
         lock(&self.state).crashed
@@ -162,6 +172,7 @@ impl SimFs {
             durable: BTreeMap::new(),
             ops: 0,
             faults: HashMap::new(),
+            kinds: Vec::new(),
             crashed: false,
             rng: seed,
             locks: HashMap::new(),
@@ -385,7 +396,7 @@ impl Vfs for SimFs {
 
     fn create_new(&self, path: &Path) -> io::Result<Arc<dyn VfsFile>> {
         let mut st = lock(&self.state);
-        st.tick()?;
+        st.tick("create")?;
         if st.crashed {
             return Err(power_cut());
         }
@@ -404,7 +415,7 @@ impl Vfs for SimFs {
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut st = lock(&self.state);
-        st.tick()?;
+        st.tick("remove")?;
         if st.crashed {
             return Err(power_cut());
         }
@@ -418,7 +429,7 @@ impl Vfs for SimFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut st = lock(&self.state);
-        st.tick()?;
+        st.tick("rename")?;
         if st.crashed {
             return Err(power_cut());
         }
@@ -435,7 +446,7 @@ impl Vfs for SimFs {
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
         let mut st = lock(&self.state);
-        let fault = st.tick()?;
+        let fault = st.tick("sync_dir")?;
         if st.crashed {
             return Err(power_cut());
         }
@@ -472,7 +483,7 @@ impl Vfs for SimFs {
             return self.remove_file(path);
         }
         let mut st = lock(&self.state);
-        st.tick()?;
+        st.tick("remove_all")?;
         if st.crashed {
             return Err(power_cut());
         }
@@ -566,7 +577,7 @@ impl VfsFile for SimFile {
             return Err(io::Error::new(io::ErrorKind::PermissionDenied, "opened read-only"));
         }
         let mut st = lock(&self.fs.state);
-        let fault = st.tick();
+        let fault = st.tick("write");
         let fault = match fault {
             Err(e) => return Err(e),
             Ok(f) => f,
@@ -604,7 +615,7 @@ impl VfsFile for SimFile {
 
     fn sync_data(&self) -> io::Result<()> {
         let mut st = lock(&self.fs.state);
-        let fault = st.tick()?;
+        let fault = st.tick("sync_data")?;
         if st.crashed {
             return Err(power_cut());
         }
@@ -619,7 +630,7 @@ impl VfsFile for SimFile {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut st = lock(&self.fs.state);
-        st.tick()?;
+        st.tick("set_len")?;
         if st.crashed {
             return Err(power_cut());
         }

@@ -1212,4 +1212,195 @@ mod tests {
         assert_eq!(opened, CatalogOpened::Loaded { mark: 1 });
         assert!(!idx.join("00000000000000000099.segment.tmp").exists());
     }
+
+    // ---- faults at every I/O call ----
+
+    use origin_engine::sim::{Fault, SimFs};
+
+    const SIM_INDEX: &str = "/store/projections/index";
+    const FAULT_QUERIES: [&str; 5] = ["release", "数据库", "\"tag from master\"", "how do we release the build?", "索引"];
+
+    fn sim_journal(fs: &SimFs) -> Journal {
+        Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options::default()).unwrap()
+    }
+
+    /// Three batches of events in a journal on a simulated machine, the first two fed and
+    /// committed (two segments), the third not fed yet.
+    fn sim_store_of_two_segments() -> SimFs {
+        let fs = SimFs::new(41);
+        let j = sim_journal(&fs);
+        let texts = [
+            "release workflow: tag from master once CI passes",
+            "数据库的索引在合并后重建",
+            "we release the build on Fridays",
+            "索引 segments are merged in the background",
+            "tag from master, then publish the release notes",
+            "数据库 backups run nightly",
+        ];
+        let (mut c, _) = Catalog::open(Path::new(SIM_INDEX), &j).unwrap();
+        for batch in 0..3u64 {
+            let events = (0..4u64).map(|i| event(batch * 10 + i, EventKind::Message, texts[((batch * 4 + i) % 6) as usize])).collect();
+            append(&j, &ingested(events));
+            if batch < 2 {
+                c.catch_up(&j).unwrap();
+                assert_eq!(c.commit().unwrap(), Committed::Written);
+            }
+        }
+        assert_eq!(c.index().segments().len(), 2);
+        fs
+    }
+
+    /// The keys and kinds of match of each of [`FAULT_QUERIES`].
+    fn fault_answers(c: &Catalog) -> Vec<Vec<(String, Match)>> {
+        let f = Filters { include_tools: true, ..Filters::default() };
+        FAULT_QUERIES
+            .iter()
+            .map(|q| c.search(&parse_query(q).unwrap(), &f, &|_| true, 50).unwrap().into_iter().map(|h| (h.key, h.matched)).collect())
+            .collect()
+    }
+
+    /// What a writer does after a start: feeds what is new, commits it, merges by twos.
+    fn commit_and_merge(c: &mut Catalog, j: &Journal) -> Result<(), CatalogError> {
+        c.catch_up(j)?;
+        c.commit()?;
+        let policy = MergePolicy { merge_factor: 2, segments_max: 16, idle: false };
+        while let Some(planned) = c.plan_merge(&policy)? {
+            let merged = merge(&planned.job)?;
+            c.install_merge(merged, planned)?;
+        }
+        Ok(())
+    }
+
+    /// Unfinished writes left in the index folder.
+    fn temporaries(fs: &SimFs) -> Vec<String> {
+        let names = origin_engine::vfs::Vfs::list_dir(fs, Path::new(SIM_INDEX)).unwrap();
+        names.into_iter().filter(|n| n.ends_with(".tmp")).collect()
+    }
+
+    /// What a process does, given a journal: the catalog it opened (if it did), and whether
+    /// all went well.
+    type Phase = dyn Fn(&Journal) -> (Option<Catalog>, Result<(), CatalogError>);
+
+    /// A writer's start: opens the catalog, feeds what is new, commits it, merges by twos.
+    fn start_commit_and_merge(j: &Journal) -> (Option<Catalog>, Result<(), CatalogError>) {
+        match Catalog::open(Path::new(SIM_INDEX), j) {
+            Ok((mut c, _)) => {
+                let done = commit_and_merge(&mut c, j);
+                (Some(c), done)
+            }
+            Err(e) => (None, Err(e)),
+        }
+    }
+
+    /// Runs `phase` on copies of `base` with a fault at each of its I/O calls in turn: a power
+    /// cut, a failing fsync (at each sync), a full disk (at each write). A failed sync or
+    /// write is an error, never passed over, and leaves no unfinished file; the process's
+    /// catalog (if it opened) then answers `want` (as an index built in memory from the
+    /// journal does) and commits and merges again, and so does the store opened again. After
+    /// the power cut (three ways of what reached the disk), the store opens, answers `want`,
+    /// and commits and merges. Returns how many runs each fault had.
+    fn every_fault(base: &SimFs, want: &[Vec<(String, Match)>], phase: &Phase) -> [u32; 3] {
+        // The calls the phase makes, on a copy of the machine.
+        let kinds = {
+            let m = base.snapshot();
+            let j = sim_journal(&m);
+            let before = m.ops() as usize;
+            let (c, done) = phase(&j);
+            done.unwrap();
+            assert_eq!(fault_answers(&c.unwrap()), want);
+            m.kinds()[before..].to_vec()
+        };
+        for k in ["create", "write", "sync_data", "rename", "sync_dir"] {
+            assert!(kinds.contains(&k), "no {k} in {kinds:?}");
+        }
+        let mut runs = [0u32; 3];
+        for (call, kind) in kinds.iter().enumerate() {
+            for (f, fault) in [Fault::PowerCut, Fault::SyncFails, Fault::DiskFull].into_iter().enumerate() {
+                let reaches = match fault {
+                    Fault::PowerCut => true,
+                    Fault::SyncFails => kind.starts_with("sync"),
+                    Fault::DiskFull => *kind == "write",
+                };
+                if !reaches {
+                    continue;
+                }
+                runs[f] += 1;
+                let what = format!("{fault:?} at call {call} ({kind})");
+                let m = base.snapshot();
+                let j = sim_journal(&m);
+                m.inject(m.ops() + call as u64, fault);
+                let (c, done) = phase(&j);
+                if fault != Fault::PowerCut {
+                    assert!(done.is_err(), "{what}: said it was done");
+                    assert_eq!(temporaries(&m), Vec::<String>::new(), "{what}");
+                    if let Some(mut c) = c {
+                        c.catch_up(&j).unwrap();
+                        assert_eq!(fault_answers(&c), want, "{what}: the process's answers");
+                        commit_and_merge(&mut c, &j).unwrap_or_else(|e| panic!("{what}: again: {e}"));
+                        assert_eq!(fault_answers(&c), want, "{what}: after committing again");
+                    }
+                    let (mut c, _) = Catalog::open(Path::new(SIM_INDEX), &j).unwrap();
+                    c.catch_up(&j).unwrap();
+                    assert_eq!(fault_answers(&c), want, "{what}: opened again");
+                    commit_and_merge(&mut c, &j).unwrap_or_else(|e| panic!("{what}: opened again: {e}"));
+                } else {
+                    drop(c);
+                }
+                for seed in 0..3 {
+                    let after = m.after_power_cut(call as u64 * 7 + seed);
+                    let j = sim_journal(&after);
+                    let (mut c, opened) = Catalog::open(Path::new(SIM_INDEX), &j).unwrap_or_else(|e| panic!("{what}, power cut {seed}: {e}"));
+                    c.catch_up(&j).unwrap();
+                    assert_eq!(fault_answers(&c), want, "{what}, power cut {seed}: opened {opened:?}");
+                    commit_and_merge(&mut c, &j).unwrap_or_else(|e| panic!("{what}, power cut {seed}: then: {e}"));
+                    assert_eq!(fault_answers(&c), want, "{what}, power cut {seed}: committed and merged");
+                }
+            }
+        }
+        assert!(runs.iter().all(|&n| n > 0), "{runs:?}");
+        runs
+    }
+
+    /// The answers of an index built in memory from the journal on `fs`.
+    fn built_in_memory(fs: &SimFs) -> Vec<Vec<(String, Match)>> {
+        let j = sim_journal(&fs.snapshot());
+        let mut c = Catalog::in_memory();
+        c.catch_up(&j).unwrap();
+        let answers = fault_answers(&c);
+        assert!(answers.iter().all(|a| !a.is_empty()), "{answers:?}");
+        answers
+    }
+
+    /// A commit and its merges (26 calls: two segments and two manifests written, the merged
+    /// segments' files removed), with a fault at each call ([`every_fault`]).
+    #[test]
+    fn catalog_with_a_fault_at_any_io_call_of_a_commit_or_merge_answers_as_before() {
+        let base = sim_store_of_two_segments();
+        let runs = every_fault(&base, &built_in_memory(&base), &start_commit_and_merge);
+        assert_eq!(runs, [26, 8, 4]);
+    }
+
+    /// An index that must be rebuilt (its folder names another journal): deleted, started
+    /// over, fed, committed and merged, with a fault at each call ([`every_fault`]).
+    #[test]
+    fn catalog_with_a_fault_at_any_io_call_of_a_rebuild_answers_as_before() {
+        let base = sim_store_of_two_segments();
+        let identity = Path::new(SIM_INDEX).join(IDENTITY_FILE);
+        let bytes = base.read_file(&identity).unwrap();
+        base.flip_bit(&identity, (bytes.len() as u64 - 5) * 8).unwrap();
+        let want = built_in_memory(&base);
+        let runs = every_fault(&base, &want, &|j| {
+            match Catalog::open(Path::new(SIM_INDEX), j) {
+                Ok((mut c, opened)) => {
+                    assert!(matches!(opened, CatalogOpened::Rebuilt { .. }), "{opened:?}");
+                    let done = commit_and_merge(&mut c, j);
+                    (Some(c), done)
+                }
+                Err(e) => (None, Err(e)),
+            }
+        });
+        // 28 calls: four files removed, the identity file and the manifest written, then one
+        // segment and its manifest (no merge: the three batches make one segment).
+        assert_eq!(runs, [28, 8, 4]);
+    }
 }
