@@ -16,12 +16,17 @@ fn sample() -> PathBuf {
 }
 
 fn server_command(home: &Path) -> tokio::process::Command {
+    server_command_reading(home, &sample())
+}
+
+/// [`server_command`], reading the agents' logs in `agents`.
+fn server_command_reading(home: &Path, agents: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(origin_bin());
     cmd.arg("--home")
         .arg(home)
         .arg("mcp")
         .arg("--agents-home")
-        .arg(sample())
+        .arg(agents)
         .args(["--recorded-home", "/home/dev"])
         .env("TZ", "Asia/Shanghai")
         .env("ORIGIN_WATCH_INTERVAL_MS", "0")
@@ -447,6 +452,59 @@ async fn a_server_writes_the_index_of_a_large_catch_up_on_a_thread_of_its_own_an
     }
     let found = ok(&call(&c, "search", json!({"query": "topic7 build", "limit": 5})).await);
     assert!(found.to_string().contains("topic7"), "{found}");
+    c.cancel().await.expect("close");
+}
+
+/// A commit of the text index that fails fails no call: its documents stay searchable in
+/// memory, timeline answers, and once segment files can be written again the documents are
+/// written. Here every segment file a commit would write is taken by a folder (a full disk
+/// fails the same way; tried by hand on a 1.2 MB tmpfs, FORMAT.md's fault section).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_index_cannot_be_written_answers_from_memory_and_writes_it_later() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, agents) = (dir.path().join("store"), dir.path().join("no-agents"));
+    std::fs::create_dir_all(&agents).expect("agents folder");
+    origin_tests::append_message_records(&home, 0..1, 10, |n| format!("note {n} before the folders"));
+    let mut command = server_command_reading(&home, &agents);
+    command.env("ORIGIN_INDEX_COMMIT_DOCS", "5").env("ORIGIN_MERGE_INTERVAL_MS", "100");
+    let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new("claude-code", "1.0"));
+    let c = info.serve(TokioChildProcess::new(command).expect("spawn origin mcp")).await.expect("initialize");
+    let index_dir = home.join("projections").join("index");
+    let on_disk = || origin_projections::Index::open_shared(&index_dir).map(|i| i.doc_count()).unwrap_or(0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while on_disk() < 10 && std::time::Instant::now() < deadline {
+        ok(&call(&c, "search", json!({"query": "note"})).await);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(on_disk(), 10);
+    // Every segment id a commit or merge would take next is a folder's name.
+    let taken: Vec<PathBuf> = (0..2_000)
+        .map(|id| index_dir.join(format!("{id:020}.segment")))
+        .filter(|p| !p.exists())
+        .map(|p| p.with_extension("segment.tmp"))
+        .collect();
+    for p in &taken {
+        std::fs::create_dir(p).expect("folder");
+    }
+    origin_tests::append_message_records(&home, 1..3, 10, |n| format!("note {n} blockedword"));
+    for round in 0..5 {
+        let found = ok(&call(&c, "search", json!({"query": "blockedword", "limit": 50})).await);
+        assert_eq!(found["events"].as_array().map(Vec::len), Some(20), "round {round}: {found}");
+        ok(&call(&c, "timeline", json!({"limit": 5})).await);
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    }
+    assert_eq!(on_disk(), 10, "no segment could be written");
+    for p in &taken {
+        std::fs::remove_dir(p).expect("folder removed");
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while on_disk() < 30 && std::time::Instant::now() < deadline {
+        ok(&call(&c, "search", json!({"query": "blockedword"})).await);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(on_disk(), 30, "the documents written once segment files could be");
+    let found = ok(&call(&c, "search", json!({"query": "blockedword", "limit": 50})).await);
+    assert_eq!(found["events"].as_array().map(Vec::len), Some(20), "{found}");
     c.cancel().await.expect("close");
 }
 

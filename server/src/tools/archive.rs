@@ -89,6 +89,53 @@ struct Inner {
     /// go on meanwhile (its documents stay searchable); installed once written by the catch-up
     /// (`sync`), the background thread ([`Archive::commit_step`]) or [`Archive::save_snapshot`].
     commit: Option<CommitInFlight>,
+    /// Commits of the text index that failed in a row, and when to start the next: until then
+    /// none is started (a full disk is not written to at every call).
+    commit_failures: Option<(u32, std::time::Instant)>,
+    /// The background thread's interval ([`background_interval`]): the first wait after a
+    /// failed commit.
+    interval: std::time::Duration,
+}
+
+impl Inner {
+    /// Notes how a commit of the text index ended. A failure is not the failure of the call
+    /// that finds it: the documents stay in memory, searchable (or are fed again from the
+    /// journal), so every answer is whole. It is reported on stderr, and the next commit
+    /// waits ([`retry_wait`] after the failures in a row).
+    fn commit_ended(&mut self, done: Result<(), origin_projections::CatalogError>) {
+        match done {
+            Ok(()) => self.commit_failures = None,
+            Err(e) => {
+                let failed = self.commit_failures.map_or(1, |(n, _)| n.saturating_add(1));
+                let wait = retry_wait(self.interval, failed);
+                self.commit_failures = Some((failed, std::time::Instant::now() + wait));
+                eprintln!(
+                    "origin: writing the text index failed ({e}); its documents stay searchable in memory; trying again in {:.1} s",
+                    wait.as_secs_f64()
+                );
+            }
+        }
+    }
+}
+
+/// How often the background thread commits and merges the text index and checkpoints the
+/// snapshot: `ORIGIN_MERGE_INTERVAL_MS`, or 5 s.
+pub(crate) fn background_interval() -> std::time::Duration {
+    positive_setting("ORIGIN_MERGE_INTERVAL_MS", "merging every 5 s").map_or(BACKGROUND_INTERVAL, std::time::Duration::from_millis)
+}
+
+/// The background thread's interval unless set.
+const BACKGROUND_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The longest wait before a commit or merge that keeps failing is tried again.
+const RETRY_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// How long to wait before trying a commit or merge again after `failed` failures in a row:
+/// doubling from one `interval`, at most [`RETRY_WAIT_MAX`] (or one interval, if that is
+/// longer).
+pub(crate) fn retry_wait(interval: std::time::Duration, failed: u32) -> std::time::Duration {
+    let doubled = interval.saturating_mul(1u32 << failed.saturating_sub(1).min(16));
+    doubled.min(RETRY_WAIT_MAX.max(interval))
 }
 
 /// Records read per step of a catch-up: between steps, the text index may commit, and the
@@ -201,28 +248,33 @@ pub struct EntryArgs {
     pub valid_to: Option<String>,
 }
 
-/// Installs the commit in flight if it is finished.
-fn install_finished_commit(inner: &mut Inner) -> Result<(), ToolError> {
+/// Installs the commit in flight if it is finished ([`Inner::commit_ended`] says how).
+fn install_finished_commit(inner: &mut Inner) {
     if inner.commit.as_ref().is_some_and(CommitInFlight::is_finished)
         && let Some(c) = inner.commit.take()
     {
-        inner.catalog.finish_commit(c).map_err(store_error)?;
+        let done = inner.catalog.finish_commit(c);
+        inner.commit_ended(done);
     }
-    Ok(())
 }
 
-/// Starts a commit on a thread of its own if enough documents wait in memory (and none is in
-/// flight); says why one that was wanted did not start.
-fn start_wanted_commit(inner: &mut Inner) -> Result<Option<Committed>, ToolError> {
-    if !inner.catalog.wants_commit() {
-        return Ok(None);
+/// Starts a commit on a thread of its own if enough documents wait in memory, none is in
+/// flight, and none failed too recently; says why one that was wanted did not start (a
+/// failure to start is noted as a failed commit: [`Inner::commit_ended`]).
+fn start_wanted_commit(inner: &mut Inner) -> Option<Committed> {
+    if !inner.catalog.wants_commit() || inner.commit_failures.is_some_and(|(_, at)| std::time::Instant::now() < at) {
+        return None;
     }
-    match inner.catalog.start_commit().map_err(store_error)? {
-        Ok(c) => {
+    match inner.catalog.start_commit() {
+        Ok(Ok(c)) => {
             inner.commit = Some(c);
-            Ok(None)
+            None
         }
-        Err(r) => Ok(Some(r)),
+        Ok(Err(r)) => Some(r),
+        Err(e) => {
+            inner.commit_ended(Err(e));
+            None
+        }
     }
 }
 
@@ -331,12 +383,18 @@ impl Archive {
             home: home.to_path_buf(),
             journal,
             freshness,
-            inner: Mutex::new(Inner { saved_to, state, catalog, commit: None }),
+            inner: Mutex::new(Inner { saved_to, state, catalog, commit: None, commit_failures: None, interval: background_interval() }),
             device: origin_ingest::ingest::device_name(),
             tz: super::conventions::local_tz(),
         };
         archive.sync().map_err(|e| anyhow::anyhow!(e.0))?;
         Ok(archive)
+    }
+
+    /// How often the background thread commits, merges and checkpoints
+    /// ([`background_interval`], read when the store was opened).
+    pub fn interval(&self) -> std::time::Duration {
+        guard(&self.inner).interval
     }
 
     /// The ingest freshness of this process.
@@ -365,7 +423,7 @@ impl Archive {
         self.journal.refresh().map_err(store_error)?;
         loop {
             let mut inner = guard(&self.inner);
-            install_finished_commit(&mut inner)?;
+            install_finished_commit(&mut inner);
             // A segment the background check found damaged: the text index is built again
             // from the journal (this call and the next steps feed it), as at a start.
             if let Some(reason) = inner.catalog.repair(&self.journal).map_err(store_error)? {
@@ -416,7 +474,7 @@ impl Archive {
                 return Err(e);
             }
             // Another process wrote these documents first: read on from its mark.
-            if start_wanted_commit(&mut inner)? == Some(Committed::Superseded) {
+            if start_wanted_commit(&mut inner) == Some(Committed::Superseded) {
                 continue;
             }
             if !stopped {
@@ -431,9 +489,9 @@ impl Archive {
     /// the next tool call.
     pub fn commit_step(&self) -> Result<(), ToolError> {
         let mut inner = guard(&self.inner);
-        install_finished_commit(&mut inner)?;
+        install_finished_commit(&mut inner);
         // A commit another process wrote first is read past by the next `sync`.
-        start_wanted_commit(&mut inner)?;
+        start_wanted_commit(&mut inner);
         Ok(())
     }
 

@@ -461,10 +461,6 @@ pub fn fix_arguments(line: &str) -> Option<String> {
     Some(v.to_string())
 }
 
-/// How often the background thread looks for segments of the text index to merge (unless
-/// `ORIGIN_MERGE_INTERVAL_MS` says otherwise).
-const MERGE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
-
 /// The background merging of the text index's segments; stops when asked. Its thread is not
 /// joined (see [`Merges::stop`]), so no handle is kept.
 struct Merges {
@@ -495,8 +491,7 @@ const CHECKPOINT_RECORDS: u64 = 256;
 fn spawn_merges(archive: Arc<Archive>) -> Merges {
     let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
     let flag = stop.clone();
-    let interval = super::archive::positive_setting("ORIGIN_MERGE_INTERVAL_MS", "merging every 5 s")
-        .map_or(MERGE_INTERVAL, std::time::Duration::from_millis);
+    let interval = archive.interval();
     let spawned = std::thread::Builder::new()
         .name("origin-merge".into())
         .spawn(move || {
@@ -535,7 +530,7 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                         }
                         Err(e) => {
                             failed = failed.saturating_add(1);
-                            let wait = merge_retry_wait(interval, failed);
+                            let wait = super::archive::retry_wait(interval, failed);
                             retry_at = std::time::Instant::now() + wait;
                             eprintln!("origin: merging the text index failed ({e}); trying again in {} s", wait.as_secs());
                             break;
@@ -551,17 +546,6 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
         eprintln!("origin: could not start the thread that merges the text index ({e}); its segments are merged at a later start");
     }
     Merges { stop }
-}
-
-/// The longest wait before merging again after failures.
-const MERGE_RETRY_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// How long the merge thread waits before merging again after `failed` failures in a row:
-/// doubling from one interval, at most [`MERGE_RETRY_WAIT_MAX`] (or one interval, if that is
-/// longer).
-fn merge_retry_wait(interval: std::time::Duration, failed: u32) -> std::time::Duration {
-    let doubled = interval.saturating_mul(1u32 << failed.saturating_sub(1).min(16));
-    doubled.min(MERGE_RETRY_WAIT_MAX.max(interval))
 }
 
 /// The server's input and output. When they are pipes or sockets (as MCP clients start
@@ -794,15 +778,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn merge_retries_wait_twice_as_long_after_each_failure_up_to_ten_minutes() {
+    fn merge_and_commit_retries_wait_twice_as_long_after_each_failure_up_to_ten_minutes() {
+        use super::super::archive::retry_wait;
         let second = std::time::Duration::from_secs;
-        let waits: Vec<u64> = (1..=10).map(|f| merge_retry_wait(second(5), f).as_secs()).collect();
+        let waits: Vec<u64> = (1..=10).map(|f| retry_wait(second(5), f).as_secs()).collect();
         assert_eq!(waits, [5, 10, 20, 40, 80, 160, 320, 600, 600, 600]);
-        assert_eq!(merge_retry_wait(second(5), u32::MAX), second(600));
+        assert_eq!(retry_wait(second(5), u32::MAX), second(600));
         // An interval longer than the cap is kept: retrying never comes sooner than merging does.
-        assert_eq!(merge_retry_wait(second(900), 1), second(900));
-        assert_eq!(merge_retry_wait(second(900), 5), second(900));
-        assert_eq!(merge_retry_wait(std::time::Duration::from_millis(50), 3).as_millis(), 200);
+        assert_eq!(retry_wait(second(900), 1), second(900));
+        assert_eq!(retry_wait(second(900), 5), second(900));
+        assert_eq!(retry_wait(std::time::Duration::from_millis(50), 3).as_millis(), 200);
     }
 
     fn err(r: Result<Arc<Archive>, ToolError>, what: &str) -> ToolError {
