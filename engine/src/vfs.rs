@@ -240,7 +240,10 @@ impl VfsFile for OsFile {
         }
         // SAFETY: the journal maps only sealed segments and the validated prefix of the active
         // one, and never truncates bytes below a validated frame end (torn-tail repair cuts
-        // only bytes no reader has accepted). So no mapped page a caller reads disappears.
+        // only bytes no reader has accepted). Snapshots and the text index's segments are
+        // files written whole under a temporary name, synced and renamed into place, never
+        // written again (ARCHITECTURE.md, invariants). So no mapped page a caller reads
+        // disappears.
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(&self.file)? };
         Ok(Mapped::Map(map))

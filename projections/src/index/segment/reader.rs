@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use origin_engine::vfs::{Mapped, VfsFile};
+
 use super::{FOOTER_BODY_CRC_AT, FOOTER_SIZE_BYTES, FORMAT_VERSION, Footer, HEADER_SIZE_BYTES, MAGIC, SegmentId, table};
 use crate::index::IndexError;
 use crate::index::folder::Folder;
-use origin_engine::vfs::{Mapped, VfsFile};
 use crate::index::doc::{DocTable, ROW_SIZE_BYTES};
 use crate::index::limits::{META_STRING_SIZE_BYTES_MAX, SEGMENT_DOCS_MAX, SEGMENT_SIZE_BYTES_MAX};
 use crate::index::postings::{BlockError, Postings, TermBlock, block_doc_count};
