@@ -1208,9 +1208,17 @@ mod tests {
         // An unfinished write another process left behind is cleaned up.
         fs::write(idx.join("00000000000000000099.segment.tmp"), b"half").unwrap();
         drop(c);
-        let (_c, opened) = Catalog::open(&idx, &other).unwrap();
+        let (c, opened) = Catalog::open(&idx, &other).unwrap();
         assert_eq!(opened, CatalogOpened::Loaded { mark: 1 });
         assert!(!idx.join("00000000000000000099.segment.tmp").exists());
+        drop(c);
+        // So is a folder in the place of one (Origin writes none, but one kept every open from
+        // working), with what it holds.
+        fs::create_dir_all(idx.join("00000000000000000098.segment.tmp").join("inside")).unwrap();
+        fs::write(idx.join("00000000000000000098.segment.tmp").join("inside").join("f"), b"x").unwrap();
+        let (_c, opened) = Catalog::open(&idx, &other).unwrap();
+        assert_eq!(opened, CatalogOpened::Loaded { mark: 1 });
+        assert!(!idx.join("00000000000000000098.segment.tmp").exists());
     }
 
     // ---- faults at every I/O call ----

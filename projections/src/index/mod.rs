@@ -373,11 +373,13 @@ impl Index {
         Ok(found)
     }
 
-    /// Deletes [`Index::leftovers`]: only while no other process writes the directory.
+    /// Deletes [`Index::leftovers`]: only while no other process writes the directory. One
+    /// that is a folder goes with what it holds (Origin writes none: a folder in its place kept
+    /// every later open of the store from working).
     pub fn remove_leftovers(&self) -> Result<(), IndexError> {
         let Some(dir) = &self.dir else { return Ok(()) };
         for path in self.leftovers()? {
-            match dir.vfs().remove_file(&path) {
+            match dir.vfs().remove_all(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(IndexError::io("remove", &path, e)),
