@@ -486,13 +486,12 @@ impl Archive {
     /// Installs the text index's commit written on a thread of its own once it is finished,
     /// and starts the next if enough documents wait: the background thread calls it, so that
     /// the segments of a catch-up are installed (and their memory freed) without waiting for
-    /// the next tool call.
-    pub fn commit_step(&self) -> Result<(), ToolError> {
+    /// the next tool call. A failure is said on stderr ([`Inner::commit_ended`]).
+    pub fn commit_step(&self) {
         let mut inner = guard(&self.inner);
         install_finished_commit(&mut inner);
         // A commit another process wrote first is read past by the next `sync`.
         start_wanted_commit(&mut inner);
-        Ok(())
     }
 
     /// One merge of the text index's segments, if the policy calls for one and this process

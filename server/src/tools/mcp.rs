@@ -513,9 +513,7 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                     return;
                 }
                 drop(stopped);
-                if let Err(e) = archive.commit_step() {
-                    eprintln!("origin: writing the text index failed ({e}); trying again later");
-                }
+                archive.commit_step();
                 // One merge at a time until none is called for; a failure is reported and
                 // tried again later (the index stays correct without merges).
                 let mark = archive.write_mark();
