@@ -48,6 +48,8 @@ const IDENTITY_FILE: &str = "journal";
 /// The writer's lock file.
 const LOCK_FILE: &str = "lock";
 const IDENTITY_MAGIC: &[u8; 8] = b"ORGNIJNL";
+/// The size of the `journal` file as written (layout 2).
+const IDENTITY_SIZE_BYTES: u64 = 40;
 /// The layout of an index directory: 2 since entries left it for their own index (a directory
 /// of layout 1 also holds entry versions, and is rebuilt).
 const LAYOUT_VERSION: u16 = 2;
@@ -282,7 +284,12 @@ impl Catalog {
         let dir = &Folder::new(journal.vfs().clone(), dir);
         dir.create()?;
         let identity = identity_bytes(journal.store_id(), journal.epoch());
-        let found = dir.read(IDENTITY_FILE)?;
+        // One over the size written is another file: it differs (and is rebuilt), unread.
+        let found = match dir.read(IDENTITY_FILE, IDENTITY_SIZE_BYTES) {
+            Ok(found) => found,
+            Err(e) if e.is_corruption() => Some(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
         let problem = match found {
             Some(b) if b == identity => match Index::open_shared_in(dir.clone()) {
                 Ok(index) => match index.mark() {
@@ -1219,6 +1226,24 @@ mod tests {
         let (_c, opened) = Catalog::open(&idx, &other).unwrap();
         assert_eq!(opened, CatalogOpened::Loaded { mark: 1 });
         assert!(!idx.join("00000000000000000098.segment.tmp").exists());
+    }
+
+    /// A manifest or `journal` file far larger than any the index writes is not read into
+    /// memory: the index is rebuilt, and answers as before.
+    #[test]
+    fn catalog_rebuilds_an_index_whose_small_files_are_huge_without_reading_them() {
+        for name in ["manifest", IDENTITY_FILE] {
+            let (_dir, j, idx, c) = committed_store_of_one_event();
+            drop(c);
+            fs::write(idx.join(name), vec![7u8; 1 << 20]).unwrap();
+            let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+            let CatalogOpened::Rebuilt { reason } = &opened else { panic!("{name}: {opened:?}") };
+            if name == "manifest" {
+                assert!(reason.contains("1048576 bytes, over the 32804-byte limit"), "{reason}");
+            }
+            c.catch_up(&j).unwrap();
+            assert_eq!(keys(&c, "workflow", Scope::Event), ["claude-code:e1"], "{name}");
+        }
     }
 
     // ---- faults at every I/O call ----

@@ -60,21 +60,23 @@ impl Folder {
         self.vfs.list_dir(&self.path).map_err(|e| IndexError::io("list", &self.path, e))
     }
 
-    /// The bytes of file `name`, or `None` if there is none.
-    pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>, IndexError> {
+    /// The bytes of file `name`, or `None` if there is none. A file of more than `max_bytes`
+    /// is not read: it is corruption (none the index writes is larger), never a reason to
+    /// take all the memory there is.
+    pub fn read(&self, name: &str, max_bytes: u64) -> Result<Option<Vec<u8>>, IndexError> {
         let path = self.join(name);
         let file = match self.vfs.open_read(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(IndexError::io("open", &path, e)),
         };
-        let read = || -> io::Result<Vec<u8>> {
-            let len = usize::try_from(file.len()?).map_err(io::Error::other)?;
-            let mut bytes = vec![0u8; len];
-            file.read_exact_at(&mut bytes, 0)?;
-            Ok(bytes)
-        };
-        read().map(Some).map_err(|e| IndexError::io("read", &path, e))
+        let len = file.len().map_err(|e| IndexError::io("stat", &path, e))?;
+        if len > max_bytes {
+            return Err(IndexError::corrupt(&path, max_bytes, format!("{len} bytes, over the {max_bytes}-byte limit of such a file")));
+        }
+        let mut bytes = vec![0u8; len as usize];
+        file.read_exact_at(&mut bytes, 0).map_err(|e| IndexError::io("read", &path, e))?;
+        Ok(Some(bytes))
     }
 
     /// Replaces file `name` with `bytes` atomically and durably: written beside it under a

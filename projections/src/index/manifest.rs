@@ -80,7 +80,7 @@ impl Manifest {
 
     /// Reads the manifest of `folder`; none if the index is new.
     pub(crate) fn read(folder: &Folder) -> Result<Option<Manifest>, IndexError> {
-        match folder.read(FILE_NAME)? {
+        match folder.read(FILE_NAME, (FIXED_SIZE_BYTES + 8 * SEGMENTS_MAX as usize + 4) as u64)? {
             Some(b) => Manifest::decode(&b).map(Some).map_err(|(at, r)| IndexError::corrupt(folder.join(FILE_NAME), at, r)),
             None => Ok(None),
         }
