@@ -214,6 +214,9 @@ pub struct Catalog {
     merging: Weak<()>,
     /// In-memory documents that call for a commit ([`COMMIT_DOCS`] unless set).
     commit_docs: u32,
+    /// Whether the index verifies segments' bodies as soon as it opens them
+    /// ([`Catalog::verify_ahead`]).
+    verify_ahead: bool,
     /// Bytes of in-memory documents that call for a commit ([`COMMIT_BYTES`] unless set).
     commit_bytes: usize,
 }
@@ -270,6 +273,7 @@ impl Catalog {
             merging: Weak::new(),
             commit_docs: COMMIT_DOCS,
             commit_bytes: COMMIT_BYTES,
+            verify_ahead: false,
         }
     }
 
@@ -358,6 +362,14 @@ impl Catalog {
         Ok(Index::open_with_ids_from(dir.clone(), next_id)?)
     }
 
+    /// From now on, the index verifies segments' bodies as soon as it opens them, those open
+    /// now first, a rebuilt index's too ([`Index::verify_ahead`]): for a process that will
+    /// search.
+    pub fn verify_ahead(&mut self) {
+        self.verify_ahead = true;
+        self.index.verify_ahead();
+    }
+
     /// The offset from which records are still to be fed (to the events' index or the
     /// entries').
     pub fn read_to(&self) -> u64 {
@@ -425,6 +437,9 @@ impl Catalog {
             return Ok(None);
         }
         self.index = Catalog::clear(&dir, journal)?;
+        if self.verify_ahead {
+            self.index.verify_ahead();
+        }
         self.read_to = 0;
         Ok(Some(damage.to_string()))
     }
@@ -1044,7 +1059,7 @@ mod tests {
         State::replay(&j, crate::Until::End).unwrap().save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
         append(&j, &ingested(vec![event(2, EventKind::Message, "workflow after the snapshot")]));
         let (alone, alone_opened) = State::open(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
-        let both = crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &idx).unwrap();
+        let both = crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &idx, crate::Verify::Ahead).unwrap();
         assert!(matches!(both.state_opened.snapshot, crate::SnapshotUse::Loaded { .. }), "{:?}", both.state_opened.snapshot);
         assert_eq!(both.state_opened.snapshot, alone_opened.snapshot);
         assert_eq!(both.catalog_opened, CatalogOpened::Loaded { mark: 1 });
@@ -1070,7 +1085,7 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 0x55;
         fs::write(&snap, &bytes).unwrap();
-        let both = crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &idx).unwrap();
+        let both = crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &idx, crate::Verify::Ahead).unwrap();
         assert!(matches!(&both.state_opened.snapshot, crate::SnapshotUse::Rejected { .. }), "{:?}", both.state_opened.snapshot);
         assert_eq!(both.state.digest(), State::replay(&j, crate::Until::End).unwrap().digest());
         assert_eq!(both.catalog_opened, CatalogOpened::Loaded { mark: 1 });
@@ -1078,7 +1093,7 @@ mod tests {
         // The index's folder is a file.
         let file = dir.path().join("not-a-folder");
         fs::write(&file, b"x").unwrap();
-        match crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &file) {
+        match crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &file, crate::Verify::Ahead) {
             Err(crate::OpenError::Catalog(e)) => assert!(e.to_string().contains("not-a-folder"), "{e}"),
             Err(e) => panic!("the state failed: {e}"),
             Ok(_) => panic!("opened an index in a file"),
@@ -1088,7 +1103,7 @@ mod tests {
         let version = RecordKind::Remembered.current_version();
         j.append(vec![NewRecord::raw(RecordKind::Remembered as u8, version, b"not an entry".to_vec())]).unwrap();
         for index_dir in [&idx, &file] {
-            match crate::open_projections(&j, &origin_engine::vfs::OsFs, &dir.path().join("missing.snap"), index_dir) {
+            match crate::open_projections(&j, &origin_engine::vfs::OsFs, &dir.path().join("missing.snap"), index_dir, crate::Verify::Ahead) {
                 Err(crate::OpenError::State(e)) => assert!(e.to_string().contains("offset"), "{e}"),
                 Err(e) => panic!("the index's error was given: {e}"),
                 Ok(_) => panic!("a record that cannot be decoded was applied"),

@@ -38,20 +38,39 @@ pub enum OpenError {
     Catalog(#[from] CatalogError),
 }
 
+/// Whether the text index's segment bodies are verified as soon as they are opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verify {
+    /// On a thread of the index's own from the open (and while the state still opens): for a
+    /// process that will search ([`Catalog::verify_ahead`]).
+    Ahead,
+    /// When a search or merge first needs a segment: for a process that may not search.
+    WhenNeeded,
+}
+
 /// Opens the state (from the snapshot at `snapshot`, through `vfs`) and the text index in
-/// `index_dir` at once: the state on a thread of its own, the index on the caller's. When no
-/// thread can be started, one after the other. A panic on the state's thread is raised again
-/// here, as it would have been had it run on the caller's.
-pub fn open_projections(journal: &Journal, vfs: &dyn Vfs, snapshot: &Path, index_dir: &Path) -> Result<OpenedProjections, OpenError> {
+/// `index_dir` at once: the state on a thread of its own, the index on the caller's, its
+/// segments' bodies verified as `verify` says. When no thread can be started, one after the
+/// other. A panic on the state's thread is raised again here, as it would have been had it
+/// run on the caller's.
+pub fn open_projections(journal: &Journal, vfs: &dyn Vfs, snapshot: &Path, index_dir: &Path, verify: Verify) -> Result<OpenedProjections, OpenError> {
+    let open_catalog = || {
+        Catalog::open(index_dir, journal).map(|(mut c, opened)| {
+            if verify == Verify::Ahead {
+                c.verify_ahead();
+            }
+            (c, opened)
+        })
+    };
     let (state, catalog) = std::thread::scope(|s| {
         let open_state = || State::open(journal, vfs, snapshot);
         match std::thread::Builder::new().name("origin-open-state".into()).spawn_scoped(s, open_state) {
             Ok(thread) => {
-                let catalog = Catalog::open(index_dir, journal);
+                let catalog = open_catalog();
                 let state = thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 (state, catalog)
             }
-            Err(_) => (open_state(), Catalog::open(index_dir, journal)),
+            Err(_) => (open_state(), open_catalog()),
         }
     });
     let (state, state_opened) = state?;

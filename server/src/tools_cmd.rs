@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::Value;
+use origin_projections::Verify;
 
 use crate::cli::AgentsArgs;
 use crate::exit::Exit;
@@ -176,9 +177,16 @@ pub struct RestoreCmd {
     pub json: bool,
 }
 
+/// Opens the store for a command that does not search: the text index's segments are
+/// verified only if a search or merge needs them.
 fn open(home: &Path, agents: &AgentsArgs) -> Result<Archive> {
+    open_verifying(home, agents, Verify::WhenNeeded)
+}
+
+/// Opens the store, its text index's segments verified as `verify` says.
+fn open_verifying(home: &Path, agents: &AgentsArgs, verify: Verify) -> Result<Archive> {
     let homes = crate::ingest_cmd::homes(agents.agents_home.as_deref())?;
-    Archive::open(home, homes, agents.recorded_home.as_deref()).with_context(|| format!("opening the store in {}", home.display()))
+    Archive::open(home, homes, agents.recorded_home.as_deref(), verify).with_context(|| format!("opening the store in {}", home.display()))
 }
 
 /// Records the state may reflect beyond its snapshot before a command saves it (and writes the
@@ -224,7 +232,7 @@ pub fn mcp(home: &Path, agents: &AgentsArgs) -> Result<Exit> {
     let homes = crate::ingest_cmd::homes(agents.agents_home.as_deref())?;
     let (home, recorded) = (home.to_path_buf(), agents.recorded_home.clone());
     let opening = crate::tools::mcp::Opening::start(move || {
-        Archive::open(&home, homes, recorded.as_deref()).with_context(|| format!("opening the store in {}", home.display()))
+        Archive::open(&home, homes, recorded.as_deref(), Verify::Ahead).with_context(|| format!("opening the store in {}", home.display()))
     })?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("starting the async runtime")?;
     let served = rt.block_on(crate::tools::mcp::serve_stdio(opening));
@@ -237,7 +245,8 @@ pub fn mcp(home: &Path, agents: &AgentsArgs) -> Result<Exit> {
 
 /// `origin search`.
 pub fn search(home: &Path, c: SearchCmd) -> Result<Exit> {
-    let a = open(home, &c.agents)?;
+    // The segments checked while the state opens: the search needs them.
+    let a = open_verifying(home, &c.agents, Verify::Ahead)?;
     let args = SearchArgs {
         query: c.query,
         scope: c.scope,

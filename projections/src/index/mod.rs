@@ -239,6 +239,9 @@ pub struct Index {
     stems: Stems,
     /// Buffers [`Index::add_all`]'s helper tokenizes into, kept from one call to the next.
     spare_runs: Vec<Vec<memory::Prepared>>,
+    /// Whether segments' bodies are verified on a thread of their own as soon as they are
+    /// opened ([`Index::verify_ahead`]), or only when a search or merge needs them.
+    verify_ahead: bool,
 }
 
 impl std::fmt::Debug for Index {
@@ -326,6 +329,7 @@ impl Index {
             last_doc: None,
             stems: Stems::new(),
             spare_runs: Vec::new(),
+            verify_ahead: false,
         }
     }
 
@@ -447,7 +451,9 @@ impl Index {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
-        self.verify_in_background();
+        if self.verify_ahead {
+            self.verify_in_background();
+        }
         Ok(true)
     }
 
@@ -511,11 +517,20 @@ impl Index {
         self.segments.iter().all(|s| s.is_verified())
     }
 
-    /// Verifies, on a thread of its own, the bodies of the segments not verified yet: opening
-    /// a segment checks its structures, but reading its whole body (the postings, most of an
-    /// index) held up the start of every process by a quarter of a second per million events.
-    /// A search waits for it ([`Index::search`]), as does a merge. If no thread can be
-    /// started, the first of them verifies.
+    /// From now on, verifies segments' bodies on a thread of its own as soon as they are
+    /// opened, those open now first: for a process that will search (a server), so that its
+    /// first search finds them checked. Opening a segment checks its structures, but reading
+    /// its whole body (the postings, most of an index) held up the start of every process by
+    /// a quarter of a second per million events. Without it a body is verified when a search
+    /// or merge first needs it ([`Index::search`] waits for the check either way), and a
+    /// process that never searches (`origin get`) never reads the index's postings.
+    pub fn verify_ahead(&mut self) {
+        self.verify_ahead = true;
+        self.verify_in_background();
+    }
+
+    /// Starts the check of the bodies not verified yet on a thread of its own. If no thread
+    /// can be started, the first search or merge verifies.
     fn verify_in_background(&self) {
         let pending = self.unverified();
         if pending.0.is_empty() {

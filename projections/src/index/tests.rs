@@ -1137,14 +1137,22 @@ fn index_detects_every_damaged_byte_of_a_segment() {
     assert!(index.is_verified() && index.damage().is_none());
 }
 
-/// A segment opened from a file has its body verified by a thread of the index's own, with no
-/// call asking for it; a search waits for that check (or makes it) and reads no segment
-/// whose body was not found good.
+/// A segment opened from a file has its body verified by a thread of the index's own once the
+/// index verifies ahead, with no call asking for it; otherwise by the first search. A search
+/// waits for that check (or makes it) and reads no segment whose body was not found good.
 #[test]
 fn index_segment_bodies_are_verified_in_the_background_and_before_any_search() {
     let dir = tempfile::tempdir().unwrap();
     let good = small_index(dir.path());
+    // Not ahead: nothing reads the body until a search needs it.
     let index = Index::open(dir.path()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!index.is_verified(), "verified though no one asked");
+    assert_eq!(index.search(&q("release"), &Filters::default(), &all, 10).unwrap().len(), 1);
+    assert!(index.is_verified(), "a search verifies what it reads");
+    // Ahead.
+    let mut index = Index::open(dir.path()).unwrap();
+    index.verify_ahead();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !index.is_verified() {
         assert!(std::time::Instant::now() < deadline, "the background check never verified the segment");
@@ -1157,7 +1165,8 @@ fn index_segment_bodies_are_verified_in_the_background_and_before_any_search() {
     let body_byte = footer_of(&good).postings_offset as usize + 3;
     bad[body_byte] ^= 0x10;
     fs::write(segment_file(dir.path()), &bad).unwrap();
-    let index = Index::open(dir.path()).unwrap();
+    let mut index = Index::open(dir.path()).unwrap();
+    index.verify_ahead();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while index.damage().is_none() {
         assert!(std::time::Instant::now() < deadline, "the background check never found the damage");

@@ -351,8 +351,10 @@ pub struct Archive {
 }
 
 impl Archive {
-    /// Opens the store at `home`, reading agent logs from `homes`.
-    pub fn open(home: &Path, homes: Homes, recorded_home: Option<&str>) -> anyhow::Result<Archive> {
+    /// Opens the store at `home`, reading agent logs from `homes`; the text index's segments
+    /// are verified as `verify` says (ahead for a server or a search; when needed for a
+    /// command that may not search, which then never reads the index's postings).
+    pub fn open(home: &Path, homes: Homes, recorded_home: Option<&str>, verify: origin_projections::Verify) -> anyhow::Result<Archive> {
         let journal = Arc::new(Journal::open(home.join("journal"), Options::default())?);
         let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(origin_ingest::snapshot::path_in(home));
         if let Some(r) = recorded_home {
@@ -362,7 +364,7 @@ impl Archive {
         let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
         let index_dir = home.join("projections").join("index");
         let origin_projections::OpenedProjections { state, state_opened, mut catalog, catalog_opened: opened } =
-            origin_projections::open_projections(&journal, &**journal.vfs(), &snapshot_path, &index_dir)?;
+            origin_projections::open_projections(&journal, &**journal.vfs(), &snapshot_path, &index_dir, verify)?;
         // What the snapshot on disk reflects: nothing unless one was loaded, so a state rebuilt
         // from the journal is saved at the next checkpoint.
         let saved_to = match state_opened.snapshot {
