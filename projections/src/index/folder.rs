@@ -79,14 +79,22 @@ impl Folder {
         Ok(Some(bytes))
     }
 
-    /// Replaces file `name` with `bytes` atomically and durably: written beside it under a
-    /// temporary name (one a crash left is replaced), synced, renamed into place, the folder
-    /// synced. A write that fails removes its temporary file.
+    /// Replaces file `name` with `bytes` atomically and durably ([`Folder::put`]).
     pub fn replace(&self, name: &str, bytes: &[u8]) -> Result<(), IndexError> {
+        self.put(name, |w, tmp| w.write_all(bytes).map_err(|e| IndexError::io("write", tmp, e)))
+    }
+
+    /// Puts file `name` in place atomically and durably, its bytes written by `write` (given
+    /// a buffered writer and the temporary file's path, for its errors): written beside it
+    /// under a temporary name (one a crash left is replaced), synced, renamed into place, the
+    /// folder synced. A write that fails removes its temporary file; `write`'s own error is
+    /// returned as it is.
+    pub(crate) fn put(&self, name: &str, write: impl FnOnce(&mut dyn Write, &Path) -> Result<(), IndexError>) -> Result<(), IndexError> {
         let tmp = self.join(&format!("{name}.tmp"));
-        let written = self
-            .write_new(&tmp, |w| w.write_all(bytes).map_err(|e| IndexError::io("write", &tmp, e)))
-            .and_then(|()| self.rename_in(&tmp, name));
+        let written = self.write_synced(&tmp, write).and_then(|()| {
+            self.vfs.rename(&tmp, &self.join(name)).map_err(|e| IndexError::io("rename", &tmp, e))?;
+            self.sync()
+        });
         if written.is_err() {
             // Best effort: the write's own error is the one returned.
             let _ = self.vfs.remove_file(&tmp);
@@ -95,26 +103,15 @@ impl Folder {
     }
 
     /// Writes a new file at `tmp` (one already there is replaced) through `write`, buffered,
-    /// and syncs it. `write`'s own error is returned as it is.
-    pub(crate) fn write_new(&self, tmp: &Path, write: impl FnOnce(&mut dyn Write) -> Result<(), IndexError>) -> Result<(), IndexError> {
-        match self.vfs.remove_file(tmp) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(IndexError::io("remove", tmp, e)),
-        }
+    /// and syncs it.
+    fn write_synced(&self, tmp: &Path, write: impl FnOnce(&mut dyn Write, &Path) -> Result<(), IndexError>) -> Result<(), IndexError> {
+        self.remove_path(tmp)?;
         let file = self.vfs.create_new(tmp).map_err(|e| IndexError::io("create", tmp, e))?;
         let mut w = io::BufWriter::with_capacity(1 << 16, FileWriter { file: &*file, at: 0 });
-        write(&mut w)?;
+        write(&mut w, tmp)?;
         w.flush().map_err(|e| IndexError::io("write", tmp, e))?;
         drop(w);
         file.sync_data().map_err(|e| IndexError::io("fsync", tmp, e))
-    }
-
-    /// Renames `tmp` to `name` in the folder and syncs the folder, so the rename survives a
-    /// power cut.
-    pub(crate) fn rename_in(&self, tmp: &Path, name: &str) -> Result<(), IndexError> {
-        self.vfs.rename(tmp, &self.join(name)).map_err(|e| IndexError::io("rename", tmp, e))?;
-        self.sync()
     }
 
     /// Syncs the folder: the files created, renamed and removed in it survive a power cut.
@@ -124,11 +121,14 @@ impl Folder {
 
     /// Removes file `name`; one that is not there is no error.
     pub fn remove(&self, name: &str) -> Result<(), IndexError> {
-        let path = self.join(name);
-        match self.vfs.remove_file(&path) {
+        self.remove_path(&self.join(name))
+    }
+
+    fn remove_path(&self, path: &Path) -> Result<(), IndexError> {
+        match self.vfs.remove_file(path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(IndexError::io("remove", &path, e)),
+            Err(e) => Err(IndexError::io("remove", path, e)),
         }
     }
 }

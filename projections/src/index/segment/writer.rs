@@ -37,22 +37,14 @@ where
         }
         Target::Dir(folder) => {
             let name = file_name(id);
-            let path = folder.join(&name);
-            let tmp = folder.join(&format!("{name}.tmp"));
-            let io = |e| IndexError::io("write", &tmp, e);
-            let result = folder
-                .write_new(&tmp, |w| {
-                    let mut enc = Encoder::new(w, id, docs).map_err(io)?;
-                    terms(&mut |t, p| enc.add_term(t, p).map_err(io))?;
-                    enc.finish().map(drop).map_err(io)
-                })
-                .and_then(|()| folder.rename_in(&tmp, &name));
-            if let Err(e) = result {
-                let _ = folder.vfs().remove_file(&tmp);
-                return Err(e);
-            }
+            folder.put(&name, |w, tmp| {
+                let io = |e| IndexError::io("write", tmp, e);
+                let mut enc = Encoder::new(w, id, docs).map_err(io)?;
+                terms(&mut |t, p| enc.add_term(t, p).map_err(io))?;
+                enc.finish().map(drop).map_err(io)
+            })?;
             // Read back: the body as written must match the checksum it was written with.
-            let segment = Segment::open(folder, &path, id)?;
+            let segment = Segment::open(folder, &folder.join(&name), id)?;
             segment.verify()?;
             Ok(segment)
         }
