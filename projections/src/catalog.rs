@@ -214,9 +214,6 @@ pub struct Catalog {
     merging: Weak<()>,
     /// In-memory documents that call for a commit ([`COMMIT_DOCS`] unless set).
     commit_docs: u32,
-    /// Whether the index verifies segments' bodies as soon as it opens them
-    /// ([`Catalog::verify_ahead`]).
-    verify_ahead: bool,
     /// Bytes of in-memory documents that call for a commit ([`COMMIT_BYTES`] unless set).
     commit_bytes: usize,
 }
@@ -273,7 +270,6 @@ impl Catalog {
             merging: Weak::new(),
             commit_docs: COMMIT_DOCS,
             commit_bytes: COMMIT_BYTES,
-            verify_ahead: false,
         }
     }
 
@@ -366,7 +362,6 @@ impl Catalog {
     /// now first, a rebuilt index's too ([`Index::verify_ahead`]): for a process that will
     /// search.
     pub fn verify_ahead(&mut self) {
-        self.verify_ahead = true;
         self.index.verify_ahead();
     }
 
@@ -415,7 +410,8 @@ impl Catalog {
     }
 
     /// If verifying a segment's body found damage ([`Index::damage`]; segments are verified
-    /// in the background after they are opened), deletes the events' index (under the
+    /// in the background after they are opened when the index verifies ahead, else by the
+    /// first search or merge that reads them), deletes the events' index (under the
     /// writer's lock, waiting for it) and starts it over, to be fed again from the journal's
     /// start; the entries' index is kept. Returns what was found, or `None` if nothing was,
     /// or if a commit or merge of this catalog is under way (it holds the lock; the next call
@@ -436,8 +432,9 @@ impl Catalog {
             self.refresh()?;
             return Ok(None);
         }
+        let ahead = self.index.verifies_ahead();
         self.index = Catalog::clear(&dir, journal)?;
-        if self.verify_ahead {
+        if ahead {
             self.index.verify_ahead();
         }
         self.read_to = 0;
@@ -1059,7 +1056,7 @@ mod tests {
         State::replay(&j, crate::Until::End).unwrap().save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
         append(&j, &ingested(vec![event(2, EventKind::Message, "workflow after the snapshot")]));
         let (alone, alone_opened) = State::open(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
-        let both = crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &idx, crate::Verify::Ahead).unwrap();
+        let both = crate::open_projections(&j, &snap, &idx, crate::Verify::Ahead).unwrap();
         assert!(matches!(both.state_opened.snapshot, crate::SnapshotUse::Loaded { .. }), "{:?}", both.state_opened.snapshot);
         assert_eq!(both.state_opened.snapshot, alone_opened.snapshot);
         assert_eq!(both.catalog_opened, CatalogOpened::Loaded { mark: 1 });
@@ -1085,7 +1082,7 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 0x55;
         fs::write(&snap, &bytes).unwrap();
-        let both = crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &idx, crate::Verify::Ahead).unwrap();
+        let both = crate::open_projections(&j, &snap, &idx, crate::Verify::Ahead).unwrap();
         assert!(matches!(&both.state_opened.snapshot, crate::SnapshotUse::Rejected { .. }), "{:?}", both.state_opened.snapshot);
         assert_eq!(both.state.digest(), State::replay(&j, crate::Until::End).unwrap().digest());
         assert_eq!(both.catalog_opened, CatalogOpened::Loaded { mark: 1 });
@@ -1093,7 +1090,7 @@ mod tests {
         // The index's folder is a file.
         let file = dir.path().join("not-a-folder");
         fs::write(&file, b"x").unwrap();
-        match crate::open_projections(&j, &origin_engine::vfs::OsFs, &snap, &file, crate::Verify::Ahead) {
+        match crate::open_projections(&j, &snap, &file, crate::Verify::Ahead) {
             Err(crate::OpenError::Catalog(e)) => assert!(e.to_string().contains("not-a-folder"), "{e}"),
             Err(e) => panic!("the state failed: {e}"),
             Ok(_) => panic!("opened an index in a file"),
@@ -1103,7 +1100,7 @@ mod tests {
         let version = RecordKind::Remembered.current_version();
         j.append(vec![NewRecord::raw(RecordKind::Remembered as u8, version, b"not an entry".to_vec())]).unwrap();
         for index_dir in [&idx, &file] {
-            match crate::open_projections(&j, &origin_engine::vfs::OsFs, &dir.path().join("missing.snap"), index_dir, crate::Verify::Ahead) {
+            match crate::open_projections(&j, &dir.path().join("missing.snap"), index_dir, crate::Verify::Ahead) {
                 Err(crate::OpenError::State(e)) => assert!(e.to_string().contains("offset"), "{e}"),
                 Err(e) => panic!("the index's error was given: {e}"),
                 Ok(_) => panic!("a record that cannot be decoded was applied"),

@@ -3,7 +3,8 @@
 //! The two are independent until the index is seeded with the state's entries
 //! ([`Catalog::seed_entries`]): the state reads its snapshot (checksummed) and the journal after
 //! it, the index reads its manifest and checks every segment's structures (their bodies'
-//! checksums are verified by a thread of the index's own, which a first search waits for).
+//! checksums are verified as [`Verify`] says: ahead, by a thread of the index's own, which a
+//! first search waits for, or when a search or merge first needs a segment).
 //! Together they are most of the time a store takes to give a first answer, so they run on two
 //! threads.
 
@@ -48,12 +49,13 @@ pub enum Verify {
     WhenNeeded,
 }
 
-/// Opens the state (from the snapshot at `snapshot`, through `vfs`) and the text index in
-/// `index_dir` at once: the state on a thread of its own, the index on the caller's, its
-/// segments' bodies verified as `verify` says. When no thread can be started, one after the
-/// other. A panic on the state's thread is raised again here, as it would have been had it
-/// run on the caller's.
-pub fn open_projections(journal: &Journal, vfs: &dyn Vfs, snapshot: &Path, index_dir: &Path, verify: Verify) -> Result<OpenedProjections, OpenError> {
+/// Opens the state (from the snapshot at `snapshot`) and the text index in `index_dir`, both
+/// on the journal's file system ([`Journal::vfs`]), at once: the state on a thread of its
+/// own, the index on the caller's, its segments' bodies verified as `verify` says. When no
+/// thread can be started, one after the other. A panic on the state's thread is raised again
+/// here, as it would have been had it run on the caller's.
+pub fn open_projections(journal: &Journal, snapshot: &Path, index_dir: &Path, verify: Verify) -> Result<OpenedProjections, OpenError> {
+    let vfs: &dyn Vfs = &**journal.vfs();
     let open_catalog = || {
         Catalog::open(index_dir, journal).map(|(mut c, opened)| {
             if verify == Verify::Ahead {

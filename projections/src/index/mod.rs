@@ -35,8 +35,9 @@
 //!   absent when `limit` documents match fully.
 //! - A document the predicate rejects, or the filters exclude, is never returned.
 //! - A damaged segment or manifest is an error ([`IndexError::Corrupt`]), never wrong
-//!   results: on open (structures), or from the check of a segment's body, which runs in the
-//!   background from the open and which every search and merge waits for. The index is a
+//!   results: on open (structures), or from the check of a segment's body, which every search
+//!   and merge waits for (or makes), run in the background from the open when the index
+//!   verifies ahead ([`Index::verify_ahead`]). The index is a
 //!   projection, so the fix is to delete it and rebuild it ([`crate::Catalog::repair`]).
 //! - Document ids rise in the order documents are added; segments hold neighbouring runs of
 //!   them and only neighbours are merged.
@@ -334,8 +335,8 @@ impl Index {
     }
 
     /// Opens the index in `dir`, creating it if needed, for the one process that writes it.
-    /// Every listed segment's structures are checked (its body in the background: see
-    /// [`Index::verify`]); files the manifest does not list (left by a crash or by a merge)
+    /// Every listed segment's structures are checked (its body later: see [`Index::verify`]
+    /// and [`Index::verify_ahead`]); files the manifest does not list (left by a crash or by a merge)
     /// are deleted.
     pub fn open(dir: &Path) -> Result<Index, IndexError> {
         Index::open_in(Folder::os(dir))
@@ -394,7 +395,7 @@ impl Index {
 
     /// Reads the manifest again (another process may have committed or merged) and takes its
     /// segments, opening only those it did not hold already (and verifying their bodies in
-    /// the background). The in-memory
+    /// the background, if it verifies ahead). The in-memory
     /// segment is kept; a caller whose documents the new segments now hold clears it with
     /// [`Index::clear_memory`]. Returns true if the segments or the mark changed.
     pub fn reload(&mut self) -> Result<bool, IndexError> {
@@ -527,6 +528,11 @@ impl Index {
     pub fn verify_ahead(&mut self) {
         self.verify_ahead = true;
         self.verify_in_background();
+    }
+
+    /// True once [`Index::verify_ahead`] was called.
+    pub fn verifies_ahead(&self) -> bool {
+        self.verify_ahead
     }
 
     /// Starts the check of the bodies not verified yet on a thread of its own. If no thread

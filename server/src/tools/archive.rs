@@ -364,7 +364,7 @@ impl Archive {
         let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
         let index_dir = home.join("projections").join("index");
         let origin_projections::OpenedProjections { state, state_opened, mut catalog, catalog_opened: opened } =
-            origin_projections::open_projections(&journal, &**journal.vfs(), &snapshot_path, &index_dir, verify)?;
+            origin_projections::open_projections(&journal, &snapshot_path, &index_dir, verify)?;
         // What the snapshot on disk reflects: nothing unless one was loaded, so a state rebuilt
         // from the journal is saved at the next checkpoint.
         let saved_to = match state_opened.snapshot {
@@ -532,11 +532,9 @@ impl Archive {
             if inner.state.read_to() == inner.saved_to {
                 Ok(())
             } else {
-                let dir = self.home.join("projections");
-                let path = dir.join(origin_projections::state::SNAPSHOT_FILE_NAME);
-                let saved = std::fs::create_dir_all(&dir)
-                    .map_err(store_error)
-                    .and_then(|()| inner.state.save_snapshot(&self.journal, &**self.journal.vfs(), &path).map_err(store_error));
+                // The snapshot's writer creates its folder.
+                let path = self.home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
+                let saved = inner.state.save_snapshot(&self.journal, &**self.journal.vfs(), &path).map_err(store_error);
                 if saved.is_ok() {
                     inner.saved_to = inner.state.read_to();
                 }
