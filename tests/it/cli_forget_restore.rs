@@ -22,13 +22,18 @@ fn json(out: Output) -> Value {
     serde_json::from_slice(&out.stdout).expect("json")
 }
 
+/// Ingests the sample agents' logs the tests carry into the store at `home`.
+fn ingest_sample(home: &Path) {
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
+    let out = origin(home, &["ingest", "--agents-home", sample.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn forget_hides_an_event_and_restore_brings_it_back() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path();
-    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
-    let out = origin(home, &["ingest", "--agents-home", sample.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
-    assert!(out.status.success());
+    ingest_sample(home);
     let found = json(origin(home, &["search", "库存", "--json", "--limit", "1"]));
     let id = found["events"][0]["id"].as_str().expect("an event").to_owned();
     let f = json(origin(home, &["forget", &id, "--reason", "pasted a secret", "--json"]));
@@ -56,9 +61,7 @@ fn forget_hides_an_event_and_restore_brings_it_back() {
 fn journal_replay_rebuilds_the_state_snapshot_and_the_text_index() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path();
-    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
-    let out = origin(home, &["ingest", "--agents-home", sample.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
-    assert!(out.status.success());
+    ingest_sample(home);
     let before = json(origin(home, &["search", "库存", "--json"]));
     let index = home.join("projections").join("index");
     // A segment of the index that does not check out, as if damaged.
@@ -94,9 +97,7 @@ fn journal_replay_rebuilds_the_state_snapshot_and_the_text_index() {
 fn a_search_finds_a_damaged_index_segment_and_answers_from_the_index_built_again() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path();
-    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
-    let out = origin(home, &["ingest", "--agents-home", sample.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
-    assert!(out.status.success());
+    ingest_sample(home);
     // Written to segments, as a later start finds them.
     let out = origin(home, &["journal", "replay"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -3,8 +3,9 @@
 //! header, the footer, the document rows and strings, the key offsets, the term table and
 //! dictionary) is checked on open. The body's checksum, which covers the postings besides, is
 //! verified by [`Segment::verify`]: at once for a segment held in memory or just written, and
-//! for a segment opened from a file by a thread the index starts, or by whoever needs the
-//! answer first: a search or a merge waits for it before reading the segment. The decoders
+//! for a segment opened from a file by a thread the index starts (when it verifies ahead), or
+//! by whoever needs the answer first: a search or a merge waits for it before reading the
+//! segment. The decoders
 //! still read every block as one that may be damaged: an error, never a panic (the property
 //! tests that open damaged files).
 
