@@ -1,7 +1,13 @@
 //! Keeping up with agents that are still writing, as the spec's "Freshness" says: ingest
-//! everything in the background at start; before `search` and `timeline` at most every 10 s;
-//! always before `remember` and `correct`; a watch every 60 s (`ORIGIN_WATCH_INTERVAL_MS`, 0
-//! turns it off) that reads only files that changed; one last ingest on exit within 5 s.
+//! everything in the background at start; before `search` and `timeline` at most every 10 s
+//! (`ORIGIN_READ_INGEST_INTERVAL_MS`); always before `remember` and `correct`; a watch every
+//! 60 s (`ORIGIN_WATCH_INTERVAL_MS`, 0 turns it off) that reads only files that changed; one
+//! last ingest on exit within 5 s.
+//!
+//! What the user should know is said through a [`Say`] (`origin mcp` writes it to stderr): a
+//! run that failed (once until it fails differently or works again), that it works again, a
+//! file or folder that could not be read (once), a setting not understood. A read goes on from
+//! what the store holds when its ingest fails; a write fails with the ingest's error.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -19,6 +25,9 @@ pub const WATCH_INTERVAL_DEFAULT: Duration = Duration::from_secs(60);
 /// How long the last ingest on exit may take.
 pub const EXIT_INGEST_BUDGET: Duration = Duration::from_secs(5);
 
+/// Where freshness says what the user should know (one message, no trailing newline).
+pub type Say = Arc<dyn Fn(&str) + Send + Sync>;
+
 fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -31,16 +40,80 @@ pub fn watch_interval_from_env() -> (Option<Duration>, Option<String>) {
 /// The watch interval for a value of `ORIGIN_WATCH_INTERVAL_MS`: unset, 60 s; `0`, no watch;
 /// a number, that many milliseconds; anything else, 60 s and a warning to show.
 pub fn parse_watch_interval(value: Option<&str>) -> (Option<Duration>, Option<String>) {
+    let (every, warning) = parse_millis("ORIGIN_WATCH_INTERVAL_MS", value, WATCH_INTERVAL_DEFAULT, "watching every 60 s");
+    (Some(every).filter(|d| !d.is_zero()), warning)
+}
+
+/// The read ingest interval from `ORIGIN_READ_INGEST_INTERVAL_MS` (see
+/// [`parse_read_interval`]).
+pub fn read_interval_from_env() -> (Duration, Option<String>) {
+    parse_read_interval(std::env::var("ORIGIN_READ_INGEST_INTERVAL_MS").ok().as_deref())
+}
+
+/// The least time between the ingests reads trigger, for a value of
+/// `ORIGIN_READ_INGEST_INTERVAL_MS`: unset, 10 s; a number, that many milliseconds (`0`: every
+/// read ingests first); anything else, 10 s and a warning to show.
+pub fn parse_read_interval(value: Option<&str>) -> (Duration, Option<String>) {
+    parse_millis("ORIGIN_READ_INGEST_INTERVAL_MS", value, READ_INGEST_INTERVAL, "reads ingest at most every 10 s")
+}
+
+/// A number of milliseconds from the variable `name`'s `value`: `default` when unset or not a
+/// number (then with a warning that ends with `instead`).
+fn parse_millis(name: &str, value: Option<&str>, default: Duration, instead: &str) -> (Duration, Option<String>) {
     match value {
-        None => (Some(WATCH_INTERVAL_DEFAULT), None),
+        None => (default, None),
         Some(v) => match v.trim().parse::<u64>() {
-            Ok(0) => (None, None),
-            Ok(ms) => (Some(Duration::from_millis(ms)), None),
-            Err(_) => (
-                Some(WATCH_INTERVAL_DEFAULT),
-                Some(format!("ORIGIN_WATCH_INTERVAL_MS={v:?} is not a number of milliseconds; watching every 60 s")),
-            ),
+            Ok(ms) => (Duration::from_millis(ms), None),
+            Err(_) => (default, Some(format!("{name}={v:?} is not a number of milliseconds; {instead}"))),
         },
+    }
+}
+
+/// What has been said of runs, so that each thing is said once: the failure of the runs that
+/// fail the same way in a row, and each file's problem until a full run no longer has it.
+#[derive(Debug, Default)]
+pub struct Reports {
+    /// The error of the last run, when it failed.
+    failing: Option<String>,
+    /// Problems said and not yet gone.
+    problems: HashSet<String>,
+}
+
+impl Reports {
+    /// What to say after a run (`full`: of every file, not only of those that changed).
+    pub fn after(&mut self, full: bool, result: &Result<RunSummary, IngestError>) -> Vec<String> {
+        let mut say = Vec::new();
+        match result {
+            Err(e) => {
+                let e = e.to_string();
+                if self.failing.as_ref() != Some(&e) {
+                    say.push(format!(
+                        "reading the agents' logs into the store failed: {e}. Searches answer from what the store \
+                         holds, remember and correct fail, and the next ingest tries again"
+                    ));
+                    self.failing = Some(e);
+                }
+            }
+            Ok(summary) => {
+                if self.failing.take().is_some() {
+                    say.push("reading the agents' logs into the store works again".to_owned());
+                }
+                let now: HashSet<String> = summary
+                    .sources
+                    .iter()
+                    .flat_map(|(source, run)| run.problems.iter().map(move |p| format!("{source}: {p}")))
+                    .collect();
+                let mut new: Vec<&String> = now.iter().filter(|p| !self.problems.contains(*p)).collect();
+                new.sort();
+                say.extend(new.into_iter().cloned());
+                if full {
+                    self.problems = now;
+                } else {
+                    self.problems.extend(now);
+                }
+            }
+        }
+        say
     }
 }
 
@@ -56,20 +129,26 @@ pub struct Freshness {
     /// What the watch saw of each log file last time: length and modification time.
     seen: Mutex<HashMap<PathBuf, (u64, Option<SystemTime>)>>,
     stop: Arc<(Mutex<bool>, Condvar)>,
-    /// The last error a background run met (shown by the caller; runs go on).
-    last_error: Mutex<Option<String>>,
+    /// What was said of runs.
+    reports: Mutex<Reports>,
+    say: Say,
     started: AtomicBool,
 }
 
 impl Freshness {
-    /// Freshness with the spec's intervals (watch from `ORIGIN_WATCH_INTERVAL_MS`).
-    pub fn new(ingester: Arc<Ingester>) -> Arc<Freshness> {
-        let (watch, _) = watch_interval_from_env();
-        Freshness::with_intervals(ingester, READ_INGEST_INTERVAL, watch)
+    /// Freshness with the spec's intervals (or those of `ORIGIN_READ_INGEST_INTERVAL_MS` and
+    /// `ORIGIN_WATCH_INTERVAL_MS`; a value not understood is said through `say`).
+    pub fn new(ingester: Arc<Ingester>, say: Say) -> Arc<Freshness> {
+        let (read, read_warning) = read_interval_from_env();
+        let (watch, watch_warning) = watch_interval_from_env();
+        for w in [read_warning, watch_warning].into_iter().flatten() {
+            say(&w);
+        }
+        Freshness::with_intervals(ingester, read, watch, say)
     }
 
     /// Freshness with chosen intervals (tests).
-    pub fn with_intervals(ingester: Arc<Ingester>, read_interval: Duration, watch_interval: Option<Duration>) -> Arc<Freshness> {
+    pub fn with_intervals(ingester: Arc<Ingester>, read_interval: Duration, watch_interval: Option<Duration>, say: Say) -> Arc<Freshness> {
         Arc::new(Freshness {
             ingester,
             read_interval,
@@ -78,7 +157,8 @@ impl Freshness {
             running: Mutex::new(()),
             seen: Mutex::new(HashMap::new()),
             stop: Arc::new((Mutex::new(false), Condvar::new())),
-            last_error: Mutex::new(None),
+            reports: Mutex::new(Reports::default()),
+            say,
             started: AtomicBool::new(false),
         })
     }
@@ -88,19 +168,21 @@ impl Freshness {
         &self.ingester
     }
 
-    /// The last error a background run met, if any.
-    pub fn last_error(&self) -> Option<String> {
-        guard(&self.last_error).clone()
-    }
-
+    /// One run, of every file or only of those in `only`; what the user should know of it
+    /// (a failure, a recovery, files that could not be read) is said.
     fn run(&self, only: Option<&HashSet<PathBuf>>) -> Result<RunSummary, IngestError> {
         let result = self.ingester.run(only, &mut |_| {});
         *guard(&self.last) = Some(Instant::now());
-        match &result {
-            Ok(_) => *guard(&self.last_error) = None,
-            Err(e) => *guard(&self.last_error) = Some(e.to_string()),
+        for message in guard(&self.reports).after(only.is_none(), &result) {
+            (self.say)(&message);
         }
         result
+    }
+
+    /// A run whose failure has been said and changes nothing for the caller (the background,
+    /// reads, the exit): its summary when it went well.
+    fn run_said(&self, only: Option<&HashSet<PathBuf>>) -> Option<RunSummary> {
+        self.run(only).ok()
     }
 
     /// Starts the background work: a full ingest now, then the watch. Once per process.
@@ -112,7 +194,7 @@ impl Freshness {
         Some(std::thread::spawn(move || {
             {
                 let _r = guard(&me.running);
-                let _ = me.run(None);
+                me.run_said(None);
                 me.remember_seen();
             }
             let Some(every) = me.watch_interval else { return };
@@ -165,41 +247,73 @@ impl Freshness {
             now.iter().filter(|(p, s)| seen.get(*p) != Some(*s)).map(|(p, _)| p.clone()).collect()
         };
         if !changed.is_empty() {
-            let _ = self.run(Some(&changed));
+            self.run_said(Some(&changed));
         }
         *guard(&self.seen) = now;
         changed.len()
     }
 
     /// Before `search` and `timeline`: ingests if the last ingest is older than the read
-    /// interval. Does not wait for a run already under way (its results arrive with it).
-    pub fn before_read(&self) -> Result<Option<RunSummary>, IngestError> {
-        let Ok(_r) = self.running.try_lock() else { return Ok(None) };
+    /// interval. Does not wait for a run already under way (its results arrive with it). A run
+    /// that fails is said, and the read goes on from what the store holds: `None`, as when no
+    /// run was due.
+    pub fn before_read(&self) -> Option<RunSummary> {
+        let Ok(_r) = self.running.try_lock() else { return None };
         let due = guard(&self.last).is_none_or(|t| t.elapsed() >= self.read_interval);
         if !due {
-            return Ok(None);
+            return None;
         }
-        self.run(None).map(Some)
+        self.run_said(None)
     }
 
     /// Before `remember` and `correct`: always ingests, after any run under way, so a line the
-    /// agent just wrote can be cited.
+    /// agent just wrote can be cited. A failure is said and returned (the write fails).
     pub fn before_write(&self) -> Result<RunSummary, IngestError> {
         let _r = guard(&self.running);
         self.run(None)
     }
 
     /// When the agent exits: one last ingest, waiting for it at most `budget`. Returns whether
-    /// it finished in time (if not, it goes on until the process ends).
+    /// it ended in time (if not, it goes on until the process ends); a failure is said.
     pub fn on_exit(self: &Arc<Self>, budget: Duration) -> bool {
         self.stop();
         let (tx, rx) = std::sync::mpsc::channel();
         let me = self.clone();
         std::thread::spawn(move || {
             let _r = guard(&me.running);
-            let ok = me.run(None).is_ok();
-            let _ = tx.send(ok);
+            me.run_said(None);
+            // The receiver is gone when the budget ran out first: nothing is waiting to hear.
+            tx.send(()).ok();
         });
-        matches!(rx.recv_timeout(budget), Ok(true))
+        rx.recv_timeout(budget).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::SourceRun;
+
+    fn summary(problems: &[&str]) -> Result<RunSummary, IngestError> {
+        let run = SourceRun { problems: problems.iter().map(|p| (*p).to_owned()).collect(), ..SourceRun::default() };
+        Ok(RunSummary { sources: [("codex", run)].into_iter().collect() })
+    }
+
+    #[test]
+    fn each_problem_and_each_failure_is_said_once_until_it_goes() {
+        let mut r = Reports::default();
+        assert_eq!(r.after(true, &summary(&["a.jsonl: denied"])), ["codex: a.jsonl: denied"]);
+        assert!(r.after(true, &summary(&["a.jsonl: denied"])).is_empty(), "said already");
+        assert_eq!(r.after(false, &summary(&["b.jsonl: denied"])), ["codex: b.jsonl: denied"]);
+        assert!(r.after(false, &summary(&[])).is_empty(), "a run of changed files only: nothing is gone");
+        assert!(r.after(true, &summary(&["b.jsonl: denied"])).is_empty(), "a full run: a.jsonl is gone");
+        assert_eq!(r.after(true, &summary(&["a.jsonl: denied", "b.jsonl: denied"])), ["codex: a.jsonl: denied"], "back");
+        let fail = |m: &str| Err(IngestError::Worker(m.to_owned()));
+        let said = r.after(true, &fail("disk full"));
+        assert!(said.len() == 1 && said[0].contains("failed: disk full"), "{said:?}");
+        assert!(r.after(false, &fail("disk full")).is_empty(), "the same failure again");
+        assert!(r.after(true, &fail("lock")).len() == 1, "another failure");
+        assert_eq!(r.after(true, &summary(&["a.jsonl: denied", "b.jsonl: denied"])), ["reading the agents' logs into the store works again"]);
+        assert!(r.after(true, &summary(&[])).is_empty());
     }
 }

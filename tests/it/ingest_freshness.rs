@@ -2,10 +2,10 @@
 //! that changed, and the last ingest on exit keeps to its budget.
 
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use origin_ingest::freshness::{parse_watch_interval, Freshness};
+use origin_ingest::freshness::{parse_read_interval, parse_watch_interval, Freshness, Say};
 
 use crate::ingest_incremental::{event_counts, line, World};
 
@@ -14,21 +14,32 @@ fn append(w: &World, name: &str, text: String) {
     f.write_all(text.as_bytes()).expect("append");
 }
 
+/// A [`Say`] that keeps what it is told.
+fn heard() -> (Say, Arc<Mutex<Vec<String>>>) {
+    let said = Arc::new(Mutex::new(Vec::new()));
+    let keep = said.clone();
+    (Arc::new(move |m: &str| keep.lock().expect("said").push(m.to_owned())), said)
+}
+
+fn quiet() -> Say {
+    Arc::new(|m: &str| panic!("nothing should be said here, yet this was: {m}"))
+}
+
 #[test]
 fn reads_ingest_at_most_every_interval_and_writes_always() {
     let w = World::new();
     append(&w, "a.jsonl", format!("{}\n", line("r1", "one")));
-    let f = Freshness::with_intervals(Arc::new(w.ingester()), Duration::from_secs(3600), None);
-    assert!(f.before_read().expect("read ingest").is_some(), "the first read ingests");
+    let f = Freshness::with_intervals(Arc::new(w.ingester()), Duration::from_secs(3600), None, quiet());
+    assert!(f.before_read().is_some(), "the first read ingests");
     append(&w, "a.jsonl", format!("{}\n", line("r2", "two")));
-    assert!(f.before_read().expect("read ingest").is_none(), "a read within the interval does not");
+    assert!(f.before_read().is_none(), "a read within the interval does not");
     assert_eq!(event_counts(&w.store()).get("claude-code:r2"), None);
     let s = f.before_write().expect("write ingest");
     assert_eq!(s.sources["claude-code"].events, 1, "a write always ingests first");
     assert_eq!(event_counts(&w.store()).get("claude-code:r2"), Some(&1));
-    let g = Freshness::with_intervals(Arc::new(w.ingester()), Duration::ZERO, None);
+    let g = Freshness::with_intervals(Arc::new(w.ingester()), Duration::ZERO, None, quiet());
     append(&w, "a.jsonl", format!("{}\n", line("r3", "three")));
-    assert!(g.before_read().expect("read ingest").is_some(), "past the interval a read ingests again");
+    assert!(g.before_read().is_some(), "past the interval a read ingests again");
     assert_eq!(event_counts(&w.store()).get("claude-code:r3"), Some(&1));
 }
 
@@ -37,7 +48,7 @@ fn the_watch_reads_only_files_that_changed() {
     let w = World::new();
     append(&w, "a.jsonl", format!("{}\n", line("w1", "one")));
     append(&w, "b.jsonl", format!("{}\n", line("w2", "two")));
-    let f = Freshness::with_intervals(Arc::new(w.ingester()), Duration::from_secs(3600), Some(Duration::from_secs(3600)));
+    let f = Freshness::with_intervals(Arc::new(w.ingester()), Duration::from_secs(3600), Some(Duration::from_secs(3600)), quiet());
     let handle = f.start().expect("started once");
     assert!(f.start().is_none(), "start is once per process");
     f.stop();
@@ -53,7 +64,7 @@ fn the_watch_reads_only_files_that_changed() {
 fn the_last_ingest_on_exit_finishes_within_its_budget() {
     let w = World::new();
     append(&w, "a.jsonl", format!("{}\n", line("x1", "said just before exit")));
-    let f = Freshness::with_intervals(Arc::new(w.ingester()), Duration::from_secs(3600), None);
+    let f = Freshness::with_intervals(Arc::new(w.ingester()), Duration::from_secs(3600), None, quiet());
     assert!(f.on_exit(Duration::from_secs(30)), "a small ingest finishes within the budget");
     assert_eq!(event_counts(&w.store()).get("claude-code:x1"), Some(&1));
 }
@@ -66,4 +77,47 @@ fn the_watch_interval_is_read_from_its_variable() {
     let (d, warn) = parse_watch_interval(Some("soon"));
     assert_eq!(d, Some(Duration::from_secs(60)));
     assert!(warn.expect("a warning").contains("ORIGIN_WATCH_INTERVAL_MS"));
+}
+
+#[test]
+fn the_read_interval_is_read_from_its_variable() {
+    assert_eq!(parse_read_interval(None), (Duration::from_secs(10), None));
+    assert_eq!(parse_read_interval(Some("0")), (Duration::ZERO, None), "0: every read ingests");
+    assert_eq!(parse_read_interval(Some("1500")), (Duration::from_millis(1500), None));
+    let (d, warn) = parse_read_interval(Some("-1"));
+    assert_eq!(d, Duration::from_secs(10));
+    assert!(warn.expect("a warning").contains("ORIGIN_READ_INGEST_INTERVAL_MS"));
+}
+
+/// An ingest that cannot run (here its lock file is a folder) is said once, however often it
+/// fails the same way; reads go on without it, writes fail with its error, the exit's ingest
+/// ends; once it runs again, that is said, and what the logs held meanwhile is read.
+#[test]
+fn a_failing_ingest_is_said_once_reads_go_on_and_writes_fail_until_it_works_again() {
+    let w = World::new();
+    append(&w, "a.jsonl", format!("{}\n", line("f1", "before")));
+    let (say, said) = heard();
+    let f = Freshness::with_intervals(Arc::new(w.ingester()), Duration::ZERO, None, say);
+    assert!(f.before_read().is_some());
+    let lock = w.store().join("ingest.lock");
+    std::fs::remove_file(&lock).expect("lock file");
+    std::fs::create_dir(&lock).expect("a folder in its place");
+    append(&w, "a.jsonl", format!("{}\n", line("f2", "while failing")));
+    assert!(f.before_read().is_none(), "a read whose ingest fails goes on");
+    assert!(f.before_read().is_none());
+    let e = f.before_write().expect_err("a write's ingest fails");
+    assert!(e.to_string().contains("ingest.lock"), "{e}");
+    assert!(f.on_exit(Duration::from_secs(30)), "the exit's ingest ended (failing)");
+    let heard_now = said.lock().expect("said").clone();
+    assert_eq!(heard_now.len(), 1, "said once: {heard_now:?}");
+    assert!(heard_now[0].contains("ingest.lock") && heard_now[0].contains("failed"), "{heard_now:?}");
+    assert_eq!(event_counts(&w.store()).get("claude-code:f2"), None);
+    std::fs::remove_dir(&lock).expect("folder gone");
+    let s = f.before_read().expect("the read ingests again");
+    assert_eq!(s.sources["claude-code"].events, 1);
+    assert_eq!(event_counts(&w.store()).get("claude-code:f2"), Some(&1));
+    assert!(f.before_read().is_some());
+    let heard_now = said.lock().expect("said").clone();
+    assert_eq!(heard_now.len(), 2, "{heard_now:?}");
+    assert!(heard_now[1].contains("works again"), "{heard_now:?}");
 }

@@ -508,6 +508,52 @@ async fn a_server_whose_index_cannot_be_written_answers_from_memory_and_writes_i
     c.cancel().await.expect("close");
 }
 
+/// Logs that cannot be ingested (here because the store's ingest lock is a folder) fail no
+/// read: `search` and `timeline` answer from what the store holds, `remember` fails saying why,
+/// and stderr says it once however often it happens; once ingest works again, stderr says so
+/// and a read finds the lines written meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_logs_cannot_be_ingested_answers_from_the_store_and_says_why_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
+    let log = agents.join(".claude/projects/-p/s1.jsonl");
+    std::fs::create_dir_all(log.parent().expect("folder")).expect("log folder");
+    std::fs::write(&log, format!("{}\n", crate::ingest_incremental::line("m1", "firstmarker said"))).expect("log");
+    origin_tests::append_message_records(&home, 0..1, 10, |n| format!("note {n} stored"));
+    let lock = home.join("ingest.lock");
+    if lock.exists() {
+        std::fs::remove_file(&lock).expect("lock file");
+    }
+    std::fs::create_dir(&lock).expect("a folder in the lock's place");
+    let stderr_path = dir.path().join("stderr");
+    let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
+    let mut command = server_command_reading(&home, &agents);
+    command.env("ORIGIN_READ_INGEST_INTERVAL_MS", "0");
+    let (transport, _) = TokioChildProcess::builder(command).stderr(stderr).spawn().expect("spawn origin mcp");
+    let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new("claude-code", "1.0"));
+    let c = info.serve(transport).await.expect("initialize");
+    for _ in 0..3 {
+        let found = ok(&call(&c, "search", json!({"query": "stored", "limit": 50})).await);
+        assert_eq!(found["events"].as_array().map(Vec::len), Some(10), "{found}");
+        let found = ok(&call(&c, "search", json!({"query": "firstmarker"})).await);
+        assert_eq!(found["events"].as_array().map(Vec::len), Some(0), "not ingested: {found}");
+        ok(&call(&c, "timeline", json!({"limit": 5})).await);
+    }
+    let e = err(&call(&c, "remember", json!({"kind": "memory", "text": "t", "confidence": 0.5, "sources": [{"quote": "note 1 stored"}]})).await);
+    assert!(e.contains("ingest.lock"), "{e}");
+    let said = std::fs::read_to_string(&stderr_path).expect("stderr");
+    let failures: Vec<&str> = said.lines().filter(|l| l.contains("failed") && l.contains("ingest.lock")).collect();
+    assert_eq!(failures.len(), 1, "said once: {said}");
+    assert!(!said.contains("works again"), "{said}");
+    std::fs::remove_dir(&lock).expect("folder gone");
+    let found = ok(&call(&c, "search", json!({"query": "firstmarker"})).await);
+    assert_eq!(found["events"].as_array().map(Vec::len), Some(1), "ingested once it could be: {found}");
+    ok(&call(&c, "remember", json!({"kind": "memory", "text": "t", "confidence": 0.5, "sources": [{"quote": "firstmarker said"}]})).await);
+    let said = std::fs::read_to_string(&stderr_path).expect("stderr");
+    assert_eq!(said.lines().filter(|l| l.contains("works again")).count(), 1, "{said}");
+    c.cancel().await.expect("close");
+}
+
 /// Clients start the server with pipes, which it reads and writes without blocking (the
 /// runtime's poller wakes it). Its input and output may also be files (or a terminal): then it
 /// reads and writes them through tokio's blocking `stdin` and `stdout`, and answers the same.

@@ -360,7 +360,7 @@ impl Archive {
         if let Some(r) = recorded_home {
             ingester = ingester.with_recorded_home(r);
         }
-        let freshness = Freshness::new(Arc::new(ingester));
+        let freshness = Freshness::new(Arc::new(ingester), Arc::new(|m: &str| eprintln!("origin: {m}")));
         let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
         let index_dir = home.join("projections").join("index");
         let origin_projections::OpenedProjections { state, state_opened, mut catalog, catalog_opened: opened } =
@@ -582,9 +582,10 @@ impl Archive {
         }
     }
 
-    /// Ingests new lines if the last read ingest is old enough, then catches up.
+    /// Ingests new lines if the last read ingest is old enough, then catches up. An ingest that
+    /// fails is said on stderr and the read answers from what the store holds.
     fn fresh_for_read(&self) -> Result<(), ToolError> {
-        self.freshness.before_read().map_err(store_error)?;
+        self.freshness.before_read();
         self.sync()
     }
 
