@@ -17,6 +17,12 @@ pub struct Mirrors {
     root: PathBuf,
 }
 
+/// An I/O error of the mirror file `path` that names it (a run's problems list it beside the
+/// log file whose lines it holds: "No space left on device" alone would seem to be the log's).
+fn naming(path: &Path) -> impl FnOnce(io::Error) -> io::Error + '_ {
+    move |e| io::Error::new(e.kind(), format!("its mirror {}: {e}", path.display()))
+}
+
 impl Mirrors {
     /// Mirrors below `root` (`$ORIGIN_HOME/raw`).
     pub fn new(root: PathBuf) -> Mirrors {
@@ -54,12 +60,15 @@ impl Mirrors {
     /// Writes `frames` at `at` (where the mirror's records so far end), cutting anything beyond.
     pub fn write_at(&self, mirror: &str, at: u64, frames: &[u8]) -> io::Result<()> {
         let path = self.zst(mirror);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir)?;
-        }
-        let f = OpenOptions::new().create(true).write(true).truncate(false).open(&path)?;
-        f.set_len(at)?;
-        f.write_all_at(frames, at)
+        let write = || -> io::Result<()> {
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir)?;
+            }
+            let f = OpenOptions::new().create(true).write(true).truncate(false).open(&path)?;
+            f.set_len(at)?;
+            f.write_all_at(frames, at)
+        };
+        write().map_err(naming(&path))
     }
 
     /// Replaces the `.tail` file (removes it when `tail` is empty).
@@ -67,18 +76,25 @@ impl Mirrors {
         let path = self.tail(mirror);
         if tail.is_empty() {
             return match fs::remove_file(&path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(naming(&path)(e)),
                 _ => Ok(()),
             };
         }
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir)?;
-        }
         let tmp = path.with_extension("tail.tmp");
-        let mut f = File::create(&tmp)?;
-        f.write_all(tail)?;
-        drop(f);
-        fs::rename(&tmp, &path)
+        let write = || -> io::Result<()> {
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir)?;
+            }
+            let mut f = File::create(&tmp)?;
+            f.write_all(tail)?;
+            drop(f);
+            fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| {
+            // A tail half written is no use to anyone (left there, the next write replaces it).
+            fs::remove_file(&tmp).ok();
+            naming(&path)(e)
+        })
     }
 
     /// The mirror's bytes: the `.zst` decompressed, then the `.tail`.

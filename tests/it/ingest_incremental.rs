@@ -185,3 +185,32 @@ fn the_sample_home_mirrors_byte_for_byte_and_cites_the_right_lines() {
     }
     assert!(checked_lines > 10, "checked {checked_lines} event lines");
 }
+
+/// A mirror that cannot be written (here its file's place is taken by a folder; a full disk
+/// fails the same way) leaves that log out of the run, as a problem that names the mirror, not
+/// the log; the other logs are read, and the next run that can write it reads it.
+#[test]
+fn a_log_whose_mirror_cannot_be_written_is_a_problem_naming_the_mirror_until_it_can() {
+    let w = World::new();
+    std::fs::write(w.log("first.jsonl"), format!("{}\n", line("p1", "first"))).expect("write");
+    run(&w);
+    let first = ingested(&w.store()).remove(0).mirror;
+    let blocked_key = first.replace("first.jsonl", "blocked.jsonl");
+    let mut zst = w.ingester().mirrors().base(&blocked_key).into_os_string();
+    zst.push(".zst");
+    std::fs::create_dir_all(&zst).expect("a folder in the mirror's place");
+    std::fs::write(w.log("blocked.jsonl"), format!("{}\n", line("p2", "blocked"))).expect("write");
+    std::fs::write(w.log("other.jsonl"), format!("{}\n", line("p3", "other"))).expect("write");
+    let summary = run(&w);
+    let problems = &summary.sources["claude-code"].problems;
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("blocked.jsonl: its mirror ") && problems[0].contains(".zst"), "{problems:?}");
+    let ids = || ingested(&w.store()).iter().flat_map(|r| r.events.iter().map(|e| e.id.clone())).collect::<Vec<_>>();
+    assert_eq!(ids(), ["claude-code:p1", "claude-code:p3"]);
+    std::fs::remove_dir(&zst).expect("folder gone");
+    let summary = run(&w);
+    assert!(summary.sources["claude-code"].problems.is_empty(), "{:?}", summary.sources["claude-code"].problems);
+    assert_eq!(ids(), ["claude-code:p1", "claude-code:p3", "claude-code:p2"]);
+    let recs = ingested(&w.store());
+    assert_eq!(w.ingester().mirrors().read(&recs[2].mirror).expect("mirror"), format!("{}\n", line("p2", "blocked")).into_bytes());
+}
