@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::ingest::{IngestError, Ingester, RunSummary};
+use crate::snapshot::SnapshotUse;
 
 /// Least time between the ingests that reads trigger.
 pub const READ_INGEST_INTERVAL: Duration = Duration::from_secs(10);
@@ -131,6 +132,8 @@ pub struct Freshness {
     stop: Arc<(Mutex<bool>, Condvar)>,
     /// What was said of runs.
     reports: Mutex<Reports>,
+    /// Whether what became of the cursors' snapshot was looked at (once, after the first run).
+    snapshot_looked: AtomicBool,
     say: Say,
     started: AtomicBool,
 }
@@ -158,6 +161,7 @@ impl Freshness {
             seen: Mutex::new(HashMap::new()),
             stop: Arc::new((Mutex::new(false), Condvar::new())),
             reports: Mutex::new(Reports::default()),
+            snapshot_looked: AtomicBool::new(false),
             say,
             started: AtomicBool::new(false),
         })
@@ -176,6 +180,11 @@ impl Freshness {
         for message in guard(&self.reports).after(only.is_none(), &result) {
             (self.say)(&message);
         }
+        if let Some(SnapshotUse::Rejected { reason }) = self.ingester.snapshot_use()
+            && !self.snapshot_looked.swap(true, Ordering::SeqCst)
+        {
+            (self.say)(&format!("the ingest cursors' snapshot was not used ({reason}); they were read again from the journal"));
+        }
         result
     }
 
@@ -185,17 +194,21 @@ impl Freshness {
         self.run(only).ok()
     }
 
-    /// Starts the background work: a full ingest now, then the watch. Once per process.
+    /// Starts the background work: a full ingest now, then the watch. Once per process (`None`
+    /// when started already, or when its thread could not start, which is said).
     pub fn start(self: &Arc<Self>) -> Option<JoinHandle<()>> {
         if self.started.swap(true, Ordering::SeqCst) {
             return None;
         }
         let me = self.clone();
-        Some(std::thread::spawn(move || {
+        let spawned = std::thread::Builder::new().name("origin-freshness".into()).spawn(move || {
             {
                 let _r = guard(&me.running);
-                me.run_said(None);
-                me.remember_seen();
+                let now = me.stat_all();
+                // After a failed run nothing is seen: the first look reads every file again.
+                if let Some(summary) = me.run_said(None) {
+                    me.saw(now, &summary);
+                }
             }
             let Some(every) = me.watch_interval else { return };
             loop {
@@ -208,7 +221,16 @@ impl Freshness {
                 drop(stopped);
                 me.watch_once();
             }
-        }))
+        });
+        match spawned {
+            Ok(handle) => Some(handle),
+            Err(e) => {
+                (self.say)(&format!(
+                    "the background ingest could not start ({e}); new log lines are read before searches and writes only"
+                ));
+                None
+            }
+        }
     }
 
     /// Stops the watch (the background thread ends at its next wake-up, at once if waiting).
@@ -233,12 +255,20 @@ impl Freshness {
             .collect()
     }
 
-    fn remember_seen(&self) {
-        *guard(&self.seen) = self.stat_all();
+    /// Takes `now` (files as stated before a run that went well) as what the watch has seen,
+    /// except the files the run could not read, which count as changed at the next look.
+    fn saw(&self, mut now: HashMap<PathBuf, (u64, Option<SystemTime>)>, summary: &RunSummary) {
+        for run in summary.sources.values() {
+            for p in &run.unread {
+                now.remove(p);
+            }
+        }
+        *guard(&self.seen) = now;
     }
 
     /// One look: ingests only the files that changed since the last look. Returns how many
-    /// files changed.
+    /// files changed. A file a run could not read, or all of them when the run failed, counts
+    /// as changed at the next look too.
     pub fn watch_once(&self) -> usize {
         let _r = guard(&self.running);
         let now = self.stat_all();
@@ -246,10 +276,11 @@ impl Freshness {
             let seen = guard(&self.seen);
             now.iter().filter(|(p, s)| seen.get(*p) != Some(*s)).map(|(p, _)| p.clone()).collect()
         };
-        if !changed.is_empty() {
-            self.run_said(Some(&changed));
+        if changed.is_empty() {
+            *guard(&self.seen) = now;
+        } else if let Some(summary) = self.run_said(Some(&changed)) {
+            self.saw(now, &summary);
         }
-        *guard(&self.seen) = now;
         changed.len()
     }
 
@@ -279,13 +310,24 @@ impl Freshness {
         self.stop();
         let (tx, rx) = std::sync::mpsc::channel();
         let me = self.clone();
-        std::thread::spawn(move || {
+        let spawned = std::thread::Builder::new().name("origin-exit-ingest".into()).spawn(move || {
             let _r = guard(&me.running);
             me.run_said(None);
             // The receiver is gone when the budget ran out first: nothing is waiting to hear.
             tx.send(()).ok();
         });
-        rx.recv_timeout(budget).is_ok()
+        if let Err(e) = spawned {
+            (self.say)(&format!("the last ingest could not start ({e}); the next start reads what it would have"));
+            return true;
+        }
+        match rx.recv_timeout(budget) {
+            Ok(()) => true,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                (self.say)("the last ingest stopped on a bug (its thread panicked); the next start reads what it left");
+                true
+            }
+        }
     }
 }
 

@@ -73,6 +73,8 @@ pub struct SourceRun {
     pub memory_versions: u64,
     /// Files or folders that could not be read (the run went on without them).
     pub problems: Vec<String>,
+    /// The log files of `problems` (their new lines wait for a run that can read them).
+    pub unread: Vec<PathBuf>,
 }
 
 impl SourceRun {
@@ -87,6 +89,7 @@ impl SourceRun {
         self.bytes += o.bytes;
         self.memory_versions += o.memory_versions;
         self.problems.extend(o.problems);
+        self.unread.extend(o.unread);
     }
 }
 
@@ -374,7 +377,10 @@ impl Ingester {
                             match self.ingest_file(&mut local, self.adapters[*ai].as_ref(), file, run, &mut report, &mut window_buf) {
                                 Ok(()) => {}
                                 Err(FileError::Journal(e)) => return Err(e.into()),
-                                Err(FileError::Io(e)) => run.problems.push(format!("{}: {e}", file.key)),
+                                Err(FileError::Io(e)) => {
+                                    run.problems.push(format!("{}: {e}", file.key));
+                                    run.unread.push(file.path.clone());
+                                }
                             }
                         }
                         Ok(runs)

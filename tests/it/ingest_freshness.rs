@@ -121,3 +121,42 @@ fn a_failing_ingest_is_said_once_reads_go_on_and_writes_fail_until_it_works_agai
     assert_eq!(heard_now.len(), 2, "{heard_now:?}");
     assert!(heard_now[1].contains("works again"), "{heard_now:?}");
 }
+
+/// The watch reads again at its next look what a run could not: every changed file after a
+/// run that failed, and a file the run left out (here its mirror's place is taken by a
+/// folder), though neither changed since.
+#[test]
+fn the_watch_looks_again_at_files_a_run_could_not_read() {
+    let w = World::new();
+    append(&w, "a.jsonl", format!("{}\n", line("k1", "one")));
+    let (say, said) = heard();
+    let f = Freshness::with_intervals(Arc::new(w.ingester()), Duration::from_secs(3600), Some(Duration::from_secs(3600)), say);
+    let handle = f.start().expect("started");
+    f.stop();
+    handle.join().expect("background thread");
+    assert_eq!(f.watch_once(), 0, "the start's run saw every file");
+    let lock = w.store().join("ingest.lock");
+    std::fs::remove_file(&lock).expect("lock file");
+    std::fs::create_dir(&lock).expect("a folder in its place");
+    append(&w, "a.jsonl", format!("{}\n", line("k2", "two")));
+    assert_eq!(f.watch_once(), 1, "one file changed; the run fails");
+    std::fs::remove_dir(&lock).expect("folder gone");
+    assert_eq!(f.watch_once(), 1, "the file the failed run did not read is read now");
+    assert_eq!(event_counts(&w.store()).get("claude-code:k2"), Some(&1));
+    assert_eq!(f.watch_once(), 0);
+
+    let first = crate::ingest_incremental::ingested(&w.store()).remove(0).mirror;
+    let mut zst = w.ingester().mirrors().base(&first.replace("a.jsonl", "b.jsonl")).into_os_string();
+    zst.push(".zst");
+    std::fs::create_dir_all(&zst).expect("a folder in the mirror's place");
+    append(&w, "b.jsonl", format!("{}\n", line("k3", "three")));
+    assert_eq!(f.watch_once(), 1, "b.jsonl is new; the run leaves it out");
+    assert_eq!(event_counts(&w.store()).get("claude-code:k3"), None);
+    std::fs::remove_dir(&zst).expect("folder gone");
+    assert_eq!(f.watch_once(), 1, "b.jsonl, left out, is read now");
+    assert_eq!(event_counts(&w.store()).get("claude-code:k3"), Some(&1));
+    assert_eq!(f.watch_once(), 0);
+    let said = said.lock().expect("said").clone();
+    assert_eq!(said.len(), 3, "the failure, its end, b.jsonl's problem: {said:?}");
+    assert!(said[0].contains("failed") && said[1].contains("works again") && said[2].contains("b.jsonl: its mirror"), "{said:?}");
+}

@@ -321,6 +321,41 @@ async fn a_server_that_rebuilt_its_state_saves_a_snapshot_when_its_client_leaves
     assert!(found.to_string().contains("healthz"), "{found}");
 }
 
+/// A snapshot that cannot be used (here damaged) is not trusted, and the server says why on
+/// stderr, once: the projections' and the ingest cursors' alike; it answers as before.
+#[test]
+fn a_server_says_which_snapshots_it_did_not_use_and_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let serve = |stderr: std::process::Stdio| {
+        let mut child = server_command(dir.path())
+            .as_std_mut()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("origin mcp");
+        let (to, from) = (child.stdin.take().expect("stdin"), child.stdout.take().expect("stdout"));
+        talk(child, to, from, |_| {});
+    };
+    // The first server saves both snapshots on its way out.
+    serve(std::process::Stdio::null());
+    let state = dir.path().join("projections").join("state.snap");
+    let cursors = origin_ingest::snapshot::path_in(dir.path());
+    for file in [&state, &cursors] {
+        let mut bytes = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x40;
+        std::fs::write(file, bytes).expect("damaged");
+    }
+    let stderr_path = dir.path().join("stderr");
+    serve(std::fs::File::create(&stderr_path).expect("stderr file").into());
+    let said = std::fs::read_to_string(&stderr_path).expect("stderr");
+    for what in ["the projections' snapshot was not used (", "the ingest cursors' snapshot was not used ("] {
+        assert_eq!(said.matches(what).count(), 1, "{what}: {said}");
+    }
+}
+
 /// SIGTERM ends a session as the end of stdin does: the server saves its snapshot and exits
 /// (with stdin still open, as a client that sends SIGTERM leaves it), instead of dying with
 /// what it had not saved.

@@ -378,6 +378,9 @@ impl Archive {
             catalog.set_commit_bytes(n);
         }
         catalog.seed_entries(&state)?;
+        if let origin_projections::SnapshotUse::Rejected { reason } = &state_opened.snapshot {
+            eprintln!("origin: the projections' snapshot was not used ({reason}); they were rebuilt from the journal");
+        }
         if let CatalogOpened::Rebuilt { reason } = &opened {
             eprintln!("origin: rebuilding the text index from the journal: {reason}");
         }
