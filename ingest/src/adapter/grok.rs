@@ -106,6 +106,9 @@ fn percent_decode(s: &str) -> Option<String> {
 }
 
 /// Reads a small side file whole (None if missing, unreadable or too big).
+/// Adapter state key: a batch has read this session's `summary.json`.
+const SUMMARY_READ: &str = "summary_read";
+
 fn read_small(path: &Path) -> Option<Vec<u8>> {
     let f = std::fs::File::open(path).ok()?;
     let mut buf = Vec::new();
@@ -349,7 +352,22 @@ impl Adapter for Grok {
     fn begin(&self, file: &LogFile, state: &mut State) {
         let Some(dir) = file.path.parent() else { return };
         let group = dir.parent();
-        let summary: Value = read_small(&dir.join("summary.json")).and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
+        let summary_path = dir.join("summary.json");
+        let summary: Value = match read_small(&summary_path).map(|b| serde_json::from_slice::<Value>(&b)) {
+            Some(Ok(v)) => {
+                state.insert(SUMMARY_READ.into(), Value::Bool(true));
+                v
+            }
+            // There but unreadable, too large or half written (Grok rewrites it as the session
+            // goes): what an earlier batch learnt from it stands, rather than the fallbacks
+            // (the folder's name for the session, the file's time for every event).
+            _ if state.contains_key(SUMMARY_READ) && summary_path.exists() => {
+                read_updates(&dir.join("updates.jsonl"), state);
+                scan_turns(&file.path, state);
+                return;
+            }
+            _ => Value::Null,
+        };
         let info = summary.get("info").unwrap_or(&Value::Null);
         let nonempty = |s: Option<&str>| s.map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
         let session = nonempty(str_of(info, "id"))
@@ -742,6 +760,36 @@ mod tests {
         // No summary: the session id is the folder's name, the cwd the group's.
         assert_eq!(state["session"], "s1");
         assert_eq!(state["cwd"], "/w/p");
+    }
+
+    #[test]
+    fn grok_keeps_what_summary_json_said_while_it_cannot_be_read() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let dir = home.path().join("sessions/%2Fw%2Fp/s1");
+        let summary = r#"{"info":{"id":"sess-9","cwd":"/w/p"},"generated_title":"Fix the cache","created_at":"2026-10-20T09:00:00Z","updated_at":"2026-10-20T10:00:00Z"}"#;
+        write(&dir.join("summary.json"), summary);
+        write(&dir.join(CHAT), "");
+        let file = log_file(dir.join(CHAT));
+        let mut state = State::new();
+        Grok.begin(&file, &mut state);
+        let learnt = state.clone();
+        assert_eq!(learnt["session"], "sess-9");
+        assert_eq!(learnt["title"], "Fix the cache");
+        assert!(learnt.contains_key("created_ms") && learnt.contains_key("updated_ms"), "{learnt:?}");
+        // Half written, as while Grok rewrites it: the next batch keeps what was learnt.
+        write(&dir.join("summary.json"), &summary[..40]);
+        Grok.begin(&file, &mut state);
+        assert_eq!(state, learnt);
+        // Gone: nothing to keep it by; the fallbacks.
+        std::fs::remove_file(dir.join("summary.json")).expect("remove");
+        Grok.begin(&file, &mut state);
+        assert_eq!(state["session"], "s1");
+        assert!(!state.contains_key("created_ms"), "{state:?}");
+        // A fresh state with a summary that cannot be read: the fallbacks too.
+        write(&dir.join("summary.json"), &summary[..40]);
+        let mut fresh = State::new();
+        Grok.begin(&file, &mut fresh);
+        assert_eq!(fresh["session"], "s1");
     }
 
     #[test]
