@@ -304,6 +304,11 @@ impl Adapter for Zcode {
         let Some(time) = part["time_created"].as_i64().or_else(|| message["time_created"].as_i64()) else {
             return Line::Malformed("part without time".into());
         };
+        // Milliseconds of a date jiff can show (years -9999 to 9999): a time in other units
+        // (microseconds, say) would be shown as a made-up date and sort before every other.
+        if jiff::Timestamp::from_millisecond(time).is_err() {
+            return Line::Malformed(format!("time_created {time} is not a time in milliseconds"));
+        }
         let role = match str_of(message, "role") {
             Some("user") => Role::User,
             Some("system") => Role::System,
@@ -559,6 +564,24 @@ mod tests {
             json!([{"session": CHILD, "project": "weather-api", "title": "Find existing caches",
                     "first_prompt": "List every place in src/ that caches upstream responses (Map, lru, ttl).", "parent": WEATHER}])
         );
+    }
+
+    #[test]
+    fn zcode_times_that_are_no_date_in_milliseconds_are_malformed() {
+        let file = fixture(WEATHER);
+        let mut state = State::new();
+        let line = |t: i64| {
+            json!({"part": {"id": "p1", "time_created": t, "data": {"type": "text", "text": "hi"}}, "message": {"role": "user"}, "session": {"id": "s"}})
+                .to_string()
+        };
+        let ok = Zcode.parse_line(&file, &mut state, line(1_760_000_000_000).as_bytes(), 1);
+        assert!(matches!(&ok, Line::Parsed(p) if p.events.len() == 1 && p.events[0].time_unix_ms == 1_760_000_000_000), "{ok:?}");
+        for micros in [1_760_000_000_000_000, i64::MIN] {
+            match Zcode.parse_line(&file, &mut state, line(micros).as_bytes(), 2) {
+                Line::Malformed(why) => assert!(why.contains("not a time in milliseconds"), "{why}"),
+                other => panic!("{micros}: {other:?}"),
+            }
+        }
     }
 
     #[test]
