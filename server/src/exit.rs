@@ -26,10 +26,30 @@ impl From<Exit> for ExitCode {
 
 /// The exit code for an error that reached the edge.
 pub fn for_error(e: &anyhow::Error) -> Exit {
-    let corrupt = e
-        .chain()
-        .any(|c| c.downcast_ref::<origin_engine::Error>().is_some_and(origin_engine::Error::is_corruption));
-    if corrupt { Exit::Damaged } else { Exit::Failed }
+    if e.chain().any(journal_damage) { Exit::Damaged } else { Exit::Failed }
+}
+
+/// True if `e` is the journal's corruption, itself or in one of the errors that carry the
+/// journal's errors through without naming them as their source (`#[error(transparent)]`
+/// shows the inner error as itself, so the chain never reaches it).
+fn journal_damage(e: &(dyn std::error::Error + 'static)) -> bool {
+    use origin_projections::{CatalogError, OpenError, state};
+    let journal = if let Some(j) = e.downcast_ref::<origin_engine::Error>() {
+        Some(j)
+    } else if let Some(origin_ingest::ingest::IngestError::Journal(j)) = e.downcast_ref() {
+        Some(j)
+    } else if let Some(state::Error::Journal(j)) = e.downcast_ref() {
+        Some(j)
+    } else if let Some(CatalogError::Journal(j)) = e.downcast_ref() {
+        Some(j)
+    } else if let Some(OpenError::State(s)) = e.downcast_ref() {
+        return journal_damage(s);
+    } else if let Some(OpenError::Catalog(c)) = e.downcast_ref() {
+        return journal_damage(c);
+    } else {
+        None
+    };
+    journal.is_some_and(origin_engine::Error::is_corruption)
 }
 
 #[cfg(test)]
@@ -45,6 +65,19 @@ mod tests {
         })
         .context("opening");
         assert_eq!(for_error(&c), Exit::Damaged);
+        let corrupt = || origin_engine::Error::Corrupt { segment: "s".into(), position: 7, reason: "x".into() };
+        let wrapped: Vec<anyhow::Error> = vec![
+            anyhow::Error::new(origin_ingest::ingest::IngestError::Journal(corrupt())).context("ingesting"),
+            anyhow::Error::new(origin_projections::state::Error::Journal(corrupt())),
+            anyhow::Error::new(origin_projections::CatalogError::Journal(corrupt())),
+            anyhow::Error::new(origin_projections::OpenError::State(origin_projections::state::Error::Journal(corrupt()))).context("opening"),
+            anyhow::Error::new(origin_projections::OpenError::Catalog(origin_projections::CatalogError::Journal(corrupt()))),
+        ];
+        for w in &wrapped {
+            assert_eq!(for_error(w), Exit::Damaged, "{w:#}");
+        }
+        let not_damage = origin_engine::Error::Io { op: "read", path: "p".into(), source: std::io::Error::other("x") };
+        assert_eq!(for_error(&anyhow::Error::new(origin_ingest::ingest::IngestError::Journal(not_damage))), Exit::Failed);
         let io = anyhow::anyhow!("nope");
         assert_eq!(for_error(&io), Exit::Failed);
         assert_eq!(Exit::Usage as u8, 2);
