@@ -653,7 +653,14 @@ impl Ingester {
         let mut frames = Vec::with_capacity(cur.mirror_size as usize);
         for &offset in &cur.offsets {
             let recs = self.journal.read_vec(offset, 1).map_err(FileError::Journal)?;
-            let Some(r) = recs.first() else { continue };
+            // The cursors name records the journal holds: anything else would rebuild the
+            // mirror with frames missing or of another file, so the file is left out instead.
+            let Some(r) = recs.first().filter(|r| r.offset == offset) else {
+                return Err(FileError::Io(io::Error::other(format!(
+                    "its mirror {} cannot be rebuilt: no record at journal offset {offset}",
+                    self.mirrors.display_path(&cur.mirror).display()
+                ))));
+            };
             let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(FileError::Journal)?;
             frames.extend_from_slice(view.raw_zstd());
         }

@@ -54,8 +54,16 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
     let mut recorded_home = args.recorded_home.clone();
     if let Some(samples) = &args.samples_if_none {
         let probe = Ingester::new(Arc::new(open_journal(journal_dir)?), home, homes.clone());
-        let found: usize = probe.discover().iter().map(|(_, files, _)| files.len()).sum();
-        if found == 0 {
+        let discovered = probe.discover();
+        let found: usize = discovered.iter().map(|(_, files, _)| files.len()).sum();
+        let problems: Vec<&String> = discovered.iter().flat_map(|(_, _, problems)| problems).collect();
+        if found == 0 && !problems.is_empty() {
+            // Logs that cannot be listed are not "no logs": the samples would stand in for them.
+            for p in &problems {
+                eprintln!("origin: {p}");
+            }
+            eprintln!("origin: agent log folders could not be read; not reading the samples in their place");
+        } else if found == 0 {
             eprintln!("origin: no agent logs on this machine; reading the samples in {}", samples.display());
             homes = Homes::under(samples);
             recorded_home.get_or_insert_with(|| "/home/dev".to_owned());

@@ -862,15 +862,18 @@ impl Archive {
     /// The original line behind an event, from the record that brought it.
     fn provenance(&self, meta: &origin_projections::EventMeta, quote: Option<String>) -> ToolResult {
         let recs = self.journal.read_vec(meta.offset, 1).map_err(store_error)?;
-        let r = recs.first().ok_or_else(|| store_error(format!("record {} is missing", meta.offset)))?;
+        let r = recs.first().filter(|r| r.offset == meta.offset).ok_or_else(|| store_error(format!("record {} is missing", meta.offset)))?;
         let mirrors = origin_ingest::mirror::Mirrors::new(self.home.join("raw"));
         let (original, mirror, line, raw, time) = if r.kind == origin_engine::RecordKind::Ingested as u8 {
             let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(store_error)?;
             let e = view.event(u64::from(meta.index)).map_err(store_error)?.ok_or_else(|| store_error("event position does not hold"))?;
             let h = view.head();
             let raw_bytes = zstd::decode_all(view.raw_zstd()).map_err(store_error)?;
-            let want = e.line.saturating_sub(h.line_start) as usize;
-            let raw_line = raw_bytes.split(|&c| c == b'\n').nth(want).unwrap_or_default();
+            let raw_line = e
+                .line
+                .checked_sub(h.line_start)
+                .and_then(|want| raw_bytes.split(|&c| c == b'\n').nth(usize::try_from(want).ok()?))
+                .ok_or_else(|| store_error(format!("line {} is not among the lines of record {}", e.line, meta.offset)))?;
             (
                 h.path.clone(),
                 Value::String(mirrors.display_path(&h.mirror).to_string_lossy().into_owned()),

@@ -739,7 +739,13 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
     let terminated = tokio::spawn(async move {
         #[cfg(unix)]
         {
-            let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else { return };
+            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(e) => {
+                    eprintln!("origin: cannot handle SIGTERM ({e}); a client that sends it ends the server without its last ingest and snapshot");
+                    return;
+                }
+            };
             if term.recv().await.is_some() {
                 cancel.cancel();
             }
