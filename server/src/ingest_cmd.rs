@@ -36,8 +36,11 @@ pub fn homes(agents_home: Option<&Path>) -> Result<Homes> {
 }
 
 fn open_journal(journal_dir: &Path) -> Result<Journal> {
-    Journal::open(journal_dir, Options::default()).with_context(|| format!("opening the journal in {}", journal_dir.display()))
+    let j = Journal::open(journal_dir, Options::default()).with_context(|| format!("opening the journal in {}", journal_dir.display()))?;
+    crate::tools::archive::say_journal_repairs(&j);
+    Ok(j)
 }
+
 
 /// Opens the store's journal for writing and builds an ingester over it.
 pub fn ingester(home: &Path, journal_dir: &Path, homes: Homes, recorded_home: Option<&str>) -> Result<Ingester> {

@@ -1,4 +1,5 @@
-//! The CLI's forget, tombstone listing and restore, end to end on the real binary.
+//! The CLI's forget, tombstone listing and restore, end to end on the real binary; and what a
+//! command says of the journal's repairs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -124,4 +125,33 @@ fn a_search_finds_a_damaged_index_segment_and_answers_from_the_index_built_again
     let out = origin(home, &["search", "库存", "--json"]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("rebuilding"), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(json(out), before);
+}
+
+/// A torn tail (the last write of a process that died before it was acknowledged) is cut by
+/// the first command that opens the journal for writing, which says so, with where the bytes
+/// were kept; the next says nothing; both answer.
+#[test]
+fn the_command_that_cuts_a_torn_tail_says_so_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    ingest_sample(home);
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(home.join("journal"))
+        .expect("journal")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    segments.sort();
+    let last = segments.last().expect("a segment");
+    let before = std::fs::metadata(last).expect("segment").len();
+    let mut bytes = std::fs::read(last).expect("segment");
+    bytes.extend_from_slice(b"a write cut short");
+    std::fs::write(last, bytes).expect("torn");
+    let first = origin(home, &["timeline", "--limit", "1"]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let said = String::from_utf8_lossy(&first.stderr);
+    assert!(said.contains(&format!("17 bytes after byte {before} of {} were cut; they are kept in ", last.display())), "{said}");
+    assert_eq!(std::fs::metadata(last).expect("segment").len(), before);
+    let second = origin(home, &["timeline", "--limit", "1"]);
+    assert!(second.status.success());
+    assert!(!String::from_utf8_lossy(&second.stderr).contains("cut short"), "{}", String::from_utf8_lossy(&second.stderr));
 }

@@ -340,6 +340,25 @@ fn source_arg(value: &Option<String>) -> Result<Option<String>, ToolError> {
     }
 }
 
+/// Says what opening the journal for writing repaired: a torn tail cut (the last write of a
+/// process that crashed or lost power, never acknowledged) with where its bytes were kept, and
+/// files an interrupted compaction left. Each is repaired, so said, by the one open that finds it.
+pub fn say_journal_repairs(j: &Journal) {
+    let report = j.open_report();
+    for t in &report.torn_tails {
+        let kept = t.copy.as_ref().map_or_else(String::new, |c| format!("; they are kept in {}", c.display()));
+        eprintln!(
+            "origin: the journal's last write was cut short (a crash or power cut, before it was acknowledged): {} bytes after byte {} of {} were cut{kept}",
+            t.size_bytes,
+            t.position,
+            t.segment.display()
+        );
+    }
+    for l in &report.leftovers {
+        eprintln!("origin: removed {}, left by an interrupted compaction", l.display());
+    }
+}
+
 /// One store, open for the tools.
 pub struct Archive {
     home: PathBuf,
@@ -356,6 +375,7 @@ impl Archive {
     /// command that may not search, which then never reads the index's postings).
     pub fn open(home: &Path, homes: Homes, recorded_home: Option<&str>, verify: origin_projections::Verify) -> anyhow::Result<Archive> {
         let journal = Arc::new(Journal::open(home.join("journal"), Options::default())?);
+        say_journal_repairs(&journal);
         let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(origin_ingest::snapshot::path_in(home));
         if let Some(r) = recorded_home {
             ingester = ingester.with_recorded_home(r);
