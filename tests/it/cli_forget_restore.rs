@@ -155,3 +155,45 @@ fn the_command_that_cuts_a_torn_tail_says_so_once() {
     assert!(second.status.success());
     assert!(!String::from_utf8_lossy(&second.stderr).contains("cut short"), "{}", String::from_utf8_lossy(&second.stderr));
 }
+
+/// A forgotten event cannot be cited: a correction does not carry over a source forgotten
+/// since the corrected version was written (here by a forget of another entry citing it), and
+/// one whose every source was forgotten must cite another. Restoring the forget later does not
+/// add the source to the correction.
+#[test]
+fn a_correction_does_not_carry_over_a_source_forgotten_since() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    ingest_sample(home);
+    let found = json(origin(home, &["search", "库存", "--json", "--limit", "2"]));
+    let ids: Vec<String> = found["events"].as_array().expect("events").iter().map(|e| e["id"].as_str().expect("id").to_owned()).collect();
+    let [e, f] = [ids[0].as_str(), ids[1].as_str()];
+    let entry = |text: &str, cites: &[&str]| -> String {
+        let mut args = vec!["remember", text, "--json"];
+        for c in cites {
+            args.extend(["--cite", c]);
+        }
+        json(origin(home, &args))["entry"]["id"].as_str().expect("entry id").to_owned()
+    };
+    let x = entry("x cites both", &[e, f]);
+    let w = entry("w cites the first only", &[e]);
+    let z = entry("z cites the first too", &[e]);
+    let t = json(origin(home, &["forget", &z, "--reason", "the user asked", "--json"]));
+    let tmb = t["tombstone"].as_str().expect("tombstone").to_owned();
+    assert_eq!(t["excluded_events"], 1, "{t}");
+    let cited = |id: &str| -> Vec<String> {
+        let got = json(origin(home, &["get", id, "--json"]));
+        got["sources"].as_array().expect("sources").iter().map(|s| s["id"].as_str().expect("id").to_owned()).collect()
+    };
+    assert_eq!(cited(&x), [f], "the forgotten event leaves the entry's sources");
+    let x2 = json(origin(home, &["correct", &x, "x corrected", "--json"]))["entry"]["id"].as_str().expect("id").to_owned();
+    let bad = origin(home, &["correct", &w, "w corrected", "--json"]);
+    assert!(!bad.status.success());
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(said.contains("`sources`") && said.contains(&format!("every source of {w} has been forgotten")), "{said}");
+    let w2 = json(origin(home, &["correct", &w, "w corrected", "--cite", f, "--json"]))["entry"]["id"].as_str().expect("id").to_owned();
+    json(origin(home, &["restore", &tmb, "--json"]));
+    assert_eq!(cited(&x), [e, f], "the old version cites both again");
+    assert_eq!(cited(&x2), [f], "the correction never cited the forgotten event");
+    assert_eq!(cited(&w2), [f]);
+}

@@ -41,10 +41,13 @@ pub(crate) fn digest(s: &State) -> u64 {
         h.u64(set.len() as u64);
         set.iter().for_each(|v| h.str(v));
     }
-    for (id, set) in &s.tombstones.hidden_by {
-        h.str(id);
-        h.u64(set.len() as u64);
-        set.iter().for_each(|t| h.str(t));
+    for map in [&s.tombstones.hidden_by, &s.tombstones.hides, &s.tombstones.by_target] {
+        h.u64(map.len() as u64);
+        for (id, set) in map {
+            h.str(id);
+            h.u64(set.len() as u64);
+            set.iter().for_each(|t| h.str(t));
+        }
     }
     for st in &s.sessions.slots {
         h.str(s.events.source_name(st.source));

@@ -12,11 +12,17 @@
 //!   larger id; the others are superseded with `concurrent: true`. The graph is recomputed from
 //!   the root's versions alone, so every store picks the same winner whatever the order the
 //!   records arrived in. It ignores tombstones: forgetting never makes an older version current.
-//! - **Tombstones.** A `Forgotten` record hides exactly the versions and events it lists
-//!   (computed when it was written; [`State::forget_plan`] computes them for the writer). A
-//!   `Restored` record lifts its tombstone; an id another tombstone in force hides stays
-//!   hidden. Hidden versions and events leave every query; by id they answer
-//!   [`Lookup::Forgotten`].
+//! - **Tombstones.** A `Forgotten` record hides the versions and events it lists (what was
+//!   visible when it was written; [`State::forget_plan`] computes them for the writer) and
+//!   everything its target reaches among the entries known, then and later
+//!   ([`State::reach`]): for an entry, every version of it and every event they cite; for an
+//!   event, itself and every version of every entry citing it. So a forget hides what it was
+//!   aimed at even when another tombstone hid it first (lifting that one does not show it),
+//!   and a version written after it, by a process that had not seen it yet (a correction of
+//!   the forgotten entry, an entry citing the forgotten event), is hidden too. A `Restored`
+//!   record lifts its tombstone; an id another tombstone in force hides stays hidden. Hidden
+//!   versions and events leave every query; by id they answer [`Lookup::Forgotten`]. What is
+//!   hidden depends on the records alone, not on the order they arrived in.
 //! - **Listings** hold, per root, its current version if it is not hidden and not expired
 //!   (`valid_to <= now`); an expired or superseded version is still returned by id.
 //! - **Ended imports.** The roots an `Imported` record lists as ended (its memory file no
@@ -44,6 +50,7 @@ mod tombstone;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -184,11 +191,9 @@ impl State {
         self.read_to = offset + 1;
         match body {
             Body::Ingested(b) => self.ingested(offset, b),
-            Body::Remembered(v) | Body::Corrected(v) => {
-                self.entries.insert(offset, v);
-            }
+            Body::Remembered(v) | Body::Corrected(v) => self.add_version(offset, v),
             Body::Forgotten(f) => {
-                let newly = self.tombstones.insert(StoredTombstone { offset, forgotten: f.clone(), restored: None });
+                let newly = self.add_tombstone(StoredTombstone { offset, forgotten: f.clone(), restored: None });
                 newly.iter().for_each(|id| self.event_visibility(id, false));
             }
             Body::Restored(r) => {
@@ -233,11 +238,69 @@ impl State {
         let e = &b.event;
         self.put_event(&b.source, e, offset, 0);
         for v in &b.entries {
-            self.entries.insert(offset, v);
+            self.add_version(offset, v);
         }
         for root in &b.ended {
             self.entries.end_root(root, e.time_unix_ms);
         }
+    }
+
+    /// Adds an entry version; the tombstones in force whose target now reaches it (or, through
+    /// it, more of its entry) hide it too.
+    fn add_version(&mut self, offset: u64, v: &EntryVersion) {
+        if !self.entries.insert(offset, v) {
+            return;
+        }
+        let Some(root) = self.entries.roots.get(&v.root) else { return };
+        // Targets whose reach holds this root: a version of it, or an event a version cites.
+        let mut targets: BTreeSet<&str> = BTreeSet::new();
+        for u in &root.versions {
+            targets.insert(u);
+            if let Some(st) = self.entries.get(u) {
+                targets.extend(st.version.sources.iter().map(|c| c.event_id.as_str()));
+            }
+        }
+        let aimed: Vec<(String, String)> = targets
+            .into_iter()
+            .flat_map(|t| self.tombstones.aimed_at(t).map(move |tmb| (tmb.to_owned(), t.to_owned())))
+            .collect();
+        for (tombstone, target) in aimed {
+            let reach = self.reach(&target);
+            let newly = self.tombstones.hide(&tombstone, reach);
+            newly.iter().for_each(|id| self.event_visibility(id, false));
+        }
+    }
+
+    /// Adds a tombstone, hiding (while in force) what its record lists and what its target
+    /// reaches among the entries known. Returns the ids it made hidden.
+    pub(crate) fn add_tombstone(&mut self, t: StoredTombstone) -> Vec<String> {
+        let reach = if t.restored.is_none() { self.reach(&t.forgotten.target) } else { BTreeSet::new() };
+        self.tombstones.insert(t, reach)
+    }
+
+    /// Everything a forget of `target` reaches among the entries known, hidden or not: for an
+    /// entry version, every version of its entry and every event they cite (known to this store
+    /// or not); for an event, itself and every version of every entry with a version citing it.
+    /// It depends on the entries alone, so what a tombstone hides does not depend on the order
+    /// versions, events and tombstones arrived in.
+    pub(crate) fn reach(&self, target: &str) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        if let Some(root) = self.entries.root_of(target) {
+            for v in &root.versions {
+                out.insert(v.clone());
+                if let Some(st) = self.entries.get(v) {
+                    out.extend(st.version.sources.iter().map(|c| c.event_id.clone()));
+                }
+            }
+        } else {
+            out.insert(target.to_owned());
+            for v in self.entries.citing(target) {
+                if let Some(root) = self.entries.root_of(v) {
+                    out.extend(root.versions.iter().cloned());
+                }
+            }
+        }
+        out
     }
 
     /// Adds event `e` of `source` at (`offset`, `index`), replacing an earlier event with the
@@ -511,30 +574,18 @@ impl State {
 
     /// What a forget of `id` would hide now, leaving out what is hidden already: for an entry
     /// version, every version of its entry and every event they cite; for an event, itself and
-    /// every version of every entry with a version citing it. `None` for an unknown id; an
-    /// empty [`Hides`] when everything is hidden already (then nothing is recorded).
+    /// every version of every entry with a version citing it ([`State::reach`], of the entries
+    /// and events this store has). `None` for an unknown id; an empty [`Hides`] when everything
+    /// is hidden already (then nothing is recorded).
     pub fn forget_plan(&self, id: &str) -> Option<Hides> {
-        let visible = |x: &&String| self.tombstones.hidden_by(x).is_none();
-        let mut entries = std::collections::BTreeSet::new();
-        let mut events = std::collections::BTreeSet::new();
-        if let Some(root) = self.entries.root_of(id) {
-            for v in &root.versions {
-                entries.insert(v.clone());
-                if let Some(s) = self.entries.get(v) {
-                    events.extend(s.version.sources.iter().map(|c| c.event_id.clone()).filter(|e| self.events.contains(e)));
-                }
-            }
-        } else if self.events.contains(id) {
-            events.insert(id.to_owned());
-            for v in self.entries.citing(id) {
-                if let Some(root) = self.entries.root_of(v) {
-                    entries.extend(root.versions.iter().cloned());
-                }
-            }
-        } else {
+        if self.entries.get(id).is_none() && !self.events.contains(id) {
             return None;
         }
-        Some(Hides { entries: entries.iter().filter(visible).cloned().collect(), events: events.iter().filter(visible).cloned().collect() })
+        let visible = |x: &&String| self.tombstones.hidden_by(x).is_none();
+        let reach = self.reach(id);
+        let entries = reach.iter().filter(|x| self.entries.get(x).is_some()).filter(visible).cloned().collect();
+        let events = reach.iter().filter(|x| self.events.contains(x)).filter(visible).cloned().collect();
+        Some(Hides { entries, events })
     }
 
     // ---- sessions ----

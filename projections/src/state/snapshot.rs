@@ -307,7 +307,8 @@ fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<Stat
             t => return Err(format!("restore tag {t}")),
         };
         ascending(&mut prev, forgotten.tombstone.clone(), "tombstone")?;
-        s.tombstones.insert(StoredTombstone { offset, forgotten, restored });
+        // After every entry version: what it hides is what applying the records made it hide.
+        s.add_tombstone(StoredTombstone { offset, forgotten, restored });
     }
     for _ in 0..r.count(4)? {
         let name = r.str()?;

@@ -234,6 +234,85 @@ fn restore_lifts_only_what_no_other_tombstone_hides() {
     assert_eq!(s.digest(), State::replay(&j, Until::End).unwrap().digest());
 }
 
+/// A forget hides what it was aimed at even when another tombstone hid it first: lifting that
+/// other one does not show it (the second forget's record lists only what was still visible).
+#[test]
+fn a_forget_keeps_hiding_its_target_when_the_tombstone_that_hid_it_first_is_lifted() {
+    let (fs, j, mut s) = build(&[
+        ingested(vec![msg("e1", "s1", 10, "one"), msg("e2", "s1", 20, "two"), msg("e3", "s1", 30, "three")], vec![]),
+        remember("ent_x", 100, &["e1", "e2"]),
+    ]);
+    let t1 = s.forget_plan(&eid("e1")).unwrap();
+    assert_eq!(t1.entries, ["ent_x"]);
+    append(&j, &[forget_with("tmb_1", &eid("e1"), &t1)]);
+    s.catch_up(&j).unwrap();
+    let t2 = s.forget_plan("ent_x").unwrap();
+    assert_eq!((t2.entries.len(), t2.events.clone()), (0, vec![eid("e2")]), "only e2 was still visible");
+    append(&j, &[forget_with("tmb_2", "ent_x", &t2), restore("tmb_1")]);
+    s.catch_up(&j).unwrap();
+    assert_eq!(forgotten_by(s.entry("ent_x")).as_deref(), Some("tmb_2"), "the entry forgotten by tmb_2 stays hidden");
+    assert_eq!(s.is_hidden(&eid("e1")), Some("tmb_2"), "an event it cites too");
+    assert_eq!(s.is_hidden(&eid("e2")), Some("tmb_2"));
+    assert!(s.entries(&EntryFilter::default(), NOW, 20).is_empty());
+    assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 1);
+    assert_eq!(s.digest(), State::replay(&j, Until::End).unwrap().digest());
+    s.save_snapshot(&j, &fs, &snap_path()).unwrap();
+    let (loaded, _) = State::open(&j, &fs, &snap_path()).unwrap();
+    assert_eq!(loaded.digest(), s.digest());
+    append(&j, &[restore("tmb_2")]);
+    s.catch_up(&j).unwrap();
+    assert!(matches!(s.entry("ent_x"), Lookup::Found(_)));
+    assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 3);
+}
+
+/// Versions written by a process that had not seen a forget yet, before or after it in the
+/// journal (a correction of the forgotten entry, an entry citing the forgotten event), are
+/// hidden by it as if they had been there when it was planned; lifting it shows them.
+#[test]
+fn versions_racing_a_forget_are_hidden_by_it_whichever_comes_first() {
+    let (fs, j, mut s) = build(&[
+        ingested(vec![msg("e1", "s1", 10, "one"), msg("e2", "s1", 20, "two"), msg("e3", "s1", 30, "three")], vec![]),
+        remember("ent_x", 100, &["e1"]),
+        remember("ent_y", 110, &["e3"]),
+    ]);
+    // Planned before the racing records were applied.
+    let of_x = s.forget_plan("ent_x").unwrap();
+    let of_e3 = s.forget_plan(&eid("e3")).unwrap();
+    append(
+        &j,
+        &[
+            // Before its forget in the journal: a correction citing e2 besides.
+            correct("ent_x2", "ent_x", "ent_x", 150, &["e1", "e2"]),
+            forget_with("tmb_x", "ent_x", &of_x),
+            forget_with("tmb_e3", &eid("e3"), &of_e3),
+            // After: another correction of the forgotten entry, and a new entry citing e3.
+            correct("ent_x3", "ent_x2", "ent_x", 160, &["e1"]),
+            remember("ent_z", 170, &["e2", "e3"]),
+        ],
+    );
+    s.catch_up(&j).unwrap();
+    for v in ["ent_x", "ent_x2", "ent_x3"] {
+        assert_eq!(s.is_hidden(v), Some("tmb_x"), "{v}");
+    }
+    assert_eq!(s.is_hidden(&eid("e2")), Some("tmb_x"), "cited by a version of the forgotten entry");
+    assert_eq!(s.is_hidden("ent_z"), Some("tmb_e3"), "cites the forgotten event");
+    assert_eq!(s.is_hidden("ent_y"), Some("tmb_e3"));
+    assert!(s.entries(&EntryFilter::default(), NOW, 20).is_empty());
+    assert_eq!(s.session(SOURCE, "s1"), None, "every event hidden");
+    let rebuilt = State::replay(&j, Until::End).unwrap();
+    assert_eq!(s.digest(), rebuilt.digest());
+    s.save_snapshot(&j, &fs, &snap_path()).unwrap();
+    assert_eq!(State::open(&j, &fs, &snap_path()).unwrap().0.digest(), s.digest());
+    append(&j, &[restore("tmb_x")]);
+    s.catch_up(&j).unwrap();
+    assert_eq!(s.current_of("ent_x"), Some("ent_x3"));
+    assert!(s.entry_is_listed("ent_x3", NOW));
+    assert_eq!(s.is_hidden(&eid("e2")), None, "a forget of e3 hides the entries citing it, not what else they cite");
+    assert_eq!(s.is_hidden("ent_z"), Some("tmb_e3"));
+    assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 2);
+    assert_eq!(s.digest(), State::replay(&j, Until::End).unwrap().digest());
+}
+
 #[test]
 fn expired_entries_leave_listings_but_are_found_by_id() {
     let mut a = version("ent_a", None, "ent_a", 100, &[]);

@@ -1015,11 +1015,18 @@ impl Archive {
             }
         };
         let id = version.id.clone();
+        let cited: Vec<String> = version.sources.iter().map(|c| c.event_id.clone()).collect();
         self.append(&Body::Remembered(version))?;
         let inner = guard(&self.inner);
         match inner.state.entry(&id) {
             Lookup::Found(e) => Ok(json!({ "entry": self.entry_json(&e) })),
-            _ => Err(store_error("the new entry did not appear")),
+            // Another process forgot an event it cites while this was written: the entry is
+            // hidden with it, as the spec's "cannot be cited" asks.
+            Lookup::Forgotten { .. } => {
+                let gone = cited.iter().find(|e| inner.state.is_hidden(e).is_some()).map_or(id.as_str(), String::as_str);
+                Err(ToolError(format!("Event {gone} has been forgotten and cannot be cited.")))
+            }
+            Lookup::Unknown => Err(store_error("the new entry did not appear")),
         }
     }
 
@@ -1049,11 +1056,20 @@ impl Archive {
                 let current = inner.state.current_of(id).unwrap_or_default().to_owned();
                 return Err(ToolError(format!("Entry {id} was already corrected; its current version is {current}. Correct that one instead.")));
             }
-            let mut sources = old.version.sources.clone();
+            // A forgotten event cannot be cited: a source of the old version forgotten since (a
+            // forget of another entry that cites it too) does not carry over.
+            let mut sources: Vec<Citation> =
+                old.version.sources.iter().filter(|c| inner.state.is_hidden(&c.event_id).is_none()).cloned().collect();
             for c in self.resolve_sources(&inner, &a.sources)? {
                 if !sources.contains(&c) {
                     sources.push(c);
                 }
+            }
+            if sources.is_empty() {
+                return Err(ToolError::invalid(
+                    "sources",
+                    format!("must cite at least one event: every source of {id} has been forgotten since it was written"),
+                ));
             }
             let new_id = format!("ent_{}", random_hex(8)?);
             EntryVersion {
@@ -1078,7 +1094,9 @@ impl Archive {
         let inner = guard(&self.inner);
         match inner.state.entry(&new_id) {
             Lookup::Found(e) => Ok(json!({ "entry": self.entry_json(&e) })),
-            _ => Err(store_error("the new version did not appear")),
+            // Another process forgot the entry (or an event it cites) while this was written.
+            Lookup::Forgotten { .. } => Err(ToolError::forgotten(id)),
+            Lookup::Unknown => Err(store_error("the new version did not appear")),
         }
     }
 
