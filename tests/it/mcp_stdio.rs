@@ -165,6 +165,65 @@ async fn the_seven_tools_answer_as_the_spec_says() {
     c.cancel().await.expect("close");
 }
 
+/// `kind` filters the entries ("Entries of this kind only") and `source` the events ("Events
+/// of this source only"); neither empties the other half, which only `scope` leaves out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_filters_each_apply_to_the_half_the_spec_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let c = connect(dir.path(), "claude-code").await;
+    let rem = ok(&call(&c, "remember", json!({ "kind": "knowledge", "text": "库存 is booked twice by the sync.", "confidence": 0.8, "sources": [{ "quote": "同步上周开始偶尔重复入库" }] })).await);
+    let id = rem["entry"]["id"].as_str().expect("id").to_owned();
+    let all = ok(&call(&c, "search", json!({ "query": "库存" })).await);
+    let source = all["events"][0]["source"].as_str().expect("an event").to_owned();
+    let knowledge = ok(&call(&c, "search", json!({ "query": "库存", "kind": "knowledge" })).await);
+    assert_eq!(knowledge["entries"][0]["id"], id.as_str(), "{knowledge}");
+    assert_eq!(knowledge["events"], all["events"], "kind leaves the events as they were");
+    let memory = ok(&call(&c, "search", json!({ "query": "库存", "kind": "memory" })).await);
+    assert_eq!((memory["entries"].as_array().map(Vec::len), &memory["events"]), (Some(0), &all["events"]), "{memory}");
+    let of_source = ok(&call(&c, "search", json!({ "query": "库存", "source": source, "limit": 100 })).await);
+    assert_eq!(of_source["entries"], all["entries"], "source leaves the entries as they were");
+    let events = of_source["events"].as_array().expect("events");
+    assert!(!events.is_empty() && events.iter().all(|e| e["source"] == source.as_str()), "{of_source}");
+    let only = ok(&call(&c, "search", json!({ "query": "库存", "scope": "entries", "source": source })).await);
+    assert_eq!((&only["entries"], only["events"].as_array().map(Vec::len)), (&all["entries"], Some(0)));
+    c.cancel().await.expect("close");
+}
+
+/// A session whose messages were all forgotten but whose tool calls remain is still listed,
+/// and `timeline` of it answers with no events (messages asked for) rather than "Unknown
+/// session"; with `include_tools` it lists the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeline_of_a_session_with_only_tool_events_left_is_empty_not_unknown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let c = connect(dir.path(), "claude-code").await;
+    let listed = ok(&call(&c, "timeline", json!({ "since": "2000-01-01", "limit": 500 })).await);
+    let mut chosen = None;
+    for s in listed["sessions"].as_array().expect("sessions") {
+        let id = s["session"].as_str().expect("id").to_owned();
+        let messages = ok(&call(&c, "timeline", json!({ "session": id, "limit": 500 })).await);
+        let all = ok(&call(&c, "timeline", json!({ "session": id, "include_tools": true, "limit": 500 })).await);
+        let (m, a) = (messages["events"].as_array().expect("events").clone(), all["events"].as_array().expect("events").len());
+        if a > m.len() {
+            chosen = Some((id, m, a));
+            break;
+        }
+    }
+    let (id, messages, all) = chosen.expect("a sample session with tool events");
+    for m in &messages {
+        ok(&call(&c, "forget", json!({ "id": m["id"], "reason": "the user asked" })).await);
+    }
+    let left = ok(&call(&c, "timeline", json!({ "session": id, "limit": 500 })).await);
+    assert_eq!(left["session"]["session"], id.as_str(), "{left}");
+    assert_eq!(left["events"].as_array().map(Vec::len), Some(0), "{left}");
+    let with_tools = ok(&call(&c, "timeline", json!({ "session": id, "include_tools": true, "limit": 500 })).await);
+    assert_eq!(with_tools["events"].as_array().map(Vec::len), Some(all - messages.len()), "{with_tools}");
+    let nope = err(&call(&c, "timeline", json!({ "session": "no-such-session" })).await);
+    assert_eq!(nope, "Unknown session no-such-session.");
+    c.cancel().await.expect("close");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_arguments_are_tool_errors_naming_the_argument() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -648,6 +648,20 @@ impl State {
         self.session_view(&self.sessions.slots[n as usize])
     }
 
+    /// A listed session (one with visible events) of this id, of `source` when given (of the
+    /// first source that has one otherwise).
+    pub fn find_session(&self, source: Option<&str>, session: &str) -> Option<Session> {
+        let source = match source {
+            Some(name) => Some(self.events.source_known(name)?),
+            None => None,
+        };
+        self.sessions
+            .with_id(session)
+            .iter()
+            .filter(|(s, _)| source.is_none_or(|n| *s == n))
+            .find_map(|&(_, n)| self.session_view(&self.sessions.slots[n as usize]))
+    }
+
     /// The first `limit` visible events of a session, oldest first (time, then journal
     /// position). Without `include_tools`, messages only. Without `source`, the sessions of
     /// that id in every source, merged.

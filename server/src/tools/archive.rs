@@ -698,8 +698,10 @@ impl Archive {
         let mut out_events = Vec::new();
         let state = &inner.state;
         let matched = |m: Match| json!(if m == Match::All { "all" } else { "partial" });
-        if scope != Some(Scope::Event) && source.is_none() {
-            // Entries have no source: a source filter asks for events only.
+        // Each filter applies to the half the spec names ("Entries of this kind only", "Events
+        // of this source only", "Entries and events of this project only"); only `scope`
+        // leaves a half out.
+        if scope != Some(Scope::Event) {
             let filters = Filters {
                 scope: Some(Scope::Entry),
                 kind: kind.map(|k| k as u8),
@@ -718,7 +720,7 @@ impl Archive {
                 }
             }
         }
-        if scope != Some(Scope::Entry) && kind.is_none() {
+        if scope != Some(Scope::Entry) {
             // Messages always; tool calls and results only when asked (the filter does that);
             // injected context, reasoning, system events and memory versions are not indexed.
             let filters = Filters {
@@ -768,7 +770,12 @@ impl Archive {
         if let Some(session) = a.session.as_deref() {
             let metas = inner.state.session_events(source.as_deref(), session, a.include_tools, limit);
             let Some(first) = metas.first() else {
-                return Err(ToolError(format!("Unknown session {session}.")));
+                // A listed session whose visible events are all tool calls and results (or other
+                // kinds left out without `include_tools`) is known: its events are none of those asked for.
+                return match inner.state.find_session(source.as_deref(), session) {
+                    Some(info) => Ok(json!({ "session": self.session_json(&info), "events": [] })),
+                    None => Err(ToolError(format!("Unknown session {session}."))),
+                };
             };
             let info = inner.state.session(&first.source, session);
             let bodies = inner.state.event_bodies(&self.journal, &metas).map_err(store_error)?;
