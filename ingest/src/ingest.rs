@@ -479,6 +479,9 @@ impl Ingester {
             let mirror = if version == 1 { base } else { format!("{base}.v{version}") };
             cur = FileCursor { version, line_end: 1, mirror, ..FileCursor::default() };
             state = State::new();
+            if version > 1 {
+                state.insert(crate::adapter::FILE_VERSION_KEY.into(), Value::from(version));
+            }
         }
         if len == cur.byte_end && same_version {
             return Ok(());

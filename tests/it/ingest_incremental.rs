@@ -214,3 +214,43 @@ fn a_log_whose_mirror_cannot_be_written_is_a_problem_naming_the_mirror_until_it_
     let recs = ingested(&w.store());
     assert_eq!(w.ingester().mirrors().read(&recs[2].mirror).expect("mirror"), format!("{}\n", line("p2", "blocked")).into_bytes());
 }
+
+/// Grok replaces its transcript wholesale on compaction and rewind: the new file numbers other
+/// lines than before. Its events get ids of their own (`v2:<line>`), and the first version's
+/// events keep theirs and what they said (an entry citing one still cites what was said).
+#[test]
+fn a_rewritten_grok_transcript_keeps_the_first_versions_events_and_their_ids() {
+    let w = World::new();
+    let chat = w.home().join(".grok/sessions/%2Fw%2Fp/sess-1/chat_history.jsonl");
+    std::fs::create_dir_all(chat.parent().expect("folder")).expect("mkdir");
+    let user = |text: &str, i: u32| format!(r#"{{"type":"user","content":[{{"type":"text","text":"{text}"}}],"prompt_index":{i}}}"#);
+    let assistant = |text: &str| format!(r#"{{"type":"assistant","content":"{text}"}}"#);
+    let first = [user("why does the formatter print twice", 0), assistant("it is called from both hooks"), user("fix it", 1), assistant("done")];
+    std::fs::write(&chat, first.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    run(&w);
+    let texts = |w: &World| -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = ingested(&w.store()).into_iter().flat_map(|r| r.events).map(|e| (e.id, e.text)).collect();
+        all.sort();
+        all
+    };
+    let before = texts(&w);
+    assert_eq!(before.len(), 4, "{before:?}");
+    assert!(before.iter().any(|(id, t)| id == "grok:sess-1:1" && t.contains("formatter")), "{before:?}");
+    // Compacted: a summary and the next prompt, in a new file at the same path.
+    let compacted = [assistant("summary: the double print came from two hooks; fixed"), user("now add a test", 2)];
+    std::fs::write(&chat, compacted.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    run(&w);
+    let after = texts(&w);
+    for old in &before {
+        assert!(after.contains(old), "the first version's {old:?} is kept as it was: {after:?}");
+    }
+    let new: Vec<&(String, String)> = after.iter().filter(|e| !before.contains(e)).collect();
+    assert_eq!(new.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["grok:sess-1:v2:1", "grok:sess-1:v2:2"]);
+    assert!(new[1].1.contains("add a test"));
+    // The store keeps one event per id: the first version's line 1 still says what it said.
+    let j = origin_engine::Journal::open(w.store().join("journal"), origin_engine::Options::default()).expect("journal");
+    let mut state = origin_projections::State::new();
+    state.catch_up(&j).expect("state");
+    let body = state.event_body(&j, "grok:sess-1:1").expect("read").found().expect("still there");
+    assert!(body.text.contains("formatter"), "{}", body.text);
+}

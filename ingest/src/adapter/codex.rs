@@ -68,7 +68,7 @@ use std::path::{Path, PathBuf};
 use origin_engine::record::{EventKind, Role, SessionChange};
 use serde_json::Value;
 
-use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{line_ref, Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
 use crate::source::{Homes, Source};
 use crate::json::{Json, Shape};
 use crate::text::{event, first_prompt, parse_time, project_of};
@@ -448,7 +448,7 @@ impl Adapter for Codex {
         if prompt && !state.contains_key("first_prompt") {
             out.sessions.push(SessionChange { session: session.clone(), project: cwd.and_then(project_of), title: None, first_prompt: Some(first_prompt(&text)), parent: None });
         }
-        let mut e = event(format!("codex:{session}:{line_no}"), time, &session, cwd, role, kind, text, line_no);
+        let mut e = event(format!("codex:{session}:{}", line_ref(state, line_no)), time, &session, cwd, role, kind, text, line_no);
         e.git_branch = state_str(state, "branch").map(str::to_owned);
         e.agent_version = state_str(state, "version").map(str::to_owned);
         out.events.push(e);

@@ -67,7 +67,7 @@ use origin_engine::record::{EventKind, Role, SessionChange};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{line_ref, Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
 use crate::limits::{cut_marker, EVENT_TEXT_CHARS_MAX, WALK_DEPTH_MAX};
 use crate::source::{Homes, Source};
 use crate::text::{str_of, content_text, event, first_prompt, project_of};
@@ -522,7 +522,7 @@ impl Cursor {
             return match str_of(&v, "type") {
                 Some("turn_ended") => {
                     let cwd = cwd_of(state);
-                    let id = format!("cursor:{}:{line_no}", place.session);
+                    let id = format!("cursor:{}:{}", place.session, line_ref(state, line_no));
                     out.events.push(event(id, time_of(state), &place.session, cwd.as_deref(), Role::System, EventKind::System, turn_ended_text(&v), line_no));
                     out.sessions.extend(session_change(state, place, None));
                     Line::Parsed(out)
@@ -605,7 +605,8 @@ impl Cursor {
             if matches!(kind, EventKind::Message | EventKind::Meta) && text.trim().is_empty() {
                 continue;
             }
-            let id = if n == 0 { format!("cursor:{}:{line_no}", place.session) } else { format!("cursor:{}:{line_no}:{n}", place.session) };
+            let line = line_ref(state, line_no);
+            let id = if n == 0 { format!("cursor:{}:{line}", place.session) } else { format!("cursor:{}:{line}:{n}", place.session) };
             out.events.push(event(id, time, &place.session, cwd.as_deref(), r, kind, text, line_no));
         }
         out.sessions.extend(session_change(state, place, prompt));
@@ -650,7 +651,7 @@ impl Cursor {
             return;
         }
         let cwd = cwd_of(state);
-        let mut e = event(format!("cursor:{}:{line}", place.session), time_of(state), &place.session, cwd.as_deref(), role, kind, text, line);
+        let mut e = event(format!("cursor:{}:{}", place.session, line_ref(state, line)), time_of(state), &place.session, cwd.as_deref(), role, kind, text, line);
         if block.dropped > 0 {
             e.text.push_str(&cut_marker(block.dropped));
             e.text_cut_chars += block.dropped;
@@ -684,7 +685,7 @@ impl Cursor {
                 "[Thinking]" => {
                     if !rest.is_empty() {
                         let cwd = cwd_of(state);
-                        let id = format!("cursor:{}:{line_no}", place.session);
+                        let id = format!("cursor:{}:{}", place.session, line_ref(state, line_no));
                         out.events.push(event(id, time_of(state), &place.session, cwd.as_deref(), Role::Assistant, EventKind::Meta, rest.to_owned(), line_no));
                     }
                 }

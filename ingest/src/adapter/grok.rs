@@ -40,7 +40,7 @@ use origin_engine::record::{EventKind, Role, SessionChange};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{line_ref, Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
 use crate::limits::LINE_SIZE_BYTES_MAX;
 use crate::source::{Homes, Source};
 use crate::text::{str_of, event, first_prompt, parse_time, project_of};
@@ -495,7 +495,8 @@ impl Adapter for Grok {
 
         let mut out = Parsed::default();
         for (n, (role, kind, text)) in items.into_iter().enumerate() {
-            let id = if n == 0 { format!("grok:{session}:{line_no}") } else { format!("grok:{session}:{line_no}:{n}") };
+            let line = line_ref(state, line_no);
+            let id = if n == 0 { format!("grok:{session}:{line}") } else { format!("grok:{session}:{line}:{n}") };
             let mut e = event(id, time, &session, cwd.as_deref(), role, kind, text, line_no);
             e.git_branch = branch.clone();
             out.events.push(e);

@@ -64,6 +64,22 @@ impl LogFile {
 /// stored with every journal record of the file, as JSON).
 pub type State = Map<String, Value>;
 
+/// Adapter state key: the version of the file being read, when it is not the first (ingest sets
+/// it when a rewritten file starts a new version; see [`line_ref`]).
+pub const FILE_VERSION_KEY: &str = "_file_version";
+
+/// What names line `line_no` in an event id made from a line number (`<session>:<line>`): the
+/// number in a file's first version; `v<N>:<line>` in a later one. A rewritten file (Grok
+/// replaces its transcript on compaction and rewind) numbers other lines than before: its
+/// events get ids of their own, and the earlier version's events, and the entries citing them,
+/// keep theirs and what they said.
+pub fn line_ref(state: &State, line_no: u64) -> String {
+    match state.get(FILE_VERSION_KEY).and_then(Value::as_u64) {
+        Some(v) if v > 1 => format!("v{v}:{line_no}"),
+        _ => line_no.to_string(),
+    }
+}
+
 /// What one complete line gave.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Parsed {
