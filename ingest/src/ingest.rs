@@ -475,12 +475,17 @@ impl Ingester {
         };
         if !same_version {
             let version = cur.version + 1;
+            // The leading lines a rewrite kept as they were keep their ids (see `line_ref`).
+            let refs = (version > 1).then(|| {
+                let kept = self.kept_lines(&cur, &bytes);
+                crate::adapter::line_refs_after(&state, kept, version)
+            });
             let base = format!("{source}/{}", file.mirror);
             let mirror = if version == 1 { base } else { format!("{base}.v{version}") };
             cur = FileCursor { version, line_end: 1, mirror, ..FileCursor::default() };
             state = State::new();
-            if version > 1 {
-                state.insert(crate::adapter::FILE_VERSION_KEY.into(), Value::from(version));
+            if let Some(refs) = refs {
+                state.insert(crate::adapter::LINE_REFS_KEY.into(), refs);
             }
         }
         if len == cur.byte_end && same_version {
@@ -644,6 +649,23 @@ impl Ingester {
         run.bytes += b.byte_end - b.byte_start;
         self.mirrors.write_at(&b.mirror, mirror_at, &b.raw_zstd).map_err(FileError::Io)?;
         Ok(())
+    }
+
+    /// How many leading complete lines of `bytes` (a file's new version) are those of the
+    /// version `old` read, byte for byte, as its mirror holds them. When the mirror cannot be
+    /// read, none: the new version's lines then all take ids of their own, which duplicates
+    /// what was kept but never gives an old id to other words.
+    fn kept_lines(&self, old: &FileCursor, bytes: &Bytes) -> u64 {
+        let Ok(before) = self.mirrors.read(&old.mirror) else { return 0 };
+        let Ok(now) = bytes.read(0, (before.len() as u64).min(bytes.len())) else { return 0 };
+        let mut kept = 0;
+        for (a, b) in before.split_inclusive(|&c| c == b'\n').zip(now.split_inclusive(|&c| c == b'\n')) {
+            if a != b || a.last() != Some(&b'\n') {
+                break;
+            }
+            kept += 1;
+        }
+        kept
     }
 
     /// Rebuilds a mirror from the journal when it is shorter than its records say (a crash

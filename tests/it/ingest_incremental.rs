@@ -254,3 +254,53 @@ fn a_rewritten_grok_transcript_keeps_the_first_versions_events_and_their_ids() {
     let body = state.event_body(&j, "grok:sess-1:1").expect("read").found().expect("still there");
     assert!(body.text.contains("formatter"), "{}", body.text);
 }
+
+/// A rewind keeps the turns before the one rewound, byte for byte: those lines keep the ids
+/// they had (no event twice), the lines after them take the new version's, and a rewind of
+/// the rewound file keeps the ids of each line's first version.
+#[test]
+fn a_rewound_grok_transcript_keeps_the_ids_of_the_lines_it_kept() {
+    let w = World::new();
+    let chat = w.home().join(".grok/sessions/%2Fw%2Fp/sess-2/chat_history.jsonl");
+    std::fs::create_dir_all(chat.parent().expect("folder")).expect("mkdir");
+    let user = |text: &str, i: u32| format!(r#"{{"type":"user","content":[{{"type":"text","text":"{text}"}}],"prompt_index":{i}}}"#);
+    let assistant = |text: &str| format!(r#"{{"type":"assistant","content":"{text}"}}"#);
+    let write = |lines: &[String]| std::fs::write(&chat, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    let ids = |w: &World| -> Vec<String> {
+        let mut all: Vec<String> = ingested(&w.store()).into_iter().flat_map(|r| r.events).map(|e| e.id).collect();
+        all.sort();
+        all
+    };
+    write(&[user("first question", 0), assistant("first answer"), user("second question", 1), assistant("second answer")]);
+    run(&w);
+    // Rewound to before the second question, then asked another.
+    write(&[user("first question", 0), assistant("first answer"), user("another question", 1), assistant("another answer")]);
+    run(&w);
+    let p = "grok:sess-2";
+    let want = |list: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = list.iter().map(|l| format!("{p}:{l}")).collect();
+        v.sort();
+        v
+    };
+    let after_rewind = ids(&w);
+    // Lines 1 and 2 were read again with the same ids (the same words: one event each).
+    assert_eq!(after_rewind.iter().filter(|i| *i == &format!("{p}:1")).count(), 2, "read again, same id");
+    let mut distinct = after_rewind.clone();
+    distinct.dedup();
+    assert_eq!(distinct, want(&["1", "2", "3", "4", "v2:3", "v2:4"]));
+    // Rewound again, keeping three lines of the second version.
+    write(&[user("first question", 0), assistant("first answer"), user("another question", 1), user("and one more", 2)]);
+    run(&w);
+    let mut distinct = ids(&w);
+    distinct.dedup();
+    assert_eq!(distinct, want(&["1", "2", "3", "4", "v2:3", "v2:4", "v3:4"]));
+    // Each id still says what its line said when it was first read.
+    let j = origin_engine::Journal::open(w.store().join("journal"), origin_engine::Options::default()).expect("journal");
+    let mut state = origin_projections::State::new();
+    state.catch_up(&j).expect("state");
+    for (line, text) in [("1", "first question"), ("3", "second question"), ("4", "second answer"), ("v2:3", "another question"), ("v2:4", "another answer"), ("v3:4", "and one more")] {
+        let id = format!("{p}:{line}");
+        let body = state.event_body(&j, &id).expect("read").found().unwrap_or_else(|| panic!("{id}"));
+        assert_eq!(body.text, text, "{id}");
+    }
+}

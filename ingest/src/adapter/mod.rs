@@ -64,20 +64,49 @@ impl LogFile {
 /// stored with every journal record of the file, as JSON).
 pub type State = Map<String, Value>;
 
-/// Adapter state key: the version of the file being read, when it is not the first (ingest sets
-/// it when a rewritten file starts a new version; see [`line_ref`]).
-pub const FILE_VERSION_KEY: &str = "_file_version";
+/// Adapter state key: for a file's version N ≥ 2, which version's ids its lines take, as
+/// `[[last line, version], ...]` in line order, the last open-ended (set by ingest when a
+/// rewritten file starts a new version; see [`line_ref`]).
+pub const LINE_REFS_KEY: &str = "_line_refs";
 
 /// What names line `line_no` in an event id made from a line number (`<session>:<line>`): the
-/// number in a file's first version; `v<N>:<line>` in a later one. A rewritten file (Grok
-/// replaces its transcript on compaction and rewind) numbers other lines than before: its
-/// events get ids of their own, and the earlier version's events, and the entries citing them,
-/// keep theirs and what they said.
+/// number in a file's first version; `v<N>:<line>` for a line of version N ≥ 2, except the
+/// leading lines a rewrite kept as they were (Grok's rewind keeps the turns before the one
+/// rewound), which keep the ids they had. A rewritten file (Grok replaces its transcript on
+/// compaction and rewind) numbers other lines than before: its new lines get ids of their own,
+/// and the earlier version's events, and the entries citing them, keep theirs and what they
+/// said.
 pub fn line_ref(state: &State, line_no: u64) -> String {
-    match state.get(FILE_VERSION_KEY).and_then(Value::as_u64) {
-        Some(v) if v > 1 => format!("v{v}:{line_no}"),
+    match line_version(state, line_no) {
+        v if v > 1 => format!("v{v}:{line_no}"),
         _ => line_no.to_string(),
     }
+}
+
+/// The version whose ids line `line_no` takes (1 without [`LINE_REFS_KEY`]).
+fn line_version(state: &State, line_no: u64) -> u64 {
+    let Some(refs) = state.get(LINE_REFS_KEY).and_then(Value::as_array) else { return 1 };
+    let pair = |r: &Value| Some((r.get(0)?.as_u64()?, r.get(1)?.as_u64()?));
+    refs.iter().filter_map(pair).find(|&(last, _)| line_no <= last).map_or(1, |(_, v)| v)
+}
+
+/// [`LINE_REFS_KEY`] for version `version` of a file whose first `kept` lines are those of the
+/// version read with `previous` (its state): those lines keep the ids they had, the rest take
+/// `version`'s.
+pub fn line_refs_after(previous: &State, kept: u64, version: u32) -> Value {
+    let mut out: Vec<Value> = Vec::new();
+    let mut from = 1;
+    while from <= kept {
+        let v = line_version(previous, from);
+        let mut last = from;
+        while last < kept && line_version(previous, last + 1) == v {
+            last += 1;
+        }
+        out.push(Value::from(vec![last, v]));
+        from = last + 1;
+    }
+    out.push(Value::from(vec![u64::MAX, u64::from(version)]));
+    Value::from(out)
 }
 
 /// What one complete line gave.
