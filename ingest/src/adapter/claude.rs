@@ -89,6 +89,15 @@ impl Adapter for Claude {
         let Some(time) = v.str_of("timestamp").and_then(parse_time) else {
             return Line::Malformed(format!("{ty} line without a valid timestamp"));
         };
+        // A sub-agent's lines (`isSidechain`, with the `agentId` its file is named by) carry the
+        // parent's `sessionId`, but they are not the person's conversation: its first user line
+        // is the parent agent's prompt. They form a session of their own,
+        // `<session>/agent-<agentId>`, whose parent is the session, as the other agents' sub-agents do.
+        let sidechain = v.get("isSidechain").and_then(Json::as_bool).unwrap_or(false);
+        let (session, parent) = match v.str_of("agentId").filter(|a| sidechain && !a.is_empty()) {
+            Some(agent) => (format!("{session}/agent-{agent}"), Some(session)),
+            None => (session, None),
+        };
         // A title line seen before the session was known (a legacy `summary` has no sessionId)
         // could not name its session: give it now.
         if state.insert("session".into(), Value::String(session.clone())).is_none() {
@@ -99,7 +108,8 @@ impl Adapter for Claude {
         let cwd = v.str_of("cwd");
         let branch = v.str_of("gitBranch");
         let version = v.str_of("version");
-        let sidechain = v.get("isSidechain").and_then(Json::as_bool).unwrap_or(false);
+        // The person's prompt only: a sidechain without its own session (no `agentId`) is not it.
+        let may_prompt = !sidechain || parent.is_some();
         let meta_line = v.get("isMeta").and_then(Json::as_bool).unwrap_or(false)
             || v.get("isCompactSummary").and_then(Json::as_bool).unwrap_or(false);
         let mut push = |n: usize, role: Role, kind: EventKind, text: String| {
@@ -130,7 +140,7 @@ impl Adapter for Claude {
                 match message.get("content") {
                     Some(Json::String(s)) => {
                         let kind = if meta_line || is_wrapper(s) { EventKind::Meta } else { EventKind::Message };
-                        if kind == EventKind::Message && role == Role::User && !sidechain {
+                        if kind == EventKind::Message && role == Role::User && may_prompt {
                             prompt = Some(s.to_string());
                         }
                         push(0, role, kind, s.to_string());
@@ -141,7 +151,7 @@ impl Adapter for Claude {
                                 Some("text") => {
                                     let t = b.str_of("text").unwrap_or_default().to_owned();
                                     let k = if meta_line || is_wrapper(&t) { EventKind::Meta } else { EventKind::Message };
-                                    if k == EventKind::Message && role == Role::User && !sidechain && prompt.is_none() {
+                                    if k == EventKind::Message && role == Role::User && may_prompt && prompt.is_none() {
                                         prompt = Some(t.clone());
                                     }
                                     (role, k, t)
@@ -163,17 +173,22 @@ impl Adapter for Claude {
                 }
             }
         }
-        if let Some(p) = prompt {
-            if !state.contains_key("first_prompt") {
+        let first = prompt.filter(|_| !state.contains_key("first_prompt"));
+        let new_child = parent.is_some() && !state.contains_key("parent");
+        if first.is_some() || new_child {
+            if first.is_some() {
                 state.insert("first_prompt".into(), Value::Bool(true));
-                out.sessions.push(SessionChange {
-                    session: session.clone(),
-                    project: cwd.and_then(project_of),
-                    title: None,
-                    first_prompt: Some(first_prompt(&p)),
-                    parent: None,
-                });
             }
+            if let Some(p) = parent.as_ref().filter(|_| new_child) {
+                state.insert("parent".into(), Value::String(p.clone()));
+            }
+            out.sessions.push(SessionChange {
+                session: session.clone(),
+                project: cwd.and_then(project_of),
+                title: None,
+                first_prompt: first.map(|p| first_prompt(&p)),
+                parent,
+            });
         }
         Line::Parsed(out)
     }

@@ -244,15 +244,21 @@ fn event_at(run: &Value, line: u64) -> &Value {
 }
 
 #[test]
-fn claude_sidechain_first_user_line_is_not_the_first_prompt() {
+fn claude_sidechain_lines_form_a_sub_agent_session_whose_prompt_is_not_the_persons() {
     let run = golden::run(&Claude, &log_file(SUBAGENT));
-    // The parent agent's prompt is kept as a message of the same session ...
+    // The parent agent's prompt is a message of the sub-agent's own session ...
     let first = event_at(&run, 1);
     assert_eq!((first["role"].as_str(), first["kind"].as_str()), (Some("User"), Some("Message")));
-    assert_eq!(first["session"], "4e1d7a2c-9b3f-4c6e-8d21-7f0a5b3c9e12");
+    let child = "4e1d7a2c-9b3f-4c6e-8d21-7f0a5b3c9e12/agent-b7e2d41";
+    assert_eq!(first["session"], child);
     assert!(first["text"].as_str().is_some_and(|t| t.starts_with("Search src/server")));
-    // ... but it names nothing about the session.
-    assert!(sessions(&run).is_empty(), "{:?}", run["sessions"]);
+    assert!(events(&run).iter().all(|e| e["session"] == child));
+    // ... which names its parent, and whose first prompt it is ...
+    let s = sessions(&run);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0]["parent"], "4e1d7a2c-9b3f-4c6e-8d21-7f0a5b3c9e12");
+    assert!(s[0]["first_prompt"].as_str().is_some_and(|p| p.starts_with("Search src/server")));
+    // ... not the person's session's.
     let main = golden::run(&Claude, &log_file(MAIN));
     assert!(first_prompts(&main).iter().all(|p| !p.starts_with("Search src/server")));
 }
