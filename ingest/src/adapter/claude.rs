@@ -136,10 +136,28 @@ impl Adapter for Claude {
             }
             _ => {
                 let message = v.member("message");
-                let role = if message.str_of("role") == Some("assistant") || ty == "assistant" { Role::Assistant } else { Role::User };
+                // Synthetic assistant lines (an API error shown in the transcript) are not model
+                // output: system notices.
+                let synthetic = v.get("isApiErrorMessage").and_then(Json::as_bool).unwrap_or(false) || message.str_of("model") == Some("<synthetic>");
+                let role = if synthetic {
+                    Role::System
+                } else if message.str_of("role") == Some("assistant") || ty == "assistant" {
+                    Role::Assistant
+                } else {
+                    Role::User
+                };
+                let text_kind = |t: &str| {
+                    if synthetic {
+                        EventKind::System
+                    } else if meta_line || is_wrapper(t) {
+                        EventKind::Meta
+                    } else {
+                        EventKind::Message
+                    }
+                };
                 match message.get("content") {
                     Some(Json::String(s)) => {
-                        let kind = if meta_line || is_wrapper(s) { EventKind::Meta } else { EventKind::Message };
+                        let kind = text_kind(s);
                         if kind == EventKind::Message && role == Role::User && may_prompt {
                             prompt = Some(s.to_string());
                         }
@@ -150,7 +168,7 @@ impl Adapter for Claude {
                             let (r, kind, text) = match b.str_of("type") {
                                 Some("text") => {
                                     let t = b.str_of("text").unwrap_or_default().to_owned();
-                                    let k = if meta_line || is_wrapper(&t) { EventKind::Meta } else { EventKind::Message };
+                                    let k = text_kind(&t);
                                     if k == EventKind::Message && role == Role::User && may_prompt && prompt.is_none() {
                                         prompt = Some(t.clone());
                                     }

@@ -451,3 +451,20 @@ proptest! {
         parse_both_ways(&serde_json::to_vec(&v).expect("json"));
     }
 }
+
+#[test]
+fn claude_synthetic_assistant_lines_are_system_notices_not_model_output() {
+    let file = log_file(MAIN);
+    let mut state = State::new();
+    let line = |extra: &str, model: &str| {
+        format!(
+            r#"{{"type":"assistant","uuid":"u-1","sessionId":"s-1","timestamp":"2026-10-20T09:00:00Z",{extra}"message":{{"role":"assistant","model":"{model}","content":[{{"type":"text","text":"API Error: 529 overloaded"}}]}}}}"#
+        )
+    };
+    for (extra, model) in [(r#""isApiErrorMessage":true,"#, "claude-opus-4"), ("", "<synthetic>")] {
+        let Line::Parsed(p) = Claude.parse_line(&file, &mut state, line(extra, model).as_bytes(), 1) else { panic!("parsed") };
+        assert_eq!((p.events[0].role, p.events[0].kind), (origin_engine::record::Role::System, origin_engine::record::EventKind::System), "{extra} {model}");
+    }
+    let Line::Parsed(p) = Claude.parse_line(&file, &mut state, line("", "claude-opus-4").as_bytes(), 2) else { panic!("parsed") };
+    assert_eq!((p.events[0].role, p.events[0].kind), (origin_engine::record::Role::Assistant, origin_engine::record::EventKind::Message), "a real reply");
+}
