@@ -27,6 +27,37 @@ fn title_of(state: &State) -> Option<String> {
     ["custom_title", "ai_title", "summary"].iter().find_map(|k| state.get(*k).and_then(Value::as_str)).map(str::to_owned)
 }
 
+/// Most bytes of a tool's output saved beside the transcript that are read.
+const PERSISTED_OUTPUT_BYTES_MAX: u64 = 16 * 1024 * 1024;
+
+/// The full output of a tool result too large for the transcript: Claude Code writes it to
+/// `<session>/tool-results/<id>.txt` beside the log and leaves in the line a preview that names
+/// it (`<persisted-output>\nOutput too large (40.2KB). Full output saved to: <path>\n\nPreview
+/// (first 2KB): …`). The file is looked for by its session folder's and its own name, beside
+/// the log being read (the path in the line is the recording machine's): `None` when the text
+/// is no such preview, or the file is not there, too large or not UTF-8 (the preview stands).
+fn persisted_output(log: &Path, text: &str) -> Option<String> {
+    let rest = text.strip_prefix("<persisted-output>")?;
+    let (_, after) = rest.split_once("Full output saved to: ")?;
+    let saved = Path::new(after.lines().next()?.trim());
+    let name = saved.file_name()?;
+    let tool_results = saved.parent()?;
+    let session = tool_results.parent()?.file_name()?;
+    if tool_results.file_name()? != "tool-results" {
+        return None;
+    }
+    let here = log.parent()?;
+    // A session's log sits beside its folder; a sub-agent's inside it (`<session>/subagents/`).
+    let candidates = [here.join(session), here.parent().map_or_else(PathBuf::new, Path::to_path_buf)];
+    let folder = candidates.iter().find(|c| c.file_name() == Some(session) && c.is_dir())?;
+    let path = folder.join("tool-results").join(name);
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > PERSISTED_OUTPUT_BYTES_MAX {
+        return None;
+    }
+    String::from_utf8(std::fs::read(&path).ok()?).ok()
+}
+
 /// Injected wrappers that look like user text but are not what the person typed.
 fn is_wrapper(text: &str) -> bool {
     let t = text.trim_start();
@@ -51,7 +82,7 @@ impl Adapter for Claude {
         (files, problems)
     }
 
-    fn parse_line(&self, _file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
+    fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
         let v = match Json::parse(line, CLAUDE_SHAPE) {
             Ok(v @ Json::Object(_)) => v,
             Ok(_) => return Line::Malformed("not a JSON object".into()),
@@ -180,7 +211,10 @@ impl Adapter for Claude {
                                     let input = b.get("input").map(Json::to_string).unwrap_or_default();
                                     (Role::Assistant, EventKind::ToolUse, format!("{name} {input}"))
                                 }
-                                Some("tool_result") => (Role::User, EventKind::ToolResult, content_text(b.member("content"))),
+                                Some("tool_result") => {
+                                    let text = content_text(b.member("content"));
+                                    (Role::User, EventKind::ToolResult, persisted_output(&file.path, &text).unwrap_or(text))
+                                }
                                 Some("image") => (role, EventKind::Meta, "[image]".to_owned()),
                                 _ => (role, EventKind::Meta, b.to_string()),
                             };

@@ -468,3 +468,36 @@ fn claude_synthetic_assistant_lines_are_system_notices_not_model_output() {
     let Line::Parsed(p) = Claude.parse_line(&file, &mut state, line("", "claude-opus-4").as_bytes(), 2) else { panic!("parsed") };
     assert_eq!((p.events[0].role, p.events[0].kind), (origin_engine::record::Role::Assistant, origin_engine::record::EventKind::Message), "a real reply");
 }
+
+#[test]
+fn claude_persisted_output_is_read_from_the_file_the_preview_names() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let project = home.path().join(".claude/projects/-w-p");
+    let session = "5a1e0000-0000-4000-8000-000000000001";
+    let full = format!("test result: FAILED. 760 passed; 1 failed\n{}", "ok\n".repeat(20_000));
+    std::fs::create_dir_all(project.join(session).join("tool-results")).expect("mkdir");
+    std::fs::write(project.join(session).join("tool-results/bmm1.txt"), &full).expect("write");
+    let line = |saved: &str| {
+        let preview = format!("<persisted-output>\nOutput too large (60.0KB). Full output saved to: {saved}\n\nPreview (first 2KB):\ntest result: FAIL");
+        json!({"type": "user", "uuid": "u-9", "sessionId": session, "timestamp": "2026-10-20T09:00:00Z",
+               "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": preview}]}})
+        .to_string()
+    };
+    let recorded = format!("/home/dev/.claude/projects/-w-p/{session}/tool-results/bmm1.txt");
+    let text = |log: PathBuf, saved: &str| -> String {
+        let file = LogFile { source: Source::ClaudeCode, key: log.to_string_lossy().into_owned(), mirror: String::new(), path: log, format: FileFormat::Lines };
+        let Line::Parsed(p) = Claude.parse_line(&file, &mut State::new(), line(saved).as_bytes(), 1) else { panic!("parsed") };
+        p.events[0].text.clone()
+    };
+    // The session's own log and a sub-agent's inside its folder both find it.
+    for log in [project.join(format!("{session}.jsonl")), project.join(session).join("subagents/agent-1.jsonl")] {
+        let got = text(log, &recorded);
+        assert!(got.starts_with("test result: FAILED. 760 passed; 1 failed"), "{}", &got[..80]);
+        assert!(got.chars().count() > 10_000, "the full output, cut to the event limit: {}", got.len());
+    }
+    // A file that is not there, or a path that is no session's tool-results: the preview stands.
+    for saved in [format!("/home/dev/.claude/projects/-w-p/{session}/tool-results/gone.txt"), "/etc/passwd".to_owned(), format!("/x/{session}/../tool-results/bmm1.txt")] {
+        let got = text(project.join(format!("{session}.jsonl")), &saved);
+        assert!(got.starts_with("<persisted-output>"), "{saved}: {got}");
+    }
+}
