@@ -215,18 +215,44 @@ fn a_log_whose_mirror_cannot_be_written_is_a_problem_naming_the_mirror_until_it_
     assert_eq!(w.ingester().mirrors().read(&recs[2].mirror).expect("mirror"), format!("{}\n", line("p2", "blocked")).into_bytes());
 }
 
+/// A Grok transcript's path in `w`'s home, its folder made.
+fn grok_chat(w: &World, session: &str) -> PathBuf {
+    let chat = w.home().join(".grok/sessions/%2Fw%2Fp").join(session).join("chat_history.jsonl");
+    std::fs::create_dir_all(chat.parent().expect("folder")).expect("mkdir");
+    chat
+}
+
+/// A Grok transcript's user line.
+fn grok_user(text: &str, prompt_index: u32) -> String {
+    format!(r#"{{"type":"user","content":[{{"type":"text","text":"{text}"}}],"prompt_index":{prompt_index}}}"#)
+}
+
+/// A Grok transcript's assistant line.
+fn grok_assistant(text: &str) -> String {
+    format!(r#"{{"type":"assistant","content":"{text}"}}"#)
+}
+
+/// Replaces `path` with `lines`, each ending with a newline.
+fn write_lines(path: &Path, lines: &[String]) {
+    std::fs::write(path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+}
+
+/// The text of event `id` as the store's state finds it.
+fn event_text(w: &World, id: &str) -> String {
+    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
+    let mut state = origin_projections::State::new();
+    state.catch_up(&j).expect("state");
+    state.event_body(&j, id).expect("read").found().unwrap_or_else(|| panic!("no event {id}")).text
+}
+
 /// Grok replaces its transcript wholesale on compaction and rewind: the new file numbers other
 /// lines than before. Its events get ids of their own (`v2:<line>`), and the first version's
 /// events keep theirs and what they said (an entry citing one still cites what was said).
 #[test]
 fn a_rewritten_grok_transcript_keeps_the_first_versions_events_and_their_ids() {
     let w = World::new();
-    let chat = w.home().join(".grok/sessions/%2Fw%2Fp/sess-1/chat_history.jsonl");
-    std::fs::create_dir_all(chat.parent().expect("folder")).expect("mkdir");
-    let user = |text: &str, i: u32| format!(r#"{{"type":"user","content":[{{"type":"text","text":"{text}"}}],"prompt_index":{i}}}"#);
-    let assistant = |text: &str| format!(r#"{{"type":"assistant","content":"{text}"}}"#);
-    let first = [user("why does the formatter print twice", 0), assistant("it is called from both hooks"), user("fix it", 1), assistant("done")];
-    std::fs::write(&chat, first.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    let chat = grok_chat(&w, "sess-1");
+    write_lines(&chat, &[grok_user("why does the formatter print twice", 0), grok_assistant("it is called from both hooks"), grok_user("fix it", 1), grok_assistant("done")]);
     run(&w);
     let texts = |w: &World| -> Vec<(String, String)> {
         let mut all: Vec<(String, String)> = ingested(&w.store()).into_iter().flat_map(|r| r.events).map(|e| (e.id, e.text)).collect();
@@ -237,8 +263,7 @@ fn a_rewritten_grok_transcript_keeps_the_first_versions_events_and_their_ids() {
     assert_eq!(before.len(), 4, "{before:?}");
     assert!(before.iter().any(|(id, t)| id == "grok:sess-1:1" && t.contains("formatter")), "{before:?}");
     // Compacted: a summary and the next prompt, in a new file at the same path.
-    let compacted = [assistant("summary: the double print came from two hooks; fixed"), user("now add a test", 2)];
-    std::fs::write(&chat, compacted.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    write_lines(&chat, &[grok_assistant("summary: the double print came from two hooks; fixed"), grok_user("now add a test", 2)]);
     run(&w);
     let after = texts(&w);
     for old in &before {
@@ -248,11 +273,7 @@ fn a_rewritten_grok_transcript_keeps_the_first_versions_events_and_their_ids() {
     assert_eq!(new.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["grok:sess-1:v2:1", "grok:sess-1:v2:2"]);
     assert!(new[1].1.contains("add a test"));
     // The store keeps one event per id: the first version's line 1 still says what it said.
-    let j = origin_engine::Journal::open(w.store().join("journal"), origin_engine::Options::default()).expect("journal");
-    let mut state = origin_projections::State::new();
-    state.catch_up(&j).expect("state");
-    let body = state.event_body(&j, "grok:sess-1:1").expect("read").found().expect("still there");
-    assert!(body.text.contains("formatter"), "{}", body.text);
+    assert!(event_text(&w, "grok:sess-1:1").contains("formatter"));
 }
 
 /// A rewind keeps the turns before the one rewound, byte for byte: those lines keep the ids
@@ -261,20 +282,16 @@ fn a_rewritten_grok_transcript_keeps_the_first_versions_events_and_their_ids() {
 #[test]
 fn a_rewound_grok_transcript_keeps_the_ids_of_the_lines_it_kept() {
     let w = World::new();
-    let chat = w.home().join(".grok/sessions/%2Fw%2Fp/sess-2/chat_history.jsonl");
-    std::fs::create_dir_all(chat.parent().expect("folder")).expect("mkdir");
-    let user = |text: &str, i: u32| format!(r#"{{"type":"user","content":[{{"type":"text","text":"{text}"}}],"prompt_index":{i}}}"#);
-    let assistant = |text: &str| format!(r#"{{"type":"assistant","content":"{text}"}}"#);
-    let write = |lines: &[String]| std::fs::write(&chat, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    let chat = grok_chat(&w, "sess-2");
     let ids = |w: &World| -> Vec<String> {
         let mut all: Vec<String> = ingested(&w.store()).into_iter().flat_map(|r| r.events).map(|e| e.id).collect();
         all.sort();
         all
     };
-    write(&[user("first question", 0), assistant("first answer"), user("second question", 1), assistant("second answer")]);
+    write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("second question", 1), grok_assistant("second answer")]);
     run(&w);
     // Rewound to before the second question, then asked another.
-    write(&[user("first question", 0), assistant("first answer"), user("another question", 1), assistant("another answer")]);
+    write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("another question", 1), grok_assistant("another answer")]);
     run(&w);
     let p = "grok:sess-2";
     let want = |list: &[&str]| -> Vec<String> {
@@ -289,18 +306,13 @@ fn a_rewound_grok_transcript_keeps_the_ids_of_the_lines_it_kept() {
     distinct.dedup();
     assert_eq!(distinct, want(&["1", "2", "3", "4", "v2:3", "v2:4"]));
     // Rewound again, keeping three lines of the second version.
-    write(&[user("first question", 0), assistant("first answer"), user("another question", 1), user("and one more", 2)]);
+    write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("another question", 1), grok_user("and one more", 2)]);
     run(&w);
     let mut distinct = ids(&w);
     distinct.dedup();
     assert_eq!(distinct, want(&["1", "2", "3", "4", "v2:3", "v2:4", "v3:4"]));
     // Each id still says what its line said when it was first read.
-    let j = origin_engine::Journal::open(w.store().join("journal"), origin_engine::Options::default()).expect("journal");
-    let mut state = origin_projections::State::new();
-    state.catch_up(&j).expect("state");
     for (line, text) in [("1", "first question"), ("3", "second question"), ("4", "second answer"), ("v2:3", "another question"), ("v2:4", "another answer"), ("v3:4", "and one more")] {
-        let id = format!("{p}:{line}");
-        let body = state.event_body(&j, &id).expect("read").found().unwrap_or_else(|| panic!("{id}"));
-        assert_eq!(body.text, text, "{id}");
+        assert_eq!(event_text(&w, &format!("{p}:{line}")), text, "{line}");
     }
 }
