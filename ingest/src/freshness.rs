@@ -73,7 +73,7 @@ fn parse_millis(name: &str, value: Option<&str>, default: Duration, instead: &st
 /// What has been said of runs, so that each thing is said once: the failure of the runs that
 /// fail the same way in a row, and each file's problem until a full run no longer has it.
 #[derive(Debug, Default)]
-pub struct Reports {
+struct Reports {
     /// The error of the last run, when it failed.
     failing: Option<String>,
     /// Problems said and not yet gone.
@@ -82,7 +82,7 @@ pub struct Reports {
 
 impl Reports {
     /// What to say after a run (`full`: of every file, not only of those that changed).
-    pub fn after(&mut self, full: bool, result: &Result<RunSummary, IngestError>) -> Vec<String> {
+    fn after(&mut self, full: bool, result: &Result<RunSummary, IngestError>) -> Vec<String> {
         let mut say = Vec::new();
         match result {
             Err(e) => {

@@ -771,7 +771,8 @@ impl Archive {
             let metas = inner.state.session_events(source.as_deref(), session, a.include_tools, limit);
             let Some(first) = metas.first() else {
                 // A listed session whose visible events are all tool calls and results (or other
-                // kinds left out without `include_tools`) is known: its events are none of those asked for.
+                // kinds left out without `include_tools`) is known: none of its events was asked
+                // for.
                 return match inner.state.find_session(source.as_deref(), session) {
                     Some(info) => Ok(json!({ "session": self.session_json(&info), "events": [] })),
                     None => Err(ToolError(format!("Unknown session {session}."))),
