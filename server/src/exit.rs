@@ -34,6 +34,9 @@ pub fn for_error(e: &anyhow::Error) -> Exit {
 /// shows the inner error as itself, so the chain never reaches it).
 fn journal_damage(e: &(dyn std::error::Error + 'static)) -> bool {
     use origin_projections::{CatalogError, OpenError, state};
+    if let Some(t) = e.downcast_ref::<origin::tools::archive::ToolError>() {
+        return t.is_journal_damage();
+    }
     let journal = if let Some(j) = e.downcast_ref::<origin_engine::Error>() {
         Some(j)
     } else if let Some(origin_ingest::ingest::IngestError::Journal(j)) = e.downcast_ref() {

@@ -215,7 +215,7 @@ fn print(result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
         }
         Err(e) => {
             eprintln!("origin: {e}");
-            Ok(Exit::Failed)
+            Ok(if e.is_journal_damage() { Exit::Damaged } else { Exit::Failed })
         }
     }
 }

@@ -49,20 +49,32 @@ fn name_arg(arg: &str, value: &Option<String>) -> Result<(), ToolError> {
 
 /// A failure the caller can act on: becomes a tool error with this exact text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError(pub String);
+pub struct ToolError(pub String, bool);
+
+impl std::error::Error for ToolError {}
 
 impl ToolError {
+    /// A failure with this text (not the journal's damage).
+    pub fn new(text: impl Into<String>) -> ToolError {
+        ToolError(text.into(), false)
+    }
+
+    /// True if the store failed because its journal is damaged (a command exits 1 for it).
+    pub fn is_journal_damage(&self) -> bool {
+        self.1
+    }
+
     /// `Unknown entry or event <id>.`
     pub fn unknown(id: &str) -> ToolError {
-        ToolError(format!("Unknown entry or event {id}."))
+        ToolError::new(format!("Unknown entry or event {id}."))
     }
     /// `<id> has been forgotten.`
     pub fn forgotten(id: &str) -> ToolError {
-        ToolError(format!("{id} has been forgotten."))
+        ToolError::new(format!("{id} has been forgotten."))
     }
     /// Invalid input, naming the argument and why.
     pub fn invalid(arg: &str, why: impl std::fmt::Display) -> ToolError {
-        ToolError(format!("Invalid input: `{arg}` {why}"))
+        ToolError::new(format!("Invalid input: `{arg}` {why}"))
     }
 }
 
@@ -75,8 +87,26 @@ impl std::fmt::Display for ToolError {
 type ToolResult = Result<Value, ToolError>;
 
 /// A failure of the store itself (I/O, damage): reported as a tool error too, with its cause.
-fn store_error(e: impl std::fmt::Display) -> ToolError {
-    ToolError(format!("The Origin store failed: {e}"))
+fn store_error<E: std::fmt::Display + 'static>(e: E) -> ToolError {
+    let damaged = journal_damage(&e);
+    ToolError(format!("The Origin store failed: {e}"), damaged)
+}
+
+/// True if `e` is the journal's corruption, or an error of the store's that carries it.
+fn journal_damage(e: &dyn std::any::Any) -> bool {
+    use origin_projections::{CatalogError, state};
+    let journal = if let Some(j) = e.downcast_ref::<origin_engine::Error>() {
+        Some(j)
+    } else if let Some(state::Error::Journal(j)) = e.downcast_ref() {
+        Some(j)
+    } else if let Some(CatalogError::Journal(j)) = e.downcast_ref() {
+        Some(j)
+    } else if let Some(origin_ingest::ingest::IngestError::Journal(j)) = e.downcast_ref() {
+        Some(j)
+    } else {
+        None
+    };
+    journal.is_some_and(origin_engine::Error::is_corruption)
 }
 
 struct Inner {
@@ -412,7 +442,7 @@ impl Archive {
             device: origin_ingest::ingest::device_name(),
             tz: super::conventions::local_tz(),
         };
-        archive.sync().map_err(|e| anyhow::anyhow!(e.0))?;
+        archive.sync().map_err(anyhow::Error::new)?;
         Ok(archive)
     }
 
@@ -775,7 +805,7 @@ impl Archive {
                 // for.
                 return match inner.state.find_session(source.as_deref(), session) {
                     Some(info) => Ok(json!({ "session": self.session_json(&info), "events": [] })),
-                    None => Err(ToolError(format!("Unknown session {session}."))),
+                    None => Err(ToolError::new(format!("Unknown session {session}."))),
                 };
             };
             let info = inner.state.session(&first.source, session);
@@ -943,19 +973,19 @@ impl Archive {
                     }
                     let e = match inner.state.event_body(&self.journal, id).map_err(store_error)? {
                         Lookup::Found(e) => e,
-                        Lookup::Forgotten { .. } => return Err(ToolError(format!("Event {id} has been forgotten and cannot be cited."))),
+                        Lookup::Forgotten { .. } => return Err(ToolError::new(format!("Event {id} has been forgotten and cannot be cited."))),
                         Lookup::Unknown => return Err(ToolError::unknown(id)),
                     };
                     if let Some(q) = q {
                         if !origin_projections::state::quote_matches(&e.text, q) {
-                            return Err(ToolError(format!("Quote not found in event {id}: \"{q}\"")));
+                            return Err(ToolError::new(format!("Quote not found in event {id}: \"{q}\"")));
                         }
                     }
                     out.push(Citation { event_id: id.to_owned(), quote: q.map(str::to_owned) });
                 }
                 (None, Some(q)) => match inner.state.find_quote(&self.journal, q).map_err(store_error)? {
                     Some(m) => out.push(Citation { event_id: m.id, quote: Some(q.to_owned()) }),
-                    None => return Err(ToolError(format!("No event contains the quote \"{q}\". Search for the event and cite its id instead."))),
+                    None => return Err(ToolError::new(format!("No event contains the quote \"{q}\". Search for the event and cite its id instead."))),
                 },
                 (None, None) => return Err(ToolError::invalid(&format!("sources[{i}]"), "needs an event_id, a quote, or both")),
             }
@@ -1032,7 +1062,7 @@ impl Archive {
             // hidden with it, as the spec's "cannot be cited" asks.
             Lookup::Forgotten { .. } => {
                 let gone = cited.iter().find(|e| inner.state.is_hidden(e).is_some()).map_or(id.as_str(), String::as_str);
-                Err(ToolError(format!("Event {gone} has been forgotten and cannot be cited.")))
+                Err(ToolError::new(format!("Event {gone} has been forgotten and cannot be cited.")))
             }
             Lookup::Unknown => Err(store_error("the new entry did not appear")),
         }
@@ -1062,7 +1092,7 @@ impl Archive {
             };
             if old.superseded_by.is_some() || inner.state.current_of(id) != Some(id) {
                 let current = inner.state.current_of(id).unwrap_or_default().to_owned();
-                return Err(ToolError(format!("Entry {id} was already corrected; its current version is {current}. Correct that one instead.")));
+                return Err(ToolError::new(format!("Entry {id} was already corrected; its current version is {current}. Correct that one instead.")));
             }
             // A forgotten event cannot be cited: a source of the old version forgotten since (a
             // forget of another entry that cites it too) does not carry over.
@@ -1181,7 +1211,7 @@ impl Archive {
         }
         self.sync()?;
         if guard(&self.inner).state.tombstone(tombstone).is_none() {
-            return Err(ToolError(format!("Unknown tombstone {tombstone}.")));
+            return Err(ToolError::new(format!("Unknown tombstone {tombstone}.")));
         }
         let body = Body::Restored(Restored {
             tombstone: tombstone.to_owned(),
@@ -1195,7 +1225,21 @@ impl Archive {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_positive;
+    use super::{parse_positive, store_error};
+
+    #[test]
+    fn a_store_failure_knows_when_it_is_the_journals_damage() {
+        let corrupt = || origin_engine::Error::Corrupt { segment: "s".into(), position: 9, reason: "x".into() };
+        assert!(store_error(corrupt()).is_journal_damage());
+        assert!(store_error(origin_projections::state::Error::Journal(corrupt())).is_journal_damage());
+        assert!(store_error(origin_projections::CatalogError::Journal(corrupt())).is_journal_damage());
+        assert!(store_error(origin_ingest::ingest::IngestError::Journal(corrupt())).is_journal_damage());
+        let io = origin_engine::Error::Io { op: "read", path: "p".into(), source: std::io::Error::other("x") };
+        assert!(!store_error(io).is_journal_damage());
+        assert!(!store_error("record 7 is missing").is_journal_damage());
+        let e = store_error(corrupt());
+        assert!(e.0.starts_with("The Origin store failed: ") && e.0.contains("at byte 9"), "{}", e.0);
+    }
 
     #[test]
     fn a_setting_is_a_positive_whole_number_or_unset() {

@@ -111,8 +111,8 @@ fn sources_arg(args: &Args) -> Result<Vec<SourceArg>, ToolError> {
                 };
                 check_known(&format!("sources[{i}]"), o, &["event_id", "quote"])?;
                 Ok(SourceArg {
-                    event_id: opt_str(o, "event_id").map_err(|e| ToolError(e.0.replace("`event_id`", &format!("`sources[{i}].event_id`"))))?,
-                    quote: opt_str(o, "quote").map_err(|e| ToolError(e.0.replace("`quote`", &format!("`sources[{i}].quote`"))))?,
+                    event_id: opt_str(o, "event_id").map_err(|e| ToolError::new(e.0.replace("`event_id`", &format!("`sources[{i}].event_id`"))))?,
+                    quote: opt_str(o, "quote").map_err(|e| ToolError::new(e.0.replace("`quote`", &format!("`sources[{i}].quote`"))))?,
                 })
             })
             .collect(),
@@ -189,7 +189,7 @@ pub fn call(archive: &Archive, name: &str, args: &Args, agent: &str) -> Result<V
             let reason = req_str(args, "reason")?;
             archive.forget(&id_arg(args, "id")?, &reason, agent)
         }
-        other => Err(ToolError(format!("Unknown tool {other:?}: Origin's tools are search, timeline, get, sources, remember, correct and forget."))),
+        other => Err(ToolError::new(format!("Unknown tool {other:?}: Origin's tools are search, timeline, get, sources, remember, correct and forget."))),
     }
 }
 
@@ -369,11 +369,11 @@ impl Opening {
         match waited {
             Ok(Ok(opened)) => match &*opened {
                 Some(Ok(a)) => Ok(a.clone()),
-                Some(Err(e)) => Err(ToolError(e.clone())),
-                None => Err(ToolError("The Origin store failed to open.".into())),
+                Some(Err(e)) => Err(ToolError::new(e.clone())),
+                None => Err(ToolError::new("The Origin store failed to open.")),
             },
-            Ok(Err(_)) => Err(ToolError("Origin stopped opening its store unexpectedly; restart the server.".into())),
-            Err(_) => Err(ToolError(format!(
+            Ok(Err(_)) => Err(ToolError::new("Origin stopped opening its store unexpectedly; restart the server.")),
+            Err(_) => Err(ToolError::new(format!(
                 "Origin is still opening its store ({} s so far): a first start builds its index of the agents' \
                  history, a minute or two per million events. Try this call again shortly.",
                 self.started.elapsed().as_secs()
@@ -431,7 +431,7 @@ impl ServerHandler for Server {
         let result = tokio::task::spawn_blocking(move || call(&archive, &name, &args, &agent)).await;
         let result = match result {
             Ok(r) => r,
-            Err(e) => Err(ToolError(format!("The Origin tool failed unexpectedly: {e}"))),
+            Err(e) => Err(ToolError::new(format!("The Origin tool failed unexpectedly: {e}"))),
         };
         Ok(match result {
             Ok(v) => CallToolResult::success(vec![ContentBlock::text(v.to_string())]),
