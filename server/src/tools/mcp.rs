@@ -202,35 +202,46 @@ fn schema(v: Value) -> Arc<Map<String, Value>> {
 
 const TIME_DOC: &str = "relative (30m, 24h, 7d, 2w, counted back from now) or absolute (2026-10-20, or ISO 8601)";
 
-/// The seven tools with their input schemas (the spec's parameters, types, ranges, defaults).
+/// The seven tools with their input schemas (the spec's parameters, types, ranges, defaults,
+/// and each parameter's meaning in the spec's words).
 pub fn tools() -> Vec<Tool> {
-    let kind = json!({ "type": "string", "enum": ["memory", "knowledge", "cognition"] });
-    let source = json!({ "type": "string", "enum": ["claude-code", "codex", "cursor", "zcode", "grok"] });
-    let time = json!({ "type": "string", "description": TIME_DOC });
-    let sources = json!({
-        "type": "array",
-        "items": {
-            "type": "object",
-            "properties": { "event_id": { "type": "string" }, "quote": { "type": "string" } },
-            "additionalProperties": false
-        }
-    });
+    let kinds = json!(["memory", "knowledge", "cognition"]);
+    let source = |doc: &str| json!({ "type": "string", "enum": ["claude-code", "codex", "cursor", "zcode", "grok"], "description": doc });
+    let time = |doc: &str| json!({ "type": "string", "description": format!("{doc}: {TIME_DOC}") });
+    let text = |doc: &str| json!({ "type": "string", "description": doc });
+    let confidence = |doc: &str| json!({ "type": "number", "minimum": 0, "maximum": 1, "description": doc });
+    let sources = |doc: &str, min: u32| {
+        json!({
+            "type": "array",
+            "minItems": min,
+            "description": doc,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "event_id": { "type": "string", "description": "An event id" },
+                    "quote": { "type": "string", "description": "An exact quote from the event (or, without event_id, from the most recent message holding it)" }
+                },
+                "additionalProperties": false
+            }
+        })
+    };
     let id = json!({ "type": "string", "description": "An entry id (ent_…) or an event id (<source>:…)" });
     vec![
         Tool::new(
             "search",
-            "Full-text search over entries and session events, best match first; every word must occur, in any language. Without a query, lists the most recent entries.",
+            "Full-text search over entries and session events, best match first; every word must occur, in any language. When fewer than limit results hold every word, the best partial matches follow them, marked \"match\": \"partial\" (full matches are \"all\"). Without a query, lists the most recent entries.",
             schema(json!({
                 "type": "object",
                 "properties": {
-                    "query": { "type": "string", "description": "Words or phrases (\"quoted phrases\" match in order)" },
-                    "scope": { "type": "string", "enum": ["all", "entries", "events"], "default": "all" },
-                    "kind": kind,
-                    "since": time, "until": time,
-                    "source": source,
-                    "project": { "type": "string" },
-                    "include_tools": { "type": "boolean", "default": false, "description": "Also search tool calls and tool results" },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }
+                    "query": text("Words or phrases; every word must occur, in any language (\"quoted phrases\" match in order)"),
+                    "scope": { "type": "string", "enum": ["all", "entries", "events"], "default": "all", "description": "What to search" },
+                    "kind": { "type": "string", "enum": kinds, "description": "Entries of this kind only" },
+                    "since": time("When entries were written and events happened, from"),
+                    "until": time("When entries were written and events happened, before"),
+                    "source": source("Events of this source only"),
+                    "project": text("Entries and events of this project only"),
+                    "include_tools": { "type": "boolean", "default": false, "description": "Also search tool calls and tool results, not only messages" },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20, "description": "At most this many entries, and this many events" }
                 },
                 "additionalProperties": false
             })),
@@ -241,13 +252,13 @@ pub fn tools() -> Vec<Tool> {
             schema(json!({
                 "type": "object",
                 "properties": {
-                    "since": { "type": "string", "default": "7d", "description": TIME_DOC },
-                    "until": time,
-                    "source": source,
-                    "project": { "type": "string" },
-                    "session": { "type": "string", "description": "A session id: list its events instead" },
-                    "include_tools": { "type": "boolean", "default": false },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": 500, "default": 50 }
+                    "since": { "type": "string", "default": "7d", "description": format!("Sessions active since then: {TIME_DOC}") },
+                    "until": time("Sessions started before then"),
+                    "source": source("Sessions of this source only; with session, the source of that session"),
+                    "project": text("Sessions of this project only"),
+                    "session": text("A session id: list its events instead"),
+                    "include_tools": { "type": "boolean", "default": false, "description": "With session: also list tool calls and results, injected context, and system events, not only messages" },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 500, "default": 50, "description": "At most this many sessions, or events" }
                 },
                 "additionalProperties": false
             })),
@@ -268,12 +279,13 @@ pub fn tools() -> Vec<Tool> {
             schema(json!({
                 "type": "object",
                 "properties": {
-                    "kind": { "type": "string", "enum": ["memory", "knowledge", "cognition"], "default": "memory" },
-                    "text": { "type": "string" },
-                    "sources": sources,
-                    "confidence": { "type": "number", "minimum": 0, "maximum": 1 },
-                    "project": { "type": "string" },
-                    "valid_from": time, "valid_to": time
+                    "kind": { "type": "string", "enum": kinds, "default": "memory", "description": "What happened (a decision and why), a stable fact, or the user's preferences, methods, goals, or boundaries" },
+                    "text": text("One self-contained statement"),
+                    "sources": sources("Each { event_id, quote }: an event id, an exact quote, or both", 1),
+                    "confidence": confidence("How sure the agent is"),
+                    "project": text("The project it belongs to, if any"),
+                    "valid_from": time("When it starts to hold, if known"),
+                    "valid_to": time("When it stops holding, if known")
                 },
                 "required": ["text", "sources", "confidence"],
                 "additionalProperties": false
@@ -285,12 +297,13 @@ pub fn tools() -> Vec<Tool> {
             schema(json!({
                 "type": "object",
                 "properties": {
-                    "id": { "type": "string", "description": "The entry's current version" },
-                    "text": { "type": "string" },
-                    "kind": kind,
-                    "confidence": { "type": "number", "minimum": 0, "maximum": 1 },
-                    "sources": sources,
-                    "valid_from": time, "valid_to": time
+                    "id": text("The entry's current version"),
+                    "text": text("The corrected statement"),
+                    "kind": { "type": "string", "enum": kinds, "description": "A new kind; the old one by default" },
+                    "confidence": confidence("A new confidence; the old one by default"),
+                    "sources": sources("More sources, added to those that carry over", 0),
+                    "valid_from": time("New validity start; the old one by default"),
+                    "valid_to": time("New validity end; the old one by default")
                 },
                 "required": ["id", "text"],
                 "additionalProperties": false
@@ -303,7 +316,7 @@ pub fn tools() -> Vec<Tool> {
                 "type": "object",
                 "properties": {
                     "id": id,
-                    "reason": { "type": "string", "minLength": 1, "maxLength": 2000 }
+                    "reason": { "type": "string", "minLength": 1, "maxLength": 2000, "description": "Why the user wants it forgotten; kept with the record" }
                 },
                 "required": ["id", "reason"],
                 "additionalProperties": false
@@ -780,6 +793,21 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_parameter_of_every_tool_says_what_it_means() {
+        for tool in tools() {
+            let props = tool.input_schema.get("properties").and_then(Value::as_object).expect("properties");
+            for (name, p) in props {
+                let doc = p.get("description").and_then(Value::as_str).unwrap_or_default();
+                assert!(doc.len() > 5, "{}.{name} has no description", tool.name);
+            }
+        }
+        let remember = tools().into_iter().find(|t| t.name == "remember").expect("remember");
+        assert_eq!(remember.input_schema["properties"]["sources"]["minItems"], 1, "the spec: at least one");
+        let search = tools().into_iter().find(|t| t.name == "search").expect("search");
+        assert!(search.description.as_deref().is_some_and(|d| d.contains("\"match\": \"partial\"")), "partial matches are announced");
+    }
 
     #[test]
     fn merge_and_commit_retries_wait_twice_as_long_after_each_failure_up_to_ten_minutes() {
