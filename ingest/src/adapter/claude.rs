@@ -2,6 +2,7 @@
 //! sub-agents in `<session>/subagents/*.jsonl`; one JSON record per line, one line per content
 //! block. Event id `claude-code:<uuid>` (a second block on one line: `<uuid>:<n>`).
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use origin_engine::record::{EventKind, Role, SessionChange};
@@ -56,6 +57,19 @@ fn persisted_output(log: &Path, text: &str) -> Option<String> {
         return None;
     }
     String::from_utf8(std::fs::read(&path).ok()?).ok()
+}
+
+/// The `type` an auto-memory topic file's front matter gives (`user`, `feedback`, `project`,
+/// `reference`), read from its first 4 KiB; `None` without one.
+fn memory_type(path: &Path) -> Option<String> {
+    let mut head = Vec::new();
+    std::fs::File::open(path).ok()?.take(4096).read_to_end(&mut head).ok()?;
+    let text = String::from_utf8_lossy(&head);
+    let mut lines = text.lines();
+    if lines.next()?.trim_end() != "---" {
+        return None;
+    }
+    lines.take_while(|l| l.trim_end() != "---").find_map(|l| l.strip_prefix("type:").map(|t| t.trim().to_owned()))
 }
 
 /// Injected wrappers that look like user text but are not what the person typed.
@@ -259,9 +273,32 @@ impl Adapter for Claude {
                 out.push(mk(dir.join(name)));
             }
             out.extend(walk::files(&dir.join(".claude/rules"), &md, &mut problems).into_iter().map(mk));
-            // Auto memory lives under the escaped project path.
-            let escaped: String = dir.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
-            out.extend(walk::files(&homes.claude.join("projects").join(escaped).join("memory"), &md, &mut problems).into_iter().map(mk));
+        }
+        // Auto memory lives under the escaped path of the project's git root, which a session's
+        // cwd may be below: the nearest folder, the cwd's own or an ancestor's, that has one.
+        let mut found = std::collections::BTreeSet::new();
+        for dir in projects {
+            let Some((root, memory)) = dir.ancestors().find_map(|a| {
+                let escaped: String = a.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+                let memory = homes.claude.join("projects").join(escaped).join("memory");
+                memory.is_dir().then_some((a, memory))
+            }) else {
+                continue;
+            };
+            if !found.insert(memory.clone()) {
+                continue;
+            }
+            let project = Some(root.to_string_lossy().into_owned());
+            for path in walk::files(&memory, &md, &mut problems) {
+                // A topic file about the user (`type: user` in its front matter) is theirs, not
+                // the project's.
+                let (scope, project) = if memory_type(&path).as_deref() == Some("user") {
+                    (MemoryScope::User, None)
+                } else {
+                    (MemoryScope::Project, project.clone())
+                };
+                out.push(MemoryFile { source: Source::ClaudeCode, path, scope, project });
+            }
         }
         out.retain(|m| m.path.is_file());
         out

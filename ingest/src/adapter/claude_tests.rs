@@ -501,3 +501,29 @@ fn claude_persisted_output_is_read_from_the_file_the_preview_names() {
         assert!(got.starts_with("<persisted-output>"), "{saved}: {got}");
     }
 }
+
+#[test]
+fn claude_auto_memory_is_found_from_a_cwd_below_the_git_root_and_user_topics_are_the_users() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let homes = Homes::under(tmp.path());
+    let root = tmp.path().join("work/repo");
+    let below = root.join("services/api");
+    std::fs::create_dir_all(&below).expect("mkdir");
+    let escaped: String = root.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    let memory = homes.claude.join("projects").join(escaped).join("memory");
+    std::fs::create_dir_all(&memory).expect("mkdir");
+    std::fs::write(memory.join("MEMORY.md"), "- [Prefers pnpm](feedback_pnpm.md)\n").expect("write");
+    std::fs::write(memory.join("user_role.md"), "---\nname: Role\ntype: user\n---\nThe user is a backend engineer.\n").expect("write");
+    let got = |projects: &[PathBuf]| -> Vec<(String, MemoryScope, Option<String>)> {
+        Claude
+            .memory_files(&homes, projects)
+            .into_iter()
+            .filter(|m| m.path.starts_with(&memory))
+            .map(|m| (m.path.file_name().expect("name").to_string_lossy().into_owned(), m.scope, m.project))
+            .collect()
+    };
+    let project = Some(root.to_string_lossy().into_owned());
+    let want = [("MEMORY.md".to_owned(), MemoryScope::Project, project), ("user_role.md".to_owned(), MemoryScope::User, None)];
+    assert_eq!(got(std::slice::from_ref(&below)), want, "found from a cwd below the root");
+    assert_eq!(got(&[below.clone(), root.clone()]), want, "found once for both");
+}
