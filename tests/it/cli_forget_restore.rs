@@ -159,7 +159,8 @@ fn the_command_that_cuts_a_torn_tail_says_so_once() {
 /// A forgotten event cannot be cited: a correction does not carry over a source forgotten
 /// since the corrected version was written (here by a forget of another entry citing it), and
 /// one whose every source was forgotten must cite another. Restoring the forget later does not
-/// add the source to the correction.
+/// add the source to the correction. (Then, on the same entries: a correction whose validity
+/// would end before it starts is refused.)
 #[test]
 fn a_correction_does_not_carry_over_a_source_forgotten_since() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -196,4 +197,11 @@ fn a_correction_does_not_carry_over_a_source_forgotten_since() {
     assert_eq!(cited(&x), [e, f], "the old version cites both again");
     assert_eq!(cited(&x2), [f], "the correction never cited the forgotten event");
     assert_eq!(cited(&w2), [f]);
+    // A correction's validity, with the old version's bounds where none is given, must end
+    // after it starts.
+    let w3 = json(origin(home, &["correct", &w2, "w until 2029", "--valid-to", "2029-01-01", "--json"]))["entry"]["id"].as_str().expect("id").to_owned();
+    let late = origin(home, &["correct", &w3, "w from 2030", "--valid-from", "2030-01-01", "--json"]);
+    assert!(!late.status.success());
+    let said = String::from_utf8_lossy(&late.stderr);
+    assert!(said.contains("`valid_to` must be after valid_from"), "{said}");
 }

@@ -259,6 +259,8 @@ async fn malformed_arguments_are_tool_errors_naming_the_argument() {
         ("remember", json!({ "text": "t", "confidence": 1, "sources": [{}] }), "sources[0]"),
         ("remember", json!({ "text": "t", "confidence": 1, "sources": [{ "event_id": 7 }] }), "sources[0].event_id"),
         ("remember", json!({ "text": huge, "confidence": 1, "sources": [{ "quote": "q" }] }), "text"),
+        ("remember", json!({ "text": "t", "confidence": 1, "sources": [{ "quote": "q" }], "valid_from": "2030-01-01", "valid_to": "2029-01-01" }), "valid_to"),
+        ("remember", json!({ "text": "t", "confidence": 1, "sources": [{ "quote": "q" }], "valid_from": "2030-01-01", "valid_to": "2030-01-01" }), "valid_to"),
         ("correct", json!({ "id": "ent_0123456789ab" }), "text"),
         ("forget", json!({ "id": "ent_0123456789ab", "reason": "" }), "reason"),
         ("forget", json!({ "id": "ent_0123456789ab" }), "reason"),

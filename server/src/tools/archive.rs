@@ -278,6 +278,14 @@ pub struct EntryArgs {
     pub valid_to: Option<String>,
 }
 
+/// An entry's validity must end after it starts: one that ends first would never hold.
+fn validity_order(from: Option<i64>, to: Option<i64>) -> Result<(), ToolError> {
+    match (from, to) {
+        (Some(f), Some(t)) if t <= f => Err(ToolError::invalid("valid_to", "must be after valid_from: an entry whose validity ends before it starts never holds")),
+        _ => Ok(()),
+    }
+}
+
 /// Installs the commit in flight if it is finished ([`Inner::commit_ended`] says how).
 fn install_finished_commit(inner: &mut Inner) {
     if inner.commit.as_ref().is_some_and(CommitInFlight::is_finished)
@@ -1031,6 +1039,7 @@ impl Archive {
         }
         let valid_from = self.time_arg("valid_from", &a.valid_from)?;
         let valid_to = self.time_arg("valid_to", &a.valid_to)?;
+        validity_order(valid_from, valid_to)?;
         self.fresh_for_write()?;
         let version = {
             let inner = guard(&self.inner);
@@ -1127,6 +1136,8 @@ impl Archive {
                 imported: false,
             }
         };
+        // With the old version's bounds where none is given.
+        validity_order(version.valid_from_unix_ms, version.valid_to_unix_ms)?;
         let new_id = version.id.clone();
         self.append(&Body::Corrected(version))?;
         let inner = guard(&self.inner);
