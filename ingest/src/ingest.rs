@@ -28,6 +28,8 @@ const PREFIX_HASH_BYTES: u64 = 4096;
 const WINDOW_BYTES: u64 = 32 * 1024 * 1024;
 /// State key: byte where the line that a record ended inside of began.
 const PARTIAL_LINE_KEY: &str = "_partial_line_start";
+/// Most bytes of a rewritten file compared with its previous version for the lines it kept.
+const KEPT_COMPARE_BYTES_MAX: u64 = 64 * 1024 * 1024;
 
 /// Errors that stop a run (problems with single files do not: they are counted).
 #[derive(Debug, thiserror::Error)]
@@ -652,11 +654,12 @@ impl Ingester {
     }
 
     /// How many leading complete lines of `bytes` (a file's new version) are those of the
-    /// version `old` read, byte for byte, as its mirror holds them. When the mirror cannot be
-    /// read, none: the new version's lines then all take ids of their own, which duplicates
-    /// what was kept but never gives an old id to other words.
+    /// version `old` read, byte for byte, as its mirror holds them (within its first
+    /// `KEPT_COMPARE_BYTES_MAX`). When the mirror cannot be read, none: the new version's lines
+    /// then all take ids of their own, which duplicates what was kept but never gives an old id
+    /// to other words.
     fn kept_lines(&self, old: &FileCursor, bytes: &Bytes) -> u64 {
-        let Ok(before) = self.mirrors.read(&old.mirror) else { return 0 };
+        let Ok(before) = self.mirrors.read_head(&old.mirror, KEPT_COMPARE_BYTES_MAX) else { return 0 };
         let Ok(now) = bytes.read(0, (before.len() as u64).min(bytes.len())) else { return 0 };
         let mut kept = 0;
         for (a, b) in before.split_inclusive(|&c| c == b'\n').zip(now.split_inclusive(|&c| c == b'\n')) {

@@ -7,7 +7,7 @@
 //! mirror that is shorter than its records say is rebuilt from them.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -95,6 +95,13 @@ impl Mirrors {
             fs::remove_file(&tmp).ok();
             naming(&path)(e)
         })
+    }
+
+    /// At most the first `max` bytes of the mirror's `.zst`, decompressed (its complete lines).
+    pub fn read_head(&self, mirror: &str, max: u64) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        zstd::Decoder::new(File::open(self.zst(mirror))?)?.take(max).read_to_end(&mut out)?;
+        Ok(out)
     }
 
     /// The mirror's bytes: the `.zst` decompressed, then the `.tail`.
