@@ -190,6 +190,23 @@ async fn search_filters_each_apply_to_the_half_the_spec_names() {
     c.cancel().await.expect("close");
 }
 
+/// A version of a memory file is an event of no session: `session` is null (not "").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_file_version_belongs_to_no_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let c = connect(dir.path(), "claude-code").await;
+    let listed = ok(&call(&c, "search", json!({ "limit": 100 })).await);
+    let imported = listed["entries"].as_array().expect("entries").iter().find(|e| e["imported"] == true).expect("an imported entry").clone();
+    let got = ok(&call(&c, "get", json!({ "id": imported["id"] })).await);
+    let source = &got["sources"][0];
+    assert_eq!(source["kind"], "memory", "{got}");
+    assert_eq!(source["session"], Value::Null, "{got}");
+    let event = ok(&call(&c, "get", json!({ "id": source["id"] })).await);
+    assert_eq!((&event["kind"], &event["session"]), (&json!("memory"), &Value::Null), "{event}");
+    c.cancel().await.expect("close");
+}
+
 /// A session whose messages were all forgotten but whose tool calls remain is still listed,
 /// and `timeline` of it answers with no events (messages asked for) rather than "Unknown
 /// session"; with `include_tools` it lists the rest.

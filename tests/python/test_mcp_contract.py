@@ -184,7 +184,11 @@ def check_event(e: dict[str, Any], cut_at: int) -> tuple[str, int]:
     assert e["source"] == src, (e["source"], e["id"])
     parse_time(e["time"])
     assert is_str_or_none(e["project"])
-    assert isinstance(e["session"], str)
+    # A version of a memory file (kind memory) belongs to no session; every other event to one.
+    if e["kind"] == "memory":
+        assert e["session"] is None, e
+    else:
+        assert isinstance(e["session"], str) and e["session"], e
     assert e["role"] in ROLES, e["role"]
     assert e["kind"] in EVENT_KINDS, e["kind"]
     return check_cut(e["text"], cut_at)

@@ -683,7 +683,8 @@ impl Archive {
             "time": self.time(e.time_unix_ms),
             "source": source,
             "project": e.project,
-            "session": e.session,
+            // A version of a memory file belongs to no session.
+            "session": (!e.session.is_empty()).then_some(e.session.as_str()),
             "role": role_str(e.role),
             "kind": event_kind_str(e.kind),
             "text": cut(&e.text, max_chars),
