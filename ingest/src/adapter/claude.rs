@@ -75,7 +75,21 @@ fn memory_type(path: &Path) -> Option<String> {
 /// Injected wrappers that look like user text but are not what the person typed.
 fn is_wrapper(text: &str) -> bool {
     let t = text.trim_start();
-    ["<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<system-reminder>", "Caveat: "]
+    [
+        "<command-name>",
+        "<command-message>",
+        "<local-command-stdout>",
+        "<local-command-stderr>",
+        "<local-command-caveat>",
+        "<system-reminder>",
+        "Caveat: ",
+        // A `!` shell command and its output, and what the IDE says it has open or selected.
+        "<bash-input>",
+        "<bash-stdout>",
+        "<bash-stderr>",
+        "<ide_opened_file>",
+        "<ide_selection>",
+    ]
         .iter()
         .any(|w| t.starts_with(w))
 }

@@ -527,3 +527,20 @@ fn claude_auto_memory_is_found_from_a_cwd_below_the_git_root_and_user_topics_are
     assert_eq!(got(std::slice::from_ref(&below)), want, "found from a cwd below the root");
     assert_eq!(got(&[below.clone(), root.clone()]), want, "found once for both");
 }
+
+#[test]
+fn claude_shell_and_ide_wrappers_are_meta_and_never_the_first_prompt() {
+    let file = log_file(MAIN);
+    let mut state = State::new();
+    let line = |n: u32, text: &str| {
+        json!({"type": "user", "uuid": format!("w-{n}"), "sessionId": "s-w", "timestamp": "2026-10-20T09:00:00Z", "message": {"role": "user", "content": text}}).to_string()
+    };
+    let wrapped = ["<bash-input>ls</bash-input>", "<bash-stdout>a b</bash-stdout><bash-stderr></bash-stderr>", "<ide_opened_file>The user opened src/a.ts in the IDE.</ide_opened_file>", "<ide_selection>x = 1</ide_selection>"];
+    for (n, text) in wrapped.iter().enumerate() {
+        let Line::Parsed(p) = Claude.parse_line(&file, &mut state, line(n as u32, text).as_bytes(), n as u64 + 1) else { panic!("parsed") };
+        assert_eq!(p.events[0].kind, origin_engine::record::EventKind::Meta, "{text}");
+        assert!(p.sessions.iter().all(|s| s.first_prompt.is_none()), "{text}");
+    }
+    let Line::Parsed(p) = Claude.parse_line(&file, &mut state, line(9, "fix the cache").as_bytes(), 9) else { panic!("parsed") };
+    assert_eq!(p.sessions[0].first_prompt.as_deref(), Some("fix the cache"), "the person's own words are the first prompt");
+}
