@@ -246,6 +246,11 @@ impl Adapter for Claude {
                                 Some("image") => (role, EventKind::Meta, "[image]".to_owned()),
                                 _ => (role, EventKind::Meta, b.to_string()),
                             };
+                            // An empty thinking block (its text withheld, only a signature kept) or
+                            // empty text says nothing: no event.
+                            if matches!(kind, EventKind::Meta | EventKind::Message) && text.trim().is_empty() {
+                                continue;
+                            }
                             push(n, r, kind, text);
                         }
                     }

@@ -544,3 +544,15 @@ fn claude_shell_and_ide_wrappers_are_meta_and_never_the_first_prompt() {
     let Line::Parsed(p) = Claude.parse_line(&file, &mut state, line(9, "fix the cache").as_bytes(), 9) else { panic!("parsed") };
     assert_eq!(p.sessions[0].first_prompt.as_deref(), Some("fix the cache"), "the person's own words are the first prompt");
 }
+
+#[test]
+fn claude_empty_thinking_and_text_blocks_make_no_event() {
+    let file = log_file(MAIN);
+    let mut state = State::new();
+    let line = json!({"type": "assistant", "uuid": "t-1", "sessionId": "s-t", "timestamp": "2026-10-20T09:00:00Z",
+        "message": {"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": "abc"}, {"type": "text", "text": "  "}, {"type": "text", "text": "the answer"}]}})
+    .to_string();
+    let Line::Parsed(p) = Claude.parse_line(&file, &mut state, line.as_bytes(), 1) else { panic!("parsed") };
+    let got: Vec<(&str, &str)> = p.events.iter().map(|e| (e.id.as_str(), e.text.as_str())).collect();
+    assert_eq!(got, [("claude-code:t-1:2", "the answer")], "the block keeps its number in the id");
+}
