@@ -13,8 +13,8 @@ pub fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// Text of message content given as a string, or as blocks (strings or objects with `text`)
-/// joined by newlines.
+/// Text of message content given as a string, or as blocks (strings or objects with `text`;
+/// an image block as `[image]`, so that it is not lost without a trace) joined by newlines.
 pub fn content_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -22,6 +22,7 @@ pub fn content_text(v: &Value) -> String {
             .iter()
             .filter_map(|b| match b {
                 Value::String(s) => Some(s.clone()),
+                _ if str_of(b, "type") == Some("image") => Some("[image]".to_owned()),
                 _ => str_of(b, "text").map(str::to_owned),
             })
             .collect::<Vec<_>>()
@@ -40,6 +41,7 @@ pub fn content_text_json(v: &crate::json::Json<'_>) -> String {
             .iter()
             .filter_map(|b| match b {
                 Json::String(s) => Some(s.to_string()),
+                _ if b.str_of("type") == Some("image") => Some("[image]".to_owned()),
                 _ => b.str_of("text").map(str::to_owned),
             })
             .collect::<Vec<_>>()
@@ -122,6 +124,15 @@ pub fn event(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn content_blocks_keep_their_text_and_mark_images() {
+        let v: Value = serde_json::from_str(r#"[{"type":"text","text":"see the chart"},{"type":"image","source":{"type":"base64","data":"iVBOR"}},"plain"]"#).expect("json");
+        assert_eq!(content_text(&v), "see the chart\n[image]\nplain");
+        let raw = serde_json::to_vec(&v).expect("bytes");
+        let j = crate::json::Json::parse(&raw, crate::json::Shape { skip: &[], raw: &[] }).expect("json");
+        assert_eq!(content_text_json(&j), "see the chart\n[image]\nplain");
+    }
 
     #[test]
     fn cutting_counts_characters_not_bytes() {
