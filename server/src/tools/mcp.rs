@@ -226,6 +226,8 @@ pub fn tools() -> Vec<Tool> {
         })
     };
     let id = json!({ "type": "string", "description": "An entry id (ent_…) or an event id (<source>:…)" });
+    let flag = |doc: &str| json!({ "type": "boolean", "default": false, "description": doc });
+    let limit = |max: u32, default: u32, doc: &str| json!({ "type": "integer", "minimum": 1, "maximum": max, "default": default, "description": doc });
     vec![
         Tool::new(
             "search",
@@ -240,8 +242,8 @@ pub fn tools() -> Vec<Tool> {
                     "until": time("When entries were written and events happened, before"),
                     "source": source("Events of this source only"),
                     "project": text("Entries and events of this project only"),
-                    "include_tools": { "type": "boolean", "default": false, "description": "Also search tool calls and tool results, not only messages" },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20, "description": "At most this many entries, and this many events" }
+                    "include_tools": flag("Also search tool calls and tool results, not only messages"),
+                    "limit": limit(100, 20, "At most this many entries, and this many events")
                 },
                 "additionalProperties": false
             })),
@@ -257,8 +259,8 @@ pub fn tools() -> Vec<Tool> {
                     "source": source("Sessions of this source only; with session, the source of that session"),
                     "project": text("Sessions of this project only"),
                     "session": text("A session id: list its events instead"),
-                    "include_tools": { "type": "boolean", "default": false, "description": "With session: also list tool calls and results, injected context, and system events, not only messages" },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": 500, "default": 50, "description": "At most this many sessions, or events" }
+                    "include_tools": flag("With session: also list tool calls and results, injected context, and system events, not only messages"),
+                    "limit": limit(500, 50, "At most this many sessions, or events")
                 },
                 "additionalProperties": false
             })),
