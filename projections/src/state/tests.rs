@@ -493,6 +493,56 @@ fn two_journal_handles_correcting_at_once_make_one_fork_with_the_same_winner() {
     assert_eq!(results[0].2, results[1].2);
 }
 
+/// Two journal handles (as two processes) on one store: one forgets an entry while the other
+/// corrects it, each having checked against the state it had caught up. Whichever record lands
+/// first, both handles end hiding every version, the correction included, with the same state.
+#[test]
+fn two_journal_handles_forgetting_and_correcting_at_once_both_hide_the_correction() {
+    for forget_first in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let jdir = dir.path().join("journal");
+        {
+            let j = Journal::open(&jdir, Options::default()).unwrap();
+            append(&j, &[ingested(vec![msg("e1", "s1", 10, "one")], vec![]), remember("ent_a", 100, &["e1"])]);
+        }
+        let (planned, corrected_first, written) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+        let spawn = |forgets: bool| {
+            let (jdir, planned, corrected_first, written) = (jdir.clone(), planned.clone(), corrected_first.clone(), written.clone());
+            std::thread::spawn(move || {
+                let j = Journal::open(&jdir, Options::default()).unwrap();
+                let mut s = State::new();
+                s.catch_up(&j).unwrap();
+                // What each tool checks first: the entry is known, current and not forgotten.
+                let plan = s.forget_plan("ent_a").unwrap();
+                assert_eq!(s.current_of("ent_a"), Some("ent_a"));
+                planned.wait();
+                // The record the test puts second waits for the first.
+                let second = forgets != forget_first;
+                if second {
+                    corrected_first.wait();
+                }
+                if forgets {
+                    append(&j, &[forget_with("tmb_race", "ent_a", &plan)]);
+                } else {
+                    append(&j, &[correct("ent_b", "ent_a", "ent_a", 200, &["e1"])]);
+                }
+                if !second {
+                    corrected_first.wait();
+                }
+                written.wait();
+                s.catch_up(&j).unwrap();
+                (s.is_hidden("ent_a").map(str::to_owned), s.is_hidden("ent_b").map(str::to_owned), s.entries(&EntryFilter::default(), NOW, 20).len(), s.digest())
+            })
+        };
+        let (forgetter, corrector) = (spawn(true), spawn(false));
+        let results = [forgetter.join().unwrap(), corrector.join().unwrap()];
+        for (a, b, listed, _) in &results {
+            assert_eq!((a.as_deref(), b.as_deref(), *listed), (Some("tmb_race"), Some("tmb_race"), 0), "forget first: {forget_first}");
+        }
+        assert_eq!(results[0].3, results[1].3, "the same state in both");
+    }
+}
+
 /// On the real file system, a state reads its events from the snapshot it mapped: another
 /// handle saving snapshots over it (written aside and renamed, several times) and the file
 /// then removed change nothing it answers, and it saves and reloads as before.
