@@ -24,35 +24,10 @@ impl From<Exit> for ExitCode {
     }
 }
 
-/// The exit code for an error that reached the edge.
+/// The exit code for an error that reached the edge: 1 for the journal's damage wherever it
+/// was found ([`is_journal_damage`](origin::tools::archive::is_journal_damage)), else 3.
 pub fn for_error(e: &anyhow::Error) -> Exit {
-    if e.chain().any(journal_damage) { Exit::Damaged } else { Exit::Failed }
-}
-
-/// True if `e` is the journal's corruption, itself or in one of the errors that carry the
-/// journal's errors through without naming them as their source (`#[error(transparent)]`
-/// shows the inner error as itself, so the chain never reaches it).
-fn journal_damage(e: &(dyn std::error::Error + 'static)) -> bool {
-    use origin_projections::{CatalogError, OpenError, state};
-    if let Some(t) = e.downcast_ref::<origin::tools::archive::ToolError>() {
-        return t.is_journal_damage();
-    }
-    let journal = if let Some(j) = e.downcast_ref::<origin_engine::Error>() {
-        Some(j)
-    } else if let Some(origin_ingest::ingest::IngestError::Journal(j)) = e.downcast_ref() {
-        Some(j)
-    } else if let Some(state::Error::Journal(j)) = e.downcast_ref() {
-        Some(j)
-    } else if let Some(CatalogError::Journal(j)) = e.downcast_ref() {
-        Some(j)
-    } else if let Some(OpenError::State(s)) = e.downcast_ref() {
-        return journal_damage(s);
-    } else if let Some(OpenError::Catalog(c)) = e.downcast_ref() {
-        return journal_damage(c);
-    } else {
-        None
-    };
-    journal.is_some_and(origin_engine::Error::is_corruption)
+    if e.chain().any(origin::tools::archive::is_journal_damage) { Exit::Damaged } else { Exit::Failed }
 }
 
 #[cfg(test)]

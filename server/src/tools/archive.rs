@@ -87,14 +87,25 @@ impl std::fmt::Display for ToolError {
 type ToolResult = Result<Value, ToolError>;
 
 /// A failure of the store itself (I/O, damage): reported as a tool error too, with its cause.
-fn store_error<E: std::fmt::Display + 'static>(e: E) -> ToolError {
-    let damaged = journal_damage(&e);
+fn store_error<E: std::error::Error + 'static>(e: E) -> ToolError {
+    let damaged = is_journal_damage(&e);
     ToolError(format!("The Origin store failed: {e}"), damaged)
 }
 
-/// True if `e` is the journal's corruption, or an error of the store's that carries it.
-fn journal_damage(e: &dyn std::any::Any) -> bool {
-    use origin_projections::{CatalogError, state};
+/// [`store_error`] for a failure the store's code found and words itself.
+fn store_failed(why: impl std::fmt::Display) -> ToolError {
+    ToolError(format!("The Origin store failed: {why}"), false)
+}
+
+/// True if `e` is the journal's corruption, or an error that carries it: the store's errors
+/// that hold the journal's (`#[error(transparent)]` shows the inner error as itself, so a chain
+/// of sources never reaches it) and a tool's failure that knew it. The command line exits 1
+/// for it.
+pub fn is_journal_damage(e: &(dyn std::error::Error + 'static)) -> bool {
+    use origin_projections::{CatalogError, OpenError, state};
+    if let Some(t) = e.downcast_ref::<ToolError>() {
+        return t.is_journal_damage();
+    }
     let journal = if let Some(j) = e.downcast_ref::<origin_engine::Error>() {
         Some(j)
     } else if let Some(state::Error::Journal(j)) = e.downcast_ref() {
@@ -103,6 +114,10 @@ fn journal_damage(e: &dyn std::any::Any) -> bool {
         Some(j)
     } else if let Some(origin_ingest::ingest::IngestError::Journal(j)) = e.downcast_ref() {
         Some(j)
+    } else if let Some(OpenError::State(s)) = e.downcast_ref() {
+        return is_journal_damage(s);
+    } else if let Some(OpenError::Catalog(c)) = e.downcast_ref() {
+        return is_journal_damage(c);
     } else {
         None
     };
@@ -358,7 +373,7 @@ fn role_str(role: origin_engine::record::Role) -> &'static str {
 
 fn random_hex(bytes: usize) -> Result<String, ToolError> {
     let mut b = vec![0u8; bytes];
-    getrandom::fill(&mut b).map_err(|e| store_error(format!("no randomness for a new id: {e}")))?;
+    getrandom::fill(&mut b).map_err(|e| store_failed(format!("no randomness for a new id: {e}")))?;
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
@@ -929,18 +944,18 @@ impl Archive {
     /// The original line behind an event, from the record that brought it.
     fn provenance(&self, meta: &origin_projections::EventMeta, quote: Option<String>) -> ToolResult {
         let recs = self.journal.read_vec(meta.offset, 1).map_err(store_error)?;
-        let r = recs.first().filter(|r| r.offset == meta.offset).ok_or_else(|| store_error(format!("record {} is missing", meta.offset)))?;
+        let r = recs.first().filter(|r| r.offset == meta.offset).ok_or_else(|| store_failed(format!("record {} is missing", meta.offset)))?;
         let mirrors = origin_ingest::mirror::Mirrors::new(self.home.join("raw"));
         let (original, mirror, line, raw, time) = if r.kind == origin_engine::RecordKind::Ingested as u8 {
             let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(store_error)?;
-            let e = view.event(u64::from(meta.index)).map_err(store_error)?.ok_or_else(|| store_error("event position does not hold"))?;
+            let e = view.event(u64::from(meta.index)).map_err(store_error)?.ok_or_else(|| store_failed("event position does not hold"))?;
             let h = view.head();
             let raw_bytes = zstd::decode_all(view.raw_zstd()).map_err(store_error)?;
             let raw_line = e
                 .line
                 .checked_sub(h.line_start)
                 .and_then(|want| raw_bytes.split(|&c| c == b'\n').nth(usize::try_from(want).ok()?))
-                .ok_or_else(|| store_error(format!("line {} is not among the lines of record {}", e.line, meta.offset)))?;
+                .ok_or_else(|| store_failed(format!("line {} is not among the lines of record {}", e.line, meta.offset)))?;
             (
                 h.path.clone(),
                 Value::String(mirrors.display_path(&h.mirror).to_string_lossy().into_owned()),
@@ -951,7 +966,7 @@ impl Archive {
         } else {
             match origin_engine::codec::decode(r.kind, r.kind_version, &r.payload, r.offset).map_err(store_error)?.1 {
                 Body::Imported(b) => (b.path.clone(), Value::Null, 1, b.event.text.clone(), b.event.time_unix_ms),
-                _ => return Err(store_error("an event points at a record that holds no events")),
+                _ => return Err(store_failed("an event points at a record that holds no events")),
             }
         };
         Ok(json!({
@@ -1074,7 +1089,7 @@ impl Archive {
                 let gone = cited.iter().find(|e| inner.state.is_hidden(e).is_some()).map_or(id.as_str(), String::as_str);
                 Err(ToolError::new(format!("Event {gone} has been forgotten and cannot be cited.")))
             }
-            Lookup::Unknown => Err(store_error("the new entry did not appear")),
+            Lookup::Unknown => Err(store_failed("the new entry did not appear")),
         }
     }
 
@@ -1146,7 +1161,7 @@ impl Archive {
             Lookup::Found(e) => Ok(json!({ "entry": self.entry_json(&e) })),
             // Another process forgot the entry (or an event it cites) while this was written.
             Lookup::Forgotten { .. } => Err(ToolError::forgotten(id)),
-            Lookup::Unknown => Err(store_error("the new version did not appear")),
+            Lookup::Unknown => Err(store_failed("the new version did not appear")),
         }
     }
 
@@ -1184,7 +1199,7 @@ impl Archive {
                 hidden_events: plan.events,
             })
         };
-        let Body::Forgotten(f) = &body else { return Err(store_error("forget built something else")) };
+        let Body::Forgotten(f) = &body else { return Err(store_failed("forget built something else")) };
         let out = json!({ "tombstone": f.tombstone, "forgotten_entries": f.hidden_entries, "excluded_events": f.hidden_events.len() });
         self.append(&body)?;
         Ok(out)
@@ -1237,7 +1252,7 @@ impl Archive {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_positive, store_error};
+    use super::{parse_positive, store_error, store_failed};
 
     #[test]
     fn a_store_failure_knows_when_it_is_the_journals_damage() {
@@ -1248,7 +1263,7 @@ mod tests {
         assert!(store_error(origin_ingest::ingest::IngestError::Journal(corrupt())).is_journal_damage());
         let io = origin_engine::Error::Io { op: "read", path: "p".into(), source: std::io::Error::other("x") };
         assert!(!store_error(io).is_journal_damage());
-        assert!(!store_error("record 7 is missing").is_journal_damage());
+        assert!(!store_failed("record 7 is missing").is_journal_damage());
         let e = store_error(corrupt());
         assert!(e.0.starts_with("The Origin store failed: ") && e.0.contains("at byte 9"), "{}", e.0);
     }
