@@ -318,8 +318,8 @@ impl Adapter for Zcode {
         let version = str_of(session, "version").filter(|d| !d.is_empty());
 
         let mut items: Vec<(String, Role, EventKind, String)> = Vec::new();
-        // Items dated otherwise than the part (a tool's call and result).
-        let mut times: std::collections::HashMap<String, Option<i64>> = std::collections::HashMap::new();
+        // A tool's call and result, dated when it started and ended where the part says.
+        let (mut started, mut ended) = (None, None);
         let mut prompt = None;
         let base = format!("zcode:{id}");
         match ty {
@@ -343,8 +343,7 @@ impl Adapter for Zcode {
                 // The part is written when the tool ends: its call is dated when it started, its
                 // result when it ended (`state.time`, milliseconds), when the part says.
                 let at = |key: &str| st["time"][key].as_i64().filter(|t| jiff::Timestamp::from_millisecond(*t).is_ok());
-                times.insert(format!("{base}:use"), at("start"));
-                times.insert(format!("{base}:result"), at("end"));
+                (started, ended) = (at("start"), at("end"));
                 let text_of = |v: &Value| match v {
                     Value::String(s) => s.clone(),
                     Value::Null => String::new(),
@@ -371,7 +370,12 @@ impl Adapter for Zcode {
 
         let mut out = Parsed::default();
         for (eid, role, kind, text) in items {
-            let at = times.get(&eid).copied().flatten().unwrap_or(time);
+            let at = match kind {
+                EventKind::ToolUse => started,
+                EventKind::ToolResult => ended,
+                _ => None,
+            }
+            .unwrap_or(time);
             let mut e = event(eid, at, &session_id, cwd, role, kind, text, line_no);
             e.agent_version = version.map(str::to_owned);
             out.events.push(e);
