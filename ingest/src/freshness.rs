@@ -132,7 +132,8 @@ pub struct Freshness {
     stop: Arc<(Mutex<bool>, Condvar)>,
     /// What was said of runs.
     reports: Mutex<Reports>,
-    /// Whether what became of the cursors' snapshot was looked at (once, after the first run).
+    /// Whether what became of the cursors' snapshot was looked at (once, after the first run
+    /// that needed the cursors).
     snapshot_looked: AtomicBool,
     say: Say,
     started: AtomicBool,
@@ -180,10 +181,15 @@ impl Freshness {
         for message in guard(&self.reports).after(only.is_none(), &result) {
             (self.say)(&message);
         }
-        if let Some(SnapshotUse::Rejected { reason }) = self.ingester.snapshot_use()
-            && !self.snapshot_looked.swap(true, Ordering::SeqCst)
+        // Once, when the cursors were first needed (a run that failed before may not have).
+        // Runs hold `running`, so one at a time gets here.
+        if !self.snapshot_looked.load(Ordering::SeqCst)
+            && let Some(used) = self.ingester.snapshot_use()
         {
-            (self.say)(&format!("the ingest cursors' snapshot was not used ({reason}); they were read again from the journal"));
+            self.snapshot_looked.store(true, Ordering::SeqCst);
+            if let SnapshotUse::Rejected { reason } = used {
+                (self.say)(&format!("the ingest cursors' snapshot was not used ({reason}); they were read again from the journal"));
+            }
         }
         result
     }
