@@ -36,7 +36,8 @@ const PERSISTED_OUTPUT_BYTES_MAX: u64 = 16 * 1024 * 1024;
 /// it (`<persisted-output>\nOutput too large (40.2KB). Full output saved to: <path>\n\nPreview
 /// (first 2KB): …`). The file is looked for by its session folder's and its own name, beside
 /// the log being read (the path in the line is the recording machine's): `None` when the text
-/// is no such preview, or the file is not there, too large or not UTF-8 (the preview stands).
+/// is no such preview, or the file is not there or too large (the preview stands). Bytes that
+/// are not UTF-8 are replaced (the raw line stays as written).
 fn persisted_output(log: &Path, text: &str) -> Option<String> {
     let rest = text.strip_prefix("<persisted-output>")?;
     let (_, after) = rest.split_once("Full output saved to: ")?;
@@ -56,7 +57,7 @@ fn persisted_output(log: &Path, text: &str) -> Option<String> {
     if !meta.is_file() || meta.len() > PERSISTED_OUTPUT_BYTES_MAX {
         return None;
     }
-    String::from_utf8(std::fs::read(&path).ok()?).ok()
+    Some(String::from_utf8_lossy(&std::fs::read(&path).ok()?).into_owned())
 }
 
 /// The `type` an auto-memory topic file's front matter gives (`user`, `feedback`, `project`,
