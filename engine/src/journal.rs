@@ -284,6 +284,9 @@ pub struct Journal {
     batches: AtomicU64,
     records_appended: AtomicU64,
     index_write_failures: AtomicU64,
+    /// What went wrong at each failed index write not yet taken by
+    /// [`Journal::take_index_write_failures`].
+    index_write_unsaid: Mutex<Vec<String>>,
 }
 
 fn now_unix_ms() -> i64 {
@@ -430,6 +433,7 @@ impl Journal {
         }
 
         // Sealed segments: all but the last, each ending with its seal.
+        let mut unwritten = Vec::new();
         let mut sealed: Vec<Arc<Sealed>> = Vec::new();
         let mut expected = headers[0].2.base_offset;
         let (last_path, last_file, last_header) = headers.pop().ok_or_else(|| Error::NoJournal { dir: dir.to_path_buf() })?;
@@ -451,7 +455,7 @@ impl Journal {
             if h.base_offset != expected {
                 return Err(Error::corrupt(&path, 40, format!("segment starts at offset {}, expected {expected}", h.base_offset)));
             }
-            let sparse = load_or_build_index(&*vfs, &path, &bytes, h.base_offset, seal_pos, next_offset, rw)?;
+            let sparse = load_or_build_index(&*vfs, &path, &bytes, h.base_offset, seal_pos, next_offset, rw, &mut unwritten)?;
             sealed.push(Arc::new(Sealed::new(h.base_offset, next_offset, path, bytes, seal_pos, sparse)));
             expected = next_offset;
         }
@@ -494,7 +498,8 @@ impl Journal {
             report: Mutex::new(report),
             batches: AtomicU64::new(0),
             records_appended: AtomicU64::new(0),
-            index_write_failures: AtomicU64::new(0),
+            index_write_failures: AtomicU64::new(unwritten.len() as u64),
+            index_write_unsaid: Mutex::new(unwritten),
         };
         {
             let _w = guard(&journal.writer);
@@ -870,8 +875,9 @@ impl Journal {
         let sparse = std::mem::take(&mut v.active.sparse);
         if mode == TailMode::Repair {
             let idx = encode_index(base, bytes.len() as u64, &sparse);
-            if write_index(&*self.vfs, &old_path, &idx).is_err() {
+            if let Err(e) = write_index(&*self.vfs, &old_path, &idx) {
                 self.index_write_failures.fetch_add(1, Ordering::Relaxed);
+                guard(&self.index_write_unsaid).push(index_write_failure(&old_path, &e));
             }
         }
         v.sealed.push(Arc::new(Sealed::new(base, next, old_path, bytes, seal_pos, sparse)));
@@ -1159,6 +1165,12 @@ impl Journal {
         })
     }
 
+    /// What went wrong at each index file this handle failed to write (at its open, or when a
+    /// segment was sealed) since the last call: each is returned once, for the user to be told.
+    pub fn take_index_write_failures(&self) -> Vec<String> {
+        std::mem::take(&mut *guard(&self.index_write_unsaid))
+    }
+
     /// Paths of the segment files, oldest first.
     pub fn segment_paths(&self) -> Vec<PathBuf> {
         let v = self.read_view();
@@ -1227,6 +1239,7 @@ fn load_or_build_index(
     seal_pos: u64,
     next_offset: u64,
     rw: bool,
+    unwritten: &mut Vec<String>,
 ) -> Result<Vec<(u64, u64)>> {
     let idx_path = path.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
     if let Ok(f) = vfs.open_read(&idx_path)
@@ -1248,11 +1261,22 @@ fn load_or_build_index(
         Stop::Sealed { seal_pos: p, .. } => return Err(Error::corrupt(path, p, "seal frame before the end of the segment")),
         Stop::Bad { pos, reason } => return Err(Error::corrupt(path, pos, reason)),
     }
-    if rw {
-        // Best effort: the index is a cache; failing to write it costs only a rebuild.
-        let _ = write_index(vfs, path, &encode_index(base, bytes.len() as u64, &scan.sparse));
+    // The index is a cache: failing to write it costs the next open this scan, so the open goes
+    // on, and the failure is kept for the user to be told.
+    if rw && let Err(e) = write_index(vfs, path, &encode_index(base, bytes.len() as u64, &scan.sparse)) {
+        unwritten.push(index_write_failure(path, &e));
     }
     Ok(scan.sparse)
+}
+
+/// What to tell the user of an index file of `segment` that could not be written.
+fn index_write_failure(segment: &Path, e: &io::Error) -> String {
+    let idx = segment.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
+    format!(
+        "could not write {} ({e}); it only says where records sit in a sealed segment, so nothing is lost: \
+         opening the store scans the segment instead and tries to write it again",
+        idx.display()
+    )
 }
 
 fn write_index(vfs: &dyn Vfs, segment: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -1537,5 +1561,40 @@ mod tests {
         let got = j.read_vec(0, 10).expect("read");
         assert_eq!(got[0].payload, big);
         assert_eq!(got[1].payload, vec![1, 2, 3]);
+    }
+
+    /// An index file that cannot be written (here a folder sits in its place) is no failure of
+    /// the seal or of the open, and each time it fails that is kept, once, for the user to be
+    /// told; once it can be written, nothing is.
+    #[test]
+    fn index_files_that_cannot_be_written_are_told_once_each_time() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("journal");
+        let j = Journal::open(&dir, opts(4096)).expect("open");
+        let first = j.segment_paths()[0].clone();
+        let idx = first.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
+        std::fs::create_dir_all(idx.join("in the way")).expect("a folder in the index file's place");
+        for i in 0..60u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append: a failed index write fails no seal");
+        }
+        assert!(j.segment_paths().len() > 2, "segments were sealed");
+        let told = j.take_index_write_failures();
+        assert_eq!(told.len(), 1, "the first segment's index only: {told:?}");
+        assert!(told[0].starts_with(&format!("could not write {} (", idx.display())), "{told:?}");
+        assert!(j.take_index_write_failures().is_empty(), "told once");
+        assert_eq!(j.status().expect("status").index_write_failures, 1);
+        drop(j);
+        // The open scans the segment instead, and fails to write its index again.
+        let j = Journal::open(&dir, opts(4096)).expect("reopen");
+        let told = j.take_index_write_failures();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(told[0].starts_with(&format!("could not write {} (", idx.display())), "{told:?}");
+        assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 60);
+        drop(j);
+        std::fs::remove_dir_all(&idx).expect("remove the folder");
+        let j = Journal::open(&dir, opts(4096)).expect("reopen");
+        assert!(j.take_index_write_failures().is_empty());
+        assert_eq!(j.status().expect("status").index_write_failures, 0);
+        assert!(idx.is_file(), "written by the open");
     }
 }

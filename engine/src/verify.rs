@@ -64,7 +64,7 @@ pub struct VerifyReport {
     pub damage: Vec<Damage>,
     /// A torn tail (a crash cut the last write): the next read-write open cuts it.
     pub torn_tail: Option<Damage>,
-    /// Index files that are missing or stale (not damage: they are rebuilt).
+    /// Index files that are missing, unreadable or stale (not damage: they are rebuilt).
     pub index_notes: Vec<String>,
     /// Segments left over by an interrupted compaction (covered by the segment before).
     pub leftovers: Vec<PathBuf>,
@@ -347,7 +347,12 @@ pub(crate) fn walk_inner(
             }) {
                 Ok(b) if decode_index(&b, base, data.len() as u64).is_some() => {}
                 Ok(_) => report.index_notes.push(format!("{}: stale or damaged, rebuilt on next open", idx.display())),
-                Err(_) => report.index_notes.push(format!("{}: missing, rebuilt on next open", idx.display())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    report.index_notes.push(format!("{}: missing, rebuilt on next open", idx.display()))
+                }
+                // Not a damage of the journal (the segment holds everything the index does),
+                // but not a missing file either: the reason is the user's to see.
+                Err(e) => report.index_notes.push(format!("{}: could not be read ({e}), rebuilt on next open", idx.display())),
             }
         }
         report.segments.push(seg);
@@ -388,5 +393,30 @@ mod tests {
         assert!(!report.is_clean());
         assert_eq!(report.records, 0);
         assert!(report.damage.iter().any(|d| d.position == 64 && d.reason.contains("end of the offset space")), "{report:?}");
+    }
+
+    /// An index file that is there but cannot be read is worded as such, not as missing.
+    #[test]
+    fn an_index_that_cannot_be_read_is_not_called_missing() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("journal");
+        let opts = Options { segment_size_bytes_max: 4096, ..Options::default() };
+        let j = Journal::open(&dir, opts).expect("open");
+        for i in 0..60u8 {
+            j.append(vec![crate::journal::NewRecord::scratch(vec![i; 150])]).expect("append");
+        }
+        let first = j.segment_paths()[0].clone();
+        drop(j);
+        let idx = first.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
+        assert!(verify_dir(&dir).expect("verify").index_notes.is_empty(), "the sealed segment's index was written");
+        // A directory where the index file should be: it opens, and reading it fails.
+        std::fs::remove_file(&idx).expect("remove the index");
+        std::fs::create_dir(&idx).expect("a directory in its place");
+        let notes = verify_dir(&dir).expect("verify").index_notes;
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].starts_with(&format!("{}: could not be read (", idx.display())) && notes[0].ends_with("), rebuilt on next open"), "{notes:?}");
+        std::fs::remove_dir(&idx).expect("remove the directory");
+        let notes = verify_dir(&dir).expect("verify").index_notes;
+        assert_eq!(notes, vec![format!("{}: missing, rebuilt on next open", idx.display())]);
     }
 }

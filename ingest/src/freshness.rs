@@ -181,6 +181,11 @@ impl Freshness {
         for message in guard(&self.reports).after(only.is_none(), &result) {
             (self.say)(&message);
         }
+        // Index files of sealed segments this process could not write, by this run or by any
+        // write since the last (the tools' writes seal segments too).
+        for message in self.ingester.journal().take_index_write_failures() {
+            (self.say)(&message);
+        }
         // Once, when the cursors were first needed (a run that failed before may not have).
         // Runs hold `running`, so one at a time gets here.
         if !self.snapshot_looked.load(Ordering::SeqCst)

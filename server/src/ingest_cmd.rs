@@ -94,6 +94,9 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    for m in ing.journal().take_index_write_failures() {
+        eprintln!("origin: {m}");
+    }
     // The next process starts its cursors from here; failing to save costs it a rebuild only.
     if let Err(e) = ing.save_snapshot() {
         eprintln!("origin: {e:#}; the next start rebuilds ingest's cursors from the journal");

@@ -160,3 +160,41 @@ fn the_watch_looks_again_at_files_a_run_could_not_read() {
     assert_eq!(said.len(), 3, "the failure, its end, b.jsonl's problem: {said:?}");
     assert!(said[0].contains("failed") && said[1].contains("works again") && said[2].contains("b.jsonl: its mirror"), "{said:?}");
 }
+
+/// An index file of a sealed journal segment that could not be written (a folder sits in its
+/// place) is said by the run that sealed the segment, once.
+#[test]
+fn an_index_file_the_ingest_could_not_write_is_said_once() {
+    let w = World::new();
+    let opts = origin_engine::Options { segment_size_bytes_max: 4096, ..origin_engine::Options::default() };
+    let j = origin_engine::Journal::open(w.store().join("journal"), opts).expect("open journal");
+    let first = j.segment_paths()[0].clone();
+    let idx = first.with_extension("idx");
+    std::fs::create_dir_all(idx.join("in the way")).expect("a folder in the index file's place");
+    let ing = origin_ingest::Ingester::new(Arc::new(j), &w.store(), origin_ingest::Homes::under(&w.home()));
+    let (say, said) = heard();
+    let f = Freshness::with_intervals(Arc::new(ing), Duration::ZERO, None, say);
+    // Text that does not compress, so that the records fill the small segment.
+    let mut x: u64 = 0x9e37_79b9;
+    for i in 0..8 {
+        let text: String = (0..200)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                format!("{:x} ", x >> 40)
+            })
+            .collect();
+        append(&w, "a.jsonl", format!("{}\n", line(&format!("i{i}"), &text)));
+    }
+    let s = f.before_read().expect("the read ingests");
+    assert_eq!(s.sources["claude-code"].events, 8);
+    // The next write finds the segment full and seals it.
+    append(&w, "a.jsonl", format!("{}\n", line("i8", "one more")));
+    assert!(f.before_read().is_some());
+    assert!(f.ingester().journal().segment_paths().len() > 1, "the first segment was sealed");
+    let heard_now = said.lock().expect("said").clone();
+    assert_eq!(heard_now.len(), 1, "{heard_now:?}");
+    assert!(heard_now[0].starts_with(&format!("could not write {} (", idx.display())), "{heard_now:?}");
+    append(&w, "a.jsonl", format!("{}\n", line("i9", "and another")));
+    assert!(f.before_read().is_some());
+    assert_eq!(said.lock().expect("said").len(), 1, "said once");
+}

@@ -410,6 +410,9 @@ pub fn say_journal_repairs(j: &Journal) {
     for l in &report.leftovers {
         eprintln!("origin: removed {}, left by an interrupted compaction", l.display());
     }
+    for m in j.take_index_write_failures() {
+        eprintln!("origin: {m}");
+    }
 }
 
 /// One store, open for the tools.
