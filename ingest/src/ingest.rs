@@ -400,7 +400,10 @@ impl Ingester {
         let projects = self.project_dirs(&cursors);
         for adapter in &self.adapters {
             let run = summary.sources.entry(adapter.source().id()).or_default();
-            for m in adapter.memory_files(&self.homes, &projects) {
+            let mut unlisted = Vec::new();
+            let files = adapter.memory_files(&self.homes, &projects, &mut unlisted);
+            run.problems.extend(unlisted);
+            for m in files {
                 match self.import_memory(&mut cursors, &m) {
                     Ok(true) => run.memory_versions += 1,
                     Ok(false) => {}
@@ -862,6 +865,8 @@ mod tests {
     /// is read (vanished between discovery and reading).
     struct Vanishing {
         files: Vec<PathBuf>,
+        /// Memory folders that could not be listed, as the adapter words them.
+        unlisted: Vec<String>,
     }
 
     impl Adapter for Vanishing {
@@ -885,7 +890,8 @@ mod tests {
         fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
             Claude.parse_line(file, state, line, line_no)
         }
-        fn memory_files(&self, _homes: &Homes, _projects: &[PathBuf]) -> Vec<MemoryFile> {
+        fn memory_files(&self, _homes: &Homes, _projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile> {
+            problems.extend(self.unlisted.iter().cloned());
             Vec::new()
         }
     }
@@ -902,11 +908,23 @@ mod tests {
         .expect("write");
         let journal = Journal::open(dir.path().join("store/journal"), origin_engine::Options::default()).expect("open");
         let ing = Ingester::new(Arc::new(journal), &dir.path().join("store"), Homes::under(dir.path()))
-            .with_adapters(vec![Box::new(Vanishing { files: vec![gone.clone(), good.clone()] })]);
+            .with_adapters(vec![Box::new(Vanishing { files: vec![gone.clone(), good.clone()], unlisted: Vec::new() })]);
         let summary = ing.run(None, &mut |_| {}).expect("run");
         let run = &summary.sources["claude-code"];
         assert_eq!(run.events, 1, "the readable file is read");
         assert_eq!(run.problems.len(), 1, "{:?}", run.problems);
         assert!(run.problems[0].contains("gone.jsonl"), "{:?}", run.problems);
+    }
+
+    /// Memory folders an adapter could not list are the run's problems, beside its logs'.
+    #[test]
+    fn memory_folders_that_cannot_be_listed_are_reported() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let journal = Journal::open(dir.path().join("store/journal"), origin_engine::Options::default()).expect("open");
+        let unlisted = "cannot list /home/dev/.claude/rules: Permission denied (os error 13)".to_owned();
+        let ing = Ingester::new(Arc::new(journal), &dir.path().join("store"), Homes::under(dir.path()))
+            .with_adapters(vec![Box::new(Vanishing { files: Vec::new(), unlisted: vec![unlisted.clone()] })]);
+        let summary = ing.run(None, &mut |_| {}).expect("run");
+        assert_eq!(summary.sources["claude-code"].problems, vec![unlisted]);
     }
 }

@@ -279,20 +279,19 @@ impl Adapter for Claude {
         Line::Parsed(out)
     }
 
-    fn memory_files(&self, homes: &Homes, projects: &[PathBuf]) -> Vec<MemoryFile> {
+    fn memory_files(&self, homes: &Homes, projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile> {
         let mut out = Vec::new();
-        let mut problems = Vec::new();
         let md = |p: &Path| p.extension().is_some_and(|e| e == "md");
         let user = |path: PathBuf| MemoryFile { source: Source::ClaudeCode, path, scope: MemoryScope::User, project: None };
         out.push(user(homes.claude.join("CLAUDE.md")));
-        out.extend(walk::files(&homes.claude.join("rules"), &md, &mut problems).into_iter().map(user));
+        out.extend(walk::files(&homes.claude.join("rules"), &md, problems).into_iter().map(user));
         for dir in projects {
             let project = Some(dir.to_string_lossy().into_owned());
             let mk = |path: PathBuf| MemoryFile { source: Source::ClaudeCode, path, scope: MemoryScope::Project, project: project.clone() };
             for name in ["CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md"] {
                 out.push(mk(dir.join(name)));
             }
-            out.extend(walk::files(&dir.join(".claude/rules"), &md, &mut problems).into_iter().map(mk));
+            out.extend(walk::files(&dir.join(".claude/rules"), &md, problems).into_iter().map(mk));
         }
         // Auto memory lives under the escaped path of the project's git root, which a session's
         // cwd may be below: the nearest folder, the cwd's own or an ancestor's, that has one.
@@ -309,7 +308,7 @@ impl Adapter for Claude {
                 continue;
             }
             let project = Some(root.to_string_lossy().into_owned());
-            for path in walk::files(&memory, &md, &mut problems) {
+            for path in walk::files(&memory, &md, problems) {
                 // A topic file about the user (`type: user` in its front matter) is theirs, not
                 // the project's.
                 let (scope, project) = if memory_type(&path).as_deref() == Some("user") {

@@ -458,9 +458,8 @@ impl Adapter for Codex {
         Line::Parsed(out)
     }
 
-    fn memory_files(&self, homes: &Homes, projects: &[PathBuf]) -> Vec<MemoryFile> {
+    fn memory_files(&self, homes: &Homes, projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile> {
         let mut out = Vec::new();
-        let mut problems = Vec::new();
         let agents = |dir: &Path| {
             let o = dir.join("AGENTS.override.md");
             if o.is_file() { o } else { dir.join("AGENTS.md") }
@@ -469,7 +468,7 @@ impl Adapter for Codex {
         out.push(user(agents(&homes.codex)));
         let memories = homes.codex.join("memories");
         let top_md = |p: &Path| p.extension().is_some_and(|e| e == "md") && p.parent() == Some(memories.as_path());
-        out.extend(walk::files(&memories, &top_md, &mut problems).into_iter().map(user));
+        out.extend(walk::files(&memories, &top_md, problems).into_iter().map(user));
         for dir in projects {
             out.push(MemoryFile { source: Source::Codex, path: agents(dir), scope: MemoryScope::Project, project: Some(dir.to_string_lossy().into_owned()) });
         }
@@ -814,7 +813,7 @@ mod tests {
     #[test]
     fn codex_memory_files() {
         let home = homes();
-        let got: Vec<(PathBuf, MemoryScope)> = Codex.memory_files(&home, &[]).into_iter().map(|m| (m.path, m.scope)).collect();
+        let got: Vec<(PathBuf, MemoryScope)> = Codex.memory_files(&home, &[], &mut Vec::new()).into_iter().map(|m| (m.path, m.scope)).collect();
         assert_eq!(
             got,
             vec![
@@ -835,7 +834,7 @@ mod tests {
         for p in [h.codex.join("AGENTS.md"), h.codex.join("AGENTS.override.md"), with_override.join("AGENTS.md"), with_override.join("AGENTS.override.md"), plain.join("AGENTS.md")] {
             std::fs::write(p, "- rule\n").expect("write");
         }
-        let got = Codex.memory_files(&h, &[with_override.clone(), plain.clone(), empty]);
+        let got = Codex.memory_files(&h, &[with_override.clone(), plain.clone(), empty], &mut Vec::new());
         let got: Vec<(PathBuf, MemoryScope, Option<String>)> = got.into_iter().map(|m| (m.path, m.scope, m.project)).collect();
         assert_eq!(
             got,

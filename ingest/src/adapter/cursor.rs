@@ -802,14 +802,13 @@ impl Adapter for Cursor {
         }
     }
 
-    fn memory_files(&self, _homes: &Homes, projects: &[PathBuf]) -> Vec<MemoryFile> {
+    fn memory_files(&self, _homes: &Homes, projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile> {
         let mut out = Vec::new();
-        let mut problems = Vec::new();
         let mdc = |p: &Path| p.extension().is_some_and(|e| e == "mdc");
         for dir in projects {
             let project = Some(dir.to_string_lossy().into_owned());
             let mk = |path: PathBuf| MemoryFile { source: Source::Cursor, path, scope: MemoryScope::Project, project: project.clone() };
-            out.extend(walk::files(&dir.join(".cursor/rules"), &mdc, &mut problems).into_iter().map(mk));
+            out.extend(walk::files(&dir.join(".cursor/rules"), &mdc, problems).into_iter().map(mk));
             out.push(mk(dir.join(".cursorrules")));
             out.push(mk(dir.join("AGENTS.md")));
         }
@@ -1155,7 +1154,7 @@ mod tests {
     fn memory_files_are_rules_cursorrules_and_agents_md() {
         let home = golden::fixture_home();
         let projects = [home.join("demo-app"), home.join("src/ledger_sync"), home.join("nowhere")];
-        let got = Cursor.memory_files(&homes(), &projects);
+        let got = Cursor.memory_files(&homes(), &projects, &mut Vec::new());
         let want = [
             (home.join("demo-app/.cursor/rules/testing.mdc"), &projects[0]),
             (home.join("demo-app/.cursor/rules/web-hooks.mdc"), &projects[0]),
@@ -1174,7 +1173,7 @@ mod tests {
             std::fs::create_dir_all(dir.join(f).parent().expect("parent")).expect("mkdir");
             std::fs::write(dir.join(f), "x").expect("write");
         }
-        let got: Vec<PathBuf> = Cursor.memory_files(&homes(), std::slice::from_ref(&dir)).into_iter().map(|m| m.path).collect();
+        let got: Vec<PathBuf> = Cursor.memory_files(&homes(), std::slice::from_ref(&dir), &mut Vec::new()).into_iter().map(|m| m.path).collect();
         assert_eq!(got, vec![dir.join(".cursor/rules/a.mdc"), dir.join(".cursor/rules/sub/b.mdc"), dir.join("AGENTS.md")]);
     }
 

@@ -528,17 +528,16 @@ impl Adapter for Grok {
         Line::Parsed(out)
     }
 
-    fn memory_files(&self, homes: &Homes, projects: &[PathBuf]) -> Vec<MemoryFile> {
+    fn memory_files(&self, homes: &Homes, projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile> {
         let mut out = Vec::new();
-        let mut problems = Vec::new();
         let md = |p: &Path| p.extension().is_some_and(|e| e == "md");
         let user = |path: PathBuf| MemoryFile { source: Source::Grok, path, scope: MemoryScope::User, project: None };
         out.push(user(homes.grok.join("AGENTS.md")));
-        out.extend(walk::files(&homes.grok.join("rules"), &md, &mut problems).into_iter().map(user));
+        out.extend(walk::files(&homes.grok.join("rules"), &md, problems).into_iter().map(user));
         // Memory (experimental): `memory/MEMORY.md` is the user's; `memory/<slug>-<hash8>/…`
         // belongs to one repository (keyed by its remote, so only its slug can be matched).
         let memory = homes.grok.join("memory");
-        for path in walk::files(&memory, &md, &mut problems) {
+        for path in walk::files(&memory, &md, problems) {
             let rel = path.strip_prefix(&memory).map(Path::to_path_buf).unwrap_or_default();
             let mut parts = rel.components();
             let (first, more) = (parts.next(), parts.next().is_some());
@@ -555,7 +554,7 @@ impl Adapter for Grok {
             for name in ["AGENTS.md", "AGENT.md"] {
                 out.push(mk(dir.join(name)));
             }
-            out.extend(walk::files(&dir.join(".grok/rules"), &md, &mut problems).into_iter().map(mk));
+            out.extend(walk::files(&dir.join(".grok/rules"), &md, problems).into_iter().map(mk));
         }
         out.retain(|m| m.path.is_file());
         out
@@ -823,7 +822,7 @@ mod tests {
         write(&weather.join(".grok/rules/tests.md"), "- tests\n");
         let other = projects_root.path().join("other");
         std::fs::create_dir_all(&other).expect("mkdir");
-        let files = Grok.memory_files(&homes(), &[weather.clone(), other]);
+        let files = Grok.memory_files(&homes(), &[weather.clone(), other], &mut Vec::new());
         let grok = homes().grok;
         let got: Vec<(String, MemoryScope, Option<String>)> = files
             .iter()
@@ -847,7 +846,7 @@ mod tests {
             ]
         );
         // Without a matching project the repository memory has no project.
-        let unresolved = Grok.memory_files(&homes(), &[]);
+        let unresolved = Grok.memory_files(&homes(), &[], &mut Vec::new());
         assert!(unresolved.iter().filter(|m| m.scope == MemoryScope::Project).all(|m| m.project.is_none()));
         assert_eq!(unresolved.len(), 5);
     }

@@ -150,8 +150,9 @@ pub trait Adapter: Send + Sync {
     }
 
     /// The agent's native memory files (user-level, and project-level for the given project
-    /// directories). Only files that exist.
-    fn memory_files(&self, homes: &Homes, projects: &[PathBuf]) -> Vec<MemoryFile>;
+    /// directories). Only files that exist. Folders that could not be listed are added to
+    /// `problems`, for the user to be told.
+    fn memory_files(&self, homes: &Homes, projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile>;
 }
 
 /// Whose memory a native memory file holds.

@@ -406,7 +406,7 @@ impl Adapter for Zcode {
         Line::Parsed(out)
     }
 
-    fn memory_files(&self, _homes: &Homes, projects: &[PathBuf]) -> Vec<MemoryFile> {
+    fn memory_files(&self, _homes: &Homes, projects: &[PathBuf], _problems: &mut Vec<String>) -> Vec<MemoryFile> {
         // ZCode injects the project's AGENTS.md; its own memory feature's files are not known.
         projects
             .iter()
@@ -691,7 +691,7 @@ mod tests {
         std::fs::create_dir_all(&a).expect("mkdir");
         std::fs::create_dir_all(&b).expect("mkdir");
         std::fs::write(a.join("AGENTS.md"), "- x\n").expect("write");
-        let files = Zcode.memory_files(&homes(), &[a.clone(), b]);
+        let files = Zcode.memory_files(&homes(), &[a.clone(), b], &mut Vec::new());
         assert_eq!(
             files,
             vec![MemoryFile { source: Source::Zcode, path: a.join("AGENTS.md"), scope: MemoryScope::Project, project: Some(a.to_string_lossy().into_owned()) }]
