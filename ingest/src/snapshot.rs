@@ -95,7 +95,15 @@ pub fn load(path: &Path, store_id: StoreId, epoch: u64, journal_end: u64) -> Res
 /// The cursors of `journal` (as this handle sees it): from the snapshot at `path` when it
 /// checks out, else from the journal's start, then caught up; and what became of the snapshot.
 pub fn caught_up(journal: &Journal, path: &Path) -> origin_engine::Result<(Cursors, SnapshotUse)> {
-    let (mut cursors, used) = match load(path, journal.store_id(), journal.epoch(), journal.next_offset()) {
+    let mut loaded = load(path, journal.store_id(), journal.epoch(), journal.next_offset());
+    if matches!(loaded, Err(SnapshotUse::Rejected { .. })) {
+        // Another process may have saved it after appending records this handle has not seen
+        // yet: look at the journal again before calling it ahead (the read is that of a
+        // snapshot that is rarely refused).
+        journal.refresh()?;
+        loaded = load(path, journal.store_id(), journal.epoch(), journal.next_offset());
+    }
+    let (mut cursors, used) = match loaded {
         Ok(c) => {
             let read_to = c.read_to;
             (c, SnapshotUse::Loaded { read_to })
@@ -134,6 +142,29 @@ mod tests {
         // A header whose offset is not the body's.
         let other = sealed(&bytes[CURSORS_HEADER_SIZE..], 41);
         assert!(decode(&other, STORE, 3).unwrap_err().contains("header says 41"));
+    }
+
+    /// A snapshot another process saved of records it appended after this handle last looked
+    /// at the journal is used: the journal is looked at again before the snapshot is called
+    /// ahead of it.
+    #[test]
+    fn a_snapshot_of_records_this_handle_has_not_seen_yet_is_used() {
+        use origin_engine::{Journal, NewRecord, Options};
+        let dir = tempfile::tempdir().unwrap();
+        let j1 = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        let j2 = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        for i in 0..3u8 {
+            j2.append(vec![NewRecord::scratch(vec![i])]).unwrap();
+        }
+        let mut c = Cursors::default();
+        c.catch_up(&j2).unwrap();
+        assert_eq!(c.read_to, 3);
+        let path = dir.path().join("cursors.snap");
+        save(&path, &c, j2.store_id(), j2.epoch()).unwrap();
+        assert_eq!(j1.next_offset(), 0, "the first handle has not looked since");
+        let (loaded, used) = caught_up(&j1, &path).unwrap();
+        assert_eq!(used, SnapshotUse::Loaded { read_to: 3 });
+        assert_eq!(loaded, c);
     }
 
     proptest! {

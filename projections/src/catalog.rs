@@ -293,7 +293,14 @@ impl Catalog {
         let problem = match found {
             Some(b) if b == identity => match Index::open_shared_in(dir.clone()) {
                 Ok(index) => match index.mark() {
-                    Some(m) if m > journal.next_offset() => {
+                    // Another process may have committed records it appended after this handle
+                    // last looked at the journal: look again before calling the index ahead
+                    // (and deleting what every process shares).
+                    Some(m) if m > journal.next_offset() && {
+                        journal.refresh()?;
+                        m > journal.next_offset()
+                    } =>
+                    {
                         Some(format!("it reflects journal offset {m} but the journal ends at {}", journal.next_offset()))
                     }
                     _ => {
@@ -837,6 +844,26 @@ mod tests {
         let mut k: Vec<String> = c.search(&parse_query(q).unwrap(), &f, &|_| true, 50).unwrap().into_iter().map(|h| h.key).collect();
         k.sort();
         k
+    }
+
+    /// An index another process committed, of records it appended after this process's
+    /// journal handle last looked, is not "ahead of the journal": the open looks again, loads
+    /// it, and deletes nothing.
+    #[test]
+    fn an_index_of_records_this_handle_has_not_seen_yet_is_loaded_not_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let j1 = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        let j2 = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        append(&j2, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
+        let idx = dir.path().join("index");
+        let (mut c2, _) = Catalog::open(&idx, &j2).unwrap();
+        c2.catch_up(&j2).unwrap();
+        assert_eq!(c2.commit().unwrap(), Committed::Written);
+        assert_eq!(j1.next_offset(), 0, "the first handle has not looked since");
+        let (c1, opened) = Catalog::open(&idx, &j1).unwrap();
+        assert_eq!(opened, CatalogOpened::Loaded { mark: 1 });
+        assert_eq!(keys(&c1, "release", Scope::Event), ["claude-code:e1"]);
+        assert_eq!(keys(&c2, "workflow", Scope::Event), ["claude-code:e1"], "the segment the other process holds is still there");
     }
 
     /// A commit is called for by the documents' count or their bytes in memory, whichever

@@ -445,7 +445,15 @@ impl State {
     /// epoch, or ahead of the journal is not trusted: the state is rebuilt from the journal.
     pub fn open(journal: &Journal, vfs: &dyn Vfs, path: &Path) -> Result<(State, Opened)> {
         journal.refresh()?;
-        let (mut state, snapshot) = match snapshot::load(vfs, path, journal.store_id(), journal.epoch()) {
+        let loaded = snapshot::load(vfs, path, journal.store_id(), journal.epoch());
+        if let snapshot::Load::Loaded(s) = &loaded
+            && s.read_to > journal.next_offset()
+        {
+            // Saved by another process after the refresh above, of records it appended since:
+            // look again before calling the snapshot ahead of the journal.
+            journal.refresh()?;
+        }
+        let (mut state, snapshot) = match loaded {
             snapshot::Load::Missing => (State::new(), SnapshotUse::Missing),
             snapshot::Load::Rejected(reason) => (State::new(), SnapshotUse::Rejected { reason }),
             snapshot::Load::Loaded(s) if s.read_to > journal.next_offset() => {
