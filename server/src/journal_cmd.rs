@@ -336,7 +336,7 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     let mut state = State::new();
     // A full replay rebuilds ingest's cursors too (from the same records), and saves them.
     let mut cursors = until_at.is_none().then(origin_ingest::cursor::Cursors::default);
-    walk_with_bar(&j, "replaying", |r| {
+    walk_with_bar(&j, "replaying", 0, |r| {
         if let Some((off, time)) = until_at {
             if off.is_some_and(|o| r.offset >= o) || time.is_some_and(|t| r.time_unix_ms > t) {
                 return Ok(ControlFlow::Break(()));
@@ -403,12 +403,15 @@ fn records_bar(what: &str, total: u64) -> Option<indicatif::ProgressBar> {
     })
 }
 
-/// Reads every record from the journal's start through `f`, with a progress bar on a terminal;
+/// Reads every record from offset `from` through `f`, with a progress bar on a terminal;
 /// stops where `f` breaks or fails (its error, naming the record's offset, is returned).
-fn walk_with_bar(j: &Journal, what: &str, mut f: impl FnMut(&origin_engine::Record<'_>) -> Result<ControlFlow<()>>) -> Result<()> {
+fn walk_with_bar(j: &Journal, what: &str, from: u64, mut f: impl FnMut(&origin_engine::Record<'_>) -> Result<ControlFlow<()>>) -> Result<()> {
     let bar = records_bar(what, j.next_offset());
+    if let Some(b) = &bar {
+        b.set_position(from);
+    }
     let mut failure = None;
-    j.read_from(0, |r| {
+    j.read_from(from, |r| {
         match f(&r) {
             Ok(ControlFlow::Continue(())) => {}
             Ok(ControlFlow::Break(())) => return Ok(ControlFlow::Break(())),
@@ -432,31 +435,9 @@ fn walk_with_bar(j: &Journal, what: &str, mut f: impl FnMut(&origin_engine::Reco
 /// runs the merges the policy calls for.
 fn rebuild_index(dir: &Path, j: &Journal) -> Result<()> {
     use origin_projections::index::{merge, MergePolicy};
-    use origin_projections::{Catalog, Committed};
+    use origin_projections::Catalog;
     let mut catalog = Catalog::start_over(dir, j).with_context(|| format!("clearing the text index in {}", dir.display()))?;
-    walk_with_bar(j, "indexing", |r| {
-        if catalog.wants(r.offset, r.kind) {
-            let (_, body) = r.decode()?;
-            catalog.apply(r.offset, &body)?;
-        } else {
-            catalog.pass(r.offset);
-        }
-        // A commit another process holds the lock for waits for the next record.
-        if catalog.wants_commit() {
-            catalog.commit()?;
-        }
-        Ok(ControlFlow::Continue(()))
-    })?;
-    loop {
-        match catalog.commit()? {
-            Committed::Written | Committed::Nothing => break,
-            Committed::Busy => std::thread::sleep(std::time::Duration::from_millis(50)),
-            // Another process committed what it had fed: go on from its mark.
-            Committed::Superseded => {
-                catalog.catch_up(j)?;
-            }
-        }
-    }
+    index_journal(&mut catalog, j)?;
     while let Some(planned) = catalog.plan_merge(&MergePolicy::default())? {
         let merged = merge(&planned.job)?;
         catalog.install_merge(merged, planned)?;
@@ -468,4 +449,114 @@ fn rebuild_index(dir: &Path, j: &Journal) -> Result<()> {
         dir.display()
     );
     Ok(())
+}
+
+/// Feeds `catalog` every record of the journal from its mark on, with a progress bar, and
+/// commits what it holds at the end.
+fn index_journal(catalog: &mut origin_projections::Catalog, j: &Journal) -> Result<()> {
+    use origin_projections::Committed;
+    loop {
+        let mut superseded = false;
+        walk_with_bar(j, "indexing", catalog.read_to(), |r| {
+            if catalog.wants(r.offset, r.kind) {
+                let (_, body) = r.decode()?;
+                catalog.apply(r.offset, &body)?;
+            } else {
+                catalog.pass(r.offset);
+            }
+            // A commit another process holds the lock for waits for the next record. One that
+            // another process (a server on this store) wrote first, from the emptied index, took
+            // this catalog back to its mark: the walk starts again from there.
+            if catalog.wants_commit() && catalog.commit()? == Committed::Superseded {
+                superseded = true;
+                return Ok(ControlFlow::Break(()));
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        if !superseded {
+            break;
+        }
+    }
+    loop {
+        match catalog.commit()? {
+            Committed::Written | Committed::Nothing => break,
+            Committed::Busy => std::thread::sleep(std::time::Duration::from_millis(50)),
+            // Another process committed what it had fed: go on from its mark.
+            Committed::Superseded => {
+                catalog.catch_up(j)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use origin_engine::record::{Event, EventKind, Ingested, Role};
+    use origin_engine::{Body, NewRecord, Options};
+    use origin_projections::{Catalog, Committed, Filters, Scope};
+
+    use super::*;
+
+    fn ingested(i: u64) -> Body {
+        let event = Event {
+            id: format!("claude-code:e{i}"),
+            time_unix_ms: 1_000 + i as i64,
+            session: "s1".into(),
+            project: None,
+            role: Role::User,
+            kind: EventKind::Message,
+            text: format!("common word{i}"),
+            text_cut_chars: 0,
+            cwd: None,
+            git_branch: None,
+            agent_version: None,
+            line: i + 1,
+        };
+        Body::Ingested(Ingested {
+            source: "claude-code".into(),
+            path: "/p".into(),
+            mirror: "claude-code/p".into(),
+            file_version: 1,
+            byte_start: i,
+            byte_end: i + 1,
+            line_start: i + 1,
+            line_end: i + 2,
+            prefix_hash: 0,
+            raw_zstd: Vec::new(),
+            events: vec![event],
+            sessions: Vec::new(),
+            malformed_lines: 0,
+            cut_lines: 0,
+            state: Vec::new(),
+        })
+    }
+
+    /// `origin journal replay` empties the index and feeds it again while a server on the store
+    /// may commit first from the emptied index (taking replay's catalog back to its mark):
+    /// every record is indexed all the same.
+    #[test]
+    fn an_index_rebuilt_beside_a_process_that_commits_first_misses_no_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        let bodies: Vec<Body> = (0..6).map(ingested).collect();
+        for b in &bodies {
+            j.append(vec![NewRecord::new(b).unwrap()]).unwrap();
+        }
+        let idx = dir.path().join("index");
+        let mut replay = Catalog::start_over(&idx, &j).unwrap();
+        replay.set_commit_docs(3);
+        // The server opens the emptied index, feeds the first record and commits it.
+        let (mut server, _) = Catalog::open(&idx, &j).unwrap();
+        server.apply(0, &bodies[0]).unwrap();
+        assert_eq!(server.commit().unwrap(), Committed::Written);
+        index_journal(&mut replay, &j).unwrap();
+        let filters = Filters { scope: Some(Scope::Event), ..Filters::default() };
+        let query = origin_projections::parse_query("common").unwrap();
+        let mut keys: Vec<String> = replay.search(&query, &filters, &|_| true, 50).unwrap().into_iter().map(|h| h.key).collect();
+        keys.sort();
+        assert_eq!(keys, (0..6).map(|i| format!("claude-code:e{i}")).collect::<Vec<_>>());
+        assert_eq!(replay.index().doc_count(), 6);
+    }
 }
