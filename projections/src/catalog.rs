@@ -354,7 +354,11 @@ impl Catalog {
         // Segment ids go on from those of the index deleted: other processes may still hold
         // its segments, by id.
         let next_id = Index::next_id_in(dir);
-        for name in dir.list()? {
+        // The manifest first: a process reading the index meanwhile then finds no index (and
+        // feeds one from the journal), never a manifest naming segments already deleted.
+        let mut names = dir.list()?;
+        names.sort_by_key(|n| n != crate::index::MANIFEST_FILE_NAME);
+        for name in names {
             if name == LOCK_FILE {
                 continue;
             }

@@ -328,6 +328,11 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             Some((None, Some(ms)))
         }
     };
+    if let Some((Some(offset), _)) = until_at
+        && offset > j.next_offset()
+    {
+        bail!("--until {offset} is past the journal's end: its records end before offset {} (a time is given with a date, e.g. 2026-10-20T09:00:00Z)", j.next_offset());
+    }
     let out_dir = match (until_at.is_some(), to) {
         (true, None) => bail!("--until needs --to DIR: the state as it was then goes into a separate folder"),
         (_, Some(t)) => t.to_path_buf(),
@@ -342,17 +347,16 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
                 return Ok(ControlFlow::Break(()));
             }
         }
-        match r.decode() {
-            Ok((_, body)) => {
-                state.apply(r.offset, &body);
-                if let Some(c) = cursors.as_mut() {
-                    c.apply(r.offset, &body);
-                }
-            }
-            Err(e) if origin_engine::RecordKind::from_u8(r.kind).is_some() && r.kind != origin_engine::RecordKind::Scratch as u8 => {
-                return Err(anyhow::Error::from(e).context("a record could not be decoded; nothing was saved"));
-            }
-            Err(_) => {}
+        // The records the projections read, decoded as they decode them; the others (tokens,
+        // devices, scratch, kinds newer than this build) passed over as they pass them.
+        if !State::reads_kind(r.kind) {
+            state.pass(r.offset);
+            return Ok(ControlFlow::Continue(()));
+        }
+        let (_, body) = r.decode().map_err(|e| anyhow::Error::from(e).context("a record could not be decoded; nothing was saved"))?;
+        state.apply(r.offset, &body);
+        if let Some(c) = cursors.as_mut() {
+            c.apply(r.offset, &body);
         }
         Ok(ControlFlow::Continue(()))
     })?;

@@ -50,6 +50,7 @@ mod error;
 pub mod folder;
 pub mod limits;
 mod manifest;
+pub(crate) use manifest::FILE_NAME as MANIFEST_FILE_NAME;
 mod memory;
 mod merge;
 mod pairs;
