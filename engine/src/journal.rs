@@ -435,7 +435,9 @@ impl Journal {
         // Sealed segments: all but the last, each ending with its seal.
         let mut unwritten = Vec::new();
         let mut sealed: Vec<Arc<Sealed>> = Vec::new();
-        let mut expected = headers[0].2.base_offset;
+        // Every journal starts at offset 0 (compaction keeps the first segment's name, salvage
+        // numbers from 0): a first segment further on means the files before it are gone.
+        let mut expected = 0;
         let (last_path, last_file, last_header) = headers.pop().ok_or_else(|| Error::NoJournal { dir: dir.to_path_buf() })?;
         for (path, file, h) in headers {
             let bytes = file.map().map_err(|e| Error::io("map", &path, e))?;
@@ -453,7 +455,7 @@ impl Journal {
                 continue;
             }
             if h.base_offset != expected {
-                return Err(Error::corrupt(&path, 40, format!("segment starts at offset {}, expected {expected}", h.base_offset)));
+                return Err(Error::corrupt(&path, 40, misplaced_segment(h.base_offset, expected)));
             }
             let sparse = load_or_build_index(&*vfs, &path, &bytes, h.base_offset, seal_pos, next_offset, rw, &mut unwritten)?;
             sealed.push(Arc::new(Sealed::new(h.base_offset, next_offset, path, bytes, seal_pos, sparse)));
@@ -463,11 +465,7 @@ impl Journal {
             vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
         }
         if last_header.base_offset != expected {
-            return Err(Error::corrupt(
-                &last_path,
-                40,
-                format!("segment starts at offset {}, expected {expected}", last_header.base_offset),
-            ));
+            return Err(Error::corrupt(&last_path, 40, misplaced_segment(last_header.base_offset, expected)));
         }
         let file = if rw { vfs.open_rw(&last_path).map_err(|e| Error::io("open", &last_path, e))? } else { last_file };
         let active = Active {
@@ -1269,6 +1267,15 @@ fn load_or_build_index(
     Ok(scan.sparse)
 }
 
+/// Why a segment that starts at offset `base` where `expected` was due is damage.
+pub(crate) fn misplaced_segment(base: u64, expected: u64) -> String {
+    if expected == 0 && base > 0 {
+        format!("the journal's first segment starts at offset {base}: offsets 0 to {} are missing (the segment files that held them are gone)", base - 1)
+    } else {
+        format!("segment starts at offset {base}, expected {expected}")
+    }
+}
+
 /// What to tell the user of an index file of `segment` that could not be written.
 fn index_write_failure(segment: &Path, e: &io::Error) -> String {
     let idx = segment.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
@@ -1506,17 +1513,18 @@ mod tests {
     }
 
     /// Found by reading after fuzzing: a journal whose segment starts at offset u64::MAX
-    /// opened fine, and the next append wrapped the offsets around.
+    /// opened fine, and the next append wrapped the offsets around. Such a journal is now
+    /// refused at the open (every journal starts at offset 0), so no append reaches the end
+    /// of the offsets (the append's own check stays, for a journal of 2^64 records).
     #[test]
-    fn an_append_that_would_run_past_the_last_offset_is_refused() {
+    fn a_journal_at_the_last_offset_is_refused_before_any_append() {
         let fs = SimFs::new(8);
         let dir = Path::new("/s/journal");
         vfs_create_dir(&fs, dir);
         create_segment(&fs, dir, [1; 16], 0, u64::MAX).expect("segment");
-        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open");
-        let e = j.append(vec![NewRecord::scratch(vec![1])]).expect_err("refused");
+        let e = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).map(|j| j.next_offset()).expect_err("refused");
         assert!(e.is_corruption(), "{e}");
-        assert_eq!(j.next_offset(), u64::MAX);
+        assert!(e.to_string().contains("offsets 0 to 18446744073709551614 are missing"), "{e}");
     }
 
     fn vfs_create_dir(fs: &SimFs, dir: &Path) {
@@ -1597,4 +1605,43 @@ mod tests {
         assert_eq!(j.status().expect("status").index_write_failures, 0);
         assert!(idx.is_file(), "written by the open");
     }
+
+    /// A journal whose first segment file is gone (its first segment further on than offset
+    /// 0) is damage, at the open and for verify, naming the offsets lost; salvage keeps the rest.
+    #[test]
+    fn a_journal_whose_first_segment_is_gone_is_damage_not_a_shorter_journal() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("journal");
+        let j = Journal::open(&dir, opts(4096)).expect("open");
+        for i in 0..60u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+        }
+        let paths = j.segment_paths();
+        drop(j);
+        assert!(paths.len() > 2);
+        std::fs::remove_file(&paths[0]).expect("remove the first segment");
+        std::fs::remove_file(paths[0].with_extension(INDEX_SUFFIX.trim_start_matches('.'))).expect("and its index");
+        let second = crate::segment::SegmentHeader::decode(&std::fs::read(&paths[1]).expect("read"), &paths[1]).expect("header").base_offset;
+        assert!(second > 0);
+        let why = format!("the journal's first segment starts at offset {second}: offsets 0 to {} are missing", second - 1);
+        for access in [Access::ReadWrite, Access::ReadOnly] {
+            match Journal::open(&dir, Options { access, ..opts(4096) }) {
+                Err(Error::Corrupt { segment, reason, .. }) => {
+                    assert_eq!(segment, paths[1]);
+                    assert!(reason.starts_with(&why), "{reason}");
+                }
+                other => panic!("{access:?}: {:?}", other.map(|j| j.next_offset())),
+            }
+        }
+        let report = crate::verify::verify_dir(&dir).expect("verify");
+        assert!(!report.is_clean());
+        assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
+        assert!(report.damage[0].reason.starts_with(&why) && report.damage[0].offsets_lost == Some((0, second - 1)), "{:?}", report.damage);
+        let to = tmp.path().join("salvaged");
+        let saved = crate::salvage::salvage_dir(&dir, &to).expect("salvage");
+        assert_eq!(saved.records_copied, 60 - second);
+        let j = Journal::open(&to, opts(4096)).expect("the salvaged journal opens");
+        assert_eq!(j.read_vec(0, 1).expect("read")[0].payload, vec![second as u8; 150]);
+    }
 }
+

@@ -120,7 +120,8 @@ pub(crate) fn walk_inner(
     }
     let mut report = VerifyReport { dir: dir.to_path_buf(), ..Default::default() };
     let lock_path = dir.join(LOCK_FILE_NAME);
-    let mut expected: Option<u64> = None;
+    // Every journal starts at offset 0 (see `Journal::open`).
+    let mut expected: Option<u64> = Some(0);
     let count = bases.len();
     for (i, base) in bases.into_iter().enumerate() {
         let last = i + 1 == count;
@@ -235,7 +236,11 @@ pub(crate) fn walk_inner(
                     Damage {
                         segment: path.clone(),
                         position: 0,
-                        reason: format!("offsets {e} to {} are missing between segments", base - 1),
+                        reason: if e == 0 {
+                            crate::journal::misplaced_segment(base, 0)
+                        } else {
+                            format!("offsets {e} to {} are missing between segments", base - 1)
+                        },
                         size_bytes: 0,
                         offsets_lost: Some((e, base - 1)),
                     },
