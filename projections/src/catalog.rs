@@ -53,6 +53,9 @@ const IDENTITY_SIZE_BYTES: u64 = 40;
 /// The layout of an index directory: 2 since entries left it for their own index (a directory
 /// of layout 1 also holds entry versions, and is rebuilt).
 const LAYOUT_VERSION: u16 = 2;
+/// The tokenizer's rules the index's terms were cut by: 1 since variation selectors and the
+/// final sigma fold away and Han and kana join across a line break (0, before, is rebuilt).
+const TOKENS_VERSION: u16 = 1;
 /// Entry documents are numbered from here, so that a hit's id says which index it came from.
 pub const ENTRY_DOC_BASE: DocId = 1 << 31;
 
@@ -234,7 +237,7 @@ fn identity_bytes(store: StoreId, epoch: u64) -> Vec<u8> {
     let mut b = Vec::with_capacity(40);
     b.extend_from_slice(IDENTITY_MAGIC);
     b.extend_from_slice(&LAYOUT_VERSION.to_le_bytes());
-    b.extend_from_slice(&[0, 0]);
+    b.extend_from_slice(&TOKENS_VERSION.to_le_bytes());
     b.extend_from_slice(&store);
     b.extend_from_slice(&epoch.to_le_bytes());
     let crc = crc32fast::hash(&b);
@@ -322,6 +325,10 @@ impl Catalog {
             },
             Some(b) if b.len() == 36 && b.starts_with(IDENTITY_MAGIC) => {
                 Some("it was built by an older version of Origin (entries and events in one index)".into())
+            }
+            // The same but for the tokenizer's version: what the terms are changed since.
+            Some(b) if b.len() == identity.len() && b[..10] == identity[..10] && b[12..36] == identity[12..36] && b[10..12] != identity[10..12] => {
+                Some("its words were cut by an older version of Origin's tokenizer".into())
             }
             Some(_) => Some("it belongs to another journal (store id or epoch differ), or its journal file is damaged".into()),
             None => None,
@@ -848,6 +855,26 @@ mod tests {
         let mut k: Vec<String> = c.search(&parse_query(q).unwrap(), &f, &|_| true, 50).unwrap().into_iter().map(|h| h.key).collect();
         k.sort();
         k
+    }
+
+    /// An index whose terms an older tokenizer cut (its `journal` file names tokenizer
+    /// version 0) is rebuilt from the journal, and says why.
+    #[test]
+    fn an_index_of_an_older_tokenizer_is_rebuilt() {
+        let (_dir, j, idx, c) = committed_store_of_one_event();
+        drop(c);
+        let mut old = fs::read(idx.join(IDENTITY_FILE)).unwrap();
+        old[10..12].copy_from_slice(&0u16.to_le_bytes());
+        let crc = crc32fast::hash(&old[..36]);
+        old[36..40].copy_from_slice(&crc.to_le_bytes());
+        fs::write(idx.join(IDENTITY_FILE), &old).unwrap();
+        let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+        assert_eq!(opened, CatalogOpened::Rebuilt { reason: "its words were cut by an older version of Origin's tokenizer".into() });
+        assert_eq!(c.read_to(), 0, "fed again from the journal's start");
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "release", Scope::Event), ["claude-code:e1"]);
+        let (_, opened) = Catalog::open(&idx, &j).unwrap();
+        assert_eq!(opened, CatalogOpened::Fresh, "its journal file written again, with no segment yet");
     }
 
     /// An index another process committed, of records it appended after this process's

@@ -130,6 +130,19 @@ fn search_matches_phrase_across_line_break_in_order() {
     assert_eq!(found(&index, "from master"), set(&[0, 1, 2]));
 }
 
+/// Chinese and Japanese hard-wrapped across a line break: the word or phrase broken by the
+/// wrap is a full match, and its snippet brackets it whole.
+#[test]
+fn search_matches_cjk_words_across_a_line_break() {
+    let index = index_of(&["部署前先跑机器\n学习的测试", "机器\n\n学习", "データ\n  ベースの設定", "机器 学习"]);
+    assert_eq!(full(&index, "机器学习"), [0]);
+    assert_eq!(full(&index, "\"先跑机器学习\""), [0]);
+    assert_eq!(full(&index, "データベース"), [2]);
+    assert_eq!(found(&index, "机器 学习"), set(&[0, 1, 3]), "as two words, every text with both");
+    // Snippets show whitespace as one space.
+    assert_eq!(snippet("部署前先跑机器\n学习的测试", &q("机器学习")), "部署前先跑[机器 学习]的测试");
+}
+
 #[test]
 fn search_requires_every_word() {
     let index = index_of(&["release workflow", "release notes", "workflow notes"]);

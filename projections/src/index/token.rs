@@ -2,13 +2,18 @@
 //!
 //! The same function tokenizes documents and queries, so whatever it does to a word it does
 //! on both sides. Rules, in order:
-//! 1. Each grapheme cluster of the text is folded on its own: NFKC, then lower case; U+FE0E and
-//!    U+FE0F (variation selectors) are dropped and U+2019 (’) becomes `'`. Folding per cluster
-//!    keeps a map from folded bytes back to the original text, for snippets.
+//! 1. Each grapheme cluster of the text is folded on its own: NFKC, then lower case; variation
+//!    selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) are dropped, U+2019 (’) becomes `'` and the
+//!    final sigma `ς` becomes `σ`. Folding per cluster keeps a map from folded bytes back to
+//!    the original text, for snippets.
 //! 2. Maximal runs of Han, Hiragana, Katakana and Hangul characters become overlapping
 //!    bigrams plus unigrams: character `i` of a run at position `p + i` gives the unigram at
 //!    `p + i` and the bigram of characters `i, i + 1` at `p + i`. A run of one character is a
-//!    lone unigram.
+//!    lone unigram. Han and kana are written without spaces, and hard-wrapped text breaks
+//!    their words across lines: two runs of them parted by a single line break (and spaces or
+//!    tabs beside it) also give the bigram of the first run's last character and the second's
+//!    first, at the first's position, so that a word or phrase matches across the break.
+//!    (Hangul is written with spaces between words: a line break there parts words.)
 //! 3. The rest is split on Unicode word boundaries (UAX #29), then each word is cut at
 //!    characters that are neither letters, digits, marks nor pictographs, so `record.rs`,
 //!    `parse_query` and `don't` are two words each (searching `record` finds `record.rs`; the
@@ -172,8 +177,11 @@ fn fold_cluster(text: &mut String, cluster: &str) {
 
 fn fold_char(text: &mut String, c: char) {
     match c {
-        '\u{FE0E}' | '\u{FE0F}' => {}
+        // Variation selectors (text or emoji style; ideographic variants of Han characters).
+        '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' => {}
         '\u{2019}' => text.push('\''),
+        // Greek's final sigma is the same letter as σ (what full case folding gives).
+        'ς' => text.push('σ'),
         c if c.is_ascii() => text.push(c.to_ascii_lowercase()),
         c => text.extend(c.to_lowercase()),
     }
@@ -310,6 +318,59 @@ fn is_cut(bytes: &[u8], i: usize) -> bool {
 /// a chunk of ASCII letters and digits is one word, already in NFKC, lower-cased by byte; any
 /// other chunk goes through the full rules. A property test compares both on mixed scripts.
 pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
+    let mut join = LineJoin::default();
+    for_each_token_unjoined(text, &mut |t: TokenRef<'_>| {
+        if let Some(b) = join.before(text, &t) {
+            emit(b);
+        }
+        emit(t);
+    });
+}
+
+/// True for the characters whose runs join across a line break (rule 2): Han and kana, not
+/// Hangul.
+fn joins_across_lines(c: char) -> bool {
+    is_cjk(c) && !matches!(c as u32, 0x1100..=0x11FF | 0x3130..=0x318F | 0xA960..=0xA97F | 0xAC00..=0xD7FF)
+}
+
+/// True for the bytes between two runs that a hard wrap leaves: one line break, with spaces
+/// and tabs (and a carriage return) around it.
+fn is_one_line_break(gap: &[u8]) -> bool {
+    gap.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) && gap.iter().filter(|&&b| b == b'\n').count() == 1
+}
+
+/// The bigrams across line breaks of rule 2, given tokens in order: the last character of a
+/// run of Han or kana, and whether the next token begins a run parted from it by one line
+/// break.
+#[derive(Default)]
+struct LineJoin {
+    /// The last token, when it was a character that joins across lines: its position, its
+    /// byte range in the text and the character.
+    last: Option<(u32, usize, usize, char)>,
+    buf: String,
+}
+
+impl LineJoin {
+    /// The bigram across a line break that goes before `t` (in `text`), if any.
+    fn before(&mut self, text: &str, t: &TokenRef<'_>) -> Option<TokenRef<'_>> {
+        let c = match t.kind {
+            TokenKind::Lone | TokenKind::Unigram => t.term.chars().next().filter(|&c| joins_across_lines(c)),
+            TokenKind::Word | TokenKind::Bigram => None,
+        };
+        let (position, start, end, a) = std::mem::replace(&mut self.last, c.map(|c| (t.position, t.start, t.end, c)))?;
+        let b = c?;
+        if t.position != position + 1 || t.start <= end || !is_one_line_break(&text.as_bytes()[end..t.start]) {
+            return None;
+        }
+        self.buf.clear();
+        self.buf.push(a);
+        self.buf.push(b);
+        Some(TokenRef { term: &self.buf, position, kind: TokenKind::Bigram, start, end: t.end })
+    }
+}
+
+/// [`for_each_token`] but for the bigrams across line breaks.
+fn for_each_token_unjoined<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
     let bytes = text.as_bytes();
     let mut position = 0u32;
     let mut lower = String::new();
@@ -392,7 +453,7 @@ pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
             continue;
         }
         let mut next = position;
-        for t in tokenize_whole(chunk) {
+        for t in tokenize_whole_unjoined(chunk) {
             let p = position + t.position;
             if p >= DOC_TOKENS_MAX {
                 return;
@@ -418,6 +479,20 @@ pub(crate) fn tokenize(text: &str) -> Vec<Token> {
 /// Tokenizes `text` by the rules of the module docs applied to the whole text at once (what
 /// [`for_each_token`] does chunk by chunk).
 pub(crate) fn tokenize_whole(text: &str) -> Vec<Token> {
+    let tokens = tokenize_whole_unjoined(text);
+    let mut join = LineJoin::default();
+    let mut out = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        let r = TokenRef { term: &t.term, position: t.position, kind: t.kind, start: t.start, end: t.end };
+        if let Some(b) = join.before(text, &r) {
+            out.push(Token { term: b.term.to_owned(), position: b.position, kind: b.kind, start: b.start, end: b.end });
+        }
+        out.push(t);
+    }
+    out
+}
+
+fn tokenize_whole_unjoined(text: &str) -> Vec<Token> {
     let folded = Folded::new(text);
     let s = folded.text.as_str();
     let mut out = Tokens { tokens: Vec::new(), position: 0, folded: &folded };
@@ -519,6 +594,38 @@ mod tests {
     #[test]
     fn index_token_folds_case_and_full_width() {
         assert_eq!(terms("ＲＥＬＥＡＳＥ Release"), vec![("release".into(), 0), ("release".into(), 1)]);
+    }
+
+    /// Greek final sigma folds to σ; variation selectors, of emoji and of Han characters, are
+    /// dropped (a Han run goes on across one).
+    #[test]
+    fn index_token_folds_final_sigma_and_drops_variation_selectors() {
+        assert_eq!(terms("ΟΔΟΣ"), terms("οδος"));
+        assert_eq!(terms("ΟΔΟΣ"), vec![("οδοσ".into(), 0)]);
+        assert_eq!(terms("葛\u{E0100}城"), terms("葛城"));
+        assert_eq!(terms("葛\u{FE00}城"), terms("葛城"));
+        let t = tokenize("葛\u{E0100}城");
+        assert_eq!((t[1].term.as_str(), t[1].start, t[1].end), ("葛城", 0, "葛\u{E0100}城".len()), "the bigram's range is the original's");
+    }
+
+    /// Runs of Han and kana parted by one line break (a hard wrap) also give the bigram across
+    /// it; a blank line, other characters or Hangul do not.
+    #[test]
+    fn index_token_cjk_runs_join_across_one_line_break() {
+        let across = |text: &str| tokenize(text).into_iter().filter(|t| t.kind == TokenKind::Bigram).map(|t| (t.term, t.position, t.start, t.end)).collect::<Vec<_>>();
+        assert_eq!(across("机器\n学习"), vec![("机器".into(), 0, 0, 6), ("器学".into(), 1, 3, 10), ("学习".into(), 2, 7, 13)]);
+        assert_eq!(terms("机器 \r\n  学习"), [terms("机器学习"), vec![]].concat().into_iter().collect::<Vec<_>>());
+        assert_eq!(terms("データ\nベース"), terms("データベース"));
+        assert_eq!(terms("机\n器"), vec![("机".into(), 0), ("机器".into(), 0), ("器".into(), 1)]);
+        // Not joined: a blank line, a character between, a space alone, Hangul, a word between.
+        for text in ["机器\n\n学习", "机器\n-学习", "机器 学习", "机器\nab学习"] {
+            assert!(!across(text).iter().any(|t| t.0 == "器学"), "{text}: {:?}", across(text));
+        }
+        assert!(!across("분석\n기").iter().any(|t| t.0 == "석기"));
+        // The same from the whole-text rules.
+        for text in ["机器\n学习", "データ\nベース", "葛\u{E0100}\n城", "ｶﾀ\nｶﾅ"] {
+            assert_eq!(tokenize(text), tokenize_whole(text), "{text}");
+        }
     }
 
     #[test]
