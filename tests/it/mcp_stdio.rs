@@ -289,6 +289,16 @@ async fn malformed_arguments_are_tool_errors_naming_the_argument() {
     }
     let unknown = err(&call(&c, "recall", json!({})).await);
     assert!(unknown.contains("recall"), "{unknown}");
+    // Queries within the length the tool takes that the index cannot search: worded after the
+    // argument, saying why.
+    let punctuation = err(&call(&c, "search", json!({ "query": ",.;" })).await);
+    assert_eq!(punctuation, "Invalid input: `query` has no word to search for (only spaces or punctuation)");
+    let long_chinese = err(&call(&c, "search", json!({ "query": "机器学习".repeat(400) })).await);
+    assert!(
+        long_chinese.starts_with("Invalid input: `query` asks for 1599 terms (a word is one; a run of Chinese")
+            && long_chinese.ends_with("the most is 128: use fewer words"),
+        "{long_chinese}"
+    );
     c.cancel().await.expect("close");
 }
 

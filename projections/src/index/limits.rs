@@ -16,8 +16,8 @@ pub const SEGMENT_SIZE_BYTES_MAX: u64 = 1 << 36;
 /// Most segments an index may list in its manifest.
 pub const SEGMENTS_MAX: u32 = 4096;
 
-/// Longest query accepted, in bytes.
-pub const QUERY_SIZE_BYTES_MAX: usize = 4096;
+/// Longest query accepted, in bytes: 2,000 characters (the tools' limit) of four bytes each.
+pub const QUERY_SIZE_BYTES_MAX: usize = 8000;
 /// Most terms one query may look up (a CJK run of n characters is n - 1 bigrams).
 pub const QUERY_TERMS_MAX: usize = 128;
 /// Most hits one search may return.

@@ -74,13 +74,16 @@ pub enum QueryError {
 impl fmt::Display for QueryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            QueryError::Empty => write!(f, "The query has no word to search for."),
+            // Worded to follow the argument's name ("Invalid input: `query` has no word …").
+            QueryError::Empty => write!(f, "has no word to search for (only spaces or punctuation)"),
             QueryError::TooLong { size_bytes, max } => {
-                write!(f, "The query is {size_bytes} bytes long; the most is {max}. Shorten it.")
+                write!(f, "is {size_bytes} bytes long; the most is {max}: shorten it")
             }
-            QueryError::TooManyTerms { count, max } => {
-                write!(f, "The query has {count} terms; the most is {max}. Use fewer words.")
-            }
+            QueryError::TooManyTerms { count, max } => write!(
+                f,
+                "asks for {count} terms (a word is one; a run of Chinese, Japanese or Korean characters is one for each \
+                 pair of characters side by side); the most is {max}: use fewer words"
+            ),
         }
     }
 }
@@ -228,8 +231,15 @@ mod tests {
     #[test]
     fn index_query_refuses_empty_long_and_large() {
         assert_eq!(parse_query(" ,. \"\" "), Err(QueryError::Empty));
-        assert!(matches!(parse_query(&"a ".repeat(3000)), Err(QueryError::TooLong { .. })));
+        assert!(matches!(parse_query(&"a ".repeat(5000)), Err(QueryError::TooLong { .. })));
         assert!(matches!(parse_query(&"a ".repeat(200)), Err(QueryError::TooManyTerms { .. })));
+        // Every query the tools accept (2,000 characters, of up to four bytes each) is within
+        // the size: a long one is refused for its terms, which the message explains.
+        let long_chinese = "机器学习".repeat(500);
+        let e = parse_query(&long_chinese).unwrap_err();
+        assert!(matches!(e, QueryError::TooManyTerms { count: 1999, max: 128 }), "{e:?}");
+        assert!(e.to_string().contains("one for each pair of characters side by side"), "{e}");
+        assert!(matches!(parse_query(&"𠀀".repeat(2000)), Err(QueryError::TooManyTerms { .. })));
     }
 
     #[test]

@@ -17,7 +17,8 @@ pub fn snippet(text: &str, query: &Query) -> String {
     let start = window_start(text, &marks, content_end);
     let mut out = String::new();
     let mut n = 0usize;
-    if start > 0 {
+    // Only where something was left out: white space before the window is not text.
+    if !text[..start].trim_start().is_empty() {
         out.push('…');
         n += 1;
     }
@@ -248,6 +249,15 @@ mod tests {
             snip("Set up the release workflow: tag from master, publish with provenance.", "release workflow"),
             "Set up the [release] [workflow]: tag from master, publish with provenance."
         );
+    }
+
+    /// White space before the text is not text left out: no `…` for it.
+    #[test]
+    fn index_snippet_does_not_mark_leading_white_space_as_cut() {
+        assert_eq!(snip("\n  hello world", "world"), "hello [world]");
+        assert_eq!(snip("\n\thello world", "zebra"), "hello world");
+        let long = format!("\n{} the match", "word ".repeat(100));
+        assert!(snip(&long, "match").starts_with('…'), "cut text is still marked");
     }
 
     #[test]
