@@ -8,11 +8,15 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::journal::Journal;
 use crate::segment::StoreId;
 use crate::vfs::{LockMode, Mapped, Vfs};
 
 /// Size of the header.
-pub const SNAPSHOT_HEADER_SIZE: usize = 64;
+pub const SNAPSHOT_HEADER_SIZE: usize = 72;
+
+/// The header's size before it named the last record a snapshot reflects (2026-12-06).
+const SNAPSHOT_HEADER_SIZE_V1: u32 = 64;
 
 fn le_u16(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
@@ -61,8 +65,9 @@ pub struct SnapshotOf {
 }
 
 impl SnapshotOf {
-    /// A whole snapshot file: the header (reflecting the journal up to `read_to`), then `body`.
-    pub fn seal(&self, read_to: u64, body: &[u8]) -> Vec<u8> {
+    /// A whole snapshot file: the header (reflecting the journal up to `read_to`, whose last
+    /// record has the fingerprint `last_record`: see [`last_record`]), then `body`.
+    pub fn seal(&self, read_to: u64, last_record: u32, body: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(SNAPSHOT_HEADER_SIZE + body.len());
         out.extend_from_slice(&self.magic);
         out.extend_from_slice(&self.version.to_le_bytes());
@@ -73,7 +78,9 @@ impl SnapshotOf {
         out.extend_from_slice(&read_to.to_le_bytes());
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
         out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
-        let header_crc = crc32fast::hash(&out[..60]);
+        out.extend_from_slice(&last_record.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        let header_crc = crc32fast::hash(&out[..68]);
         out.extend_from_slice(&header_crc.to_le_bytes());
         debug_assert_eq!(out.len(), SNAPSHOT_HEADER_SIZE);
         out.extend_from_slice(body);
@@ -81,8 +88,10 @@ impl SnapshotOf {
     }
 
     /// Checks a snapshot file's header and its body's size and checksum: the offset it
-    /// reflects and its body, or why it is refused.
-    pub fn open<'a>(&self, bytes: &'a [u8]) -> Result<(u64, &'a [u8]), String> {
+    /// reflects, the fingerprint of the last record it reflects, and its body, or why it is
+    /// refused. (Whether that record is the journal's is the caller's to check, with
+    /// [`last_record`].)
+    pub fn open<'a>(&self, bytes: &'a [u8]) -> Result<(u64, u32, &'a [u8]), String> {
         if bytes.len() < SNAPSHOT_HEADER_SIZE {
             return Err(format!("{} bytes, shorter than the {SNAPSHOT_HEADER_SIZE}-byte header", bytes.len()));
         }
@@ -90,14 +99,17 @@ impl SnapshotOf {
         if h[..8] != self.magic {
             return Err(format!("not a {} snapshot (magic)", String::from_utf8_lossy(&self.magic)));
         }
-        if crc32fast::hash(&h[..60]) != le_u32(h, 60) {
+        if le_u32(h, 12) == SNAPSHOT_HEADER_SIZE_V1 && crc32fast::hash(&h[..60]) == le_u32(h, 60) {
+            return Err("written by an older version of Origin (its header does not name the last record it reflects)".into());
+        }
+        if crc32fast::hash(&h[..68]) != le_u32(h, 68) {
             return Err("header checksum does not match".into());
         }
         let version = le_u16(h, 8);
         if version != self.version {
             return Err(format!("format {version}; this build reads format {} only", self.version));
         }
-        if h[10..12] != [0, 0] || le_u32(h, 12) != SNAPSHOT_HEADER_SIZE as u32 {
+        if h[10..12] != [0, 0] || le_u32(h, 12) != SNAPSHOT_HEADER_SIZE as u32 || h[64..68] != [0; 4] {
             return Err("reserved bytes or header length not as written".into());
         }
         if h[16..32] != self.store_id || le_u64(h, 32) != self.epoch {
@@ -112,8 +124,37 @@ impl SnapshotOf {
         if crc32fast::hash(body) != le_u32(h, 56) {
             return Err("body checksum does not match".into());
         }
-        Ok((read_to, body))
+        Ok((read_to, le_u32(h, 60), body))
     }
+}
+
+/// Sets a snapshot file's body size and both checksums to match its bytes (a file at least a
+/// header long): fuzzing and tests edit a file this way and still reach the checks after them.
+pub fn set_checksums(bytes: &mut [u8]) {
+    let body_len = (bytes.len() - SNAPSHOT_HEADER_SIZE) as u64;
+    bytes[48..56].copy_from_slice(&body_len.to_le_bytes());
+    let body_crc = crc32fast::hash(&bytes[SNAPSHOT_HEADER_SIZE..]);
+    bytes[56..60].copy_from_slice(&body_crc.to_le_bytes());
+    let header_crc = crc32fast::hash(&bytes[..68]);
+    bytes[68..72].copy_from_slice(&header_crc.to_le_bytes());
+}
+
+/// The fingerprint of the last record a projection reflecting `journal` up to `read_to` has
+/// seen (the record at `read_to - 1`; 0 for none): a checksum of its offset, time, kind,
+/// version and payload. A snapshot keeps it, so that a journal that is not the one it was
+/// saved from, though of the same store and epoch and as long (a copy restored from a backup
+/// and written to since), is told apart: the record there is another.
+pub fn last_record(journal: &Journal, read_to: u64) -> crate::Result<u32> {
+    let Some(offset) = read_to.checked_sub(1) else { return Ok(0) };
+    let found = journal.read_one(offset, |r| {
+        let mut h = crc32fast::Hasher::new();
+        h.update(&r.offset.to_le_bytes());
+        h.update(&r.time_unix_ms.to_le_bytes());
+        h.update(&[r.kind, r.kind_version]);
+        h.update(r.payload);
+        Ok(h.finalize())
+    })?;
+    found.ok_or_else(|| crate::Error::Invalid(format!("no record at offset {offset}: the journal ends at {}", journal.next_offset())))
 }
 
 /// A snapshot file that could not be written: the operation, the file, and why.
@@ -240,8 +281,8 @@ mod tests {
     #[test]
     fn snapshot_header_seals_and_opens_and_refuses_every_damaged_byte() {
         let of = SnapshotOf { magic: *b"ORGNTEST", version: 4, store_id: [9; 16], epoch: 2 };
-        let bytes = of.seal(77, b"body bytes");
-        assert_eq!(of.open(&bytes).unwrap(), (77, &b"body bytes"[..]));
+        let bytes = of.seal(77, 0xfeed_f00d, b"body bytes");
+        assert_eq!(of.open(&bytes).unwrap(), (77, 0xfeed_f00d, &b"body bytes"[..]));
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x04;
@@ -253,5 +294,39 @@ mod tests {
         assert!(SnapshotOf { epoch: 3, ..of }.open(&bytes).unwrap_err().contains("another store or epoch"));
         assert!(SnapshotOf { version: 5, ..of }.open(&bytes).unwrap_err().contains("format 4;"));
         assert!(SnapshotOf { magic: *b"ORGNELSE", ..of }.open(&bytes).unwrap_err().contains("magic"));
+        // A snapshot of the header before it named its last record (64 bytes).
+        let mut old = Vec::new();
+        old.extend_from_slice(b"ORGNTEST");
+        old.extend_from_slice(&4u16.to_le_bytes());
+        old.extend_from_slice(&[0, 0]);
+        old.extend_from_slice(&64u32.to_le_bytes());
+        old.extend_from_slice(&[9; 16]);
+        old.extend_from_slice(&2u64.to_le_bytes());
+        old.extend_from_slice(&77u64.to_le_bytes());
+        old.extend_from_slice(&10u64.to_le_bytes());
+        old.extend_from_slice(&crc32fast::hash(b"body bytes").to_le_bytes());
+        let crc = crc32fast::hash(&old);
+        old.extend_from_slice(&crc.to_le_bytes());
+        old.extend_from_slice(b"body bytes");
+        assert!(of.open(&old).unwrap_err().contains("older version of Origin"), "{:?}", of.open(&old));
+    }
+
+    /// The fingerprint of a journal's last record as a projection saw it: 0 for none, the same
+    /// for the same record, another for another journal of the same store, epoch and length.
+    #[test]
+    fn the_last_record_tells_journals_of_one_store_apart() {
+        use crate::journal::{NewRecord, Options};
+        let dir = tempfile::tempdir().unwrap();
+        let a = Journal::open(dir.path().join("a"), Options::default()).unwrap();
+        a.append(vec![NewRecord::scratch(b"one".to_vec()), NewRecord::scratch(b"two".to_vec())]).unwrap();
+        assert_eq!(last_record(&a, 0).unwrap(), 0);
+        let two = last_record(&a, 2).unwrap();
+        assert_eq!(last_record(&a, 2).unwrap(), two);
+        assert_ne!(last_record(&a, 1).unwrap(), two);
+        assert!(last_record(&a, 3).is_err(), "no third record");
+        let b = Journal::open(dir.path().join("b"), Options { new_store_identity: Some((a.store_id(), a.epoch())), ..Options::default() }).unwrap();
+        b.append(vec![NewRecord::scratch(b"one".to_vec()), NewRecord::scratch(b"TWO".to_vec())]).unwrap();
+        assert_eq!((b.store_id(), b.epoch()), (a.store_id(), a.epoch()));
+        assert_ne!(last_record(&b, 2).unwrap(), two);
     }
 }

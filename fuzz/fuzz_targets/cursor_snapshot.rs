@@ -9,9 +9,9 @@ use origin_ingest::snapshot;
 
 fuzz_target!(|data: &[u8]| {
     let Some((bytes, store, epoch)) = origin_fuzz::snapshot_input(data) else { return };
-    if let Ok(cursors) = snapshot::decode(&bytes, store, epoch) {
-        let again = snapshot::encode(&cursors, store, epoch).expect("decoded cursors encode");
+    if let Ok((cursors, last)) = snapshot::decode(&bytes, store, epoch) {
+        let again = snapshot::encode(&cursors, store, epoch, last).expect("decoded cursors encode");
         let back = snapshot::decode(&again, store, epoch).expect("an encoded snapshot is accepted");
-        assert_eq!(back, cursors, "the cursors survive a round trip");
+        assert_eq!(back, (cursors, last), "the cursors survive a round trip");
     }
 });

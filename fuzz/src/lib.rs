@@ -108,12 +108,7 @@ pub fn snapshot_input(data: &[u8]) -> Option<(Vec<u8>, origin_engine::StoreId, u
         return Some((bytes, [0u8; 16], 0));
     }
     if mode & 1 != 0 {
-        let body_len = (bytes.len() - HEADER) as u64;
-        bytes[48..56].copy_from_slice(&body_len.to_le_bytes());
-        let body_crc = crc32fast::hash(&bytes[HEADER..]);
-        bytes[56..60].copy_from_slice(&body_crc.to_le_bytes());
-        let header_crc = crc32fast::hash(&bytes[..60]);
-        bytes[60..64].copy_from_slice(&header_crc.to_le_bytes());
+        origin_engine::snapshot::set_checksums(&mut bytes);
     }
     let mut store = [0u8; 16];
     store.copy_from_slice(&bytes[16..32]);

@@ -282,7 +282,7 @@ impl Ingester {
             // The file already holds these cursors.
             return Ok(());
         }
-        snapshot::save(path, &c, self.journal.store_id(), self.journal.epoch())
+        snapshot::save(path, &c, &self.journal)
             .map_err(IngestError::Snapshot)?;
         *saved_to = Some(c.read_to);
         Ok(())

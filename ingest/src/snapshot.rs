@@ -45,16 +45,18 @@ fn of(store_id: StoreId, epoch: u64) -> SnapshotOf {
     SnapshotOf { magic: CURSORS_MAGIC, version: CURSORS_FORMAT_VERSION, store_id, epoch }
 }
 
-/// A whole snapshot file of `cursors`, written for the journal of `store_id` and `epoch`.
-pub fn encode(cursors: &Cursors, store_id: StoreId, epoch: u64) -> Result<Vec<u8>, String> {
+/// A whole snapshot file of `cursors`, written for the journal of `store_id` and `epoch`
+/// whose record before `cursors.read_to` has the fingerprint `last_record`
+/// ([`origin_engine::snapshot::last_record`]).
+pub fn encode(cursors: &Cursors, store_id: StoreId, epoch: u64, last_record: u32) -> Result<Vec<u8>, String> {
     let body = bincode::serde::encode_to_vec(cursors, config()).map_err(|e| format!("the cursors do not encode: {e}"))?;
-    Ok(of(store_id, epoch).seal(cursors.read_to, &body))
+    Ok(of(store_id, epoch).seal(cursors.read_to, last_record, &body))
 }
 
 /// Checks every byte of a snapshot file written for `store_id` and `epoch`, and the cursors it
-/// holds; or why it is refused.
-pub fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<Cursors, String> {
-    let (read_to, body) = of(store_id, epoch).open(bytes)?;
+/// holds, with the fingerprint of the last record they reflect; or why it is refused.
+pub fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<(Cursors, u32), String> {
+    let (read_to, last_record, body) = of(store_id, epoch).open(bytes)?;
     let (cursors, used): (Cursors, usize) =
         bincode::serde::decode_from_slice(body, config()).map_err(|e| format!("body does not decode: {e}"))?;
     if used != body.len() {
@@ -63,45 +65,57 @@ pub fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<Cursors, St
     if cursors.read_to != read_to {
         return Err(format!("body reflects offset {}, the header says {read_to}", cursors.read_to));
     }
-    Ok(cursors)
+    Ok((cursors, last_record))
 }
 
 /// Writes a snapshot of `cursors` next to `path` and renames it into place
 /// ([`origin_engine::snapshot::write_file`]).
-pub fn save(path: &Path, cursors: &Cursors, store_id: StoreId, epoch: u64) -> Result<(), WriteError> {
-    let bytes = encode(cursors, store_id, epoch)
-        .map_err(|reason| WriteError { op: "encode", path: path.to_path_buf(), source: io::Error::other(reason) })?;
+/// for `journal`, which holds the records they reflect.
+pub fn save(path: &Path, cursors: &Cursors, journal: &Journal) -> Result<(), WriteError> {
+    let failed = |op: &'static str| move |reason: String| WriteError { op, path: path.to_path_buf(), source: io::Error::other(reason) };
+    let last = origin_engine::snapshot::last_record(journal, cursors.read_to).map_err(|e| failed("read the last record for")(e.to_string()))?;
+    let bytes = encode(cursors, journal.store_id(), journal.epoch(), last).map_err(failed("encode"))?;
     write_file(&OsFs, path, &bytes)
 }
 
-/// Reads the snapshot at `path` for the journal of `store_id` and `epoch`, whose records end
-/// at `journal_end`: the cursors, or what became of it (anything wrong, including failing to
-/// read it, means rebuild).
-pub fn load(path: &Path, store_id: StoreId, epoch: u64, journal_end: u64) -> Result<Cursors, SnapshotUse> {
+/// Reads the snapshot at `path` for `journal` (as this handle sees it): the cursors, or what
+/// became of it. Anything wrong means rebuild: failing to read it, a snapshot of another store
+/// or epoch, past the journal's end, or of another copy of the journal (the record before its
+/// offset is not the one it saw: a journal restored from a backup and written to since).
+pub fn load(path: &Path, journal: &Journal) -> Result<Cursors, SnapshotUse> {
+    let rejected = |reason: String| Err(SnapshotUse::Rejected { reason });
     let bytes = match read_file(&OsFs, path, CURSORS_SNAPSHOT_SIZE_BYTES_MAX) {
         Ok(None) => return Err(SnapshotUse::Missing),
-        Err(reason) => return Err(SnapshotUse::Rejected { reason }),
+        Err(reason) => return rejected(reason),
         Ok(Some(bytes)) => bytes,
     };
-    match decode(&bytes, store_id, epoch) {
-        Ok(c) if c.read_to > journal_end => {
-            Err(SnapshotUse::Rejected { reason: format!("reflects offset {} but the journal ends at {journal_end}", c.read_to) })
-        }
-        Ok(c) => Ok(c),
-        Err(reason) => Err(SnapshotUse::Rejected { reason }),
+    let (c, last) = match decode(&bytes, journal.store_id(), journal.epoch()) {
+        Ok(found) => found,
+        Err(reason) => return rejected(reason),
+    };
+    if c.read_to > journal.next_offset() {
+        return rejected(format!("reflects offset {} but the journal ends at {}", c.read_to, journal.next_offset()));
+    }
+    match origin_engine::snapshot::last_record(journal, c.read_to) {
+        Ok(l) if l == last => Ok(c),
+        Ok(_) => rejected(format!(
+            "the journal's record at offset {} is not the one it reflects: the journal is another copy of this store",
+            c.read_to.saturating_sub(1)
+        )),
+        Err(e) => rejected(format!("the record before offset {} could not be read: {e}", c.read_to)),
     }
 }
 
 /// The cursors of `journal` (as this handle sees it): from the snapshot at `path` when it
 /// checks out, else from the journal's start, then caught up; and what became of the snapshot.
 pub fn caught_up(journal: &Journal, path: &Path) -> origin_engine::Result<(Cursors, SnapshotUse)> {
-    let mut loaded = load(path, journal.store_id(), journal.epoch(), journal.next_offset());
+    let mut loaded = load(path, journal);
     if matches!(loaded, Err(SnapshotUse::Rejected { .. })) {
         // Another process may have saved it after appending records this handle has not seen
         // yet: look at the journal again before calling it ahead (the read is that of a
         // snapshot that is rarely refused).
         journal.refresh()?;
-        loaded = load(path, journal.store_id(), journal.epoch(), journal.next_offset());
+        loaded = load(path, journal);
     }
     let (mut cursors, used) = match loaded {
         Ok(c) => {
@@ -124,7 +138,7 @@ mod tests {
 
     /// A header that checks out, over `body` reflecting `read_to`.
     fn sealed(body: &[u8], read_to: u64) -> Vec<u8> {
-        of(STORE, 3).seal(read_to, body)
+        of(STORE, 3).seal(read_to, 0x1234, body)
     }
 
     #[test]
@@ -133,10 +147,10 @@ mod tests {
         c.read_to = 42;
         c.cwds.insert("/home/dev/p".into());
         c.totals.entry("codex".into()).or_default().lines = 9;
-        let bytes = encode(&c, STORE, 3).unwrap();
+        let bytes = encode(&c, STORE, 3, 0x1234).unwrap();
         assert_eq!(&bytes[..8], b"ORGNCURS");
         assert_eq!(bytes, sealed(&bytes[CURSORS_HEADER_SIZE..], 42));
-        assert_eq!(decode(&bytes, STORE, 3).unwrap(), c);
+        assert_eq!(decode(&bytes, STORE, 3).unwrap(), (c, 0x1234));
         assert!(decode(&bytes, [8; 16], 3).unwrap_err().contains("another store"));
         assert!(decode(&bytes, STORE, 4).unwrap_err().contains("another store or epoch"));
         // A header whose offset is not the body's.
@@ -160,11 +174,39 @@ mod tests {
         c.catch_up(&j2).unwrap();
         assert_eq!(c.read_to, 3);
         let path = dir.path().join("cursors.snap");
-        save(&path, &c, j2.store_id(), j2.epoch()).unwrap();
+        save(&path, &c, &j2).unwrap();
         assert_eq!(j1.next_offset(), 0, "the first handle has not looked since");
         let (loaded, used) = caught_up(&j1, &path).unwrap();
         assert_eq!(used, SnapshotUse::Loaded { read_to: 3 });
         assert_eq!(loaded, c);
+    }
+
+    /// A snapshot of another copy of the journal (the same store and epoch, as long, its
+    /// records others: restored from a backup and written to since) is not used.
+    #[test]
+    fn a_snapshot_of_another_copy_of_the_journal_is_not_used() {
+        use origin_engine::{Journal, NewRecord, Options};
+        let dir = tempfile::tempdir().unwrap();
+        let a = Journal::open(dir.path().join("a"), Options::default()).unwrap();
+        for i in 0..3u8 {
+            a.append(vec![NewRecord::scratch(vec![i])]).unwrap();
+        }
+        let mut c = Cursors::default();
+        c.catch_up(&a).unwrap();
+        let path = dir.path().join("cursors.snap");
+        save(&path, &c, &a).unwrap();
+        assert_eq!(caught_up(&a, &path).unwrap().1, SnapshotUse::Loaded { read_to: 3 });
+        let b = Journal::open(dir.path().join("b"), Options { new_store_identity: Some((a.store_id(), a.epoch())), ..Options::default() }).unwrap();
+        for i in 0..3u8 {
+            b.append(vec![NewRecord::scratch(vec![i, i])]).unwrap();
+        }
+        let (_, used) = caught_up(&b, &path).unwrap();
+        assert_eq!(
+            used,
+            SnapshotUse::Rejected {
+                reason: "the journal's record at offset 2 is not the one it reflects: the journal is another copy of this store".into()
+            }
+        );
     }
 
     proptest! {

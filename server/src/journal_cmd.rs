@@ -367,7 +367,7 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         // Past the records that carry nothing for cursors, to the journal's end.
         c.catch_up(&j).context("reading ingest's cursors from the journal")?;
         let path = out_dir.join(origin_ingest::snapshot::CURSORS_FILE_NAME);
-        origin_ingest::snapshot::save(&path, &c, j.store_id(), j.epoch()).with_context(|| format!("saving {}", path.display()))?;
+        origin_ingest::snapshot::save(&path, &c, &j).with_context(|| format!("saving {}", path.display()))?;
     }
     let now = jiff::Timestamp::now().as_millisecond();
     let filter = origin_projections::EntryFilter { kind: None, project: None, since_unix_ms: None, until_unix_ms: None };

@@ -194,7 +194,7 @@ fn every_damaged_byte_and_every_cut_of_a_cursor_snapshot_is_refused() {
     let (_dir, store, _home) = sample_store();
     let j = Journal::open(store.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("open");
     let good = std::fs::read(snapshot_path(&store)).expect("read");
-    assert_eq!(snapshot::decode(&good, j.store_id(), j.epoch()).expect("the saved snapshot decodes"), rebuilt(&store));
+    assert_eq!(snapshot::decode(&good, j.store_id(), j.epoch()).expect("the saved snapshot decodes").0, rebuilt(&store));
     for i in 0..good.len() {
         for bit in [0x01u8, 0x80] {
             let mut bad = good.clone();

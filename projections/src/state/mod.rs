@@ -442,11 +442,12 @@ impl State {
 
     /// Loads the snapshot at `path` (through `vfs`) and replays the journal after it. A
     /// snapshot that is missing, damaged, truncated, of another format, of another store or
-    /// epoch, or ahead of the journal is not trusted: the state is rebuilt from the journal.
+    /// epoch, ahead of the journal, or of another copy of it (its last record not the
+    /// journal's) is not trusted: the state is rebuilt from the journal.
     pub fn open(journal: &Journal, vfs: &dyn Vfs, path: &Path) -> Result<(State, Opened)> {
         journal.refresh()?;
         let loaded = snapshot::load(vfs, path, journal.store_id(), journal.epoch());
-        if let snapshot::Load::Loaded(s) = &loaded
+        if let snapshot::Load::Loaded(s, _) = &loaded
             && s.read_to > journal.next_offset()
         {
             // Saved by another process after the refresh above, of records it appended since:
@@ -456,11 +457,21 @@ impl State {
         let (mut state, snapshot) = match loaded {
             snapshot::Load::Missing => (State::new(), SnapshotUse::Missing),
             snapshot::Load::Rejected(reason) => (State::new(), SnapshotUse::Rejected { reason }),
-            snapshot::Load::Loaded(s) if s.read_to > journal.next_offset() => {
+            snapshot::Load::Loaded(s, _) if s.read_to > journal.next_offset() => {
                 let reason = format!("reflects offset {} but the journal ends at {}", s.read_to, journal.next_offset());
                 (State::new(), SnapshotUse::Rejected { reason })
             }
-            snapshot::Load::Loaded(s) => {
+            // Of this store and epoch, and not past the journal's end: but the journal may be
+            // another of the same store (a copy restored from a backup, written to since), whose
+            // record there is not the one the snapshot saw last.
+            snapshot::Load::Loaded(s, last) if origin_engine::snapshot::last_record(journal, s.read_to)? != last => {
+                let reason = format!(
+                    "the journal's record at offset {} is not the one it reflects: the journal is another copy of this store",
+                    s.read_to.saturating_sub(1)
+                );
+                (State::new(), SnapshotUse::Rejected { reason })
+            }
+            snapshot::Load::Loaded(s, _) => {
                 let read_to = s.read_to;
                 (s, SnapshotUse::Loaded { read_to })
             }
@@ -472,7 +483,8 @@ impl State {
     /// Saves the state as a snapshot of `journal`'s store at `path` (written beside it and
     /// renamed into place).
     pub fn save_snapshot(&self, journal: &Journal, vfs: &dyn Vfs, path: &Path) -> Result<()> {
-        snapshot::save(vfs, path, self, journal.store_id(), journal.epoch())
+        let last = origin_engine::snapshot::last_record(journal, self.read_to)?;
+        snapshot::save(vfs, path, self, journal.store_id(), journal.epoch(), last)
     }
 
     // ---- entries ----

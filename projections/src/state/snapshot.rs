@@ -38,7 +38,9 @@ pub use origin_engine::snapshot::SnapshotUse;
 pub(crate) enum Load {
     Missing,
     Rejected(String),
-    Loaded(State),
+    /// The state, and the fingerprint of the last record it reflects
+    /// ([`origin_engine::snapshot::last_record`]), for the caller to check against the journal.
+    Loaded(State, u32),
 }
 
 fn kind_byte(k: EntryKind) -> u8 {
@@ -472,35 +474,36 @@ fn of(store_id: StoreId, epoch: u64) -> SnapshotOf {
     SnapshotOf { magic: SNAPSHOT_MAGIC, version: SNAPSHOT_FORMAT_VERSION, store_id, epoch }
 }
 
-/// A whole snapshot file: header, then body.
-pub(crate) fn encode(s: &State, store_id: StoreId, epoch: u64) -> Vec<u8> {
-    of(store_id, epoch).seal(s.read_to, &encode_body(s))
+/// A whole snapshot file: header (naming the fingerprint of the last record the state
+/// reflects, `last_record`), then body.
+pub(crate) fn encode(s: &State, store_id: StoreId, epoch: u64, last_record: u32) -> Vec<u8> {
+    of(store_id, epoch).seal(s.read_to, last_record, &encode_body(s))
 }
 
 /// Checks every byte of a snapshot file and rebuilds the state it holds, whose events stay in
 /// `bytes` ([`Base`]).
-pub(crate) fn decode(bytes: Arc<Mapped>, store_id: StoreId, epoch: u64) -> Result<State, Refusal> {
-    let (read_to, body) = of(store_id, epoch).open(&bytes)?;
+pub(crate) fn decode(bytes: Arc<Mapped>, store_id: StoreId, epoch: u64) -> Result<(State, u32), Refusal> {
+    let (read_to, last_record, body) = of(store_id, epoch).open(&bytes)?;
     let body_at = bytes.len() - body.len();
-    decode_body(&bytes, body_at, read_to)
+    Ok((decode_body(&bytes, body_at, read_to)?, last_record))
 }
 
 /// Checks every byte of a snapshot file written for `store_id` and `epoch`, as
 /// [`crate::State::open`] does, and encodes the state it holds again: the bytes a snapshot of
 /// that state has, or why the file is refused. For fuzzing and inspection.
 pub fn reencode(bytes: &[u8], store_id: StoreId, epoch: u64) -> std::result::Result<Vec<u8>, String> {
-    decode_copy(bytes, store_id, epoch).map(|s| encode(&s, store_id, epoch))
+    decode_copy(bytes, store_id, epoch).map(|(s, last)| encode(&s, store_id, epoch, last))
 }
 
 /// [`decode`] of a copy of `bytes`.
-pub(crate) fn decode_copy(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<State, Refusal> {
+pub(crate) fn decode_copy(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<(State, u32), Refusal> {
     decode(Arc::new(Mapped::Owned(Arc::new(bytes.to_vec()))), store_id, epoch)
 }
 
 /// Writes a snapshot next to `path` and renames it into place
 /// ([`origin_engine::snapshot::write_file`]).
-pub(crate) fn save(vfs: &dyn Vfs, path: &Path, s: &State, store_id: StoreId, epoch: u64) -> Result<()> {
-    origin_engine::snapshot::write_file(vfs, path, &encode(s, store_id, epoch)).map_err(|e| Error::io(e.op, e.path, e.source))
+pub(crate) fn save(vfs: &dyn Vfs, path: &Path, s: &State, store_id: StoreId, epoch: u64, last_record: u32) -> Result<()> {
+    origin_engine::snapshot::write_file(vfs, path, &encode(s, store_id, epoch, last_record)).map_err(|e| Error::io(e.op, e.path, e.source))
 }
 
 /// Reads a snapshot; anything wrong with it (including failing to read it) means rebuild.
@@ -509,7 +512,7 @@ pub(crate) fn load(vfs: &dyn Vfs, path: &Path, store_id: StoreId, epoch: u64) ->
         Ok(None) => Load::Missing,
         Err(reason) => Load::Rejected(reason),
         Ok(Some(bytes)) => match decode(Arc::new(bytes), store_id, epoch) {
-            Ok(s) => Load::Loaded(s),
+            Ok((s, last)) => Load::Loaded(s, last),
             Err(reason) => Load::Rejected(reason),
         },
     }
