@@ -477,7 +477,8 @@ pub(crate) fn tokenize(text: &str) -> Vec<Token> {
 }
 
 /// Tokenizes `text` by the rules of the module docs applied to the whole text at once (what
-/// [`for_each_token`] does chunk by chunk).
+/// [`for_each_token`] does chunk by chunk; tests compare the two).
+#[cfg(test)]
 pub(crate) fn tokenize_whole(text: &str) -> Vec<Token> {
     let tokens = tokenize_whole_unjoined(text);
     let mut join = LineJoin::default();
@@ -492,6 +493,8 @@ pub(crate) fn tokenize_whole(text: &str) -> Vec<Token> {
     out
 }
 
+/// [`tokenize_whole`] but for the bigrams across line breaks (the chunks of [`for_each_token`]
+/// are joined by its own pass).
 fn tokenize_whole_unjoined(text: &str) -> Vec<Token> {
     let folded = Folded::new(text);
     let s = folded.text.as_str();
