@@ -1,6 +1,9 @@
 //! Claude Code: `<CLAUDE_CONFIG_DIR or ~/.claude>/projects/<escaped cwd>/<session>.jsonl`,
 //! sub-agents in `<session>/subagents/*.jsonl`; one JSON record per line, one line per content
-//! block. Event id `claude-code:<uuid>` (a second block on one line: `<uuid>:<n>`).
+//! block. Event id `claude-code:<uuid>` (a second block on one line: `<uuid>:<n>`). The title:
+//! the last `custom-title`, else the last `ai-title`, else the last legacy `summary` whose
+//! `leafUuid` is a line of the file (read before or after it; a file resumed from others starts
+//! with their summaries, whose leaves it does not hold).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -23,9 +26,32 @@ pub struct Claude;
 /// event text.
 const CLAUDE_SHAPE: Shape<'static> = Shape { skip: &["toolUseResult", "signature", "usage"], raw: &["input"] };
 
-/// The session's title so far: last `custom-title` > last `ai-title` > last `summary`.
+/// The session's title so far: last `custom-title` > last `ai-title` > last `summary` whose
+/// `leafUuid` is in the file.
 fn title_of(state: &State) -> Option<String> {
     ["custom_title", "ai_title", "summary"].iter().find_map(|k| state.get(*k).and_then(Value::as_str)).map(str::to_owned)
+}
+
+/// Adapter state: the uuid of the last conversation line read.
+const LAST_UUID: &str = "last_uuid";
+/// Adapter state: legacy summaries whose leaf was not read yet, by `leafUuid`: `[line, text]`.
+const PENDING_SUMMARIES: &str = "pending_summaries";
+/// Adapter state: the line of the summary that titles the session.
+const SUMMARY_LINE: &str = "summary_line";
+/// Most legacy summaries kept waiting for their leaf (a file resumed many times starts with
+/// one per earlier conversation, whose leaves are in other files); the earliest go first.
+const PENDING_SUMMARIES_MAX: usize = 16;
+
+/// A legacy `summary` (at `line_no`) whose leaf is in the file: it titles the session if no
+/// later summary does already. (A summary names the conversation that ends at its `leafUuid`;
+/// a file resumed from others starts with the summaries of theirs, whose leaves it does not
+/// hold: those are not its title.)
+fn summary_found(state: &mut State, line_no: u64, text: &str) {
+    if state.get(SUMMARY_LINE).and_then(Value::as_u64).is_some_and(|l| l > line_no) {
+        return;
+    }
+    state.insert("summary".into(), Value::String(text.to_owned()));
+    state.insert(SUMMARY_LINE.into(), Value::from(line_no));
 }
 
 /// Most bytes of a tool's output saved beside the transcript that are read.
@@ -122,13 +148,35 @@ impl Adapter for Claude {
         let mut out = Parsed::default();
         match ty {
             "custom-title" | "ai-title" | "summary" => {
-                let (key, field) = match ty {
-                    "custom-title" => ("custom_title", "customTitle"),
-                    "ai-title" => ("ai_title", "aiTitle"),
-                    _ => ("summary", "summary"),
-                };
-                if let Some(t) = v.str_of(field) {
-                    state.insert(key.into(), Value::String(t.to_owned()));
+                match ty {
+                    "custom-title" | "ai-title" => {
+                        let (key, field) = if ty == "custom-title" { ("custom_title", "customTitle") } else { ("ai_title", "aiTitle") };
+                        if let Some(t) = v.str_of(field) {
+                            state.insert(key.into(), Value::String(t.to_owned()));
+                        }
+                    }
+                    _ => {
+                        if let Some(text) = v.str_of("summary") {
+                            match v.str_of("leafUuid") {
+                                // Its leaf was read already (a summary written after its
+                                // conversation), or it names none.
+                                Some(leaf) if state.get(LAST_UUID).and_then(Value::as_str) != Some(leaf) => {
+                                    let pending = state.entry(PENDING_SUMMARIES).or_insert_with(|| Value::Object(Default::default()));
+                                    if let Value::Object(p) = pending {
+                                        p.insert(leaf.to_owned(), serde_json::json!([line_no, text]));
+                                        while p.len() > PENDING_SUMMARIES_MAX {
+                                            let first = p.iter().min_by_key(|(_, v)| v[0].as_u64()).map(|(k, _)| k.clone());
+                                            match first {
+                                                Some(k) => p.remove(&k),
+                                                None => break,
+                                            };
+                                        }
+                                    }
+                                }
+                                _ => summary_found(state, line_no, text),
+                            }
+                        }
+                    }
                 }
                 if let Some(s) = session.as_ref().filter(|_| !state.contains_key("session")) {
                     state.insert("session".into(), Value::String(s.clone()));
@@ -158,9 +206,22 @@ impl Adapter for Claude {
             Some(agent) => (format!("{session}/agent-{agent}"), Some(session)),
             None => (session, None),
         };
+        // A legacy summary of the conversation ending here titles the session.
+        state.insert(LAST_UUID.into(), Value::String(uuid.to_owned()));
+        let before = title_of(state);
+        let waiting = state.get_mut(PENDING_SUMMARIES).and_then(Value::as_object_mut).and_then(|p| p.remove(uuid));
+        if state.get(PENDING_SUMMARIES).and_then(Value::as_object).is_some_and(serde_json::Map::is_empty) {
+            state.remove(PENDING_SUMMARIES);
+        }
+        if let Some(Value::Array(found)) = waiting
+            && let (Some(line), Some(text)) = (found.first().and_then(Value::as_u64), found.get(1).and_then(Value::as_str))
+        {
+            summary_found(state, line, text);
+        }
         // A title line seen before the session was known (a legacy `summary` has no sessionId)
         // could not name its session: give it now.
-        if state.insert("session".into(), Value::String(session.clone())).is_none() {
+        let first_seen = state.insert("session".into(), Value::String(session.clone())).is_none();
+        if first_seen || title_of(state) != before {
             if let Some(title) = title_of(state) {
                 out.sessions.push(SessionChange { session: session.clone(), project: None, title: Some(title), first_prompt: None, parent: None });
             }

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::Claude;
+use super::{Claude, PENDING_SUMMARIES};
 use crate::adapter::{golden, Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, State};
 use crate::source::{Homes, Source};
 
@@ -276,18 +276,62 @@ fn claude_title_priority_is_custom_then_ai_then_summary() {
     assert_eq!(project, [&json!("ledger_sync")], "the project comes from cwd, not from the escaped folder name");
 }
 
+/// A legacy summary titles the session once the line its `leafUuid` names is read (here line 17
+/// of the file, the summary being line 1), and not before.
 #[test]
-fn claude_summary_alone_still_titles_the_session() {
+fn claude_summary_titles_the_session_once_its_leaf_is_read() {
     let file = log_file(LEDGER);
     let lines = raw_lines(&file);
     let mut state = State::new();
     let mut titles = Vec::new();
-    for line_no in 1..=4 {
+    for line_no in 1..=17 {
         if let Line::Parsed(p) = Claude.parse_line(&file, &mut state, &lines[line_no - 1], line_no as u64) {
-            titles.extend(p.sessions.into_iter().filter_map(|s| s.title.map(|t| (s.session, t))));
+            titles.extend(p.sessions.into_iter().filter_map(|s| s.title.map(|t| (line_no, s.session, t))));
         }
     }
-    assert_eq!(titles, [("d29a6c41-5e8b-4f13-a7d0-3b2c1e9f8a56".to_owned(), "Idempotent ledger import".to_owned())]);
+    assert_eq!(titles, [(17, "d29a6c41-5e8b-4f13-a7d0-3b2c1e9f8a56".to_owned(), "Idempotent ledger import".to_owned())]);
+}
+
+/// Legacy summaries title a session only when their leaf is in its file, read before or after
+/// them; of those, the last in the file; a file resumed from others starts with their
+/// summaries, which do not title it.
+#[test]
+fn claude_summary_titles_only_with_its_leaf_in_the_file() {
+    let file = log_file(LEDGER);
+    let user = |uuid: &str| {
+        format!(
+            r#"{{"type":"user","uuid":"{uuid}","sessionId":"s1","timestamp":"2026-10-20T09:00:00.000Z","message":{{"role":"user","content":"hello {uuid}"}}}}"#
+        )
+    };
+    let summary = |text: &str, leaf: &str| format!(r#"{{"type":"summary","summary":"{text}","leafUuid":"{leaf}"}}"#);
+    let title_after = |lines: &[String]| {
+        let mut state = State::new();
+        let mut title = None;
+        for (i, l) in lines.iter().enumerate() {
+            if let Line::Parsed(p) = Claude.parse_line(&file, &mut state, l.as_bytes(), i as u64 + 1) {
+                for s in p.sessions {
+                    if s.title.is_some() {
+                        title = s.title;
+                    }
+                }
+            }
+        }
+        (title, state.contains_key(PENDING_SUMMARIES))
+    };
+    // Another file's conversation: no title.
+    assert_eq!(title_after(&[summary("Elsewhere", "u-other"), user("u1"), user("u2")]), (None, true));
+    // The leaf after the summary, or before it (a summary written once its conversation ended).
+    assert_eq!(title_after(&[summary("Here", "u2"), user("u1"), user("u2")]), (Some("Here".into()), false));
+    assert_eq!(title_after(&[user("u1"), user("u2"), summary("After", "u2")]), (Some("After".into()), false));
+    // Of two in the file, the later line, whichever leaf is read first.
+    let two = [summary("First", "u2"), summary("Second", "u1"), user("u1"), user("u2")];
+    assert_eq!(title_after(&two).0, Some("Second".into()));
+    // Waiting summaries are bounded: the earliest give way.
+    let mut many: Vec<String> = (0..40).map(|i| summary(&format!("S{i}"), &format!("leaf{i}"))).collect();
+    many.push(user("leaf0"));
+    assert_eq!(title_after(&many), (None, true), "leaf0's summary was let go");
+    many.push(user("leaf39"));
+    assert_eq!(title_after(&many).0, Some("S39".into()));
 }
 
 #[test]
