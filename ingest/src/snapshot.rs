@@ -1,9 +1,10 @@
 //! The ingest cursors saved with the journal offset they reflect (FORMAT.md, "Cursor
-//! snapshot"): a 64-byte header and a checksummed body. A process that has one reads only the
+//! snapshot"): a 72-byte header and a checksummed body. A process that has one reads only the
 //! records written after it, where without one it reads the whole journal to rebuild its
 //! cursors (every frame checked, so every byte of the history read and kept mapped, at every
 //! start). A snapshot that does not check out in every byte, is of another format, store or
-//! epoch, or reflects more of the journal than there is, is never trusted: the cursors are
+//! epoch, reflects more of the journal than there is, or is of another copy of the journal
+//! (its last record not the journal's), is never trusted: the cursors are
 //! rebuilt from the journal. So cursors still come from the journal: a snapshot only says
 //! what a prefix of it held.
 

@@ -37,7 +37,7 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
                 }
             } else if ft.is_file() && keep(&path) {
                 if out.len() >= FILES_PER_SOURCE_MAX {
-                    problems.push(format!("more than {FILES_PER_SOURCE_MAX} log files under {}: the rest were left out", root.display()));
+                    problems.push(format!("more than {FILES_PER_SOURCE_MAX} files under {}: the rest were left out", root.display()));
                     out.sort();
                     return out;
                 }

@@ -326,8 +326,15 @@ impl Catalog {
             Some(b) if b.len() == 36 && b.starts_with(IDENTITY_MAGIC) => {
                 Some("it was built by an older version of Origin (entries and events in one index)".into())
             }
-            // The same but for the tokenizer's version: what the terms are changed since.
-            Some(b) if b.len() == identity.len() && b[..10] == identity[..10] && b[12..36] == identity[12..36] && b[10..12] != identity[10..12] => {
+            // Whole and of this journal, but of an older tokenizer's version: its terms are
+            // not what this build cuts.
+            Some(b)
+                if b.len() == identity.len()
+                    && b[..10] == identity[..10]
+                    && b[12..36] == identity[12..36]
+                    && u16::from_le_bytes([b[10], b[11]]) < TOKENS_VERSION
+                    && crc32fast::hash(&b[..36]).to_le_bytes() == b[36..40] =>
+            {
                 Some("its words were cut by an older version of Origin's tokenizer".into())
             }
             Some(_) => Some("it belongs to another journal (store id or epoch differ), or its journal file is damaged".into()),
@@ -867,6 +874,19 @@ mod tests {
         old[10..12].copy_from_slice(&0u16.to_le_bytes());
         let crc = crc32fast::hash(&old[..36]);
         old[36..40].copy_from_slice(&crc.to_le_bytes());
+        fs::write(idx.join(IDENTITY_FILE), &old).unwrap();
+        // A newer version, or the byte damaged (its CRC not fixed): not called older.
+        let mut newer = old.clone();
+        newer[10..12].copy_from_slice(&(TOKENS_VERSION + 1).to_le_bytes());
+        let crc = crc32fast::hash(&newer[..36]);
+        newer[36..40].copy_from_slice(&crc.to_le_bytes());
+        let mut damaged = old.clone();
+        damaged[10] ^= 1;
+        for other in [newer, damaged] {
+            fs::write(idx.join(IDENTITY_FILE), &other).unwrap();
+            let (_, opened) = Catalog::open(&idx, &j).unwrap();
+            assert!(matches!(&opened, CatalogOpened::Rebuilt { reason } if reason.contains("damaged")), "{opened:?}");
+        }
         fs::write(idx.join(IDENTITY_FILE), &old).unwrap();
         let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
         assert_eq!(opened, CatalogOpened::Rebuilt { reason: "its words were cut by an older version of Origin's tokenizer".into() });

@@ -2,8 +2,9 @@
 //! sub-agents in `<session>/subagents/*.jsonl`; one JSON record per line, one line per content
 //! block. Event id `claude-code:<uuid>` (a second block on one line: `<uuid>:<n>`). The title:
 //! the last `custom-title`, else the last `ai-title`, else the last legacy `summary` whose
-//! `leafUuid` is a line of the file (read before or after it; a file resumed from others starts
-//! with their summaries, whose leaves it does not hold).
+//! `leafUuid` is a line of the file (read after it, or among the last 8 conversation lines
+//! before it; a file resumed from others starts with their summaries, whose leaves it does not
+//! hold).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -32,8 +33,11 @@ fn title_of(state: &State) -> Option<String> {
     ["custom_title", "ai_title", "summary"].iter().find_map(|k| state.get(*k).and_then(Value::as_str)).map(str::to_owned)
 }
 
-/// Adapter state: the uuid of the last conversation line read.
-const LAST_UUID: &str = "last_uuid";
+/// Adapter state: the uuids of the last conversation lines read, oldest first.
+const RECENT_UUIDS: &str = "recent_uuids";
+/// How many of them: a summary written once its conversation ended follows its leaf by a few
+/// lines (turn durations, titles, state lines).
+const RECENT_UUIDS_MAX: usize = 8;
 /// Adapter state: legacy summaries whose leaf was not read yet, by `leafUuid`: `[line, text]`.
 const PENDING_SUMMARIES: &str = "pending_summaries";
 /// Adapter state: the line of the summary that titles the session.
@@ -160,7 +164,12 @@ impl Adapter for Claude {
                             match v.str_of("leafUuid") {
                                 // Its leaf was read already (a summary written after its
                                 // conversation), or it names none.
-                                Some(leaf) if state.get(LAST_UUID).and_then(Value::as_str) != Some(leaf) => {
+                                Some(leaf)
+                                    if !state
+                                        .get(RECENT_UUIDS)
+                                        .and_then(Value::as_array)
+                                        .is_some_and(|r| r.iter().any(|u| u.as_str() == Some(leaf))) =>
+                                {
                                     let pending = state.entry(PENDING_SUMMARIES).or_insert_with(|| Value::Object(Default::default()));
                                     if let Value::Object(p) = pending {
                                         p.insert(leaf.to_owned(), serde_json::json!([line_no, text]));
@@ -207,7 +216,12 @@ impl Adapter for Claude {
             None => (session, None),
         };
         // A legacy summary of the conversation ending here titles the session.
-        state.insert(LAST_UUID.into(), Value::String(uuid.to_owned()));
+        if let Value::Array(recent) = state.entry(RECENT_UUIDS).or_insert_with(|| Value::Array(Vec::new())) {
+            recent.push(Value::String(uuid.to_owned()));
+            if recent.len() > RECENT_UUIDS_MAX {
+                recent.remove(0);
+            }
+        }
         let before = title_of(state);
         let waiting = state.get_mut(PENDING_SUMMARIES).and_then(Value::as_object_mut).and_then(|p| p.remove(uuid));
         if state.get(PENDING_SUMMARIES).and_then(Value::as_object).is_some_and(serde_json::Map::is_empty) {

@@ -323,6 +323,12 @@ fn claude_summary_titles_only_with_its_leaf_in_the_file() {
     // The leaf after the summary, or before it (a summary written once its conversation ended).
     assert_eq!(title_after(&[summary("Here", "u2"), user("u1"), user("u2")]), (Some("Here".into()), false));
     assert_eq!(title_after(&[user("u1"), user("u2"), summary("After", "u2")]), (Some("After".into()), false));
+    let mut after_more: Vec<String> = (1..=8).map(|i| user(&format!("u{i}"))).collect();
+    after_more.push(summary("Seven lines on", "u1"));
+    assert_eq!(title_after(&after_more), (Some("Seven lines on".into()), false));
+    after_more.insert(0, user("u0"));
+    after_more.push(summary("Too far back", "u0"));
+    assert_eq!(title_after(&after_more), (Some("Seven lines on".into()), true), "u0 is nine lines back");
     // Of two in the file, the later line, whichever leaf is read first.
     let two = [summary("First", "u2"), summary("Second", "u1"), user("u1"), user("u2")];
     assert_eq!(title_after(&two).0, Some("Second".into()));

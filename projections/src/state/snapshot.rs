@@ -1,6 +1,7 @@
-//! The state saved with the journal offset it reflects: a 64-byte header and a checksummed
-//! body, encoded by hand (FORMAT.md, "State snapshot"). A snapshot that does not check out in
-//! every byte is never trusted: the state is rebuilt from the journal instead.
+//! The state saved with the journal offset it reflects: a 72-byte header (naming the last
+//! record it reflects) and a checksummed body, encoded by hand (FORMAT.md, "State snapshot").
+//! A snapshot that does not check out in every byte, or whose last record is not the
+//! journal's, is never trusted: the state is rebuilt from the journal instead.
 
 use std::path::Path;
 use std::sync::Arc;
