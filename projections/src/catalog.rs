@@ -245,6 +245,28 @@ fn identity_bytes(store: StoreId, epoch: u64) -> Vec<u8> {
     b
 }
 
+/// Why `index` is of another copy of `journal` (the same store and epoch, its records others: a
+/// journal restored from a backup and written to since), if it is: the record its newest
+/// written document came from does not hold that document's event there. (The state's and the
+/// cursors' snapshots name their last record for this; the index's commits do not see the
+/// records' bytes, so its own documents say where they came from.) A segment that cannot be
+/// read is a reason too: it is rebuilt as at any open.
+fn of_another_copy(index: &Index, journal: &Journal) -> Result<Option<String>, CatalogError> {
+    let (key, record, position) = match index.last_written_doc() {
+        Ok(Some(found)) => found,
+        Ok(None) => return Ok(None),
+        Err(e) if e.is_corruption() => return Ok(Some(e.to_string())),
+        Err(e) => return Err(e.into()),
+    };
+    let holds = journal.read_one(record, |r| {
+        let (_, body) = r.decode()?;
+        Ok(matches!(&body, Body::Ingested(b) if b.events.get(position as usize).is_some_and(|e| e.id == key)))
+    })?;
+    Ok((holds != Some(true)).then(|| {
+        format!("its documents are of another copy of the journal: the record at offset {record} does not hold event {key}")
+    }))
+}
+
 /// The writer's lock of an index folder, held (released when dropped).
 pub(crate) struct WriterLock(#[allow(dead_code)] Mutex<Box<dyn LockGuard>>);
 
@@ -306,7 +328,9 @@ impl Catalog {
                     {
                         Some(format!("it reflects journal offset {m} but the journal ends at {}", journal.next_offset()))
                     }
-                    _ => {
+                    _ => match of_another_copy(&index, journal)? {
+                        Some(reason) => Some(reason),
+                        None => {
                         let read_to = index.mark().unwrap_or(0);
                         let c = Catalog::with(Some(dir.clone()), index, read_to);
                         // Clean up what a crashed writer left, if no one is writing now.
@@ -318,7 +342,8 @@ impl Catalog {
                             None => CatalogOpened::Fresh,
                         };
                         return Ok((c, opened));
-                    }
+                        }
+                    },
                 },
                 Err(e) if e.is_corruption() => Some(e.to_string()),
                 Err(e) => return Err(e.into()),
@@ -862,6 +887,35 @@ mod tests {
         let mut k: Vec<String> = c.search(&parse_query(q).unwrap(), &f, &|_| true, 50).unwrap().into_iter().map(|h| h.key).collect();
         k.sort();
         k
+    }
+
+    /// An index built from another copy of the journal (the same store and epoch, at least as
+    /// long, other records there: restored from a backup and written to since) is rebuilt; the
+    /// journal it was built from still loads it.
+    #[test]
+    fn an_index_of_another_copy_of_the_journal_is_rebuilt() {
+        let (dir, j, idx, c) = committed_store_of_one_event();
+        drop(c);
+        let other = Journal::open(
+            dir.path().join("other"),
+            Options { new_store_identity: Some((j.store_id(), j.epoch())), ..Options::default() },
+        )
+        .unwrap();
+        append(&other, &ingested(vec![event(9, EventKind::Message, "something else")]));
+        let (mut c, opened) = Catalog::open(&idx, &other).unwrap();
+        assert_eq!(
+            opened,
+            CatalogOpened::Rebuilt {
+                reason: "its documents are of another copy of the journal: the record at offset 0 does not hold event claude-code:e1".into()
+            }
+        );
+        c.catch_up(&other).unwrap();
+        assert_eq!(keys(&c, "else", Scope::Event), ["claude-code:e9"]);
+        assert!(keys(&c, "release", Scope::Event).is_empty());
+        assert_eq!(c.commit().unwrap(), Committed::Written);
+        drop(c);
+        let (_, opened) = Catalog::open(&idx, &other).unwrap();
+        assert_eq!(opened, CatalogOpened::Loaded { mark: 1 }, "its own copy loads it");
     }
 
     /// An index whose terms an older tokenizer cut (its `journal` file names tokenizer

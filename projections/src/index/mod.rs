@@ -659,6 +659,22 @@ impl Index {
         Ok(())
     }
 
+    /// Where the newest document written to a segment came from: its key, and the record
+    /// offset and position its caller gave ([`DocMeta`]); none without a segment.
+    pub fn last_written_doc(&self) -> Result<Option<(String, u64, u32)>, IndexError> {
+        let mut newest: Option<(DocId, &Arc<Segment>, u32)> = None;
+        for s in &self.segments {
+            let Some(last) = s.doc_count().checked_sub(1) else { continue };
+            let row = s.docs().row(last);
+            if newest.is_none_or(|(doc, _, _)| row.doc > doc) {
+                newest = Some((row.doc, s, last));
+            }
+        }
+        let Some((_, s, ordinal)) = newest else { return Ok(None) };
+        let row = s.docs().row(ordinal);
+        Ok(Some((s.key(ordinal)?.to_owned(), row.record, row.position)))
+    }
+
     /// The largest document id in the index: the next one added must be above it.
     pub fn last_doc(&self) -> Option<DocId> {
         self.last_doc
