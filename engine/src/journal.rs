@@ -285,7 +285,8 @@ pub struct Journal {
     records_appended: AtomicU64,
     index_write_failures: AtomicU64,
     /// What went wrong at each failed index write not yet taken by
-    /// [`Journal::take_index_write_failures`].
+    /// [`Journal::take_index_write_failures`] (the first [`INDEX_WRITE_UNSAID_MAX`]; the
+    /// counter above counts every one).
     index_write_unsaid: Mutex<Vec<String>>,
 }
 
@@ -479,6 +480,8 @@ impl Journal {
         };
         let writer_lock = vfs.open_lock(&lock_path).map_err(|e| Error::io("open lock", &lock_path, e))?;
         let reader_lock = vfs.open_lock(&lock_path).map_err(|e| Error::io("open lock", &lock_path, e))?;
+        let unwritten_count = unwritten.len() as u64;
+        unwritten.truncate(INDEX_WRITE_UNSAID_MAX);
         let journal = Journal {
             writer_lock,
             reader_lock,
@@ -496,7 +499,7 @@ impl Journal {
             report: Mutex::new(report),
             batches: AtomicU64::new(0),
             records_appended: AtomicU64::new(0),
-            index_write_failures: AtomicU64::new(unwritten.len() as u64),
+            index_write_failures: AtomicU64::new(unwritten_count),
             index_write_unsaid: Mutex::new(unwritten),
         };
         {
@@ -875,7 +878,10 @@ impl Journal {
             let idx = encode_index(base, bytes.len() as u64, &sparse);
             if let Err(e) = write_index(&*self.vfs, &old_path, &idx) {
                 self.index_write_failures.fetch_add(1, Ordering::Relaxed);
-                guard(&self.index_write_unsaid).push(index_write_failure(&old_path, &e));
+                let mut unsaid = guard(&self.index_write_unsaid);
+                if unsaid.len() < INDEX_WRITE_UNSAID_MAX {
+                    unsaid.push(index_write_failure(&old_path, &e));
+                }
             }
         }
         v.sealed.push(Arc::new(Sealed::new(base, next, old_path, bytes, seal_pos, sparse)));
@@ -1276,6 +1282,10 @@ pub(crate) fn misplaced_segment(base: u64, expected: u64) -> String {
     }
 }
 
+/// Most index write failures a handle keeps for [`Journal::take_index_write_failures`] until
+/// they are taken (a process that never takes them, on a disk that stays full, keeps no more).
+const INDEX_WRITE_UNSAID_MAX: usize = 16;
+
 /// What to tell the user of an index file of `segment` that could not be written.
 fn index_write_failure(segment: &Path, e: &io::Error) -> String {
     let idx = segment.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
@@ -1642,6 +1652,29 @@ mod tests {
         assert_eq!(saved.records_copied, 60 - second);
         let j = Journal::open(&to, opts(4096)).expect("the salvaged journal opens");
         assert_eq!(j.read_vec(0, 1).expect("read")[0].payload, vec![second as u8; 150]);
+    }
+
+    /// A handle keeps at most [`INDEX_WRITE_UNSAID_MAX`] index write failures for the user to be
+    /// told, and counts every one.
+    #[test]
+    fn index_write_failures_kept_for_the_user_are_bounded() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("journal");
+        let j = Journal::open(&dir, opts(4096)).expect("open");
+        for i in 0..600u32 {
+            j.append(vec![NewRecord::scratch(vec![i as u8; 150])]).expect("append");
+        }
+        let sealed: Vec<PathBuf> = j.segment_paths().split_last().expect("segments").1.to_vec();
+        drop(j);
+        assert!(sealed.len() > INDEX_WRITE_UNSAID_MAX, "{} sealed segments", sealed.len());
+        for seg in &sealed {
+            let idx = seg.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
+            std::fs::remove_file(&idx).expect("remove an index");
+            std::fs::create_dir_all(idx.join("in the way")).expect("a folder in its place");
+        }
+        let j = Journal::open(&dir, opts(4096)).expect("reopen");
+        assert_eq!(j.status().expect("status").index_write_failures, sealed.len() as u64);
+        assert_eq!(j.take_index_write_failures().len(), INDEX_WRITE_UNSAID_MAX);
     }
 }
 

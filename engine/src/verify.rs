@@ -121,7 +121,7 @@ pub(crate) fn walk_inner(
     let mut report = VerifyReport { dir: dir.to_path_buf(), ..Default::default() };
     let lock_path = dir.join(LOCK_FILE_NAME);
     // Every journal starts at offset 0 (see `Journal::open`).
-    let mut expected: Option<u64> = Some(0);
+    let mut expected: u64 = 0;
     let count = bases.len();
     for (i, base) in bases.into_iter().enumerate() {
         let last = i + 1 == count;
@@ -209,7 +209,7 @@ pub(crate) fn walk_inner(
 
         // Offsets continue from the segment before, unless this one is a compaction leftover.
         let mut next = match expected {
-            Some(e) if base < e => {
+            e if base < e => {
                 if let Ok((_, n)) = crate::journal::find_seal(data, &path) {
                     if n <= e {
                         report.leftovers.push(path.clone());
@@ -230,7 +230,7 @@ pub(crate) fn walk_inner(
                 )?;
                 base
             }
-            Some(e) if base > e => {
+            e if base > e => {
                 damage(
                     &mut report,
                     Damage {
@@ -340,7 +340,7 @@ pub(crate) fn walk_inner(
             }
         }
         report.records += seg.records;
-        expected = Some(next);
+        expected = next;
         report.next_offset = Some(next);
 
         if seg.sealed {
