@@ -81,8 +81,9 @@ pub fn save(path: &Path, cursors: &Cursors, journal: &Journal) -> Result<(), Wri
 
 /// Reads the snapshot at `path` for `journal` (as this handle sees it): the cursors, or what
 /// became of it. Anything wrong means rebuild: failing to read it, a snapshot of another store
-/// or epoch, past the journal's end, or of another copy of the journal (the record before its
-/// offset is not the one it saw: a journal restored from a backup and written to since).
+/// or epoch, past the journal's end (after a second look at it), or of another copy of the
+/// journal (the record before its offset is not the one it saw: a journal restored from a
+/// backup and written to since).
 pub fn load(path: &Path, journal: &Journal) -> Result<Cursors, SnapshotUse> {
     let rejected = |reason: String| Err(SnapshotUse::Rejected { reason });
     let bytes = match read_file(&OsFs, path, CURSORS_SNAPSHOT_SIZE_BYTES_MAX) {
@@ -95,7 +96,14 @@ pub fn load(path: &Path, journal: &Journal) -> Result<Cursors, SnapshotUse> {
         Err(reason) => return rejected(reason),
     };
     if c.read_to > journal.next_offset() {
-        return rejected(format!("reflects offset {} but the journal ends at {}", c.read_to, journal.next_offset()));
+        // Another process may have saved it after appending records this handle has not seen
+        // yet: look at the journal again before calling it ahead.
+        if let Err(e) = journal.refresh() {
+            return rejected(format!("the journal could not be read again: {e}"));
+        }
+        if c.read_to > journal.next_offset() {
+            return rejected(format!("reflects offset {} but the journal ends at {}", c.read_to, journal.next_offset()));
+        }
     }
     match origin_engine::snapshot::last_record(journal, c.read_to) {
         Ok(l) if l == last => Ok(c),
@@ -110,15 +118,7 @@ pub fn load(path: &Path, journal: &Journal) -> Result<Cursors, SnapshotUse> {
 /// The cursors of `journal` (as this handle sees it): from the snapshot at `path` when it
 /// checks out, else from the journal's start, then caught up; and what became of the snapshot.
 pub fn caught_up(journal: &Journal, path: &Path) -> origin_engine::Result<(Cursors, SnapshotUse)> {
-    let mut loaded = load(path, journal);
-    if matches!(loaded, Err(SnapshotUse::Rejected { .. })) {
-        // Another process may have saved it after appending records this handle has not seen
-        // yet: look at the journal again before calling it ahead (the read is that of a
-        // snapshot that is rarely refused).
-        journal.refresh()?;
-        loaded = load(path, journal);
-    }
-    let (mut cursors, used) = match loaded {
+    let (mut cursors, used) = match load(path, journal) {
         Ok(c) => {
             let read_to = c.read_to;
             (c, SnapshotUse::Loaded { read_to })
