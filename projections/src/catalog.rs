@@ -53,9 +53,11 @@ const IDENTITY_SIZE_BYTES: u64 = 40;
 /// The layout of an index directory: 2 since entries left it for their own index (a directory
 /// of layout 1 also holds entry versions, and is rebuilt).
 const LAYOUT_VERSION: u16 = 2;
-/// The tokenizer's rules the index's terms were cut by: 1 since variation selectors and the
-/// final sigma fold away and Han and kana join across a line break (0, before, is rebuilt).
-const TOKENS_VERSION: u16 = 1;
+/// The tokenizer's rules the index's terms were cut by: 2 since Thai, Lao, Khmer, Myanmar and
+/// the other scripts of the line-breaking class SA are runs of bigrams (1: variation
+/// selectors and the final sigma fold away, Han and kana join across a line break; 0 before).
+/// An index of an older version is rebuilt.
+const TOKENS_VERSION: u16 = 2;
 /// Entry documents are numbered from here, so that a hit's id says which index it came from.
 pub const ENTRY_DOC_BASE: DocId = 1 << 31;
 
@@ -949,6 +951,14 @@ mod tests {
         assert_eq!(keys(&c, "release", Scope::Event), ["claude-code:e1"]);
         let (_, opened) = Catalog::open(&idx, &j).unwrap();
         assert_eq!(opened, CatalogOpened::Fresh, "its journal file written again, with no segment yet");
+        // The version just before this one is older too.
+        let mut previous = fs::read(idx.join(IDENTITY_FILE)).unwrap();
+        previous[10..12].copy_from_slice(&(TOKENS_VERSION - 1).to_le_bytes());
+        let crc = crc32fast::hash(&previous[..36]);
+        previous[36..40].copy_from_slice(&crc.to_le_bytes());
+        fs::write(idx.join(IDENTITY_FILE), &previous).unwrap();
+        let (_, opened) = Catalog::open(&idx, &j).unwrap();
+        assert_eq!(opened, CatalogOpened::Rebuilt { reason: "its words were cut by an older version of Origin's tokenizer".into() });
     }
 
     /// An index another process committed, of records it appended after this process's

@@ -20,10 +20,11 @@
 //! shared with other words only lets in documents the positions then turn away. Scores and
 //! results are exactly those without pairs.
 //!
-//! Words only: CJK tokens are bigrams already, and a word beside a CJK run makes no pair.
+//! Words only: the tokens of CJK runs and of the other runs of rule 2 (`token.rs`: Thai, Khmer…)
+//! are bigrams already, and a word beside such a run makes no pair.
 
 use super::stem::is_stop_word;
-use super::token::is_cjk;
+use super::token::{Run, run_of};
 
 /// First byte of every pair term. No token contains it (a control character), nor a space
 /// or `#`.
@@ -42,10 +43,10 @@ pub(crate) fn bucket(word: &str) -> u32 {
     crc32fast::hash(word.as_bytes()) & (PAIR_BUCKETS - 1)
 }
 
-/// True if `term` is a word's term (not a CJK unigram or bigram: those begin with a CJK
-/// character, which no word holds).
+/// True if `term` is a word's term (not a unigram or bigram of a run of rule 2: those begin
+/// with a character of a run, which no word holds).
 fn is_word_term(term: &str) -> bool {
-    term.chars().next().is_some_and(|c| !is_cjk(c))
+    term.chars().next().is_some_and(|c| run_of(c) == Run::None)
 }
 
 /// Appends `#` and the three lower-case hex digits of `word`'s bucket to `out` (by hand: the

@@ -5,12 +5,13 @@
 //!   phrase of them, so it matches where they occur in that order, adjacent.
 //! - Text between quotes (`"`, `“`, `”`, `„`, `＂`) is one phrase. A quote left open runs to the
 //!   end of the query; nothing in a query is a syntax error.
-//! - In a phrase, a CJK run of n ≥ 2 characters is its n - 1 overlapping bigrams at
+//! - In a phrase, a CJK run of n ≥ 2 characters (or a run of n grapheme clusters of Thai,
+//!   Lao, Khmer, Myanmar…: rule 2 of `token.rs`) is its n - 1 overlapping bigrams at
 //!   consecutive positions (the text must hold the whole run); a run of one character is
 //!   that character.
 //!
-//! Partial-match terms: the stem of every word that is not a stop word, and every CJK bigram
-//! or lone character, each once.
+//! Partial-match terms: the stem of every word that is not a stop word, and every bigram or
+//! lone character of a run, each once.
 //!
 //! Pair terms: of every two adjacent words of a phrase of which one is a stop word, the pair
 //! term the index stores for them (`pairs.rs`), each once; required for full matches, with no
@@ -81,8 +82,8 @@ impl fmt::Display for QueryError {
             }
             QueryError::TooManyTerms { count, max } => write!(
                 f,
-                "asks for {count} terms (a word is one; a run of Chinese, Japanese or Korean characters is one for each \
-                 pair of characters side by side); the most is {max}: use fewer words"
+                "asks for {count} terms (a word is one; a run of Chinese, Japanese, Korean, Thai, Lao, Khmer or Myanmar \
+                 characters is one for each pair of characters side by side); the most is {max}: use fewer words"
             ),
         }
     }

@@ -106,6 +106,37 @@ fn search_finds_korean_words() {
     assert_eq!(full(&index, "한국"), [0]);
 }
 
+/// Thai, Lao, Khmer and Myanmar, written without spaces between words: a word inside a
+/// sentence is found, in order; a question in other words finds what shares its syllables'
+/// pairs, and a text that shares only letters is no match of any kind.
+#[test]
+fn search_finds_thai_lao_khmer_and_myanmar_words() {
+    let index = index_of(&[
+        "ฉันชอบกินข้าวผัดมาก",
+        "ข้าวมันไก่อร่อย",
+        "ผัดไทยกุ้งสด",
+        "ดผัวาข้",
+        "ຂ້ອຍກິນເຂົ້າແລ້ວ",
+        "ខ្ញុំស្រឡាញ់ភាសាខ្មែរ",
+        "မင်္ဂလာပါ ခင်ဗျာ",
+        "we ate the ข้าวผัด at noon",
+    ]);
+    assert_eq!(found(&index, "ข้าวผัด"), set(&[0, 7]));
+    assert_eq!(found(&index, "ข้าว"), set(&[0, 1, 7]));
+    assert_eq!(found(&index, "ผัด"), set(&[0, 2, 7]));
+    assert_eq!(full(&index, "กินเข้า"), Vec::<DocId>::new(), "Thai and Lao letters are not one script");
+    assert_eq!(full(&index, "ເຂົ້າ"), [4]);
+    assert_eq!(full(&index, "ភាសាខ្មែរ"), [5]);
+    assert_eq!(full(&index, "မင်္ဂလာ"), [6]);
+    // A stop word beside a run makes no pair term, in the text or in a phrase.
+    assert_eq!(full(&index, "\"the ข้าวผัด\""), [7]);
+    // Partial matches share a pair of clusters with the query: document 3 holds the letters
+    // of ข้าวผัด in another order, and is no match at all.
+    let hits = search(&index, "ข้าวผัดกุ้ง", 10);
+    assert!(hits.iter().all(|h| h.matched == Match::Partial), "{hits:?}");
+    assert_eq!(hits.iter().map(|h| h.doc).collect::<BTreeSet<_>>(), set(&[0, 1, 2, 7]), "{hits:?}");
+}
+
 #[test]
 fn search_finds_emoji() {
     let index = index_of(&["shipped 🚀 today", "love it ❤️", "no emoji here", "🚀🚀 twice"]);
@@ -416,6 +447,12 @@ const PIECES: &[&str] = &[
     "❤️",
     "👍🏽",
     "🎉",
+    "ข้าวผัด",
+    "ผัด",
+    "ที่",
+    "ສະບາຍດີ",
+    "ខ្ញុំ",
+    "မင်္ဂလာ",
     "x",
 ];
 const SEPARATORS: &[&str] = &[" ", "\n", "", ", ", "。", "  \n", "-"];

@@ -9,9 +9,14 @@
 //! 2. Maximal runs of Han, Hiragana, Katakana and Hangul characters become overlapping
 //!    bigrams plus unigrams: character `i` of a run at position `p + i` gives the unigram at
 //!    `p + i` and the bigram of characters `i, i + 1` at `p + i`. A run of one character is a
-//!    lone unigram. Han and kana are written without spaces, and hard-wrapped text breaks
-//!    their words across lines: two runs of them parted by a single line break (and spaces or
-//!    tabs beside it) also give the bigram of the first run's last character and the second's
+//!    lone unigram. Runs of the letters, digits and marks of the scripts written without
+//!    spaces between words that Unicode's word boundaries cannot split (Thai, Lao, Khmer,
+//!    Myanmar, Tai Le, New Tai Lue, Tai Tham, Tai Viet, Ahom: the line-breaking class SA) are
+//!    treated alike, with grapheme clusters (a letter with its vowel and tone marks) in the
+//!    place of characters; a run of one script never continues into another. Han and kana,
+//!    and the scripts of SA, are written without spaces, and hard-wrapped text breaks their
+//!    words across lines: two runs of one of them parted by a single line break (and spaces
+//!    or tabs beside it) also give the bigram of the first run's last unit and the second's
 //!    first, at the first's position, so that a word or phrase matches across the break.
 //!    (Hangul is written with spaces between words: a line break there parts words.)
 //! 3. The rest is split on Unicode word boundaries (UAX #29), then each word is cut at
@@ -30,13 +35,14 @@ use super::limits::{DOC_TOKENS_MAX, TERM_SIZE_BYTES_MAX};
 /// What a token is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TokenKind {
-    /// A word outside CJK runs (letters, digits, emoji).
+    /// A word outside the runs of rule 2 (letters, digits, emoji).
     Word,
-    /// A CJK run of a single character.
+    /// A run of rule 2 (CJK, Thai, …) of a single unit: a character of CJK, a grapheme cluster
+    /// of the others.
     Lone,
-    /// One character of a CJK run of two or more.
+    /// One unit of a run of two or more.
     Unigram,
-    /// Two adjacent characters of a CJK run.
+    /// Two adjacent units of a run.
     Bigram,
 }
 
@@ -188,7 +194,7 @@ fn fold_char(text: &mut String, c: char) {
 }
 
 /// True for characters that form CJK runs (after folding).
-pub(crate) fn is_cjk(c: char) -> bool {
+fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x1100..=0x11FF            // Hangul Jamo
         | 0x3005 | 0x3007          // 々 〇
@@ -205,6 +211,45 @@ pub(crate) fn is_cjk(c: char) -> bool {
         | 0xF900..=0xFAFF          // Han compatibility
         | 0x20000..=0x323AF        // Han extensions B..H
     )
+}
+
+/// The runs of rule 2 a character belongs to (after folding): [`Run::Cjk`] for any CJK
+/// character ([`is_cjk`]), a script written without spaces of the line-breaking class SA for
+/// its letters, digits and marks, [`Run::None`] for the rest (their punctuation included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Run {
+    /// Not in a run: words by rule 3.
+    None,
+    /// Han, kana and Hangul: runs of characters.
+    Cjk,
+    /// A script of SA, named by the first character of its block (its runs are of grapheme
+    /// clusters, and never continue into another script's).
+    Spaceless(u32),
+}
+
+/// [`Run`] of `c`: by the blocks of the scripts of Unicode's line-breaking class SA (the
+/// block decides the script; the character's category whether it belongs in a run, so that
+/// punctuation such as Thai's `๏` or Khmer's `។` parts runs).
+pub(crate) fn run_of(c: char) -> Run {
+    if is_cjk(c) {
+        return Run::Cjk;
+    }
+    let block = match c as u32 {
+        0x0E00..=0x0E7F => 0x0E00,   // Thai
+        0x0E80..=0x0EFF => 0x0E80,   // Lao
+        0x1000..=0x109F => 0x1000,   // Myanmar
+        0xA9E0..=0xA9FF => 0x1000,   // Myanmar extended B
+        0xAA60..=0xAA7F => 0x1000,   // Myanmar extended A
+        0x1780..=0x17FF => 0x1780,   // Khmer
+        0x19E0..=0x19FF => 0x1780,   // Khmer symbols
+        0x1950..=0x197F => 0x1950,   // Tai Le
+        0x1980..=0x19DF => 0x1980,   // New Tai Lue
+        0x1A20..=0x1AAF => 0x1A20,   // Tai Tham
+        0xAA80..=0xAADF => 0xAA80,   // Tai Viet
+        0x11700..=0x1174F => 0x11700, // Ahom
+        _ => return Run::None,
+    };
+    if c.is_alphanumeric() || is_combining_mark(c) { Run::Spaceless(block) } else { Run::None }
 }
 
 /// True for emoji and other pictographs, which are words of their own.
@@ -327,10 +372,14 @@ pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
     });
 }
 
-/// True for the characters whose runs join across a line break (rule 2): Han and kana, not
-/// Hangul.
-fn joins_across_lines(c: char) -> bool {
-    is_cjk(c) && !matches!(c as u32, 0x1100..=0x11FF | 0x3130..=0x318F | 0xA960..=0xA97F | 0xAC00..=0xD7FF)
+/// The run of a unit that begins with `c`, if runs of its kind join across a line break
+/// (rule 2): Han and kana, and the scripts of SA; not Hangul.
+fn joins_across_lines(c: char) -> Option<Run> {
+    match run_of(c) {
+        Run::Cjk if matches!(c as u32, 0x1100..=0x11FF | 0x3130..=0x318F | 0xA960..=0xA97F | 0xAC00..=0xD7FF) => None,
+        Run::None => None,
+        run => Some(run),
+    }
 }
 
 /// True for the bytes between two runs that a hard wrap leaves: one line break, with spaces
@@ -339,33 +388,41 @@ fn is_one_line_break(gap: &[u8]) -> bool {
     gap.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) && gap.iter().filter(|&&b| b == b'\n').count() == 1
 }
 
-/// The bigrams across line breaks of rule 2, given tokens in order: the last character of a
-/// run of Han or kana, and whether the next token begins a run parted from it by one line
-/// break.
+/// The bigrams across line breaks of rule 2, given tokens in order: the last unit of a run
+/// that joins across lines, and whether the next token begins a run of the same kind parted
+/// from it by one line break.
 #[derive(Default)]
 struct LineJoin {
-    /// The last token, when it was a character that joins across lines: its position, its
-    /// byte range in the text and the character.
-    last: Option<(u32, usize, usize, char)>,
+    /// The last token, when it was a unit that joins across lines: its position, its byte
+    /// range in the text and its run; its term is in `unit`.
+    last: Option<(u32, usize, usize, Run)>,
+    unit: String,
     buf: String,
 }
 
 impl LineJoin {
     /// The bigram across a line break that goes before `t` (in `text`), if any.
     fn before(&mut self, text: &str, t: &TokenRef<'_>) -> Option<TokenRef<'_>> {
-        let c = match t.kind {
-            TokenKind::Lone | TokenKind::Unigram => t.term.chars().next().filter(|&c| joins_across_lines(c)),
+        let run = match t.kind {
+            TokenKind::Lone | TokenKind::Unigram => t.term.chars().next().and_then(joins_across_lines),
             TokenKind::Word | TokenKind::Bigram => None,
         };
-        let (position, start, end, a) = std::mem::replace(&mut self.last, c.map(|c| (t.position, t.start, t.end, c)))?;
-        let b = c?;
-        if t.position != position + 1 || t.start <= end || !is_one_line_break(&text.as_bytes()[end..t.start]) {
-            return None;
+        let last = std::mem::replace(&mut self.last, run.map(|r| (t.position, t.start, t.end, r)));
+        let joined = match last {
+            Some((position, start, end, r)) if Some(r) == run && t.position == position + 1 && t.start > end && is_one_line_break(&text.as_bytes()[end..t.start]) => {
+                self.buf.clear();
+                self.buf.push_str(&self.unit);
+                self.buf.push_str(t.term);
+                Some((position, start))
+            }
+            _ => None,
+        };
+        if run.is_some() {
+            self.unit.clear();
+            self.unit.push_str(t.term);
         }
-        self.buf.clear();
-        self.buf.push(a);
-        self.buf.push(b);
-        Some(TokenRef { term: &self.buf, position, kind: TokenKind::Bigram, start, end: t.end })
+        let (position, start) = joined?;
+        Some(TokenRef { term: cut(&self.buf), position, kind: TokenKind::Bigram, start, end: t.end })
     }
 }
 
@@ -500,16 +557,16 @@ fn tokenize_whole_unjoined(text: &str) -> Vec<Token> {
     let s = folded.text.as_str();
     let mut out = Tokens { tokens: Vec::new(), position: 0, folded: &folded };
     let mut stretch_start = 0;
-    let mut stretch_cjk = false;
+    let mut stretch_run = Run::None;
     for (i, c) in s.char_indices() {
-        let cjk = is_cjk(c);
-        if cjk != stretch_cjk {
-            out.stretch(stretch_start, i, stretch_cjk);
+        let run = run_of(c);
+        if run != stretch_run {
+            out.stretch(stretch_start, i, stretch_run);
             stretch_start = i;
-            stretch_cjk = cjk;
+            stretch_run = run;
         }
     }
-    out.stretch(stretch_start, s.len(), stretch_cjk);
+    out.stretch(stretch_start, s.len(), stretch_run);
     out.tokens
 }
 
@@ -520,25 +577,26 @@ struct Tokens<'a> {
 }
 
 impl Tokens<'_> {
-    fn stretch(&mut self, start: usize, end: usize, cjk: bool) {
+    fn stretch(&mut self, start: usize, end: usize, run: Run) {
         if start == end {
             return;
         }
         let s = &self.folded.text[start..end];
-        if cjk {
-            let chars: Vec<(usize, char)> = s.char_indices().map(|(i, c)| (start + i, c)).collect();
-            let n = chars.len();
-            for (k, &(b, c)) in chars.iter().enumerate() {
-                let c_end = b + c.len_utf8();
+        if run != Run::None {
+            // The run's units (byte ranges in the folded text): characters of a CJK run,
+            // grapheme clusters of the others.
+            let units: Vec<(usize, usize)> = match run {
+                Run::Cjk => s.char_indices().map(|(i, c)| (start + i, start + i + c.len_utf8())).collect(),
+                _ => s.grapheme_indices(true).map(|(i, g)| (start + i, start + i + g.len())).collect(),
+            };
+            let n = units.len();
+            for (k, &(b, e)) in units.iter().enumerate() {
                 let kind = if n == 1 { TokenKind::Lone } else { TokenKind::Unigram };
-                if !self.push(c.to_string(), kind, b, c_end) {
+                if !self.push(cut(&self.folded.text[b..e]).to_string(), kind, b, e) {
                     return;
                 }
-                if let Some(&(b2, c2)) = chars.get(k + 1) {
-                    let mut bigram = String::with_capacity(c.len_utf8() + c2.len_utf8());
-                    bigram.push(c);
-                    bigram.push(c2);
-                    self.push_same_position(bigram, b, b2 + c2.len_utf8());
+                if let Some(&(_, e2)) = units.get(k + 1) {
+                    self.push_same_position(cut(&self.folded.text[b..e2]).to_string(), b, e2);
                 }
                 self.position += 1;
             }
@@ -655,6 +713,48 @@ mod tests {
         assert_eq!(kinds, [TokenKind::Word, TokenKind::Lone, TokenKind::Word]);
     }
 
+    /// Thai, Lao, Khmer and Myanmar (written without spaces between words, which Unicode's
+    /// word boundaries cannot find) are runs like CJK's, of grapheme clusters: a letter with
+    /// its marks is one unit; punctuation and another script part runs; a hard wrap joins.
+    #[test]
+    fn index_token_spaceless_scripts_are_runs_of_grapheme_clusters() {
+        let shape = |text: &str| tokenize(text).into_iter().map(|t| (t.term, t.position, t.kind)).collect::<Vec<_>>();
+        let (u, b) = (TokenKind::Unigram, TokenKind::Bigram);
+        assert_eq!(
+            shape("ข้าวผัด"),
+            vec![
+                ("ข้".into(), 0, u),
+                ("ข้า".into(), 0, b),
+                ("า".into(), 1, u),
+                ("าว".into(), 1, b),
+                ("ว".into(), 2, u),
+                ("วผั".into(), 2, b),
+                ("ผั".into(), 3, u),
+                ("ผัด".into(), 3, b),
+                ("ด".into(), 4, u)
+            ]
+        );
+        // A run of one cluster is lone; a word beside a run stays a word.
+        assert_eq!(shape("go ที่ ok"), vec![("go".into(), 0, TokenKind::Word), ("ที่".into(), 1, TokenKind::Lone), ("ok".into(), 2, TokenKind::Word)]);
+        // Khmer's full stop parts runs (a consonant, its subscript and its vowel signs are one
+        // cluster); so does a change of script (Thai then Lao).
+        let terms_of = |text: &str| tokenize(text).into_iter().map(|t| t.term).collect::<Vec<_>>();
+        assert_eq!(terms_of("ខ្ញុំ។ស"), ["ខ្ញុំ", "ស"]);
+        assert_eq!(terms_of("ខ្ញុំស"), ["ខ្ញុំ", "ខ្ញុំស", "ស"]);
+        assert_eq!(terms_of("กขສະ"), ["ก", "กข", "ข", "ສ", "ສະ", "ະ"]);
+        // Clusters are Unicode's: Myanmar's kinzi joins the consonant after it; its tall AA
+        // (U+102C) stands alone.
+        assert_eq!(terms_of("မင်္ဂလာ"), ["မ", "မင်္ဂ", "င်္ဂ", "င်္ဂလ", "လ", "လာ", "ာ"]);
+        // Hard-wrapped: the clusters either side of one line break make a bigram.
+        let across: Vec<String> = tokenize("ข้าว\nผัด").into_iter().filter(|t| t.kind == TokenKind::Bigram).map(|t| t.term).collect();
+        assert!(across.contains(&"วผั".to_string()), "{across:?}");
+        let apart: Vec<String> = tokenize("ข้าว\n\nผัด").into_iter().map(|t| t.term).collect();
+        assert!(!apart.contains(&"วผั".to_string()), "{apart:?}");
+        for text in ["ข้าว\nผัด", "ກິນເຂົ້າ", "ខ្ញុំស្រឡាញ់", "ข้าว ผัด", "a\u{E31}ข"] {
+            assert_eq!(tokenize(text), tokenize_whole(text), "{text}");
+        }
+    }
+
     #[test]
     fn index_token_emoji_are_words() {
         let t: Vec<String> = tokenize("ship it 🚀🚀 ❤️ 👍🏽!").into_iter().map(|t| t.term).collect();
@@ -710,6 +810,7 @@ mod tests {
         "release", "Release", "ＲＥＬＥＡＳＥ", "e\u{301}", "café", "naïve", "don't", "don’t", "record.rs", "parse_query",
         "3,000", "3.14", "发布", "流程", "東京タワー", "ﾀﾜｰ", "한국어", "🚀", "👍🏽", "❤️", "#\u{FE0F}\u{20E3}", "ﬁle", "Ⅻ", "x\u{200D}y",
         "'\u{301}", "٣", "Ǆ", "ß", "İ", "\u{1F1EF}\u{1F1F5}", "a\u{30A2}b", "中a", "a中", "中", "机器学习",
+        "ข้าวผัด", "ที่", "ກິນເຂົ້າ", "ខ្ញុំ។", "မင်္ဂလာ", "\u{E31}", "ำ", "๏",
     ];
     const GLUE: &[&str] = &["", " ", "\n", ".", ",", "'", "’", "-", "_", "/", "(", "）", "\u{3000}", "\t"];
 
