@@ -137,6 +137,20 @@ fn search_finds_thai_lao_khmer_and_myanmar_words() {
     assert_eq!(hits.iter().map(|h| h.doc).collect::<BTreeSet<_>>(), set(&[0, 1, 2, 7]), "{hits:?}");
 }
 
+/// Arabic, Persian and Hebrew written with or without their optional marks, and with either
+/// of the letters keyboards give for one another, find each other; the snippet shows the text
+/// as written.
+#[test]
+fn search_finds_arabic_persian_and_hebrew_with_or_without_marks() {
+    let index = index_of(&["كَتَبَ الطالبُ الدرسَ", "كتب المعلم", "این یک کتاب است", "שָׁלוֹם לכולם", "أحمد"]);
+    assert_eq!(found(&index, "كتب"), set(&[0, 1]));
+    assert_eq!(found(&index, "كَتَبَ"), set(&[0, 1]));
+    assert_eq!(full(&index, "\"يك كتاب\""), [2]);
+    assert_eq!(full(&index, "שלום"), [3]);
+    assert_eq!(full(&index, "احمد"), [4]);
+    assert_eq!(snippet("كَتَبَ الطالبُ الدرسَ", &q("كتب")), "[كَتَبَ] الطالبُ الدرسَ");
+}
+
 #[test]
 fn search_finds_emoji() {
     let index = index_of(&["shipped 🚀 today", "love it ❤️", "no emoji here", "🚀🚀 twice"]);
@@ -453,6 +467,10 @@ const PIECES: &[&str] = &[
     "ສະບາຍດີ",
     "ខ្ញុំ",
     "မင်္ဂလာ",
+    "كَتَبَ",
+    "كتب",
+    "یک",
+    "שָׁלוֹם",
     "x",
 ];
 const SEPARATORS: &[&str] = &[" ", "\n", "", ", ", "。", "  \n", "-"];

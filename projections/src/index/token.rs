@@ -4,8 +4,10 @@
 //! on both sides. Rules, in order:
 //! 1. Each grapheme cluster of the text is folded on its own: NFKC, then lower case; variation
 //!    selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) are dropped, U+2019 (’) becomes `'` and the
-//!    final sigma `ς` becomes `σ`. Folding per cluster keeps a map from folded bytes back to
-//!    the original text, for snippets.
+//!    final sigma `ς` becomes `σ`; the marks writers of Arabic and Hebrew mostly leave out
+//!    (harakat, tatweel, vowel points, cantillation) are dropped, and Arabic and Persian letters
+//!    that stand for one another are one (`أ إ آ` as `ا`, `ى ی` as `ي`, `ک` as `ك`). Folding per
+//!    cluster keeps a map from folded bytes back to the original text, for snippets.
 //! 2. Maximal runs of Han, Hiragana, Katakana and Hangul characters become overlapping
 //!    bigrams plus unigrams: character `i` of a run at position `p + i` gives the unigram at
 //!    `p + i` and the bigram of characters `i, i + 1` at `p + i`. A run of one character is a
@@ -189,6 +191,17 @@ fn fold_char(text: &mut String, c: char) {
         // Greek's final sigma is the same letter as σ (what full case folding gives).
         'ς' => text.push('σ'),
         c if c.is_ascii() => text.push(c.to_ascii_lowercase()),
+        // Marks that writers of Arabic and Hebrew mostly leave out: Arabic's short vowels and
+        // other harakat, its superscript alef and tatweel (a stretch of the line, not a
+        // letter); Hebrew's vowel points and cantillation (not its punctuation: maqaf, paseq,
+        // sof pasuq, nun hafukha).
+        '\u{064B}'..='\u{065F}' | '\u{0670}' | '\u{0640}' => {}
+        '\u{0591}'..='\u{05BD}' | '\u{05BF}' | '\u{05C1}' | '\u{05C2}' | '\u{05C4}' | '\u{05C5}' | '\u{05C7}' => {}
+        // Letters that Arabic and Persian writing and keyboards use for one another: alef
+        // with hamza or madda as alef, alef maksura and Farsi yeh as yeh, keheh as kaf.
+        '\u{0622}' | '\u{0623}' | '\u{0625}' => text.push('\u{0627}'),
+        '\u{0649}' | '\u{06CC}' => text.push('\u{064A}'),
+        '\u{06A9}' => text.push('\u{0643}'),
         c => text.extend(c.to_lowercase()),
     }
 }
@@ -669,6 +682,28 @@ mod tests {
         assert_eq!((t[1].term.as_str(), t[1].start, t[1].end), ("葛城", 0, "葛\u{E0100}城".len()), "the bigram's range is the original's");
     }
 
+    /// Arabic and Hebrew with and without their optional marks are one text; Arabic and
+    /// Persian letter variants are one letter; ranges still cover the marks.
+    #[test]
+    fn index_token_folds_arabic_and_hebrew_optional_marks_and_letter_variants() {
+        for (marked, plain) in [
+            ("كَتَبَ", "كتب"),
+            ("العـــربية", "العربية"),
+            ("أحمد إلى آخر", "احمد الي اخر"),
+            ("مصطفى", "مصطفي"),
+            ("یک کتاب", "يك كتاب"),
+            ("الْقُرْآن", "القران"),
+            ("שָׁלוֹם עוֹלָם", "שלום עולם"),
+        ] {
+            assert_eq!(terms(marked), terms(plain), "{marked}");
+            assert_eq!(tokenize(marked), tokenize_whole(marked), "{marked}");
+        }
+        // Hebrew punctuation stays punctuation: maqaf parts words.
+        assert_eq!(terms("בית־ספר"), vec![("בית".into(), 0), ("ספר".into(), 1)]);
+        let t = tokenize("قال كَتَبَ");
+        assert_eq!((t[1].term.as_str(), t[1].start, t[1].end), ("كتب", "قال ".len(), "قال كَتَبَ".len()), "the range covers the marks");
+    }
+
     /// Runs of Han and kana parted by one line break (a hard wrap) also give the bigram across
     /// it; a blank line, other characters or Hangul do not.
     #[test]
@@ -810,7 +845,7 @@ mod tests {
         "release", "Release", "ＲＥＬＥＡＳＥ", "e\u{301}", "café", "naïve", "don't", "don’t", "record.rs", "parse_query",
         "3,000", "3.14", "发布", "流程", "東京タワー", "ﾀﾜｰ", "한국어", "🚀", "👍🏽", "❤️", "#\u{FE0F}\u{20E3}", "ﬁle", "Ⅻ", "x\u{200D}y",
         "'\u{301}", "٣", "Ǆ", "ß", "İ", "\u{1F1EF}\u{1F1F5}", "a\u{30A2}b", "中a", "a中", "中", "机器学习",
-        "ข้าวผัด", "ที่", "ກິນເຂົ້າ", "ខ្ញុំ។", "မင်္ဂလာ", "\u{E31}", "ำ", "๏",
+        "ข้าวผัด", "ที่", "ກິນເຂົ້າ", "ខ្ញុំ។", "မင်္ဂလာ", "\u{E31}", "ำ", "๏", "كَتَبَ", "ـ", "\u{64E}", "آ", "ی", "שָׁלוֹם", "־",
     ];
     const GLUE: &[&str] = &["", " ", "\n", ".", ",", "'", "’", "-", "_", "/", "(", "）", "\u{3000}", "\t"];
 
