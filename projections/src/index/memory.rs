@@ -34,7 +34,7 @@ use std::hash::Hasher;
 use rustc_hash::FxHasher;
 
 use super::doc::DocTable;
-use super::limits::{DOC_TOKENS_MAX, SEGMENT_DOCS_MAX};
+use super::limits::SEGMENT_DOCS_MAX;
 use super::pairs::{STOP_WORD_BYTES_MAX, push_pair};
 use super::postings::{Postings, put_varint};
 use super::stem::Stems;
@@ -221,8 +221,6 @@ pub(crate) struct Prepared {
     tokens: Vec<DocToken>,
     /// Positions the document takes (its last token's, plus one).
     length: u32,
-    /// Bytes of the document's text.
-    text_bytes: usize,
     /// Where a pair term's key is put together.
     pair: String,
 }
@@ -345,11 +343,10 @@ impl Prepared {
     /// Tokenizes `text`: each token with its hash, and the pair terms of adjacent words of
     /// which one is a stop word.
     pub(crate) fn prepare(&mut self, text: &str) {
-        let Prepared { terms, tokens, length, text_bytes, pair } = self;
+        let Prepared { terms, tokens, length, pair } = self;
         terms.clear();
         tokens.clear();
         *length = 0;
-        *text_bytes = text.len();
         let stops = stop_table();
         // The last token, if a word: where its term is, its position, and whether it is a stop
         // word. Two adjacent words of which one is a stop word add their pair term.
@@ -725,12 +722,13 @@ impl MemorySegment {
                 "the in-memory segment holds {SEGMENT_DOCS_MAX} documents; commit before adding more"
             )));
         }
-        // What one document can add to the arena: it has at most 2^21 tokens, and no more than
-        // its bytes (a CJK character of 3 bytes gives two); each writes at most 15 bytes of
-        // stream with its stem's, and 10 more of a pair term's, in chunks at most 4 times what
-        // they hold (each chunk at most doubles the full one before it), plus a header and
-        // page ends. 192 bytes per token and two pages bound it.
-        let tokens = prepared.text_bytes.min(2 * DOC_TOKENS_MAX as usize);
+        // What one document can add to the arena: its tokens (pair terms included) each write
+        // at most 15 bytes of stream with its stem's, and 10 more of a pair term's, in chunks
+        // at most 4 times what they hold (each chunk at most doubles the full one before it),
+        // plus a header and page ends. 192 bytes per token and two pages bound it. (The
+        // tokens counted, not the text's bytes: a character may fold to several units, `㌀`
+        // to four katakana.)
+        let tokens = prepared.tokens.len();
         let bound = tokens * 192 + 2 * PAGE_SIZE;
         if (self.pages.len() * PAGE_SIZE).saturating_add(bound) > PAGES_MAX * PAGE_SIZE {
             return Err(IndexError::Invalid("the in-memory segment's postings are full; commit before adding more".into()));

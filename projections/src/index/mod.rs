@@ -1,8 +1,9 @@
 //! The multilingual full-text index over entries and events.
 //!
 //! What it does: tokenizes text in any script ([`token`]: NFKC-folded, lower-cased words on
-//! Unicode word boundaries; Han, Hiragana, Katakana and Hangul runs as overlapping bigrams
-//! plus unigrams, with positions), keeps new documents in an in-memory segment, writes
+//! Unicode word boundaries; Han, Hiragana, Katakana and Hangul runs, and runs of the scripts
+//! written without spaces such as Thai, as overlapping bigrams plus unigrams, with
+//! positions), keeps new documents in an in-memory segment, writes
 //! immutable, checksummed, memory-mapped segments on [`Index::commit`], merges them
 //! ([`merge`], [`MergePolicy`]) and answers queries ([`parse_query`]): every word must occur,
 //! phrases in order, BM25 ranking with ties to the more recent document, filters, and a

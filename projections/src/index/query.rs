@@ -156,7 +156,8 @@ fn add_part(text: &str, quoted: bool, clauses: &mut Vec<Clause>) {
     }
 }
 
-/// The clause of a text: its tokens less the unigrams of CJK runs (their bigrams cover them).
+/// The clause of a text: its tokens less the unigrams of runs (CJK, Thai…: their bigrams
+/// cover them).
 pub(crate) fn clause(text: &str) -> Option<Clause> {
     let (mut terms, mut first) = (Vec::new(), None);
     for_each_token(text, &mut |t| {

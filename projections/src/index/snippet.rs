@@ -2,8 +2,9 @@
 //! brackets, white space runs shown as one space, `…` where the text is cut.
 //!
 //! A match is an occurrence of a query clause (each of its tokens is bracketed; the
-//! overlapping bigrams of a CJK run share one bracket); in a text that does not hold every
-//! clause, also each word sharing a stem with a query word, and each CJK bigram of the query.
+//! overlapping bigrams of a run, CJK or Thai…, share one bracket); in a text that does not
+//! hold every clause, also each word sharing a stem with a query word, and each bigram of a
+//! run of the query.
 
 use super::limits::{SNIPPET_CHARS_MAX, SNIPPET_CONTEXT_BEFORE_CHARS};
 use super::query::Query;

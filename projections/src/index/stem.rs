@@ -50,15 +50,15 @@ impl Stems {
         Stems { stemmer: Stemmer::create(Algorithm::English) }
     }
 
-    /// The partial-match term of a token: a word's stem term (none for a stop word), or a CJK
-    /// bigram or lone character as it is (a unigram of a longer run has none: its bigrams
+    /// The partial-match term of a token: a word's stem term (none for a stop word), or a
+    /// run's bigram or lone unit (CJK, Thai…) as it is (a unigram of a longer run has none: its bigrams
     /// stand for it). (For tests; the query borrows tokens, [`Stems::partial_term_of`].)
     #[cfg(test)]
     pub(crate) fn partial_term(&self, token: &Token) -> Option<String> {
         self.partial_term_of(&token.term, token.kind).map(Cow::into_owned)
     }
 
-    /// [`Stems::partial_term`] of a token's term and kind; a CJK term is borrowed.
+    /// [`Stems::partial_term`] of a token's term and kind; a run's term is borrowed.
     pub(crate) fn partial_term_of<'t>(&self, term: &'t str, kind: TokenKind) -> Option<Cow<'t, str>> {
         match kind {
             TokenKind::Word => self.stem_word(term).map(Cow::Owned),

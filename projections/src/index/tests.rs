@@ -151,6 +151,27 @@ fn search_finds_arabic_persian_and_hebrew_with_or_without_marks() {
     assert_eq!(snippet("كَتَبَ الطالبُ الدرسَ", &q("كتب")), "[كَتَبَ] الطالبُ الدرسَ");
 }
 
+/// A grapheme cluster of any length (a letter under dozens of marks, as in "Zalgo" text) is a
+/// unit cut to 64 bytes, so its bigrams stay other terms than it: the index writes, merges and
+/// reads it (a term twice at one position is damage to the reader), and finds it.
+#[test]
+fn index_keeps_runs_of_long_grapheme_clusters_searchable() {
+    let long = format!("ก{}", "\u{E49}".repeat(41));
+    let texts = [format!("{long}ข ok"), format!("{long}\nข{long}"), format!("ข{long}{long}ค")];
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = Index::open(dir.path()).unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        index.add(i as DocId, &meta(i as i64), t).unwrap();
+        index.commit(i as u64 + 1).unwrap();
+    }
+    index.merge_all().unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(index.segments.len(), 1);
+    assert_eq!(found(&index, &format!("{long}ข")), set(&[0, 1]), "the second across its line break");
+    assert_eq!(found(&index, &format!("\"{long}{long}\"")), set(&[2]));
+    assert_eq!(found(&index, "ข"), set(&[0, 1, 2]));
+}
+
 #[test]
 fn search_finds_emoji() {
     let index = index_of(&["shipped 🚀 today", "love it ❤️", "no emoji here", "🚀🚀 twice"]);

@@ -1,10 +1,12 @@
-//! Tokens: NFKC-folded, lower-cased words on Unicode word boundaries; CJK runs as bigrams.
+//! Tokens: NFKC-folded, lower-cased words on Unicode word boundaries; runs of CJK and of the
+//! scripts written without spaces (Thai, Lao, Khmer, Myanmar…) as bigrams.
 //!
 //! The same function tokenizes documents and queries, so whatever it does to a word it does
 //! on both sides. Rules, in order:
 //! 1. Each grapheme cluster of the text is folded on its own: NFKC, then lower case; variation
 //!    selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) are dropped, U+2019 (’) becomes `'` and the
-//!    final sigma `ς` becomes `σ`; the marks writers of Arabic and Hebrew mostly leave out
+//!    final sigma `ς` becomes `σ`; the zero width space, the word joiner and the zero width
+//!    no-break space (U+200B, U+2060, U+FEFF) are dropped; the marks writers of Arabic and Hebrew mostly leave out
 //!    (harakat, tatweel, vowel points, cantillation) are dropped, and Arabic and Persian letters
 //!    that stand for one another are one (`أ إ آ` as `ا`, `ى ی` as `ي`, `ک` as `ك`). Folding per
 //!    cluster keeps a map from folded bytes back to the original text, for snippets.
@@ -14,8 +16,9 @@
 //!    lone unigram. Runs of the letters, digits and marks of the scripts written without
 //!    spaces between words that Unicode's word boundaries cannot split (Thai, Lao, Khmer,
 //!    Myanmar, Tai Le, New Tai Lue, Tai Tham, Tai Viet, Ahom: the line-breaking class SA) are
-//!    treated alike, with grapheme clusters (a letter with its vowel and tone marks) in the
-//!    place of characters; a run of one script never continues into another. Han and kana,
+//!    treated alike, with the grapheme clusters of the folded text (mostly a letter with its
+//!    vowel and tone marks) in the place of characters, each cut to 64 bytes; a run of one
+//!    script never continues into another. Han and kana,
 //!    and the scripts of SA, are written without spaces, and hard-wrapped text breaks their
 //!    words across lines: two runs of one of them parted by a single line break (and spaces
 //!    or tabs beside it) also give the bigram of the first run's last unit and the second's
@@ -187,6 +190,10 @@ fn fold_char(text: &mut String, c: char) {
     match c {
         // Variation selectors (text or emoji style; ideographic variants of Han characters).
         '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' => {}
+        // Invisible characters that are no break between words: the zero width space (which
+        // Thai, Khmer and Myanmar text carries between words or not, as the writer's tools
+        // did), the word joiner, and the zero width no-break space (a byte order mark).
+        '\u{200B}' | '\u{2060}' | '\u{FEFF}' => {}
         '\u{2019}' => text.push('\''),
         // Greek's final sigma is the same letter as σ (what full case folding gives).
         'ς' => text.push('σ'),
@@ -291,10 +298,20 @@ fn is_searchable(word: &str) -> bool {
 
 /// Cuts a term to at most [`TERM_SIZE_BYTES_MAX`] bytes at a character boundary.
 fn cut(term: &str) -> &str {
-    if term.len() <= TERM_SIZE_BYTES_MAX {
+    cut_to(term, TERM_SIZE_BYTES_MAX)
+}
+
+/// The longest unit of a run (rule 2) kept, in bytes: a grapheme cluster may be any length (a
+/// letter under dozens of marks), and a bigram of two units must stay longer than either
+/// unit once cut, or it would be the unit's own term again at the same position.
+const UNIT_BYTES_MAX: usize = TERM_SIZE_BYTES_MAX / 2;
+
+/// Cuts `term` to at most `max` bytes at a character boundary.
+fn cut_to(term: &str, max: usize) -> &str {
+    if term.len() <= max {
         return term;
     }
-    let mut end = TERM_SIZE_BYTES_MAX;
+    let mut end = max;
     while !term.is_char_boundary(end) {
         end -= 1;
     }
@@ -421,8 +438,16 @@ impl LineJoin {
             TokenKind::Word | TokenKind::Bigram => None,
         };
         let last = std::mem::replace(&mut self.last, run.map(|r| (t.position, t.start, t.end, r)));
+        // (A unit that begins with a mark, a line beginning with a vowel sign, is not joined:
+        // without the break the mark would be part of the unit before.)
         let joined = match last {
-            Some((position, start, end, r)) if Some(r) == run && t.position == position + 1 && t.start > end && is_one_line_break(&text.as_bytes()[end..t.start]) => {
+            Some((position, start, end, r))
+                if Some(r) == run
+                    && t.position == position + 1
+                    && t.start > end
+                    && is_one_line_break(&text.as_bytes()[end..t.start])
+                    && !t.term.chars().next().is_some_and(is_combining_mark) =>
+            {
                 self.buf.clear();
                 self.buf.push_str(&self.unit);
                 self.buf.push_str(t.term);
@@ -603,13 +628,16 @@ impl Tokens<'_> {
                 _ => s.grapheme_indices(true).map(|(i, g)| (start + i, start + i + g.len())).collect(),
             };
             let n = units.len();
+            let text = &self.folded.text;
             for (k, &(b, e)) in units.iter().enumerate() {
                 let kind = if n == 1 { TokenKind::Lone } else { TokenKind::Unigram };
-                if !self.push(cut(&self.folded.text[b..e]).to_string(), kind, b, e) {
+                let unit = cut_to(&text[b..e], UNIT_BYTES_MAX);
+                if !self.push(unit.to_string(), kind, b, e) {
                     return;
                 }
-                if let Some(&(_, e2)) = units.get(k + 1) {
-                    self.push_same_position(cut(&self.folded.text[b..e2]).to_string(), b, e2);
+                if let Some(&(b2, e2)) = units.get(k + 1) {
+                    let bigram = [unit, cut_to(&text[b2..e2], UNIT_BYTES_MAX)].concat();
+                    self.push_same_position(bigram, b, e2);
                 }
                 self.position += 1;
             }
@@ -780,7 +808,18 @@ mod tests {
         // Clusters are Unicode's: Myanmar's kinzi joins the consonant after it; its tall AA
         // (U+102C) stands alone.
         assert_eq!(terms_of("မင်္ဂလာ"), ["မ", "မင်္ဂ", "င်္ဂ", "င်္ဂလ", "လ", "လာ", "ာ"]);
-        // Hard-wrapped: the clusters either side of one line break make a bigram.
+        // A cluster is cut to 64 bytes, and a bigram of two is longer than either (else it
+        // would be the unigram's term again, at the same position).
+        let long = format!("ก{}", "\u{E49}".repeat(60));
+        let t = tokenize(&format!("{long}ข"));
+        assert_eq!(t.iter().map(|t| (t.term.len(), t.position, t.kind)).collect::<Vec<_>>(), [(63, 0, u), (66, 0, b), (3, 1, u)]);
+        assert_eq!(t[0].end, long.len(), "the range is the whole cluster");
+        // Hard-wrapped: the clusters either side of one line break make a bigram; not when the
+        // next line begins with a mark (without the break, the mark would be in the unit before).
+        assert!(!tokenize("ก\n\u{E31}").iter().any(|t| t.kind == TokenKind::Bigram));
+        // The invisible space some writers put between words is no break.
+        assert_eq!(terms("ខ្ញុំ\u{200B}ស្រឡាញ់"), terms("ខ្ញុំស្រឡាញ់"));
+        assert_eq!(terms("fo\u{200B}o\u{FEFF}bar\u{2060}"), terms("foobar"));
         let across: Vec<String> = tokenize("ข้าว\nผัด").into_iter().filter(|t| t.kind == TokenKind::Bigram).map(|t| t.term).collect();
         assert!(across.contains(&"วผั".to_string()), "{across:?}");
         let apart: Vec<String> = tokenize("ข้าว\n\nผัด").into_iter().map(|t| t.term).collect();
