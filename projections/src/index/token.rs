@@ -5,7 +5,7 @@
 //! on both sides. Rules, in order:
 //! 1. Each grapheme cluster of the text is folded on its own: NFKC, then lower case; variation
 //!    selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) are dropped, U+2019 (’) becomes `'` and the
-//!    final sigma `ς` becomes `σ`; the zero width space, the word joiner and the zero width
+//!    final sigma `ς` becomes `σ`, `ß` and `ẞ` become `ss` and `İ` becomes `i`; the zero width space, the word joiner and the zero width
 //!    no-break space (U+200B, U+2060, U+FEFF) are dropped; the marks writers of Arabic and Hebrew mostly leave out
 //!    (harakat, tatweel, vowel points, cantillation) are dropped, and Arabic and Persian letters
 //!    that stand for one another are one (`أ إ آ` as `ا`, `ى ی` as `ي`, `ک` as `ك`). Folding per
@@ -197,6 +197,12 @@ fn fold_char(text: &mut String, c: char) {
         '\u{2019}' => text.push('\''),
         // Greek's final sigma is the same letter as σ (what full case folding gives).
         'ς' => text.push('σ'),
+        // Letters whose lower case is not what a search without case should meet: German's
+        // sharp s (and its capital) as `ss`, as full case folding gives, so that `STRASSE`
+        // finds `Straße`; Turkish's capital dotted I as `i`, not `i` with a combining dot, so
+        // that `İSTANBUL` finds `istanbul`.
+        'ß' | 'ẞ' => text.push_str("ss"),
+        'İ' => text.push('i'),
         c if c.is_ascii() => text.push(c.to_ascii_lowercase()),
         // Marks that writers of Arabic and Hebrew mostly leave out: Arabic's short vowels and
         // other harakat, its superscript alef and tatweel (a stretch of the line, not a
@@ -696,6 +702,10 @@ mod tests {
     #[test]
     fn index_token_folds_case_and_full_width() {
         assert_eq!(terms("ＲＥＬＥＡＳＥ Release"), vec![("release".into(), 0), ("release".into(), 1)]);
+        // Letters whose lower case alone would keep them apart from their case-insensitive
+        // equals: the sharp s, the Turkish dotted capital I.
+        assert_eq!(terms("Straße STRASSE straẞe"), vec![("strasse".into(), 0), ("strasse".into(), 1), ("strasse".into(), 2)]);
+        assert_eq!(terms("İSTANBUL İstanbul"), terms("istanbul istanbul"));
     }
 
     /// Greek final sigma folds to σ; variation selectors, of emoji and of Han characters, are
