@@ -4,12 +4,13 @@
 //! The same function tokenizes documents and queries, so whatever it does to a word it does
 //! on both sides. Rules, in order:
 //! 1. Each grapheme cluster of the text is folded on its own: NFKC, then lower case; variation
-//!    selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) are dropped, U+2019 (’) becomes `'` and the
-//!    final sigma `ς` becomes `σ`, `ß` and `ẞ` become `ss` and `İ` becomes `i`; the zero width space, the word joiner and the zero width
-//!    no-break space (U+200B, U+2060, U+FEFF) are dropped; the marks writers of Arabic and Hebrew mostly leave out
-//!    (harakat, tatweel, vowel points, cantillation) are dropped, and Arabic and Persian letters
-//!    that stand for one another are one (`أ إ آ` as `ا`, `ى ی` as `ي`, `ک` as `ك`). Folding per
-//!    cluster keeps a map from folded bytes back to the original text, for snippets.
+//!    selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) are dropped, U+2019 (’) becomes `'`, the
+//!    final sigma `ς` becomes `σ`, `ß` and `ẞ` become `ss` and `İ` becomes `i`; the zero width
+//!    space, the word joiner and the zero width no-break space (U+200B, U+2060, U+FEFF) are
+//!    dropped; the marks writers of Arabic and Hebrew mostly leave out (harakat, tatweel, vowel
+//!    points, cantillation) are dropped, and Arabic and Persian letters that stand for one
+//!    another are one (`أ إ آ` as `ا`, `ى ی` as `ي`, `ک` as `ك`). Folding per cluster keeps a
+//!    map from folded bytes back to the original text, for snippets.
 //! 2. Maximal runs of Han, Hiragana, Katakana and Hangul characters become overlapping
 //!    bigrams plus unigrams: character `i` of a run at position `p + i` gives the unigram at
 //!    `p + i` and the bigram of characters `i, i + 1` at `p + i`. A run of one character is a
@@ -18,11 +19,11 @@
 //!    Myanmar, Tai Le, New Tai Lue, Tai Tham, Tai Viet, Ahom: the line-breaking class SA) are
 //!    treated alike, with the grapheme clusters of the folded text (mostly a letter with its
 //!    vowel and tone marks) in the place of characters, each cut to 64 bytes; a run of one
-//!    script never continues into another. Han and kana,
-//!    and the scripts of SA, are written without spaces, and hard-wrapped text breaks their
-//!    words across lines: two runs of one of them parted by a single line break (and spaces
-//!    or tabs beside it) also give the bigram of the first run's last unit and the second's
-//!    first, at the first's position, so that a word or phrase matches across the break.
+//!    script never continues into another. Han and kana, and the scripts of SA, are written
+//!    without spaces, and hard-wrapped text breaks their words across lines: two runs of one
+//!    of them parted by a single line break (and spaces or tabs beside it) also give the
+//!    bigram of the first run's last unit and the second's first (unless that begins with a
+//!    mark), at the first's position, so that a word or phrase matches across the break.
 //!    (Hangul is written with spaces between words: a line break there parts words.)
 //! 3. The rest is split on Unicode word boundaries (UAX #29), then each word is cut at
 //!    characters that are neither letters, digits, marks nor pictographs, so `record.rs`,
