@@ -8,7 +8,7 @@
 
 use super::limits::{SNIPPET_CHARS_MAX, SNIPPET_CONTEXT_BEFORE_CHARS};
 use super::query::Query;
-use super::stem::{STEM_PREFIX, Stems};
+use super::stem::{STEM_PREFIX, Stems, stem_first_char};
 use super::token::{TokenKind, for_each_token};
 
 /// The snippet of `text` for `query`; the start of the text if nothing matches.
@@ -120,16 +120,15 @@ fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
         clauses_found += usize::from(found_any);
     }
     // A full match shows its clauses; otherwise the words that match by stem show too. A
-    // word's stem begins with the word's first character (the English stemmer changes a word's
-    // end; at its start it drops an apostrophe and marks a y, changed back, and the tokenizer
-    // never hands it a word that begins with an apostrophe or holds upper case; tests of
-    // `stem.rs` check it), so only the words that begin as some query stem does are stemmed
-    // (stemming every word of a partial hit's text was most of a snippet).
+    // word's stem begins with the word's first character without its accents
+    // ([`stem_first_char`]; tests of `stem.rs` check it), so only the words that begin as some
+    // query stem does are stemmed (stemming every word of a partial hit's text was most of a
+    // snippet).
     if clauses_found < query.clauses.len() {
         let stems = Stems::new();
         let firsts: Vec<char> = query.partial.iter().filter_map(|p| p.strip_prefix(STEM_PREFIX)?.chars().next()).collect();
         for_each_token(text, &mut |t| {
-            if t.kind == TokenKind::Word && !t.term.chars().next().is_some_and(|c| firsts.contains(&c)) {
+            if t.kind == TokenKind::Word && !stem_first_char(t.term).is_some_and(|c| firsts.contains(&c)) {
                 return;
             }
             if let Some(p) = stems.partial_term_of(t.term, t.kind)

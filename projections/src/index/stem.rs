@@ -68,11 +68,21 @@ impl Stems {
     }
 
     /// The stem term of a word (already folded), or none for a stop word: what the index
-    /// stores beside the word itself.
+    /// stores beside the word itself. The stem is of the word without its accents (the
+    /// combining diacritical marks U+0300–U+036F of its canonical decomposition: `café`,
+    /// `résumé`, `người` stem as `cafe`, `resum`, `nguoi`), so that a partial match meets a
+    /// word written with or without them; full matches stay exact.
     pub(crate) fn stem_word(&self, word: &str) -> Option<String> {
         if is_stop_word(word) {
             return None;
         }
+        let plain;
+        let word = if word.is_ascii() {
+            word
+        } else {
+            plain = without_accents(word);
+            plain.as_str()
+        };
         let stem = self.stemmer.stem(word);
         let mut key = String::with_capacity(1 + stem.len());
         key.push(STEM_PREFIX);
@@ -89,10 +99,47 @@ impl Stems {
     }
 }
 
+/// The character a word's stem begins with: the word's first character without its accents
+/// (the English stemmer changes a word's end; at its start it drops an apostrophe and marks a
+/// y, changed back, and the tokenizer never hands it a word that begins with an apostrophe or
+/// holds upper case). Snippets rely on it to stem only the words that may match.
+pub(crate) fn stem_first_char(word: &str) -> Option<char> {
+    let c = word.chars().next()?;
+    if c.is_ascii() {
+        return Some(c);
+    }
+    without_accents(c.encode_utf8(&mut [0; 4])).chars().next()
+}
+
+/// `word` without the combining diacritical marks (U+0300–U+036F) of its canonical
+/// decomposition, composed again (so that Hangul syllables, which decompose into letters that
+/// are not marks, come back whole). Marks of other blocks (the vowel signs of Indic scripts,
+/// which are letters of their words) stay.
+fn without_accents(word: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    word.nfd().filter(|c| !('\u{300}'..='\u{36F}').contains(c)).nfc().collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// A word's stem is of the word without its accents; other scripts' marks stay, Hangul
+    /// comes back whole.
+    #[test]
+    fn index_stem_of_a_word_leaves_its_accents_out() {
+        let stems = Stems::new();
+        for (a, b) in [("café", "cafe"), ("résumé", "resume"), ("cafés", "cafe"), ("người", "nguoi"), ("ὁδός", "οδος")] {
+            assert_eq!(stems.stem_word(a), stems.stem_word(b), "{a}");
+        }
+        assert_eq!(stems.stem_word("नमस्ते").as_deref(), Some("\u{1}नमस्ते"));
+        assert_eq!(stems.stem_word("분석기").as_deref(), Some("\u{1}분석기"));
+        // A word with accents is not its own stem, so it is written in the stem term; the
+        // word without them is, and is read beside it.
+        assert_eq!(stems.word_of_stem("\u{1}cafe").as_deref(), Some("cafe"));
+        assert_eq!(stems.word_of_stem("\u{1}café"), None);
+    }
     use crate::index::token::tokenize;
 
     #[test]
@@ -128,7 +175,7 @@ mod tests {
     fn assert_stem_keeps_first_char(stems: &Stems, word: &str) {
         if let Some(key) = stems.stem_word(word) {
             let stem = key.strip_prefix(STEM_PREFIX).expect("a stem term begins with the prefix");
-            assert_eq!(stem.chars().next(), word.chars().next(), "{word:?} stems to {stem:?}");
+            assert_eq!(stem.chars().next(), stem_first_char(word), "{word:?} stems to {stem:?}");
         }
     }
 
@@ -149,7 +196,8 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
         /// What snippets rely on to stem only the words that may match (`snippet.rs`): a
-        /// word's stem begins with the word's first character.
+        /// word's stem begins with the word's first character, without its accents
+        /// ([`stem_first_char`]).
         #[test]
         fn index_stem_begins_with_the_words_first_character(
             base in "[a-z]{1,7}|[a-zé]{1,5}|[\\p{Ll}\\p{Lo}]{1,4}",

@@ -172,6 +172,20 @@ fn index_keeps_runs_of_long_grapheme_clusters_searchable() {
     assert_eq!(found(&index, "ข"), set(&[0, 1, 2]));
 }
 
+/// A word written with or without its accents is a partial match of the other: after every
+/// full match, which stays exact; its snippet brackets the word as written.
+#[test]
+fn search_partial_matches_meet_words_with_or_without_accents() {
+    let index = index_of(&["café au lait", "the cafe opens at nine", "résumé writing", "resume the job", "người dùng"]);
+    let hits = |query: &str| search(&index, query, 10).into_iter().map(|h| (h.doc, h.matched)).collect::<Vec<_>>();
+    assert_eq!(hits("cafe"), [(1, Match::All), (0, Match::Partial)]);
+    assert_eq!(hits("café"), [(0, Match::All), (1, Match::Partial)]);
+    assert_eq!(hits("resume"), [(3, Match::All), (2, Match::Partial)]);
+    assert_eq!(hits("nguoi"), [(4, Match::Partial)]);
+    assert_eq!(snippet("café au lait", &q("cafe")), "[café] au lait");
+    assert_eq!(snippet("une école ferme", &q("ecole")), "une [école] ferme");
+}
+
 #[test]
 fn search_finds_emoji() {
     let index = index_of(&["shipped 🚀 today", "love it ❤️", "no emoji here", "🚀🚀 twice"]);
@@ -492,6 +506,8 @@ const PIECES: &[&str] = &[
     "كتب",
     "یک",
     "שָׁלוֹם",
+    "café",
+    "cafe",
     "x",
 ];
 const SEPARATORS: &[&str] = &[" ", "\n", "", ", ", "。", "  \n", "-"];
