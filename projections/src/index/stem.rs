@@ -51,8 +51,9 @@ impl Stems {
     }
 
     /// The partial-match term of a token: a word's stem term (none for a stop word), or a
-    /// run's bigram or lone unit (CJK, Thai…) as it is (a unigram of a longer run has none: its bigrams
-    /// stand for it). (For tests; the query borrows tokens, [`Stems::partial_term_of`].)
+    /// run's bigram or lone unit (CJK, Thai…) as it is (a unigram of a longer run has none:
+    /// its bigrams stand for it). (For tests; the query borrows tokens,
+    /// [`Stems::partial_term_of`].)
     #[cfg(test)]
     pub(crate) fn partial_term(&self, token: &Token) -> Option<String> {
         self.partial_term_of(&token.term, token.kind).map(Cow::into_owned)
@@ -73,9 +74,6 @@ impl Stems {
     /// `résumé`, `người` stem as `cafe`, `resum`, `nguoi`), so that a partial match meets a
     /// word written with or without them; full matches stay exact.
     pub(crate) fn stem_word(&self, word: &str) -> Option<String> {
-        if is_stop_word(word) {
-            return None;
-        }
         let plain;
         let word = if word.is_ascii() {
             word
@@ -83,6 +81,10 @@ impl Stems {
             plain = without_accents(word);
             plain.as_str()
         };
+        // (After the accents: `à` is the stop word `a`.)
+        if is_stop_word(word) {
+            return None;
+        }
         let stem = self.stemmer.stem(word);
         let mut key = String::with_capacity(1 + stem.len());
         key.push(STEM_PREFIX);
@@ -134,6 +136,7 @@ mod tests {
             assert_eq!(stems.stem_word(a), stems.stem_word(b), "{a}");
         }
         assert_eq!(stems.stem_word("नमस्ते").as_deref(), Some("\u{1}नमस्ते"));
+        assert_eq!(stems.stem_word("à"), None, "a stop word once its accent is left out");
         assert_eq!(stems.stem_word("분석기").as_deref(), Some("\u{1}분석기"));
         // A word with accents is not its own stem, so it is written in the stem term; the
         // word without them is, and is read beside it.
