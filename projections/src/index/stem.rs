@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use rust_stemmers::{Algorithm, Stemmer};
+use unicode_normalization::char::is_combining_mark;
 
 #[cfg(test)]
 use super::token::Token;
@@ -74,6 +75,10 @@ impl Stems {
     /// `résumé`, `người` stem as `cafe`, `resum`, `nguoi`), so that a partial match meets a
     /// word written with or without them; full matches stay exact.
     pub(crate) fn stem_word(&self, word: &str) -> Option<String> {
+        // Stop words are English words as written (`mỹ` is no `my`).
+        if is_stop_word(word) {
+            return None;
+        }
         let plain;
         let word = if word.is_ascii() {
             word
@@ -81,10 +86,6 @@ impl Stems {
             plain = without_accents(word);
             plain.as_str()
         };
-        // (After the accents: `à` is the stop word `a`.)
-        if is_stop_word(word) {
-            return None;
-        }
         let stem = self.stemmer.stem(word);
         let mut key = String::with_capacity(1 + stem.len());
         key.push(STEM_PREFIX);
@@ -106,11 +107,21 @@ impl Stems {
 /// y, changed back, and the tokenizer never hands it a word that begins with an apostrophe or
 /// holds upper case). Snippets rely on it to stem only the words that may match.
 pub(crate) fn stem_first_char(word: &str) -> Option<char> {
-    let c = word.chars().next()?;
-    if c.is_ascii() {
-        return Some(c);
+    // The accents a word may begin with (after an underscore, say) are left out; then the
+    // first character with the marks after it, as `without_accents` composes them.
+    let start = word.find(|c: char| !is_accent(c))?;
+    let rest = &word[start..];
+    let first = rest.chars().next()?;
+    if first.is_ascii() {
+        return Some(first);
     }
-    without_accents(c.encode_utf8(&mut [0; 4])).chars().next()
+    let end = rest.char_indices().skip(1).find(|&(_, c)| !is_combining_mark(c)).map_or(rest.len(), |(i, _)| i);
+    without_accents(&rest[..end]).chars().next()
+}
+
+/// A combining diacritical mark (U+0300–U+036F): an accent.
+fn is_accent(c: char) -> bool {
+    ('\u{300}'..='\u{36F}').contains(&c)
 }
 
 /// `word` without the combining diacritical marks (U+0300–U+036F) of its canonical
@@ -119,7 +130,7 @@ pub(crate) fn stem_first_char(word: &str) -> Option<char> {
 /// which are letters of their words) stay.
 fn without_accents(word: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
-    word.nfd().filter(|c| !('\u{300}'..='\u{36F}').contains(c)).nfc().collect()
+    word.nfd().filter(|&c| !is_accent(c)).nfc().collect()
 }
 
 #[cfg(test)]
@@ -136,7 +147,8 @@ mod tests {
             assert_eq!(stems.stem_word(a), stems.stem_word(b), "{a}");
         }
         assert_eq!(stems.stem_word("नमस्ते").as_deref(), Some("\u{1}नमस्ते"));
-        assert_eq!(stems.stem_word("à"), None, "a stop word once its accent is left out");
+        assert_eq!(stems.stem_word("mỹ").as_deref(), Some("\u{1}my"), "a stop word of English only as written");
+        assert_eq!(stems.stem_word("\u{301}test"), stems.stem_word("test"), "a word may begin with a mark");
         assert_eq!(stems.stem_word("분석기").as_deref(), Some("\u{1}분석기"));
         // A word with accents is not its own stem, so it is written in the stem term; the
         // word without them is, and is read beside it.
@@ -203,7 +215,7 @@ mod tests {
         /// ([`stem_first_char`]).
         #[test]
         fn index_stem_begins_with_the_words_first_character(
-            base in "[a-z]{1,7}|[a-zé]{1,5}|[\\p{Ll}\\p{Lo}]{1,4}",
+            base in "[a-z]{1,7}|[a-zé]{1,5}|[\\p{Ll}\\p{Lo}]{1,4}|[\u{301}\u{308}]{1,2}[a-zéü]{1,4}|[\\p{Ll}][\\p{Mn}]{1,3}",
             suffix in 0..SUFFIXES.len(),
             y_first in proptest::prelude::any::<bool>(),
         ) {

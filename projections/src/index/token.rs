@@ -419,10 +419,12 @@ fn joins_across_lines(c: char) -> Option<Run> {
     }
 }
 
-/// True for the bytes between two runs that a hard wrap leaves: one line break, with spaces
-/// and tabs (and a carriage return) around it.
-fn is_one_line_break(gap: &[u8]) -> bool {
-    gap.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) && gap.iter().filter(|&&b| b == b'\n').count() == 1
+/// True for the text between two runs that a hard wrap leaves: one line break, with spaces
+/// and tabs (and a carriage return) around it, and the invisible characters folding drops
+/// (a zero width space before the break is still no break between words).
+fn is_one_line_break(gap: &str) -> bool {
+    gap.chars().all(|c| matches!(c, ' ' | '\t' | '\r' | '\n' | '\u{200B}' | '\u{2060}' | '\u{FEFF}'))
+        && gap.bytes().filter(|&b| b == b'\n').count() == 1
 }
 
 /// The bigrams across line breaks of rule 2, given tokens in order: the last unit of a run
@@ -452,7 +454,7 @@ impl LineJoin {
                 if Some(r) == run
                     && t.position == position + 1
                     && t.start > end
-                    && is_one_line_break(&text.as_bytes()[end..t.start])
+                    && is_one_line_break(&text[end..t.start])
                     && !t.term.chars().next().is_some_and(is_combining_mark) =>
             {
                 self.buf.clear();
@@ -828,8 +830,12 @@ mod tests {
         // Hard-wrapped: the clusters either side of one line break make a bigram; not when the
         // next line begins with a mark (without the break, the mark would be in the unit before).
         assert!(!tokenize("ก\n\u{E31}").iter().any(|t| t.kind == TokenKind::Bigram));
-        // The invisible space some writers put between words is no break.
+        // The invisible space some writers put between words is no break, before a line
+        // break either.
         assert_eq!(terms("ខ្ញុំ\u{200B}ស្រឡាញ់"), terms("ខ្ញុំស្រឡាញ់"));
+        assert_eq!(terms("ข้าว\u{200B}\nผัด"), terms("ข้าว\nผัด"));
+        // SARA AM folds to a mark and a letter: a line beginning with it is not joined either.
+        assert!(!tokenize("ก\nำ").iter().any(|t| t.kind == TokenKind::Bigram && t.term.starts_with('ก')), "{:?}", tokenize("ก\nำ"));
         assert_eq!(terms("fo\u{200B}o\u{FEFF}bar\u{2060}"), terms("foobar"));
         let across: Vec<String> = tokenize("ข้าว\nผัด").into_iter().filter(|t| t.kind == TokenKind::Bigram).map(|t| t.term).collect();
         assert!(across.contains(&"วผั".to_string()), "{across:?}");
@@ -896,6 +902,7 @@ mod tests {
         "3,000", "3.14", "发布", "流程", "東京タワー", "ﾀﾜｰ", "한국어", "🚀", "👍🏽", "❤️", "#\u{FE0F}\u{20E3}", "ﬁle", "Ⅻ", "x\u{200D}y",
         "'\u{301}", "٣", "Ǆ", "ß", "İ", "\u{1F1EF}\u{1F1F5}", "a\u{30A2}b", "中a", "a中", "中", "机器学习",
         "ข้าวผัด", "ที่", "ກິນເຂົ້າ", "ខ្ញុំ។", "မင်္ဂလာ", "\u{E31}", "ำ", "๏", "كَتَبَ", "ـ", "\u{64E}", "آ", "ی", "שָׁלוֹם", "־",
+        "\u{200B}", "\u{2060}", "\u{FEFF}", "ẞ", "İ", "\u{301}e",
     ];
     const GLUE: &[&str] = &["", " ", "\n", ".", ",", "'", "’", "-", "_", "/", "(", "）", "\u{3000}", "\t"];
 
