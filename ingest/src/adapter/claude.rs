@@ -222,20 +222,23 @@ impl Adapter for Claude {
                 recent.remove(0);
             }
         }
-        let before = title_of(state);
         let waiting = state.get_mut(PENDING_SUMMARIES).and_then(Value::as_object_mut).and_then(|p| p.remove(uuid));
         if state.get(PENDING_SUMMARIES).and_then(Value::as_object).is_some_and(serde_json::Map::is_empty) {
             state.remove(PENDING_SUMMARIES);
         }
+        // (The title can change here only by a summary that waited for this line.)
+        let mut retitled = false;
         if let Some(Value::Array(found)) = waiting
             && let (Some(line), Some(text)) = (found.first().and_then(Value::as_u64), found.get(1).and_then(Value::as_str))
         {
+            let before = title_of(state);
             summary_found(state, line, text);
+            retitled = title_of(state) != before;
         }
         // A title line seen before the session was known (a legacy `summary` has no sessionId)
         // could not name its session: give it now.
         let first_seen = state.insert("session".into(), Value::String(session.clone())).is_none();
-        if first_seen || title_of(state) != before {
+        if first_seen || retitled {
             if let Some(title) = title_of(state) {
                 out.sessions.push(SessionChange { session: session.clone(), project: None, title: Some(title), first_prompt: None, parent: None });
             }
