@@ -157,6 +157,17 @@ pub fn last_record(journal: &Journal, read_to: u64) -> crate::Result<u32> {
     found.ok_or_else(|| crate::Error::Invalid(format!("no record at offset {offset}: the journal ends at {}", journal.next_offset())))
 }
 
+/// Why a snapshot reflecting `journal` up to `read_to`, whose last record had the fingerprint
+/// `last` ([`last_record`]), is of another copy of the journal; `None` when it is of this one.
+pub fn of_another_copy(journal: &Journal, read_to: u64, last: u32) -> crate::Result<Option<String>> {
+    Ok((last_record(journal, read_to)? != last).then(|| {
+        format!(
+            "the journal's record at offset {} is not the one it reflects: the journal is another copy of this store",
+            read_to.saturating_sub(1)
+        )
+    }))
+}
+
 /// A snapshot file that could not be written: the operation, the file, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("{op} {path}: {source}")]

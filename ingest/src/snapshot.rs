@@ -105,12 +105,9 @@ pub fn load(path: &Path, journal: &Journal) -> Result<Cursors, SnapshotUse> {
             return rejected(format!("reflects offset {} but the journal ends at {}", c.read_to, journal.next_offset()));
         }
     }
-    match origin_engine::snapshot::last_record(journal, c.read_to) {
-        Ok(l) if l == last => Ok(c),
-        Ok(_) => rejected(format!(
-            "the journal's record at offset {} is not the one it reflects: the journal is another copy of this store",
-            c.read_to.saturating_sub(1)
-        )),
+    match origin_engine::snapshot::of_another_copy(journal, c.read_to, last) {
+        Ok(None) => Ok(c),
+        Ok(Some(reason)) => rejected(reason),
         Err(e) => rejected(format!("the record before offset {} could not be read: {e}", c.read_to)),
     }
 }

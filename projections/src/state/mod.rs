@@ -464,17 +464,13 @@ impl State {
             // Of this store and epoch, and not past the journal's end: but the journal may be
             // another of the same store (a copy restored from a backup, written to since), whose
             // record there is not the one the snapshot saw last.
-            snapshot::Load::Loaded(s, last) if origin_engine::snapshot::last_record(journal, s.read_to)? != last => {
-                let reason = format!(
-                    "the journal's record at offset {} is not the one it reflects: the journal is another copy of this store",
-                    s.read_to.saturating_sub(1)
-                );
-                (State::new(), SnapshotUse::Rejected { reason })
-            }
-            snapshot::Load::Loaded(s, _) => {
-                let read_to = s.read_to;
-                (s, SnapshotUse::Loaded { read_to })
-            }
+            snapshot::Load::Loaded(s, last) => match origin_engine::snapshot::of_another_copy(journal, s.read_to, last)? {
+                Some(reason) => (State::new(), SnapshotUse::Rejected { reason }),
+                None => {
+                    let read_to = s.read_to;
+                    (s, SnapshotUse::Loaded { read_to })
+                }
+            },
         };
         let records_read = state.read(journal, Until::End)?;
         Ok((state, Opened { snapshot, records_read }))
