@@ -10,6 +10,7 @@ use origin_engine::{Journal, NewRecord, Options};
 use origin_projections::catalog::{CommitInFlight, Committed};
 use origin_projections::index::{MergePolicy, merge};
 use origin_projections::Catalog;
+use origin_projections::ahead::read_records;
 
 use tantivy::schema::{FAST, STORED, STRING, Schema, TEXT};
 use tantivy::{IndexWriter, doc};
@@ -186,22 +187,23 @@ pub fn origin_build_with(records: &[(u8, u8, Vec<u8>)], dir: &Path, feed: Feed) 
             loop {
                 let finished = writer.is_finished();
                 let mut c = catalog.lock().unwrap();
-                // The next durable record; the lock is let go between records, so that the
-                // merge thread can plan and install merges.
+                // A step of the durable records, as `origin mcp`'s catch-up takes them (read,
+                // decoded and tokenized a record ahead on a helper): it ends to start a commit
+                // or install one, or after 256 records; the lock is let go between steps, so
+                // that the merge thread can plan and install merges.
                 let mut fed = 0usize;
-                journal
-                    .read_from(c.read_to(), |r| {
-                        fed += 1;
-                        if c.wants(r.offset, r.kind) {
-                            let (_, body) = r.decode().expect("decode");
-                            c.apply(r.offset, &body).expect("feed");
-                        } else {
-                            c.pass(r.offset);
-                        }
-                        commit_step(&mut c, &mut in_flight);
-                        Ok(std::ops::ControlFlow::Break(()))
-                    })
-                    .expect("read");
+                let cursors = c.cursors();
+                read_records(&journal, c.read_to(), cursors.events, |o, k| cursors.wants(o, k), |mut r, runs| {
+                    fed += 1;
+                    match r.body.take() {
+                        Some(body) if c.wants(r.offset, r.kind) => c.apply_read(&r, &body.expect("decode"), runs).expect("feed"),
+                        _ => c.pass(r.offset),
+                    }
+                    let step_ends = fed >= 256 || c.wants_commit() || in_flight.as_ref().is_some_and(CommitInFlight::is_finished);
+                    Ok::<_, origin_engine::Error>(if step_ends { std::ops::ControlFlow::Break(()) } else { std::ops::ControlFlow::Continue(()) })
+                })
+                .expect("read");
+                commit_step(&mut c, &mut in_flight);
                 drop(c);
                 if fed == 0 {
                     if finished {

@@ -30,8 +30,9 @@ use origin_engine::Journal;
 use origin_engine::vfs::LockGuard;
 
 use crate::State;
+use crate::ahead::{ReadRecord, Runs, read_records, searchable_texts};
 use crate::index::folder::Folder;
-use crate::index::{merge, write_commit, Candidate, CommitJob, WrittenCommit, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, MergeJob, MergePolicy, Merged, Query, Scope};
+use crate::index::{merge, write_commit, Candidate, CommitJob, WrittenCommit, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, MergeJob, MergePolicy, Merged, Query, Scope, TOKEN_RUN_DOCS};
 
 /// The in-memory documents are written as a segment once there are this many, or once they
 /// take [`COMMIT_BYTES`], whichever comes first.
@@ -73,6 +74,29 @@ pub fn reads_kind(kind: u8) -> bool {
         RecordKind::from_u8(kind),
         Some(RecordKind::Ingested | RecordKind::Remembered | RecordKind::Corrected | RecordKind::Imported)
     )
+}
+
+/// Where a catalog reads the journal from ([`Catalog::cursors`]): its events' cursor and its
+/// entries'. They move only past the records the catalog is given, in order, so what a
+/// catalog wants of the records after them is known before they are read (a reader that
+/// decodes ahead, [`crate::ahead::read_records`], asks it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cursors {
+    /// The first offset whose `ingested` record the catalog has not fed.
+    pub events: u64,
+    /// The first offset whose entry record the catalog has not fed.
+    pub entries: u64,
+}
+
+impl Cursors {
+    /// [`Catalog::wants`] of a catalog at these cursors.
+    pub fn wants(&self, offset: u64, kind: u8) -> bool {
+        match RecordKind::from_u8(kind) {
+            Some(RecordKind::Ingested) => offset >= self.events,
+            Some(RecordKind::Remembered | RecordKind::Corrected | RecordKind::Imported) => offset >= self.entries,
+            _ => false,
+        }
+    }
 }
 
 /// What [`Catalog::open`] found.
@@ -455,11 +479,12 @@ impl Catalog {
 
     /// True if the record at `offset`, of `kind`, is one the catalog still has to be fed.
     pub fn wants(&self, offset: u64, kind: u8) -> bool {
-        match RecordKind::from_u8(kind) {
-            Some(RecordKind::Ingested) => offset >= self.read_to,
-            Some(RecordKind::Remembered | RecordKind::Corrected | RecordKind::Imported) => offset >= self.entries_to,
-            _ => false,
-        }
+        self.cursors().wants(offset, kind)
+    }
+
+    /// The catalog's cursors: what it wants of the records after them.
+    pub fn cursors(&self) -> Cursors {
+        Cursors { events: self.read_to, entries: self.entries_to }
     }
 
     /// If verifying a segment's body found damage ([`Index::damage`]; segments are verified
@@ -530,22 +555,30 @@ impl Catalog {
     /// Feeds one record at `offset` (records in offset order; one below
     /// [`Catalog::read_to`] was fed already and is ignored).
     pub fn apply(&mut self, offset: u64, body: &Body) -> Result<(), CatalogError> {
+        self.apply_with(offset, body, None)
+    }
+
+    /// [`Catalog::apply`] of a record given by [`read_records`]: its documents' tokens are
+    /// taken from `runs` when the reader tokenized them ahead.
+    pub fn apply_read(&mut self, record: &ReadRecord, body: &Body, runs: &mut Runs) -> Result<(), CatalogError> {
+        self.apply_with(record.offset, body, record.tokenized.then_some(runs))
+    }
+
+    fn apply_with(&mut self, offset: u64, body: &Body, runs: Option<&mut Runs>) -> Result<(), CatalogError> {
         let (for_events, for_entries) = (offset >= self.read_to, offset >= self.entries_to);
         match body {
             Body::Ingested(b) if for_events => {
                 // The record's searchable events, added together (tokenized on a second thread
-                // when there is enough text); ids follow the index's last, as one by one.
+                // when there is enough text, or ahead by the reader); ids follow the index's
+                // last, as one by one.
                 let mut docs = Vec::new();
                 let (mut next, mut over) = (self.next_doc(), None);
-                for (i, e) in b.events.iter().enumerate() {
-                    if !is_searchable(e.kind) {
-                        continue;
-                    }
+                for (i, text) in searchable_texts(body) {
                     match next {
                         Ok(doc) => {
                             // A record's payload is at most 64 MiB: far fewer than 2^32 events.
                             let position = u32::try_from(i).unwrap_or(u32::MAX);
-                            docs.push((doc, DocMeta::event(&b.source, e, offset, position), e.text.as_str()));
+                            docs.push((doc, DocMeta::event(&b.source, &b.events[i], offset, position), text));
                             next = Self::doc_after(doc);
                         }
                         Err(e) => {
@@ -554,7 +587,21 @@ impl Catalog {
                         }
                     }
                 }
-                self.index.add_all(&docs)?;
+                match runs {
+                    // Runs of the reader's come whole: with the ids run out, the documents that
+                    // still have one are tokenized here.
+                    Some(runs) if over.is_none() => {
+                        for chunk in docs.chunks(TOKEN_RUN_DOCS) {
+                            let Some(run) = runs.next_run() else {
+                                return Err(IndexError::Invalid("the reader tokenized fewer documents than the record holds".into()).into());
+                            };
+                            let added = self.index.add_tokens(chunk.iter().map(|(doc, meta, _)| (*doc, meta)), &run);
+                            runs.give_back(run);
+                            added?;
+                        }
+                    }
+                    _ => self.index.add_all(&docs)?,
+                }
                 if let Some(e) = over {
                     return Err(e);
                 }
@@ -587,27 +634,19 @@ impl Catalog {
     pub fn catch_up(&mut self, journal: &Journal) -> Result<u64, CatalogError> {
         self.repair(journal)?;
         self.refresh()?;
-        let mut failed: Option<CatalogError> = None;
         let mut count = 0u64;
-        journal.read_from(self.read_to(), |r| {
+        let cursors = self.cursors();
+        read_records(journal, self.read_to(), cursors.events, |o, k| cursors.wants(o, k), |mut r, runs| {
             count += 1;
-            if !self.wants(r.offset, r.kind) {
-                self.pass(r.offset);
-                return Ok(ControlFlow::Continue(()));
+            match r.body.take() {
+                None => self.pass(r.offset),
+                // A record the catalog reads that cannot be decoded: nothing after it is fed.
+                Some(Err(e)) => return Err(CatalogError::from(e)),
+                Some(Ok(body)) => self.apply_read(&r, &body, runs)?,
             }
-            let result = r.decode().map_err(CatalogError::from).and_then(|(_, body)| self.apply(r.offset, &body));
-            match result {
-                Ok(()) => Ok(ControlFlow::Continue(())),
-                Err(e) => {
-                    failed = Some(e);
-                    Ok(ControlFlow::Break(()))
-                }
-            }
+            Ok(ControlFlow::Continue(()))
         })?;
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(count),
-        }
+        Ok(count)
     }
 
     /// The writer's lock: shared with a commit or merge of this catalog that holds it, else
@@ -811,6 +850,7 @@ mod tests {
 
     use super::*;
     use crate::index::{parse_query, Scope};
+    use crate::ahead::read_records;
 
     fn event(i: u64, kind: EventKind, text: &str) -> Event {
         Event {
@@ -890,6 +930,165 @@ mod tests {
         let mut k: Vec<String> = c.search(&parse_query(q).unwrap(), &f, &|_| true, 50).unwrap().into_iter().map(|h| h.key).collect();
         k.sort();
         k
+    }
+
+    /// A journal of records of every kind the catalog meets: `ingested` records of many
+    /// searchable events (runs of 32 and a part), of few, of none and of only unsearchable
+    /// ones; entries; a scratch record. Enough of them for [`read_records`] to read ahead.
+    fn mixed_journal(dir: &Path) -> Journal {
+        let j = Journal::open(dir.join("journal"), Options::default()).unwrap();
+        let kinds = [EventKind::Message, EventKind::ToolUse, EventKind::ToolResult, EventKind::Meta, EventKind::System];
+        let mut i = 0u64;
+        for r in 0..12u64 {
+            let events = match r % 4 {
+                0 => 70 + r as usize,
+                1 => 3,
+                2 => 0,
+                _ => 33,
+            };
+            let mut batch = Vec::new();
+            for k in 0..events {
+                i += 1;
+                let kind = if r == 6 { EventKind::Meta } else { kinds[k % kinds.len()] };
+                batch.push(event(i, kind, &format!("record {r} event {k} word{} 发布流程 shared", i % 17)));
+            }
+            append(&j, &ingested(batch));
+            if r % 5 == 2 {
+                append(&j, &entry(&format!("k{r}"), &format!("entry {r} word{r} shared")));
+            }
+            if r == 7 {
+                j.append(vec![NewRecord::raw(RecordKind::Scratch as u8, 1, b"scratch".to_vec())]).unwrap();
+            }
+        }
+        assert!(j.next_offset() >= crate::ahead::AHEAD_RECORDS_MIN, "enough records to read ahead");
+        j
+    }
+
+    /// A catalog fed record by record with [`Catalog::apply`] (each record's documents
+    /// tokenized in place or by `add_all`'s helper): what reading ahead must match.
+    fn fed_in_place(idx: &Path, j: &Journal) -> Catalog {
+        let (mut c, _) = Catalog::open(idx, j).unwrap();
+        j.read_from(0, |r| {
+            if c.wants(r.offset, r.kind) {
+                c.apply(r.offset, &r.decode().unwrap().1).unwrap();
+            } else {
+                c.pass(r.offset);
+            }
+            Ok(ControlFlow::Continue(()))
+        })
+        .unwrap();
+        c
+    }
+
+    /// Every file of a committed index but its lock, by name, with its bytes.
+    fn index_files(idx: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<(String, Vec<u8>)> = fs::read_dir(idx)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap() != LOCK_FILE)
+            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap()))
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// Reading ahead (decoded and tokenized on a helper) feeds the catalog exactly as feeding
+    /// each record in place does: the same segment, byte for byte, and the same entries.
+    #[test]
+    fn catalog_fed_by_reading_ahead_writes_what_feeding_in_place_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = mixed_journal(dir.path());
+        let mut reference = fed_in_place(&dir.path().join("in-place"), &j);
+        let (mut c, _) = Catalog::open(&dir.path().join("ahead"), &j).unwrap();
+        assert_eq!(c.catch_up(&j).unwrap(), j.next_offset());
+        assert_eq!(c.read_to(), j.next_offset());
+        assert_eq!(c.index().doc_count(), reference.index().doc_count());
+        assert_eq!(keys(&c, "shared", Scope::Entry), ["k2", "k7"]);
+        assert_eq!(keys(&c, "shared", Scope::Entry), keys(&reference, "shared", Scope::Entry));
+        assert_eq!(keys(&c, "发布 shared", Scope::Event), keys(&reference, "发布 shared", Scope::Event));
+        assert_eq!(c.commit().unwrap(), Committed::Written);
+        assert_eq!(reference.commit().unwrap(), Committed::Written);
+        let (ahead, in_place) = (index_files(&dir.path().join("ahead")), index_files(&dir.path().join("in-place")));
+        assert!(ahead.len() >= 3, "{:?}", ahead.iter().map(|f| &f.0).collect::<Vec<_>>());
+        assert!(ahead == in_place, "the index files differ");
+    }
+
+    /// A reader stopped after any record (runs of later records tokenized already) leaves
+    /// the catalog at that record; the next read goes on from there to the same index.
+    #[test]
+    fn catalog_read_ahead_stops_where_told_and_goes_on_from_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = mixed_journal(dir.path());
+        let mut reference = fed_in_place(&dir.path().join("in-place"), &j);
+        assert_eq!(reference.commit().unwrap(), Committed::Written);
+        let want = index_files(&dir.path().join("in-place"));
+        for stop in 0..j.next_offset() {
+            let idx = dir.path().join(format!("ahead-{stop}"));
+            let (mut c, _) = Catalog::open(&idx, &j).unwrap();
+            let cursors = c.cursors();
+            let mut seen = 0;
+            read_records(&j, 0, cursors.events, |o, k| cursors.wants(o, k), |mut r, runs| {
+                seen += 1;
+                match r.body.take() {
+                    Some(body) => c.apply_read(&r, &body.unwrap(), runs).unwrap(),
+                    None => c.pass(r.offset),
+                }
+                Ok::<_, CatalogError>(if r.offset == stop { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+            })
+            .unwrap();
+            assert_eq!((seen, c.read_to()), (stop + 1, stop + 1));
+            c.catch_up(&j).unwrap();
+            assert_eq!(c.commit().unwrap(), Committed::Written);
+            assert!(index_files(&idx) == want, "stopped after offset {stop}: the index files differ");
+        }
+    }
+
+    /// A record the catalog reads that does not decode stops a read ahead there, with the
+    /// records before it fed and none after; a damaged frame further on is the journal's
+    /// error, after every record before it.
+    #[test]
+    fn catalog_read_ahead_stops_at_a_record_that_does_not_decode_or_a_damaged_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        for r in 0..10u64 {
+            if r == 5 {
+                j.append(vec![NewRecord::raw(RecordKind::Ingested as u8, 1, b"not an ingested record".to_vec())]).unwrap();
+                continue;
+            }
+            let events = (0..40).map(|k| event(r * 100 + k, EventKind::Message, &format!("word{r} filler {k}"))).collect();
+            append(&j, &ingested(events));
+        }
+        let (mut c, _) = Catalog::open(&dir.path().join("index"), &j).unwrap();
+        let failed = c.catch_up(&j).unwrap_err();
+        assert!(failed.to_string().contains("offset 5"), "{failed}");
+        assert_eq!(c.read_to(), 5, "fed up to the record that does not decode");
+        assert_eq!(c.index().doc_count(), 5 * 40);
+        assert_eq!(keys(&c, "word4", Scope::Event).len(), 40);
+        assert!(keys(&c, "word6", Scope::Event).is_empty());
+        drop(c);
+
+        // The last record's frame damaged once the journal is open (its payload's bytes are
+        // the file's last but the trailer's four): a read ahead fails there, after feeding
+        // every record before it.
+        let seg = fs::read_dir(dir.path().join("journal"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "seg"))
+            .expect("a segment file");
+        let file = fs::OpenOptions::new().read(true).write(true).open(&seg).unwrap();
+        let at = file.metadata().unwrap().len() - 20;
+        let mut byte = [0u8];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut byte, at).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, &[byte[0] ^ 0x40], at).unwrap();
+        let (mut c, _) = Catalog::open(&dir.path().join("index-2"), &j).unwrap();
+        assert!(c.catch_up(&j).unwrap_err().to_string().contains("offset 5"));
+        c.pass(5);
+        let failed = c.catch_up(&j).unwrap_err();
+        assert_eq!(c.read_to(), 9, "fed up to the damaged record");
+        assert_eq!(c.index().doc_count(), 8 * 40);
+        let name = seg.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(failed.to_string().contains(&name), "names the segment: {failed}");
+        assert!(failed.to_string().contains("seg"), "names the segment: {failed}");
     }
 
     /// An index built from another copy of the journal (the same store and epoch, at least as

@@ -5,6 +5,7 @@
 //! What it does not do: write to the journal, read agents' logs, or speak MCP. Every
 //! projection can be deleted and rebuilt from the journal with the same answers.
 
+pub mod ahead;
 pub mod catalog;
 mod open;
 pub use open::{OpenError, OpenedProjections, Verify, open_projections};

@@ -93,6 +93,51 @@ pub type DocId = u32;
 /// starting the thread (tens of microseconds) costs about what it saves.
 pub const PARALLEL_TEXT_BYTES: usize = 64 * 1024;
 
+/// Documents a [`TokenRun`] holds in [`Index::add_all`] and in readers that tokenize ahead
+/// ([`crate::catalog::read_ahead`]): a run handed from one thread to another at a time.
+pub const TOKEN_RUN_DOCS: usize = 32;
+
+/// Texts tokenized for [`Index::add_tokens`], on any thread: tokenizing reads nothing of an
+/// index, so one thread can tokenize the next documents while another adds these. Its
+/// buffers are kept when it is cleared, for the next run.
+#[derive(Default)]
+pub struct TokenRun {
+    docs: Vec<memory::Prepared>,
+    /// Texts pushed since the last [`TokenRun::clear`] (`docs` may hold more buffers).
+    len: usize,
+}
+
+impl TokenRun {
+    /// Empties the run, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Tokenizes the next document's text.
+    pub fn push(&mut self, text: &str) {
+        if self.len == self.docs.len() {
+            self.docs.push(memory::Prepared::default());
+        }
+        self.docs[self.len].prepare(text);
+        self.len += 1;
+    }
+
+    /// Texts pushed since the run was cleared.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if no text was pushed since the run was cleared.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Gives back what a large document made its buffers hold beyond a typical document's.
+    pub fn trim(&mut self) {
+        self.docs.iter_mut().for_each(memory::Prepared::trim);
+    }
+}
+
 /// Entries or events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -241,7 +286,7 @@ pub struct Index {
     last_doc: Option<DocId>,
     stems: Stems,
     /// Buffers [`Index::add_all`]'s helper tokenizes into, kept from one call to the next.
-    spare_runs: Vec<Vec<memory::Prepared>>,
+    spare_runs: Vec<TokenRun>,
     /// Whether segments' bodies are verified on a thread of their own as soon as they are
     /// opened ([`Index::verify_ahead`]), or only when a search or merge needs them.
     verify_ahead: bool,
@@ -574,8 +619,9 @@ impl Index {
 
     /// Adds documents in order: the same as [`Index::add`] of each in turn, and stops at the
     /// first that fails (those before it stay added). When they hold enough text to be worth a
-    /// thread ([`PARALLEL_TEXT_BYTES`]), a helper thread tokenizes each document while the one
-    /// before it goes into the in-memory segment, so that a catch-up keeps two cores busy.
+    /// thread ([`PARALLEL_TEXT_BYTES`]), a helper thread tokenizes each run of documents while
+    /// the one before it goes into the in-memory segment, so that a catch-up keeps two cores
+    /// busy.
     pub fn add_all(&mut self, docs: &[(DocId, DocMeta, &str)]) -> Result<(), IndexError> {
         let text_bytes: usize = docs.iter().map(|d| d.2.len()).sum();
         if docs.len() < 2 || text_bytes < PARALLEL_TEXT_BYTES {
@@ -584,27 +630,22 @@ impl Index {
         // The helper tokenizes runs of documents into buffers the adder hands back, a run or
         // two ahead: handing over each document alone woke a thread per document, which cost
         // more than the tokenizing saved. The buffers are kept for the next call.
-        const RUN: usize = 32;
         const AHEAD: usize = 2;
         let mut spare = std::mem::take(&mut self.spare_runs);
-        spare.resize_with(AHEAD + 1, Vec::new);
+        spare.resize_with(AHEAD + 1, TokenRun::default);
         let (result, spare) = std::thread::scope(|s| {
-            let (prepared_tx, prepared_rx) = std::sync::mpsc::sync_channel::<Vec<memory::Prepared>>(AHEAD);
-            let (spare_tx, spare_rx) = std::sync::mpsc::channel::<Vec<memory::Prepared>>();
+            let (prepared_tx, prepared_rx) = std::sync::mpsc::sync_channel::<TokenRun>(AHEAD);
+            let (spare_tx, spare_rx) = std::sync::mpsc::channel::<TokenRun>();
             for run in spare {
                 // The receiver is alive here; a send cannot fail.
                 let _ = spare_tx.send(run);
             }
             let helper = std::thread::Builder::new().name("origin-tokenize".into()).spawn_scoped(s, move || {
-                for run in docs.chunks(RUN) {
-                    let Ok(mut buffers) = spare_rx.recv() else { break };
-                    if buffers.len() < run.len() {
-                        buffers.resize_with(run.len(), memory::Prepared::default);
-                    }
-                    for (p, (_, _, text)) in buffers.iter_mut().zip(run) {
-                        p.prepare(text);
-                    }
-                    if prepared_tx.send(buffers).is_err() {
+                for docs in docs.chunks(TOKEN_RUN_DOCS) {
+                    let Ok(mut run) = spare_rx.recv() else { break };
+                    run.clear();
+                    docs.iter().for_each(|(_, _, text)| run.push(text));
+                    if prepared_tx.send(run).is_err() {
                         break;
                     }
                 }
@@ -618,17 +659,15 @@ impl Index {
             };
             let mut result = Ok(());
             let mut kept = Vec::new();
-            'runs: for run in docs.chunks(RUN) {
-                // The helper sends one buffer per run unless it panicked (passed on below).
-                let Ok(buffers) = prepared_rx.recv() else { break };
-                for ((doc, meta, _), p) in run.iter().zip(&buffers) {
-                    result = self.add_prepared(*doc, meta, p);
-                    if result.is_err() {
-                        kept.push(buffers);
-                        break 'runs;
-                    }
+            for docs in docs.chunks(TOKEN_RUN_DOCS) {
+                // The helper sends one run per chunk unless it panicked (passed on below).
+                let Ok(run) = prepared_rx.recv() else { break };
+                result = self.add_tokens(docs.iter().map(|(doc, meta, _)| (*doc, meta)), &run);
+                if result.is_err() {
+                    kept.push(run);
+                    break;
                 }
-                let _ = spare_tx.send(buffers);
+                let _ = spare_tx.send(run);
             }
             // The helper stops at its next send or wait once these are gone (what it had
             // sent is taken back first).
@@ -644,10 +683,27 @@ impl Index {
             (result, kept)
         });
         self.spare_runs = spare;
-        for run in &mut self.spare_runs {
-            run.iter_mut().for_each(memory::Prepared::trim);
-        }
+        self.spare_runs.iter_mut().for_each(TokenRun::trim);
         result
+    }
+
+    /// Adds documents tokenized already, in order: the `i`th of `docs` is the `i`th text
+    /// pushed to `run`. The same as [`Index::add`] of each in turn with its text, and stops at
+    /// the first that fails (those before it stay added). `docs` must name as many documents
+    /// as `run` holds.
+    pub fn add_tokens<'m>(&mut self, docs: impl IntoIterator<Item = (DocId, &'m DocMeta)>, run: &TokenRun) -> Result<(), IndexError> {
+        let mut count = 0;
+        for (doc, meta) in docs {
+            let Some(prepared) = run.docs[..run.len].get(count) else {
+                return Err(IndexError::Invalid(format!("more documents than the {} texts tokenized for them", run.len)));
+            };
+            self.add_prepared(doc, meta, prepared)?;
+            count += 1;
+        }
+        if count != run.len {
+            return Err(IndexError::Invalid(format!("{count} documents for the {} texts tokenized for them", run.len)));
+        }
+        Ok(())
     }
 
     /// [`Index::add`] of a document tokenized already.

@@ -11,6 +11,7 @@ use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, Even
 use origin_engine::{Journal, NewRecord, Options};
 use origin_ingest::{Freshness, Homes, Ingester};
 use origin_projections::catalog::{CatalogOpened, CommitInFlight, Committed};
+use origin_projections::ahead::read_records;
 use origin_projections::index::MergePolicy;
 use origin_projections::{Catalog, Entry, EntryFilter, Filters, Index, Lookup, Match, Scope, SessionFilter, State};
 use serde_json::{json, Value};
@@ -90,6 +91,21 @@ type ToolResult = Result<Value, ToolError>;
 fn store_error<E: std::error::Error + 'static>(e: E) -> ToolError {
     let damaged = is_journal_damage(&e);
     ToolError(format!("The Origin store failed: {e}"), damaged)
+}
+
+/// A catch-up's failure ([`Archive::sync`]): reading the journal or applying a record.
+struct SyncFailed(ToolError);
+
+impl From<ToolError> for SyncFailed {
+    fn from(e: ToolError) -> SyncFailed {
+        SyncFailed(e)
+    }
+}
+
+impl From<origin_engine::Error> for SyncFailed {
+    fn from(e: origin_engine::Error) -> SyncFailed {
+        SyncFailed(store_error(e))
+    }
 }
 
 /// [`store_error`] for a failure the store's code found and words itself.
@@ -513,47 +529,40 @@ impl Archive {
             inner.catalog.refresh().map_err(store_error)?;
             let Inner { state, catalog, commit, .. } = &mut *inner;
             let from = state.read_to().min(catalog.read_to());
-            let mut failed: Option<ToolError> = None;
             let mut read = 0usize;
             let mut stopped = false;
-            self.journal
-                .read_from(from, |r| {
-                    read += 1;
-                    let for_state = r.offset >= state.read_to() && State::reads_kind(r.kind);
-                    let for_catalog = catalog.wants(r.offset, r.kind);
-                    if for_state || for_catalog {
-                        // Never skip a record a projection needs: stop here and report it.
-                        let body = match r.decode() {
-                            Ok((_, body)) => body,
-                            Err(e) => {
-                                failed = Some(store_error(e));
-                                return Ok(ControlFlow::Break(()));
-                            }
-                        };
-                        if for_state {
-                            state.apply(r.offset, &body);
-                        }
-                        if for_catalog && let Err(e) = catalog.apply(r.offset, &body) {
-                            failed = Some(store_error(e));
-                            return Ok(ControlFlow::Break(()));
-                        }
+            // What each projection reads is fixed for the step (their cursors move only past
+            // the records given), so a helper can decode, and tokenize for the text index, a
+            // record ahead (`read_records`, on a long catch-up).
+            let (state_from, cursors) = (state.read_to(), catalog.cursors());
+            let decode = |offset: u64, kind: u8| (offset >= state_from && State::reads_kind(kind)) || cursors.wants(offset, kind);
+            read_records(&self.journal, from, cursors.events, decode, |mut r, runs| {
+                read += 1;
+                let for_state = r.offset >= state.read_to() && State::reads_kind(r.kind);
+                let for_catalog = catalog.wants(r.offset, r.kind);
+                if let Some(body) = r.body.take() {
+                    // Never skip a record a projection needs: stop here and report it.
+                    let body = body.map_err(store_error)?;
+                    if for_state {
+                        state.apply(r.offset, &body);
                     }
-                    if !for_state {
-                        state.pass(r.offset);
+                    if for_catalog {
+                        catalog.apply_read(&r, &body, runs).map_err(store_error)?;
                     }
-                    if !for_catalog {
-                        catalog.pass(r.offset);
-                    }
-                    // A step ends to write a segment, or to install one written meanwhile.
-                    stopped = read >= SYNC_STEP_RECORDS
-                        || catalog.wants_commit()
-                        || commit.as_ref().is_some_and(CommitInFlight::is_finished);
-                    Ok(if stopped { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
-                })
-                .map_err(store_error)?;
-            if let Some(e) = failed {
-                return Err(e);
-            }
+                }
+                if !for_state {
+                    state.pass(r.offset);
+                }
+                if !for_catalog {
+                    catalog.pass(r.offset);
+                }
+                // A step ends to write a segment, or to install one written meanwhile.
+                stopped = read >= SYNC_STEP_RECORDS
+                    || catalog.wants_commit()
+                    || commit.as_ref().is_some_and(CommitInFlight::is_finished);
+                Ok::<_, SyncFailed>(if stopped { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+            })
+            .map_err(|SyncFailed(e)| e)?;
             // Another process wrote these documents first: read on from its mark.
             if start_wanted_commit(&mut inner) == Some(Committed::Superseded) {
                 continue;
