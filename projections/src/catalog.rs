@@ -54,12 +54,13 @@ const IDENTITY_SIZE_BYTES: u64 = 40;
 /// The layout of an index directory: 2 since entries left it for their own index (a directory
 /// of layout 1 also holds entry versions, and is rebuilt).
 const LAYOUT_VERSION: u16 = 2;
-/// The tokenizer's rules the index's terms were cut by: 2 since Thai, Lao, Khmer, Myanmar and
-/// the other scripts of the line-breaking class SA are runs of bigrams, Arabic's and Hebrew's
-/// optional marks and Arabic and Persian letter variants fold away, and stems are of words
-/// without their accents (1: variation selectors and the final sigma fold away, Han and kana
-/// join across a line break; 0 before). An index of an older version is rebuilt.
-const TOKENS_VERSION: u16 = 2;
+/// The tokenizer's rules the index's terms were cut by: 3 since camelCase and PascalCase ASCII
+/// words give their parts (2: Thai, Lao, Khmer, Myanmar and the other scripts of the
+/// line-breaking class SA are runs of bigrams, Arabic's and Hebrew's optional marks and Arabic
+/// and Persian letter variants fold away, and stems are of words without their accents; 1:
+/// variation selectors and the final sigma fold away, Han and kana join across a line break;
+/// 0 before). An index of an older version is rebuilt.
+const TOKENS_VERSION: u16 = 3;
 /// Entry documents are numbered from here, so that a hit's id says which index it came from.
 pub const ENTRY_DOC_BASE: DocId = 1 << 31;
 

@@ -439,9 +439,14 @@ async def test_search_filters_scope_source_project_and_time(store: Store) -> Non
         demo = await get_ok(s, "search", {"project": "demo-app", "limit": 100})
         kind = await get_ok(s, "search", {"query": "commits", "kind": "cognition", "limit": 100})
     assert entries_only["events"] == [] and entries_only["entries"]
+    assert any(e["match"] == "all" for e in entries_only["entries"])
     for e in entries_only["entries"]:
         check_entry(e)
-        assert "URLSearchParams" in e["text"]
+        # Partial matches (here by the parts of the camelCase word: `URL`) come after.
+        if e["match"] == "all":
+            assert "URLSearchParams" in e["text"]
+        else:
+            assert e["match"] == "partial", e
     assert events_only["entries"] == [] and events_only["events"]
     assert {e["id"] for e in everything["entries"]} == {e["id"] for e in entries_only["entries"]}
     assert grok["events"] and all(e["source"] == "grok" for e in grok["events"])

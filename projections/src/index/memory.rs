@@ -231,6 +231,7 @@ struct DocToken {
     start: u32,
     end: u32,
     position: u32,
+    /// A word or a part of one: it has a stem term.
     word: bool,
     /// A pair term ([`super::pairs`]): no positions, no stem.
     pair: bool,
@@ -357,8 +358,13 @@ impl Prepared {
             let end = terms.len() as u32;
             let h = hash(t.term.as_bytes());
             let word = t.kind == TokenKind::Word;
-            tokens.push(DocToken { start: start as u32, end, position: t.position, word, pair: false, hash: h });
+            let stemmed = word || t.kind == TokenKind::Part;
+            tokens.push(DocToken { start: start as u32, end, position: t.position, word: stemmed, pair: false, hash: h });
             *length = t.position + 1;
+            if t.kind == TokenKind::Part {
+                // A part of the word before (rule 5 of `token`): the word's pairs are its own.
+                return;
+            }
             if !word {
                 last_word = None;
                 return;

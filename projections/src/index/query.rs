@@ -157,11 +157,11 @@ fn add_part(text: &str, quoted: bool, clauses: &mut Vec<Clause>) {
 }
 
 /// The clause of a text: its tokens less the unigrams of runs (CJK, Thai…: their bigrams
-/// cover them).
+/// cover them) and the parts of camelCase words (the word is the clause's term).
 pub(crate) fn clause(text: &str) -> Option<Clause> {
     let (mut terms, mut first) = (Vec::new(), None);
     for_each_token(text, &mut |t| {
-        if t.kind != TokenKind::Unigram {
+        if !matches!(t.kind, TokenKind::Unigram | TokenKind::Part) {
             let first = *first.get_or_insert(t.position);
             terms.push((t.term.to_owned(), t.position - first));
         }

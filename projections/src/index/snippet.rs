@@ -128,7 +128,7 @@ fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
         let stems = Stems::new();
         let firsts: Vec<char> = query.partial.iter().filter_map(|p| p.strip_prefix(STEM_PREFIX)?.chars().next()).collect();
         for_each_token(text, &mut |t| {
-            if t.kind == TokenKind::Word && !stem_first_char(t.term).is_some_and(|c| firsts.contains(&c)) {
+            if matches!(t.kind, TokenKind::Word | TokenKind::Part) && !stem_first_char(t.term).is_some_and(|c| firsts.contains(&c)) {
                 return;
             }
             if let Some(p) = stems.partial_term_of(t.term, t.kind)

@@ -63,7 +63,7 @@ impl Stems {
     /// [`Stems::partial_term`] of a token's term and kind; a run's term is borrowed.
     pub(crate) fn partial_term_of<'t>(&self, term: &'t str, kind: TokenKind) -> Option<Cow<'t, str>> {
         match kind {
-            TokenKind::Word => self.stem_word(term).map(Cow::Owned),
+            TokenKind::Word | TokenKind::Part => self.stem_word(term).map(Cow::Owned),
             TokenKind::Lone | TokenKind::Bigram => Some(Cow::Borrowed(term)),
             TokenKind::Unigram => None,
         }

@@ -185,6 +185,41 @@ fn search_partial_matches_meet_words_with_or_without_accents() {
     assert_eq!(snippet("une école ferme", &q("ecole")), "une [école] ferme");
 }
 
+/// A word written in camelCase or PascalCase is found by its parts, and by itself in any
+/// case; its parts keep its position, so a phrase of them does not match inside it.
+#[test]
+fn search_finds_camel_case_words_by_their_parts() {
+    let index = index_of(&[
+        "call parseQuery here",
+        "the query was slow",
+        "HTTPServer started",
+        "parse the query",
+        "parsequery in lower case",
+        "getUserById returned nothing",
+    ]);
+    assert_eq!(found(&index, "query"), set(&[0, 1, 3]));
+    assert_eq!(found(&index, "parseQuery"), set(&[0, 4]));
+    assert_eq!(found(&index, "PARSEQUERY"), set(&[0, 4]));
+    assert_eq!(found(&index, "parse query"), set(&[0, 3]));
+    assert_eq!(found(&index, "http server"), set(&[2]));
+    assert_eq!(found(&index, "user id"), set(&[5]));
+    assert!(full(&index, "\"parse query\"").is_empty(), "parts are not adjacent words");
+    assert_eq!(full(&index, "\"getUserById returned\""), [5], "the words after keep their positions");
+    assert_eq!(full(&index, "\"user returned\""), [5], "a part stands where its word does");
+    // Partial matches meet the parts' stems: `queries` is no word of these texts.
+    let hits: Vec<(DocId, Match)> = search(&index, "queries", 10).into_iter().map(|h| (h.doc, h.matched)).collect();
+    assert_eq!(hits.iter().map(|h| h.1).collect::<Vec<_>>(), [Match::Partial; 3]);
+    assert_eq!(hits.iter().map(|h| h.0).collect::<BTreeSet<_>>(), set(&[0, 1, 3]));
+    // A query's own camelCase word: its parts' stems count for partial matches, beside the
+    // word's (`parsequery` stems as `parsequeries` does).
+    let hits: Vec<(DocId, Match)> = search(&index, "parseQueries", 10).into_iter().map(|h| (h.doc, h.matched)).collect();
+    assert_eq!(hits.iter().map(|h| h.1).collect::<Vec<_>>(), [Match::Partial; 4]);
+    assert_eq!(hits.iter().map(|h| h.0).collect::<BTreeSet<_>>(), set(&[0, 1, 3, 4]));
+    assert_eq!(snippet("call parseQuery here", &q("query")), "call parse[Query] here");
+    assert_eq!(snippet("call parseQuery here", &q("parsequery query")), "call [parseQuery] here");
+    assert_eq!(snippet("call parseQuery here", &q("queries")), "call parse[Query] here", "a partial match's part");
+}
+
 #[test]
 fn search_finds_emoji() {
     let index = index_of(&["shipped 🚀 today", "love it ❤️", "no emoji here", "🚀🚀 twice"]);
@@ -508,6 +543,12 @@ const PIECES: &[&str] = &[
     "café",
     "cafe",
     "x",
+    "parseQuery",
+    "ParseQuery",
+    "parse",
+    "query",
+    "HTTPServer",
+    "server",
 ];
 const SEPARATORS: &[&str] = &[" ", "\n", "", ", ", "。", "  \n", "-"];
 
@@ -673,7 +714,11 @@ fn scan_partial(docs: &[Doc], query: &Query, f: &Filters, full: &BTreeSet<DocId>
             for t in &tokens {
                 // A word by its stem; a CJK token as it is (a query's lone character finds it
                 // as a unigram of a longer run too: they are one term).
-                let p = if t.kind == super::token::TokenKind::Word { stems.partial_term(t) } else { Some(t.term.clone()) };
+                let p = if matches!(t.kind, super::token::TokenKind::Word | super::token::TokenKind::Part) {
+                    stems.partial_term(t)
+                } else {
+                    Some(t.term.clone())
+                };
                 if let Some(p) = p {
                     *bag.entry(p).or_insert(0) += 1;
                 }

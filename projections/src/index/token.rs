@@ -31,6 +31,18 @@
 //!    query `record.rs` is a phrase of both). Emoji (and their ZWJ sequences) are words.
 //! 4. Each word takes one position; positions skip nothing, so a phrase matches across
 //!    punctuation and line breaks.
+//! 5. An ASCII word of letters and digits written in camelCase or PascalCase (`parseQuery`,
+//!    `HTTPServer`, `utf8Decode`) also gives its parts, lower-cased, as tokens of their own
+//!    ([`TokenKind::Part`]) at the word's position, after the word: a part begins at an
+//!    upper-case letter that follows a lower-case letter or a digit, and at the last of a run of
+//!    upper-case letters followed by a lower-case one (`HTTP|Server`); parts of one character
+//!    are left out, a part is given once per word, and at most [`PARTS_MAX`] are given, from
+//!    the word's first [`TERM_SIZE_BYTES_MAX`] bytes. So `query` finds `parseQuery` and `http
+//!    server` finds `HTTPServer`, where the whole word alone was one term; the word itself is
+//!    still a term, so `parsequery` finds it too. A query's own parts are not clauses (its
+//!    word is), but their stems count for partial matches. Parts keep the word's position,
+//!    so a phrase of parts (`"parse query"`) does not match inside one word, and the words
+//!    around it keep their positions.
 
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
@@ -50,6 +62,9 @@ pub(crate) enum TokenKind {
     Unigram,
     /// Two adjacent units of a run.
     Bigram,
+    /// A part of an ASCII word written in camelCase or PascalCase (rule 5), at the word's
+    /// position, after it.
+    Part,
 }
 
 /// One token of a text.
@@ -387,6 +402,58 @@ fn is_cut(bytes: &[u8], i: usize) -> bool {
     is_ascii_break(bytes[i]) && bytes.get(i + 1).is_none_or(|&n| n < 0x80)
 }
 
+/// Parts of a word given at most (rule 5).
+pub(crate) const PARTS_MAX: usize = 16;
+
+/// The parts of `word` (the text of a word token) by rule 5, as byte ranges in it, into
+/// `out`; none unless it is ASCII letters and digits and has two parts or more.
+fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
+    out.clear();
+    let b = cut(word).as_bytes();
+    if b.len() < 3 || !b.iter().all(u8::is_ascii_alphanumeric) {
+        return;
+    }
+    let starts_part = |i: usize| {
+        let (before, c) = (b[i - 1], b[i]);
+        c.is_ascii_uppercase()
+            && (!before.is_ascii_uppercase() || b.get(i + 1).is_some_and(u8::is_ascii_lowercase))
+    };
+    let mut from = 0;
+    let mut whole = true;
+    for i in 1..=b.len() {
+        if i < b.len() && !starts_part(i) {
+            continue;
+        }
+        whole &= from == 0 && i == b.len();
+        let part = &b[from..i];
+        if part.len() >= 2 && out.len() < PARTS_MAX && !out.iter().any(|&(s, e)| b[s..e].eq_ignore_ascii_case(part)) {
+            out.push((from, i));
+        }
+        from = i;
+    }
+    if whole {
+        out.clear();
+    }
+}
+
+/// Calls `emit` with the parts of the word token `t` of `text` (rule 5), `buf` holding each
+/// part's term in turn.
+fn emit_parts<F: FnMut(TokenRef<'_>)>(text: &str, t: &TokenRef<'_>, parts: &mut Vec<(usize, usize)>, buf: &mut String, emit: &mut F) {
+    let word = &text[t.start..t.end];
+    // A word with no upper-case letter has no parts; the fast paths hand such an ASCII word
+    // over as a slice of the text, a lower-cased one as a copy.
+    if std::ptr::eq(t.term.as_ptr(), word.as_ptr()) {
+        return;
+    }
+    camel_parts(word, parts);
+    for &(s, e) in parts.iter() {
+        buf.clear();
+        buf.push_str(&word[s..e]);
+        buf.make_ascii_lowercase();
+        emit(TokenRef { term: buf, position: t.position, kind: TokenKind::Part, start: t.start + s, end: t.start + e });
+    }
+}
+
 /// Calls `emit` for every token of `text`, in order: the tokens [`tokenize_whole`] gives,
 /// without allocating for ASCII words. (Generic over `emit`, so that the memory segment's
 /// handling of a token is compiled into the loop: called through `&mut dyn FnMut`, the feed of
@@ -401,11 +468,15 @@ fn is_cut(bytes: &[u8], i: usize) -> bool {
 /// other chunk goes through the full rules. A property test compares both on mixed scripts.
 pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
     let mut join = LineJoin::default();
+    let (mut parts, mut buf) = (Vec::new(), String::new());
     for_each_token_unjoined(text, &mut |t: TokenRef<'_>| {
         if let Some(b) = join.before(text, &t) {
             emit(b);
         }
         emit(t);
+        if t.kind == TokenKind::Word {
+            emit_parts(text, &t, &mut parts, &mut buf, emit);
+        }
     });
 }
 
@@ -444,7 +515,7 @@ impl LineJoin {
     fn before(&mut self, text: &str, t: &TokenRef<'_>) -> Option<TokenRef<'_>> {
         let run = match t.kind {
             TokenKind::Lone | TokenKind::Unigram => t.term.chars().next().and_then(joins_across_lines),
-            TokenKind::Word | TokenKind::Bigram => None,
+            TokenKind::Word | TokenKind::Bigram | TokenKind::Part => None,
         };
         let last = std::mem::replace(&mut self.last, run.map(|r| (t.position, t.start, t.end, r)));
         // (A unit that begins with a mark, a line beginning with a vowel sign, is not joined:
@@ -587,12 +658,19 @@ pub(crate) fn tokenize_whole(text: &str) -> Vec<Token> {
     let tokens = tokenize_whole_unjoined(text);
     let mut join = LineJoin::default();
     let mut out = Vec::with_capacity(tokens.len());
+    let (mut parts, mut buf) = (Vec::new(), String::new());
+    let owned = |b: TokenRef<'_>| Token { term: b.term.to_owned(), position: b.position, kind: b.kind, start: b.start, end: b.end };
     for t in tokens {
         let r = TokenRef { term: &t.term, position: t.position, kind: t.kind, start: t.start, end: t.end };
         if let Some(b) = join.before(text, &r) {
-            out.push(Token { term: b.term.to_owned(), position: b.position, kind: b.kind, start: b.start, end: b.end });
+            out.push(owned(b));
+        }
+        let mut word_parts = Vec::new();
+        if t.kind == TokenKind::Word {
+            emit_parts(text, &r, &mut parts, &mut buf, &mut |p| word_parts.push(owned(p)));
         }
         out.push(t);
+        out.extend(word_parts);
     }
     out
 }
@@ -771,6 +849,48 @@ mod tests {
         assert_eq!(t, ["see", "record", "rs", "parse", "query", "and", "don", "t"]);
     }
 
+    /// Words in camelCase or PascalCase give their parts after them, at their position, with
+    /// the parts' ranges (rule 5); other words do not.
+    #[test]
+    fn index_token_camel_case_words_give_their_parts() {
+        let with_kinds = |text: &str| -> Vec<(String, u32, TokenKind, String)> {
+            tokenize(text).into_iter().map(|t| (t.term, t.position, t.kind, text[t.start..t.end].to_string())).collect()
+        };
+        let part = |term: &str, position: u32, original: &str| (term.to_string(), position, TokenKind::Part, original.to_string());
+        let word = |term: &str, position: u32, original: &str| (term.to_string(), position, TokenKind::Word, original.to_string());
+        assert_eq!(
+            with_kinds("a parseQuery b"),
+            [
+                word("a", 0, "a"),
+                word("parsequery", 1, "parseQuery"),
+                part("parse", 1, "parse"),
+                part("query", 1, "Query"),
+                word("b", 2, "b"),
+            ]
+        );
+        let parts = |text: &str| -> Vec<String> {
+            tokenize(text).into_iter().filter(|t| t.kind == TokenKind::Part).map(|t| t.term).collect()
+        };
+        assert_eq!(parts("HTTPServer"), ["http", "server"]);
+        assert_eq!(parts("XMLHttpRequest"), ["xml", "http", "request"]);
+        assert_eq!(parts("utf8Decode base64URL"), ["utf8", "decode", "base64", "url"]);
+        assert_eq!(parts("iPhone getX"), ["phone", "get"], "parts of one letter are left out");
+        assert_eq!(parts("fooFoo"), ["foo"], "a part is given once per word");
+        assert_eq!(parts("用parseQuery写"), ["parse", "query"], "the ASCII and Han path");
+        assert_eq!(parts("ｐａｒｓｅＱｕｅｒｙ élanVital naïveParser"), Vec::<String>::new(), "ASCII words only");
+        assert_eq!(parts("x1Y2 B2C"), ["x1", "y2", "b2"], "an upper-case letter after a digit begins a part");
+        for plain in ["hello Hello HELLO snake_case CI aB A1", "x1y2", "tag's"] {
+            assert_eq!(parts(plain), Vec::<String>::new(), "{plain}");
+        }
+        let long: String = (0..40).map(|i| if i % 2 == 0 { "Ab" } else { "Cd" }).collect::<Vec<_>>().join("");
+        assert_eq!(parts(&long), ["ab", "cd"]);
+        let many: String = (b'a'..=b'z').map(|c| format!("{}x", c.to_ascii_uppercase() as char)).collect();
+        assert_eq!(parts(&many).len(), PARTS_MAX);
+        // Pairs and positions of the words around are the word's own.
+        let positions: Vec<u32> = tokenize("the getUserById of it").into_iter().map(|t| t.position).collect();
+        assert_eq!(positions, [0, 1, 1, 1, 1, 1, 2, 3]);
+    }
+
     #[test]
     fn index_token_cjk_runs_are_bigrams_and_unigrams() {
         assert_eq!(
@@ -903,6 +1023,7 @@ mod tests {
         "'\u{301}", "٣", "Ǆ", "ß", "İ", "\u{1F1EF}\u{1F1F5}", "a\u{30A2}b", "中a", "a中", "中", "机器学习",
         "ข้าวผัด", "ที่", "ກິນເຂົ້າ", "ខ្ញុំ។", "မင်္ဂလာ", "\u{E31}", "ำ", "๏", "كَتَبَ", "ـ", "\u{64E}", "آ", "ی", "שָׁלוֹם", "־",
         "\u{200B}", "\u{2060}", "\u{FEFF}", "ẞ", "İ", "\u{301}e",
+        "parseQuery", "HTTPServer", "utf8Decode", "aB", "fooFoo", "Q",
     ];
     const GLUE: &[&str] = &["", " ", "\n", ".", ",", "'", "’", "-", "_", "/", "(", "）", "\u{3000}", "\t"];
 
