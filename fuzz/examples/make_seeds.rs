@@ -267,8 +267,9 @@ fn main() {
                 ログの形式を確認しました\n\
                 테스트가 통과했습니다\n\
                 fixed the flaky test in journal_crash 🎉\n\
-                ＦＵＬＬ－ＷＩＤＴＨ letters and the phrase across a\nline break";
-    for (i, q) in ["build failed", "\"build failed\"", "数据库", "迁移失败", "ログ 形式", "테스트", "why did the builds fail", "\"phrase across a line\"", "ｆｕｌｌ", "🎉", "journal -append"].iter().enumerate() {
+                ＦＵＬＬ－ＷＩＤＴＨ letters and the phrase across a\nline break\n\
+                call parseQuery on the HTTPServer, then getUserById and XMLHttpRequest";
+    for (i, q) in ["build failed", "\"build failed\"", "数据库", "迁移失败", "ログ 形式", "테스트", "why did the builds fail", "\"phrase across a line\"", "ｆｕｌｌ", "🎉", "journal -append", "query", "parseQuery", "http server", "\"user by\""].iter().enumerate() {
         for mode in [0u8, 1 | 2 | (19 << 2)] {
             out.put("query", &format!("{i}-m{mode}"), &[&[mode][..], q.as_bytes(), &[0], docs.as_bytes()].concat());
         }

@@ -227,6 +227,9 @@ fn read_ahead(
             let mut texts = searchable_texts(&body).peekable();
             while texts.peek().is_some() {
                 let Ok(mut run) = spare.recv() else { return Ok(ControlFlow::Break(())) };
+                // What a large document made a buffer hold is given back before the next run,
+                // as `add_all` does after each record: a long catch-up keeps no more.
+                run.trim();
                 run.clear();
                 texts.by_ref().take(TOKEN_RUN_DOCS).for_each(|(_, text)| run.push(text));
                 if items.send(Item::Run(run)).is_err() {

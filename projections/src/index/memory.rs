@@ -100,7 +100,8 @@ struct Term {
     count: u32,
     last_ord: u32,
     /// The document being added, if it holds the term: its ordinal, the term's frequency in
-    /// it, and the first and last of its occurrences in [`MemorySegment::occurrences`].
+    /// it, and the first and last of its occurrences in [`MemorySegment::occurrences`] (of a
+    /// term without positions, `cur_last` is the position of its last occurrence).
     cur_ord: u32,
     cur_tf: u32,
     cur_first: u32,
@@ -223,6 +224,10 @@ pub(crate) struct Prepared {
     length: u32,
     /// Where a pair term's key is put together.
     pair: String,
+    /// The words and parts at the last word's position and the one before it, while
+    /// preparing ([`Prepared::prepare`]).
+    before: Vec<(u32, u32, bool)>,
+    here: Vec<(u32, u32, bool)>,
 }
 
 /// A token of a prepared document.
@@ -342,16 +347,21 @@ impl Prepared {
     }
 
     /// Tokenizes `text`: each token with its hash, and the pair terms of adjacent words of
-    /// which one is a stop word.
+    /// which one is a stop word. A word's parts (rule 5 of `token`) stand at its position, so
+    /// they pair with the words (and parts) beside it as it does: a phrase matches a part
+    /// next to a word, and a phrase a document holds must find its pair terms there.
     pub(crate) fn prepare(&mut self, text: &str) {
-        let Prepared { terms, tokens, length, pair } = self;
+        let Prepared { terms, tokens, length, pair, before, here } = self;
         terms.clear();
         tokens.clear();
+        before.clear();
+        here.clear();
         *length = 0;
         let stops = stop_table();
-        // The last token, if a word: where its term is, its position, and whether it is a stop
-        // word. Two adjacent words of which one is a stop word add their pair term.
-        let mut last_word: Option<(u32, u32, u32, bool)> = None;
+        // The words (and their parts) at the last word's position, and at the one before it
+        // if that held words too: where each term is, and whether it is a stop word. Every
+        // two at adjacent positions of which one is a stop word add their pair term.
+        let mut here_position = 0;
         for_each_token(text, &mut |t| {
             let start = terms.len();
             terms.push_str(t.term);
@@ -361,32 +371,36 @@ impl Prepared {
             let stemmed = word || t.kind == TokenKind::Part;
             tokens.push(DocToken { start: start as u32, end, position: t.position, word: stemmed, pair: false, hash: h });
             *length = t.position + 1;
-            if t.kind == TokenKind::Part {
-                // A part of the word before (rule 5 of `token`): the word's pairs are its own.
+            if !stemmed {
+                before.clear();
+                here.clear();
                 return;
             }
-            if !word {
-                last_word = None;
-                return;
+            if word {
+                std::mem::swap(before, here);
+                if here_position + 1 != t.position {
+                    before.clear();
+                }
+                here.clear();
+                here_position = t.position;
             }
             let stop = is_stop(stops, h, t.term);
-            pair.clear();
-            if let Some((a_start, a_end, a_position, a_stop)) = last_word
-                && a_position + 1 == t.position
-                && push_pair(pair, &terms[a_start as usize..a_end as usize], a_stop, t.term, stop)
-            {
-                let p_start = terms.len();
-                terms.push_str(pair);
-                tokens.push(DocToken {
-                    start: p_start as u32,
-                    end: terms.len() as u32,
-                    position: a_position,
-                    word: false,
-                    pair: true,
-                    hash: hash(pair.as_bytes()),
-                });
+            for &(a_start, a_end, a_stop) in before.iter() {
+                pair.clear();
+                if push_pair(pair, &terms[a_start as usize..a_end as usize], a_stop, t.term, stop) {
+                    let p_start = terms.len();
+                    terms.push_str(pair);
+                    tokens.push(DocToken {
+                        start: p_start as u32,
+                        end: terms.len() as u32,
+                        position: t.position - 1,
+                        word: false,
+                        pair: true,
+                        hash: hash(pair.as_bytes()),
+                    });
+                }
             }
-            last_word = Some((start as u32, end, t.position, stop));
+            here.push((start as u32, end, stop));
         });
         // Room to read 16 bytes from any token's start ([`key_form_at`]).
         terms.push_str("\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0");
@@ -508,7 +522,9 @@ impl MemorySegment {
     }
 
     /// An occurrence of term `id` in document `ordinal` (the one being added) at `position`
-    /// (rising within the document).
+    /// (rising within the document). A term without positions counts a position once: the
+    /// parts of one word (rule 5 of `token`) may share a stem term (`parseParser`), and a
+    /// term's frequency stays within the document's length.
     #[inline]
     fn occur(&mut self, id: u32, ordinal: u32, position: u32) {
         let t = &mut self.terms[id as usize];
@@ -518,9 +534,13 @@ impl MemorySegment {
             t.cur_tf = 0;
             t.cur_first = NONE;
             self.touched.push(id);
+        } else if !t.with_positions && t.cur_last == position {
+            return;
         }
         t.cur_tf += 1;
-        if t.with_positions {
+        if !t.with_positions {
+            t.cur_last = position;
+        } else {
             let at = self.occurrences.len() as u32;
             self.occurrences.push((position, NONE));
             if t.cur_first == NONE {

@@ -94,7 +94,7 @@ pub type DocId = u32;
 pub const PARALLEL_TEXT_BYTES: usize = 64 * 1024;
 
 /// Documents a [`TokenRun`] holds in [`Index::add_all`] and in readers that tokenize ahead
-/// ([`crate::catalog::read_ahead`]): a run handed from one thread to another at a time.
+/// ([`crate::ahead::read_records`]): a run handed from one thread to another at a time.
 pub const TOKEN_RUN_DOCS: usize = 32;
 
 /// Texts tokenized for [`Index::add_tokens`], on any thread: tokenizing reads nothing of an

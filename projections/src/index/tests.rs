@@ -171,6 +171,30 @@ fn index_keeps_runs_of_long_grapheme_clusters_searchable() {
     assert_eq!(found(&index, "ข"), set(&[0, 1, 2]));
 }
 
+/// The parts of one word may share a stem term with each other (`runs` and `running`) or with
+/// the word (`testingS` and `testing`): it counts the word's position once, so its frequency
+/// stays within the document's length, which a segment's writer checks. Committed, merged and
+/// searched. (Found by fuzzing the query target.)
+#[test]
+fn index_writes_camel_case_words_whose_parts_share_a_stem() {
+    let texts = ["runsRunning", "testingS", "a runsRunning of runners"];
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = Index::open(dir.path()).unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        index.add(i as DocId, &meta(i as i64), t).unwrap();
+        index.commit(i as u64 + 1).unwrap();
+    }
+    index.merge_all().unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(index.segments.len(), 1);
+    assert_eq!(found(&index, "running"), set(&[0, 2]));
+    assert_eq!(found(&index, "testing"), set(&[1]));
+    let partial: BTreeSet<DocId> = search(&index, "run", 10).into_iter().map(|h| h.doc).collect();
+    assert_eq!(partial, set(&[0, 2]));
+    let partial: BTreeSet<DocId> = search(&index, "tests", 10).into_iter().map(|h| h.doc).collect();
+    assert_eq!(partial, set(&[1]));
+}
+
 /// A word written with or without its accents is a partial match of the other: after every
 /// full match, which stays exact; its snippet brackets the word as written.
 #[test]
@@ -196,6 +220,7 @@ fn search_finds_camel_case_words_by_their_parts() {
         "parse the query",
         "parsequery in lower case",
         "getUserById returned nothing",
+        "call getUser of it",
     ]);
     assert_eq!(found(&index, "query"), set(&[0, 1, 3]));
     assert_eq!(found(&index, "parseQuery"), set(&[0, 4]));
@@ -206,6 +231,9 @@ fn search_finds_camel_case_words_by_their_parts() {
     assert!(full(&index, "\"parse query\"").is_empty(), "parts are not adjacent words");
     assert_eq!(full(&index, "\"getUserById returned\""), [5], "the words after keep their positions");
     assert_eq!(full(&index, "\"user returned\""), [5], "a part stands where its word does");
+    // Beside a stop word, through the phrase's pair term, which the part makes too.
+    assert_eq!(full(&index, "\"user of\""), [6]);
+    assert_eq!(full(&index, "\"call get\""), [6]);
     // Partial matches meet the parts' stems: `queries` is no word of these texts.
     let hits: Vec<(DocId, Match)> = search(&index, "queries", 10).into_iter().map(|h| (h.doc, h.matched)).collect();
     assert_eq!(hits.iter().map(|h| h.1).collect::<Vec<_>>(), [Match::Partial; 3]);
@@ -711,6 +739,8 @@ fn scan_partial(docs: &[Doc], query: &Query, f: &Filters, full: &BTreeSet<DocId>
             let tokens = tokenize(&d.text);
             let length = tokens.iter().map(|t| t.position + 1).max().unwrap_or(0);
             let mut bag = std::collections::BTreeMap::new();
+            // A term counts a position once (the parts of one word may share a stem).
+            let mut seen = BTreeSet::new();
             for t in &tokens {
                 // A word by its stem; a CJK token as it is (a query's lone character finds it
                 // as a unigram of a longer run too: they are one term).
@@ -719,7 +749,9 @@ fn scan_partial(docs: &[Doc], query: &Query, f: &Filters, full: &BTreeSet<DocId>
                 } else {
                     Some(t.term.clone())
                 };
-                if let Some(p) = p {
+                if let Some(p) = p
+                    && seen.insert((p.clone(), t.position))
+                {
                     *bag.entry(p).or_insert(0) += 1;
                 }
             }
@@ -1750,21 +1782,36 @@ fn index_commit_that_fails_to_be_written_gives_its_documents_back_or_drops_them(
 }
 
 /// The documents and frequencies of every pair term of `texts` ([`super::pairs`]), from
-/// `tokenize` and the stop-word list: two word tokens at adjacent positions, one a stop word.
+/// `tokenize` and the stop-word list: two word tokens (words or their parts) at adjacent
+/// positions, one a stop word, with no other token between their positions; a pair term
+/// counts a position once.
 fn naive_pairs(texts: &[String]) -> std::collections::BTreeMap<String, Vec<(u32, u32)>> {
+    use super::token::TokenKind;
     let mut out: std::collections::BTreeMap<String, Vec<(u32, u32)>> = Default::default();
     for (ord, t) in texts.iter().enumerate() {
-        let words: Vec<_> = tokenize(t).into_iter().filter(|t| t.kind == super::token::TokenKind::Word).collect();
-        for w in words.windows(2) {
-            let (a_stop, b_stop) = (super::stem::is_stop_word(&w[0].term), super::stem::is_stop_word(&w[1].term));
-            if w[0].position + 1 != w[1].position || !(a_stop || b_stop) {
-                continue;
-            }
-            let side = |t: &str, stop: bool| if stop { t.to_string() } else { format!("#{:03x}", crc32fast::hash(t.as_bytes()) % 1024) };
-            let list = out.entry(format!("\u{2}{} {}", side(&w[0].term, a_stop), side(&w[1].term, b_stop))).or_default();
-            match list.last_mut() {
-                Some((o, tf)) if *o == ord as u32 => *tf += 1,
-                _ => list.push((ord as u32, 1)),
+        let tokens = tokenize(t);
+        let mut seen = BTreeSet::new();
+        for a in &tokens {
+            for b in &tokens {
+                let word_like = |t: &super::token::Token| matches!(t.kind, TokenKind::Word | TokenKind::Part);
+                // Positions hold either words (with their parts) or a run's tokens, never both.
+                if !word_like(a) || !word_like(b) || a.position + 1 != b.position {
+                    continue;
+                }
+                let (a_stop, b_stop) = (super::stem::is_stop_word(&a.term), super::stem::is_stop_word(&b.term));
+                if !(a_stop || b_stop) {
+                    continue;
+                }
+                let side = |t: &str, stop: bool| if stop { t.to_string() } else { format!("#{:03x}", crc32fast::hash(t.as_bytes()) % 1024) };
+                let term = format!("\u{2}{} {}", side(&a.term, a_stop), side(&b.term, b_stop));
+                if !seen.insert((term.clone(), a.position)) {
+                    continue;
+                }
+                let list = out.entry(term).or_default();
+                match list.last_mut() {
+                    Some((o, tf)) if *o == ord as u32 => *tf += 1,
+                    _ => list.push((ord as u32, 1)),
+                }
             }
         }
     }
@@ -1800,6 +1847,8 @@ fn index_memory_postings_equal_a_naive_build_with_long_terms_many_terms_and_long
     // Pair terms: stop words beside words, across a line break and punctuation, beside a cut
     // word, beside CJK (no pair), and stop words side by side.
     texts.push(format!("the cache and the index.\nOf the {} the 中文 the to the don't again", "y".repeat(300)));
+    // Words in camelCase: their parts pair with the words and parts beside them.
+    texts.push("the getUserById of toString the fooFoo and the APIs of URLsToFetch the again".to_string());
     for i in 0..200 {
         texts.push(format!("again t{:x} averyveryverylongidentifier{} 文档", i * 7, i % 13));
     }

@@ -35,14 +35,17 @@
 //!    `HTTPServer`, `utf8Decode`) also gives its parts, lower-cased, as tokens of their own
 //!    ([`TokenKind::Part`]) at the word's position, after the word: a part begins at an
 //!    upper-case letter that follows a lower-case letter or a digit, and at the last of a run of
-//!    upper-case letters followed by a lower-case one (`HTTP|Server`); parts of one character
+//!    upper-case letters followed by a lower-case one (`HTTP|Server`) unless that is an `s`
+//!    no lower-case letter follows (`APIs`, `URLs|To|Fetch`: plurals); parts of one character
 //!    are left out, a part is given once per word, and at most [`PARTS_MAX`] are given, from
 //!    the word's first [`TERM_SIZE_BYTES_MAX`] bytes. So `query` finds `parseQuery` and `http
 //!    server` finds `HTTPServer`, where the whole word alone was one term; the word itself is
 //!    still a term, so `parsequery` finds it too. A query's own parts are not clauses (its
 //!    word is), but their stems count for partial matches. Parts keep the word's position,
-//!    so a phrase of parts (`"parse query"`) does not match inside one word, and the words
-//!    around it keep their positions.
+//!    so a phrase of parts (`"parse query"`) does not match inside one word, the words around
+//!    it keep their positions, and a phrase matches a part beside the next word (`"user
+//!    name"` matches `getUser name`, and a part beside a part of the next word, `"get
+//!    name"` matches `getUser setName`).
 
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
@@ -413,10 +416,13 @@ fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
     if b.len() < 3 || !b.iter().all(u8::is_ascii_alphanumeric) {
         return;
     }
+    // An `s` after upper-case letters that no lower-case letter follows makes a plural of
+    // them (`APIs`, `URLsToFetch`), not a part of its own.
+    let plural_s = |j: usize| b[j] == b's' && b.get(j + 1).is_none_or(|c| !c.is_ascii_lowercase());
     let starts_part = |i: usize| {
         let (before, c) = (b[i - 1], b[i]);
         c.is_ascii_uppercase()
-            && (!before.is_ascii_uppercase() || b.get(i + 1).is_some_and(u8::is_ascii_lowercase))
+            && (!before.is_ascii_uppercase() || (b.get(i + 1).is_some_and(u8::is_ascii_lowercase) && !plural_s(i + 1)))
     };
     let mut from = 0;
     let mut whole = true;
@@ -872,6 +878,7 @@ mod tests {
             tokenize(text).into_iter().filter(|t| t.kind == TokenKind::Part).map(|t| t.term).collect()
         };
         assert_eq!(parts("HTTPServer"), ["http", "server"]);
+        assert_eq!(parts("APIs IDs URLsToFetch PRsMerged"), ["urls", "to", "fetch", "prs", "merged"], "plurals of acronyms");
         assert_eq!(parts("XMLHttpRequest"), ["xml", "http", "request"]);
         assert_eq!(parts("utf8Decode base64URL"), ["utf8", "decode", "base64", "url"]);
         assert_eq!(parts("iPhone getX"), ["phone", "get"], "parts of one letter are left out");
