@@ -177,7 +177,9 @@ fn index_keeps_runs_of_long_grapheme_clusters_searchable() {
 /// searched. (Found by fuzzing the query target.)
 #[test]
 fn index_writes_camel_case_words_whose_parts_share_a_stem() {
-    let texts = ["runsRunning", "testingS", "a runsRunning of runners"];
+    // The last, the fuzzer's input (its document line, as bytes).
+    let found_by_fuzzing = String::from_utf8([&b"ezsjh"[..], &[b'e'; 84], b"S"].concat()).unwrap();
+    let texts = ["runsRunning", "testingS", "a runsRunning of runners", found_by_fuzzing.as_str()];
     let dir = tempfile::tempdir().unwrap();
     let mut index = Index::open(dir.path()).unwrap();
     for (i, t) in texts.iter().enumerate() {
