@@ -150,6 +150,20 @@ fn search_finds_arabic_persian_and_hebrew_with_or_without_marks() {
     assert_eq!(snippet("كَتَبَ الطالبُ الدرسَ", &q("كتب")), "[كَتَبَ] الطالبُ الدرسَ");
 }
 
+/// An index in `dir` of `texts` (ids and times their places), each committed as a segment of
+/// its own, merged into one and opened again: what reading a segment's terms back asks of them.
+fn committed_one_by_one_and_merged(dir: &std::path::Path, texts: &[impl AsRef<str>]) -> Index {
+    let mut index = Index::open(dir).unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        index.add(i as DocId, &meta(i as i64), t.as_ref()).unwrap();
+        index.commit(i as u64 + 1).unwrap();
+    }
+    index.merge_all().unwrap();
+    let index = Index::open(dir).unwrap();
+    assert_eq!(index.segments.len(), 1);
+    index
+}
+
 /// A grapheme cluster of any length (a letter under dozens of marks, as in "Zalgo" text) is a
 /// unit cut to 64 bytes, so its bigrams stay other terms than it: the index writes, merges and
 /// reads it (a term twice at one position is damage to the reader), and finds it.
@@ -158,14 +172,7 @@ fn index_keeps_runs_of_long_grapheme_clusters_searchable() {
     let long = format!("ก{}", "\u{E49}".repeat(41));
     let texts = [format!("{long}ข ok"), format!("{long}\nข{long}"), format!("ข{long}{long}ค")];
     let dir = tempfile::tempdir().unwrap();
-    let mut index = Index::open(dir.path()).unwrap();
-    for (i, t) in texts.iter().enumerate() {
-        index.add(i as DocId, &meta(i as i64), t).unwrap();
-        index.commit(i as u64 + 1).unwrap();
-    }
-    index.merge_all().unwrap();
-    let index = Index::open(dir.path()).unwrap();
-    assert_eq!(index.segments.len(), 1);
+    let index = committed_one_by_one_and_merged(dir.path(), &texts);
     assert_eq!(found(&index, &format!("{long}ข")), set(&[0, 1]), "the second across its line break");
     assert_eq!(found(&index, &format!("\"{long}{long}\"")), set(&[2]));
     assert_eq!(found(&index, "ข"), set(&[0, 1, 2]));
@@ -181,14 +188,7 @@ fn index_writes_camel_case_words_whose_parts_share_a_stem() {
     let found_by_fuzzing = String::from_utf8([&b"ezsjh"[..], &[b'e'; 84], b"S"].concat()).unwrap();
     let texts = ["runsRunning", "testingS", "a runsRunning of runners", found_by_fuzzing.as_str()];
     let dir = tempfile::tempdir().unwrap();
-    let mut index = Index::open(dir.path()).unwrap();
-    for (i, t) in texts.iter().enumerate() {
-        index.add(i as DocId, &meta(i as i64), t).unwrap();
-        index.commit(i as u64 + 1).unwrap();
-    }
-    index.merge_all().unwrap();
-    let index = Index::open(dir.path()).unwrap();
-    assert_eq!(index.segments.len(), 1);
+    let index = committed_one_by_one_and_merged(dir.path(), &texts);
     assert_eq!(found(&index, "running"), set(&[0, 2]));
     assert_eq!(found(&index, "testing"), set(&[1]));
     let partial: BTreeSet<DocId> = search(&index, "run", 10).into_iter().map(|h| h.doc).collect();
