@@ -275,24 +275,49 @@ fn identity_bytes(store: StoreId, epoch: u64) -> Vec<u8> {
 
 /// Why `index` is of another copy of `journal` (the same store and epoch, its records others: a
 /// journal restored from a backup and written to since), if it is: the record its newest
-/// written document came from does not hold that document's event there. (The state's and the
-/// cursors' snapshots name their last record for this; the index's commits do not see the
-/// records' bytes, so its own documents say where they came from.) A segment that cannot be
-/// read is a reason too: it is rebuilt as at any open.
+/// written document came from does not hold that document's event there, or a record after it
+/// and below the index's mark holds a searchable event (the index says it has every such event
+/// below its mark, and holds none after that document). (The state's and the cursors'
+/// snapshots name their last record for this; the index's commits do not see the records'
+/// bytes, so its own documents say where they came from.) A segment that cannot be read is a
+/// reason too: it is rebuilt as at any open.
 fn of_another_copy(index: &Index, journal: &Journal) -> Result<Option<String>, CatalogError> {
-    let (key, record, position) = match index.last_written_doc() {
-        Ok(Some(found)) => found,
-        Ok(None) => return Ok(None),
+    let another = "its documents are of another copy of the journal";
+    let mark = index.mark().unwrap_or(0);
+    let after = match index.last_written_doc() {
+        Ok(Some((key, record, position))) => {
+            let holds = journal.read_one(record, |r| {
+                let (_, body) = r.decode()?;
+                Ok(matches!(&body, Body::Ingested(b) if b.events.get(position as usize).is_some_and(|e| e.id == key)))
+            })?;
+            if holds != Some(true) {
+                return Ok(Some(format!("{another}: the record at offset {record} does not hold event {key}")));
+            }
+            record + 1
+        }
+        Ok(None) => 0,
         Err(e) if e.is_corruption() => return Ok(Some(e.to_string())),
         Err(e) => return Err(e.into()),
     };
-    let holds = journal.read_one(record, |r| {
-        let (_, body) = r.decode()?;
-        Ok(matches!(&body, Body::Ingested(b) if b.events.get(position as usize).is_some_and(|e| e.id == key)))
-    })?;
-    Ok((holds != Some(true)).then(|| {
-        format!("its documents are of another copy of the journal: the record at offset {record} does not hold event {key}")
-    }))
+    // Only `ingested` records are decoded (most records after the last event are entries,
+    // cursors or tombstones), and the read stops at the mark.
+    let mut found = None;
+    if after < mark {
+        journal.read_from(after, |r| {
+            if r.offset >= mark {
+                return Ok(ControlFlow::Break(()));
+            }
+            if r.kind == RecordKind::Ingested as u8 {
+                let (_, body) = r.decode()?;
+                if searchable_texts(&body).next().is_some() {
+                    found = Some(r.offset);
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+    }
+    Ok(found.map(|offset| format!("{another}: the record at offset {offset} holds events it has not indexed, below its mark {mark}")))
 }
 
 /// The writer's lock of an index folder, held (released when dropped).
@@ -1119,6 +1144,50 @@ mod tests {
         drop(c);
         let (_, opened) = Catalog::open(&idx, &other).unwrap();
         assert_eq!(opened, CatalogOpened::Loaded { mark: 1 }, "its own copy loads it");
+    }
+
+    /// Another copy of the journal that agrees up to the index's newest document but holds
+    /// searchable events after it, below the index's mark (where this copy had an entry): the
+    /// index would never feed them, so it is rebuilt; an entry there, as in its own copy, is
+    /// no reason.
+    #[test]
+    fn an_index_of_a_copy_that_differs_after_its_newest_document_is_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        append(&j, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
+        append(&j, &entry("k1", "an entry after the last event"));
+        append(&j, &ingested(vec![event(2, EventKind::Meta, "injected context, not searchable")]));
+        let idx = dir.path().join("index");
+        let (mut c, _) = Catalog::open(&idx, &j).unwrap();
+        c.catch_up(&j).unwrap();
+        assert_eq!(c.commit().unwrap(), Committed::Written);
+        drop(c);
+        let (_, opened) = Catalog::open(&idx, &j).unwrap();
+        assert_eq!(opened, CatalogOpened::Loaded { mark: 3 }, "its own copy, records after its newest document included");
+        let copy = |name: &str, second: &Body| {
+            let other = Journal::open(
+                dir.path().join(name),
+                Options { new_store_identity: Some((j.store_id(), j.epoch())), ..Options::default() },
+            )
+            .unwrap();
+            append(&other, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
+            append(&other, second);
+            append(&other, &entry("k2", "written since"));
+            other
+        };
+        let same_kind = copy("same", &entry("k9", "another entry"));
+        let (_, opened) = Catalog::open(&idx, &same_kind).unwrap();
+        assert_eq!(opened, CatalogOpened::Loaded { mark: 3 });
+        let other = copy("other", &ingested(vec![event(9, EventKind::Message, "something else")]));
+        let (mut c, opened) = Catalog::open(&idx, &other).unwrap();
+        assert_eq!(
+            opened,
+            CatalogOpened::Rebuilt {
+                reason: "its documents are of another copy of the journal: the record at offset 1 holds events it has not indexed, below its mark 3".into()
+            }
+        );
+        c.catch_up(&other).unwrap();
+        assert_eq!(keys(&c, "else", Scope::Event), ["claude-code:e9"]);
     }
 
     /// An index whose terms an older tokenizer cut (its `journal` file names tokenizer
