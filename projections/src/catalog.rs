@@ -61,6 +61,12 @@ const LAYOUT_VERSION: u16 = 2;
 /// variation selectors and the final sigma fold away, Han and kana join across a line break;
 /// 0 before). An index of an older version is rebuilt.
 const TOKENS_VERSION: u16 = 3;
+/// Records after an index's newest document that its open reads, at most, to see that none
+/// below its mark holds a searchable event ([`of_another_copy`]): the check is for a journal
+/// restored from a backup, and bounds the open's work when many records without events
+/// follow the last event (a store of memory files alone, whose index has a mark and no
+/// document).
+const LINEAGE_RECORDS_MAX: u64 = 4096;
 /// Entry documents are numbered from here, so that a hit's id says which index it came from.
 pub const ENTRY_DOC_BASE: DocId = 1 << 31;
 
@@ -300,19 +306,23 @@ fn of_another_copy(index: &Index, journal: &Journal) -> Result<Option<String>, C
         Err(e) => return Err(e.into()),
     };
     // Only `ingested` records are decoded (most records after the last event are entries,
-    // cursors or tombstones), and the read stops at the mark.
+    // cursors or tombstones), at most [`LINEAGE_RECORDS_MAX`] records are read, and the read
+    // stops at the mark. A record that does not decode is not judged (one of a newer version
+    // after a downgrade, say): the catch-up never reads below the mark, and the index is not
+    // thrown away for it.
     let mut found = None;
-    if after < mark {
+    let until = mark.min(after.saturating_add(LINEAGE_RECORDS_MAX));
+    if after < until {
         journal.read_from(after, |r| {
-            if r.offset >= mark {
+            if r.offset >= until {
                 return Ok(ControlFlow::Break(()));
             }
-            if r.kind == RecordKind::Ingested as u8 {
-                let (_, body) = r.decode()?;
-                if searchable_texts(&body).next().is_some() {
-                    found = Some(r.offset);
-                    return Ok(ControlFlow::Break(()));
-                }
+            if r.kind == RecordKind::Ingested as u8
+                && let Ok((_, body)) = r.decode()
+                && searchable_texts(&body).next().is_some()
+            {
+                found = Some(r.offset);
+                return Ok(ControlFlow::Break(()));
             }
             Ok(ControlFlow::Continue(()))
         })?;
@@ -1164,21 +1174,26 @@ mod tests {
         drop(c);
         let (_, opened) = Catalog::open(&idx, &j).unwrap();
         assert_eq!(opened, CatalogOpened::Loaded { mark: 3 }, "its own copy, records after its newest document included");
-        let copy = |name: &str, second: &Body| {
+        let copy = |name: &str, second: &NewRecord| {
             let other = Journal::open(
                 dir.path().join(name),
                 Options { new_store_identity: Some((j.store_id(), j.epoch())), ..Options::default() },
             )
             .unwrap();
             append(&other, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
-            append(&other, second);
+            other.append(vec![second.clone()]).unwrap();
             append(&other, &entry("k2", "written since"));
             other
         };
-        let same_kind = copy("same", &entry("k9", "another entry"));
+        let same_kind = copy("same", &NewRecord::new(&entry("k9", "another entry")).unwrap());
         let (_, opened) = Catalog::open(&idx, &same_kind).unwrap();
         assert_eq!(opened, CatalogOpened::Loaded { mark: 3 });
-        let other = copy("other", &ingested(vec![event(9, EventKind::Message, "something else")]));
+        // A record there that does not decode cannot be judged: the index stays, and the open
+        // does not fail (the catch-up never reads below the mark).
+        let undecodable = copy("undecodable", &NewRecord::raw(RecordKind::Ingested as u8, 1, b"not a record".to_vec()));
+        let (_, opened) = Catalog::open(&idx, &undecodable).unwrap();
+        assert_eq!(opened, CatalogOpened::Loaded { mark: 3 });
+        let other = copy("other", &NewRecord::new(&ingested(vec![event(9, EventKind::Message, "something else")])).unwrap());
         let (mut c, opened) = Catalog::open(&idx, &other).unwrap();
         assert_eq!(
             opened,
