@@ -20,7 +20,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
-use origin_engine::record::{Body, RecordKind};
+use origin_engine::record::Body;
 use origin_engine::{Error as JournalError, Journal};
 
 use crate::index::{TOKEN_RUN_DOCS, TokenRun};
@@ -38,7 +38,7 @@ pub const AHEAD_RECORDS_MIN: u64 = 4;
 pub struct ReadRecord {
     /// Its offset.
     pub offset: u64,
-    /// Its kind byte ([`RecordKind`]).
+    /// Its kind byte ([`origin_engine::record::RecordKind`]).
     pub kind: u8,
     /// The record decoded, if `decode` asked for it; `Err` if it does not decode.
     pub body: Option<Result<Arc<Body>, JournalError>>,
@@ -57,10 +57,16 @@ pub fn searchable_texts(body: &Body) -> impl Iterator<Item = (usize, &str)> {
     events.iter().enumerate().filter(|(_, e)| crate::is_searchable(e.kind)).map(|(i, e)| (i, e.text.as_str()))
 }
 
+/// What the helper sends: a record or the end of its read, or a run of the last record's
+/// tokenized documents.
 enum Item {
-    Record(ReadRecord),
+    Next(Next),
     Run(TokenRun),
-    /// The helper's read ended: at the journal's end, or failing.
+}
+
+/// A record, or the end of the helper's read (at the journal's end, or failing).
+enum Next {
+    Record(ReadRecord),
     End(Result<u64, JournalError>),
 }
 
@@ -73,8 +79,8 @@ pub struct Runs {
 struct Ahead {
     items: Receiver<Item>,
     spare: Sender<TokenRun>,
-    /// An item taken while looking for a run: the next record, or the end.
-    held: Option<Item>,
+    /// Taken while looking for a run: the next record, or the end.
+    held: Option<Next>,
 }
 
 impl Runs {
@@ -87,8 +93,8 @@ impl Runs {
         }
         match ahead.items.recv() {
             Ok(Item::Run(run)) => Some(run),
-            Ok(other) => {
-                ahead.held = Some(other);
+            Ok(Item::Next(next)) => {
+                ahead.held = Some(next);
                 None
             }
             Err(_) => None,
@@ -104,17 +110,17 @@ impl Runs {
     }
 
     /// The next record or end, passing over the runs of the last record not taken.
-    fn next_item(&mut self) -> Option<Item> {
+    fn next(&mut self) -> Option<Next> {
         let ahead = self.ahead.as_mut()?;
-        if let Some(item) = ahead.held.take() {
-            return Some(item);
+        if let Some(next) = ahead.held.take() {
+            return Some(next);
         }
         loop {
             match ahead.items.recv() {
                 Ok(Item::Run(run)) => {
                     let _ = ahead.spare.send(run);
                 }
-                Ok(item) => return Some(item),
+                Ok(Item::Next(next)) => return Some(next),
                 Err(_) => return None,
             }
         }
@@ -160,15 +166,13 @@ where
         }
         let mut runs = Runs { ahead: Some(Ahead { items: items_rx, spare: spare_tx, held: None }) };
         loop {
-            match runs.next_item() {
-                Some(Item::Record(r)) => {
+            match runs.next() {
+                Some(Next::Record(r)) => {
                     if each(r, &mut runs)?.is_break() {
                         return Ok(());
                     }
                 }
-                Some(Item::End(result)) => return result.map(|_| ()).map_err(E::from),
-                // Sent by `next_item` only after `Run`s are passed over.
-                Some(Item::Run(_)) => unreachable!("runs are passed over"),
+                Some(Next::End(result)) => return result.map(|_| ()).map_err(E::from),
                 // The helper panicked: the scope passes its panic on once this returns.
                 None => return Ok(()),
             }
@@ -213,14 +217,12 @@ fn read_ahead(
 ) {
     let read = journal.read_from(from, |r| {
         let body = decode(r.offset, r.kind).then(|| r.decode().map(|(_, b)| Arc::new(b)));
-        let tokenized = r.offset >= tokenize_from
-            && r.kind == RecordKind::Ingested as u8
-            && matches!(&body, Some(Ok(b)) if matches!(**b, Body::Ingested(_)));
-        let texts = match (&body, tokenized) {
-            (Some(Ok(b)), true) => Some(b.clone()),
+        let texts = match &body {
+            Some(Ok(b)) if r.offset >= tokenize_from && matches!(**b, Body::Ingested(_)) => Some(b.clone()),
             _ => None,
         };
-        if items.send(Item::Record(ReadRecord { offset: r.offset, kind: r.kind, body, tokenized })).is_err() {
+        let tokenized = texts.is_some();
+        if items.send(Item::Next(Next::Record(ReadRecord { offset: r.offset, kind: r.kind, body, tokenized }))).is_err() {
             return Ok(ControlFlow::Break(()));
         }
         if let Some(body) = texts {
@@ -240,5 +242,5 @@ fn read_ahead(
         Ok(ControlFlow::Continue(()))
     });
     // The caller may be gone: then nobody waits for the end.
-    let _ = items.send(Item::End(read));
+    let _ = items.send(Item::Next(Next::End(read)));
 }

@@ -137,6 +137,7 @@ fn without_accents(word: &str) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::index::token::tokenize;
 
     /// A word's stem is of the word without its accents; other scripts' marks stay, Hangul
     /// comes back whole.
@@ -155,7 +156,6 @@ mod tests {
         assert_eq!(stems.word_of_stem("\u{1}cafe").as_deref(), Some("cafe"));
         assert_eq!(stems.word_of_stem("\u{1}café"), None);
     }
-    use crate::index::token::tokenize;
 
     #[test]
     fn index_stem_stop_words_are_sorted() {

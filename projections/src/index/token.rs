@@ -413,7 +413,9 @@ pub(crate) const PARTS_MAX: usize = 16;
 fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
     out.clear();
     let b = cut(word).as_bytes();
-    if b.len() < 3 || !b.iter().all(u8::is_ascii_alphanumeric) {
+    // A part begins at an upper-case letter after the first byte: most words with upper case
+    // (`The`, `Error`) have none there.
+    if b.len() < 3 || !b[1..].iter().any(u8::is_ascii_uppercase) || !b.iter().all(u8::is_ascii_alphanumeric) {
         return;
     }
     // An `s` after upper-case letters that no lower-case letter follows makes a plural of
@@ -445,12 +447,13 @@ fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
 /// Calls `emit` with the parts of the word token `t` of `text` (rule 5), `buf` holding each
 /// part's term in turn.
 fn emit_parts<F: FnMut(TokenRef<'_>)>(text: &str, t: &TokenRef<'_>, parts: &mut Vec<(usize, usize)>, buf: &mut String, emit: &mut F) {
-    let word = &text[t.start..t.end];
     // A word with no upper-case letter has no parts; the fast paths hand such an ASCII word
-    // over as a slice of the text, a lower-cased one as a copy.
-    if std::ptr::eq(t.term.as_ptr(), word.as_ptr()) {
+    // over as a slice of the text, a lower-cased one as a copy (compared before slicing: this
+    // runs for every word).
+    if std::ptr::eq(t.term.as_ptr(), text.as_ptr().wrapping_add(t.start)) {
         return;
     }
+    let word = &text[t.start..t.end];
     camel_parts(word, parts);
     for &(s, e) in parts.iter() {
         buf.clear();
