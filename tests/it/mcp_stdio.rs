@@ -677,6 +677,34 @@ async fn a_server_whose_logs_cannot_be_ingested_answers_from_the_store_and_says_
     c.cancel().await.expect("close");
 }
 
+/// An event over ingest's 50,000 characters is stored cut, with ingest's marker; the tools cut
+/// it again, and their note counts every character of the event not shown: those ingest cut
+/// too, and not the marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_cut_at_ingest_notes_every_character_the_tools_do_not_show() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
+    let log = agents.join(".claude/projects/-p/s1.jsonl");
+    std::fs::create_dir_all(log.parent().expect("folder")).expect("log folder");
+    let original = format!("hugemarker {}", "abcdefghij".repeat(6_000));
+    let total = original.chars().count();
+    assert!(total > 50_000);
+    std::fs::write(&log, format!("{}\n", crate::ingest_incremental::line("m1", &original))).expect("log");
+    let mut command = server_command_reading(&home, &agents);
+    command.env("ORIGIN_READ_INGEST_INTERVAL_MS", "0");
+    let transport = TokioChildProcess::new(command).expect("spawn origin mcp");
+    let c = ClientConfig::new(ClientCapabilities::default(), Implementation::new("claude-code", "1.0")).serve(transport).await.expect("initialize");
+    let expect = |shown: usize| format!("{}…[{} characters cut]", &original[..shown], total - shown);
+    let found = ok(&call(&c, "search", json!({"query": "hugemarker"})).await);
+    let event = &found["events"][0];
+    assert_eq!(event["text"], expect(400).as_str(), "search");
+    let got = ok(&call(&c, "get", json!({"id": event["id"]})).await);
+    assert_eq!(got["text"], expect(20_000).as_str(), "get");
+    let timeline = ok(&call(&c, "timeline", json!({"session": event["session"]})).await);
+    assert_eq!(timeline["events"][0]["text"], expect(1_000).as_str(), "timeline");
+    c.cancel().await.expect("close");
+}
+
 /// Clients start the server with pipes, which it reads and writes without blocking (the
 /// runtime's poller wakes it). Its input and output may also be files (or a terminal): then it
 /// reads and writes them through tokio's blocking `stdin` and `stdout`, and answers the same.

@@ -16,7 +16,7 @@ use origin_projections::index::MergePolicy;
 use origin_projections::{Catalog, Entry, EntryFilter, Filters, Index, Lookup, Match, Scope, SessionFilter, State};
 use serde_json::{json, Value};
 
-use super::conventions::{cut, format_time, is_entry_id, is_event_id, is_tombstone_id, parse_time_arg};
+use super::conventions::{cut, cut_event, format_time, is_entry_id, is_event_id, is_tombstone_id, parse_time_arg};
 
 /// Characters of text per tool (spec: search 400, timeline 1,000, get 20,000, an entry's
 /// sources 500, sources' raw line 4,000).
@@ -714,7 +714,7 @@ impl Archive {
             "session": (!e.session.is_empty()).then_some(e.session.as_str()),
             "role": role_str(e.role),
             "kind": event_kind_str(e.kind),
-            "text": cut(&e.text, max_chars),
+            "text": cut_event(&e.text, e.text_cut_chars, max_chars),
         })
     }
 

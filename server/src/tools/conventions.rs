@@ -4,6 +4,7 @@
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
+use unicode_segmentation::GraphemeCursor;
 
 /// Sources an event id may name.
 pub const SOURCES: [&str; 5] = ["claude-code", "codex", "cursor", "zcode", "grok"];
@@ -73,16 +74,48 @@ pub fn is_event_id(id: &str) -> bool {
     id.split_once(':').is_some_and(|(s, rest)| SOURCES.contains(&s) && !rest.is_empty())
 }
 
-/// Cuts `text` to `max` characters (not bytes); when anything is cut, notes how many
-/// characters at the end.
+/// Cuts `text` to at most `max` characters (not bytes); when anything is cut, notes how many
+/// characters at the end. The cut falls between grapheme clusters: a letter keeps its accents,
+/// an emoji its modifier and the rest of its sequence (so fewer than `max` may be kept).
 pub fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some((byte, _)) => {
-            let rest = text[byte..].chars().count();
-            format!("{}…[{rest} characters cut]", &text[..byte])
-        }
+    cut_noting(text, max, 0)
+}
+
+/// [`cut`] of an event's text, `cut_at_ingest` characters of which were cut when it was stored
+/// (its text then ends with ingest's marker, [`origin_ingest::limits::cut_marker`]): the note
+/// counts every character of the event not shown, those too, and not the marker's own.
+pub fn cut_event(text: &str, cut_at_ingest: u64, max: usize) -> String {
+    if cut_at_ingest == 0 {
+        return cut(text, max);
     }
+    // Without the marker at its end (an adapter wrote it elsewhere), the text is cut as it is,
+    // and the characters cut at ingest are still counted.
+    let marker = origin_ingest::limits::cut_marker(cut_at_ingest);
+    let kept = text.strip_suffix(marker.as_str()).unwrap_or(text);
+    cut_noting(kept, max, cut_at_ingest)
+}
+
+/// The start of the grapheme cluster of `text` that byte `byte` (a character's start) is in:
+/// `byte` itself if a cluster starts there.
+pub fn cluster_start(text: &str, byte: usize) -> usize {
+    let mut cursor = GraphemeCursor::new(byte, text.len(), true);
+    // The whole text is the one chunk, so the cursor never asks for more context.
+    match cursor.is_boundary(text, 0) {
+        Ok(false) => cursor.prev_boundary(text, 0).ok().flatten().unwrap_or(0),
+        _ => byte,
+    }
+}
+
+/// `text` cut to at most `max` characters at a grapheme cluster's boundary, with a note of the
+/// characters cut there plus `cut_before` when that is not 0.
+fn cut_noting(text: &str, max: usize, cut_before: u64) -> String {
+    let byte = match text.char_indices().nth(max) {
+        None if cut_before == 0 => return text.to_owned(),
+        None => text.len(),
+        Some((byte, _)) => cluster_start(text, byte),
+    };
+    let rest = text[byte..].chars().count() as u64 + cut_before;
+    format!("{}…[{rest} characters cut]", &text[..byte])
 }
 
 #[cfg(test)]
@@ -139,5 +172,34 @@ mod tests {
     fn cutting_counts_characters_and_notes_the_rest() {
         assert_eq!(cut("发布流程🚀", 10), "发布流程🚀");
         assert_eq!(cut("发布流程🚀abc", 4), "发布流程…[4 characters cut]");
+        assert_eq!(cut("abc", 0), "…[3 characters cut]");
+    }
+
+    #[test]
+    fn cutting_keeps_grapheme_clusters_whole() {
+        // An accent, a skin tone and a family joined by zero width joiners stay with what
+        // they belong to: the cut moves back to the cluster's start, and counts what it leaves.
+        assert_eq!(cut("cafe\u{301} noir", 4), "caf…[7 characters cut]");
+        assert_eq!(cut("cafe\u{301} noir", 5), "cafe\u{301}…[5 characters cut]");
+        assert_eq!(cut("ok 👍🏽 yes", 4), "ok …[6 characters cut]");
+        let family = "👨\u{200D}👩\u{200D}👧";
+        assert_eq!(cut(&format!("{family}{family}"), 7), format!("{family}…[5 characters cut]"));
+        assert_eq!(cut(&format!("{family}{family}"), 4), "…[10 characters cut]");
+        assert_eq!(cluster_start("e\u{301}", 1), 0);
+        assert_eq!(cluster_start("ab", 1), 1);
+        assert_eq!(cluster_start("ab", 2), 2);
+    }
+
+    #[test]
+    fn an_event_cut_at_ingest_counts_what_ingest_cut_and_not_its_marker() {
+        let marker = origin_ingest::limits::cut_marker(9_000);
+        let stored = format!("{}{marker}", "x".repeat(1_000));
+        assert_eq!(cut_event(&stored, 9_000, 400), format!("{}…[9600 characters cut]", "x".repeat(400)));
+        // Shorter than the tool's limit: the text whole, and what ingest cut.
+        assert_eq!(cut_event(&stored, 9_000, 5_000), format!("{}…[9000 characters cut]", "x".repeat(1_000)));
+        // A marker not at the end (an adapter wrote more after it): cut as it is, ingest's count added.
+        let odd = format!("{stored}tail");
+        assert_eq!(cut_event(&odd, 9_000, 400), format!("{}…[{} characters cut]", "x".repeat(400), 600 + marker.chars().count() + 4 + 9_000));
+        assert_eq!(cut_event("short", 0, 400), "short");
     }
 }
