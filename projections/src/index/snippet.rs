@@ -10,6 +10,17 @@ use super::limits::{SNIPPET_CHARS_MAX, SNIPPET_CONTEXT_BEFORE_CHARS};
 use super::query::Query;
 use super::stem::{STEM_PREFIX, Stems, stem_first_char};
 use super::token::{TokenKind, for_each_token};
+use unicode_segmentation::{GraphemeCursor, UnicodeSegmentation};
+
+/// The start of the grapheme cluster of `text` that byte `byte` (a character's start) is in.
+fn cluster_start(text: &str, byte: usize) -> usize {
+    let mut cursor = GraphemeCursor::new(byte, text.len(), true);
+    // The whole text is the one chunk, so the cursor never asks for more context.
+    match cursor.is_boundary(text, 0) {
+        Ok(false) => cursor.prev_boundary(text, 0).ok().flatten().unwrap_or(0),
+        _ => byte,
+    }
+}
 
 /// The snippet of `text` for `query`; the start of the text if nothing matches.
 pub fn snippet(text: &str, query: &Query) -> String {
@@ -28,12 +39,6 @@ pub fn snippet(text: &str, query: &Query) -> String {
     let mut pending_space = false;
     let mut i = start;
     while i < content_end {
-        let Some(c) = text[i..].chars().next() else { break };
-        if c.is_whitespace() {
-            pending_space = n > 0 && !out.ends_with('…');
-            i += c.len_utf8();
-            continue;
-        }
         while mi < marks.len() && marks[mi].0 < i {
             mi += 1;
         }
@@ -42,20 +47,40 @@ pub fn snippet(text: &str, query: &Query) -> String {
                 mi += 1;
                 (format!("[{}]", collapse(&text[ms..me])), me, true)
             }
-            _ => (c.to_string(), i + c.len_utf8(), false),
+            next_mark => {
+                // A grapheme cluster at a time (an accent stays with its letter, an emoji with
+                // its modifiers and the emoji joined to it), ending where a match begins (a
+                // match begins after `i`, so the cluster is not empty).
+                let stop = next_mark.map_or(content_end, |m| m.0.min(content_end));
+                let Some(g) = text[i..stop].graphemes(true).next() else { break };
+                if g.chars().all(char::is_whitespace) {
+                    pending_space = n > 0 && !out.ends_with('…');
+                    i += g.len();
+                    continue;
+                }
+                (g.to_owned(), i + g.len(), false)
+            }
         };
         let piece_chars = piece.chars().count();
         let space = usize::from(pending_space);
         let reserve = usize::from(next < content_end);
         if n + space + piece_chars + reserve > SNIPPET_CHARS_MAX {
             if is_mark && !emitted_mark {
-                // A first match too long to show whole: show what fits of it.
+                // A first match too long to show whole: show what fits of it, whole clusters.
                 let room = SNIPPET_CHARS_MAX.saturating_sub(n + space + 3);
                 if pending_space {
                     out.push(' ');
                 }
                 out.push('[');
-                out.extend(piece.chars().skip(1).take(room));
+                let inner = &piece[1..piece.len() - 1];
+                let mut used = 0;
+                for g in inner.graphemes(true) {
+                    used += g.chars().count();
+                    if used > room {
+                        break;
+                    }
+                    out.push_str(g);
+                }
                 out.push(']');
             }
             out.push('…');
@@ -167,6 +192,8 @@ fn window_start(text: &str, marks: &[(usize, usize)], content_end: usize) -> usi
         return lead.min(first);
     }
     let cut = text[..first].char_indices().nth(before - context).map_or(first, |(i, _)| i);
+    // Not inside a grapheme cluster: a window that began at an accent would show it alone.
+    let cut = cluster_start(text, cut);
     match text[cut..first].find(char::is_whitespace) {
         Some(w) => {
             let after_space = cut + w;
@@ -277,6 +304,23 @@ mod tests {
         let s = snip(&long_match, &"机".repeat(40));
         assert!(s.chars().count() <= SNIPPET_CHARS_MAX);
         assert!(s.starts_with('['));
+    }
+
+    /// The window's ends fall between grapheme clusters: an accent stays with its letter, a
+    /// skin tone with its emoji, emoji joined by U+200D together; a first match too long to
+    /// show whole is cut between clusters too.
+    #[test]
+    fn index_snippet_keeps_grapheme_clusters_whole() {
+        let family = "👨\u{200D}👩\u{200D}👧";
+        let s = snip(&format!("kw3 {}", family.repeat(100)), "kw3");
+        assert!(s.chars().count() <= SNIPPET_CHARS_MAX);
+        assert!(s.starts_with("[kw3] ") && s.ends_with(&format!("{family}…")), "{s:?}");
+        let s = snip(&format!("thumbsword2 {}", "👍🏽".repeat(150)), "thumbsword2");
+        assert!(s.ends_with("👍🏽…"), "{s:?}");
+        let s = snip(&format!("{}。學習 tail", "e\u{301}".repeat(100)), "學習");
+        assert!(s.starts_with("…e\u{301}") && s.ends_with("。[學習] tail"), "{s:?}");
+        let s = snip(&"e\u{301}".repeat(150), &"e\u{301}".repeat(150));
+        assert!(s.starts_with("[e\u{301}") && s.ends_with("e\u{301}]…") && s.chars().count() <= SNIPPET_CHARS_MAX, "{s:?}");
     }
 
     #[test]
