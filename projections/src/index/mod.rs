@@ -411,11 +411,14 @@ impl Index {
         Ok(index)
     }
 
-    /// Segment files in the directory the manifest does not list, and unfinished writes: what
-    /// a writer that crashed left.
+    /// Segment files in the directory that neither the manifest (read now) lists nor this
+    /// index holds, and unfinished writes: what a writer that crashed left. (The manifest this
+    /// index was opened from may be older: another process may have committed or merged since,
+    /// and its new segments are not leftovers.) None when the manifest cannot be read now.
     pub fn leftovers(&self) -> Result<Vec<PathBuf>, IndexError> {
         let Some(dir) = &self.dir else { return Ok(Vec::new()) };
-        let listed: HashSet<String> = self.segments.iter().map(|s| segment::file_name(s.id())).collect();
+        let Ok(now) = Index::listed_in(dir) else { return Ok(Vec::new()) };
+        let listed: HashSet<String> = self.segments.iter().map(|s| s.id()).chain(now).map(segment::file_name).collect();
         let mut found = Vec::new();
         for name in dir.list()? {
             if (name.ends_with(".segment") && !listed.contains(&name)) || name.ends_with(".tmp") {
@@ -474,10 +477,16 @@ impl Index {
                 continue;
             }
             let path = dir.join(&segment::file_name(id));
-            if !dir.vfs().exists(&path).map_err(|e| IndexError::io("stat", &path, e))? {
-                return Err(IndexError::corrupt(&path, 0, error::MISSING_SEGMENT));
+            match Segment::open(&dir, &path, id) {
+                Ok(s) => segments.push(Arc::new(s)),
+                // Missing, or deleted while it was opened (by another process's merge or
+                // rebuild, after it wrote a newer manifest): said as missing, which
+                // [`Index::reload`] reads again for.
+                Err(_) if !dir.vfs().exists(&path).map_err(|e| IndexError::io("stat", &path, e))? => {
+                    return Err(IndexError::corrupt(&path, 0, error::MISSING_SEGMENT));
+                }
+                Err(e) => return Err(e),
             }
-            segments.push(Arc::new(Segment::open(&dir, &path, id)?));
         }
         // In document order, without overlaps: each segment's first id above the previous
         // segment's last.

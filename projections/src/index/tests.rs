@@ -1316,6 +1316,39 @@ fn index_open_deletes_leftovers_and_keeps_listed_segments() {
     assert!(!dir.path().join("manifest.tmp").exists());
 }
 
+/// A process that opened the index before another committed (or merged) keeps its older
+/// list of segments; its clean-up under the writer's lock deletes only what the manifest it
+/// reads then does not list: the other's new segment stays, and the index opens whole.
+#[test]
+fn index_leftovers_are_judged_by_the_manifest_read_at_the_clean_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Index::open(dir.path()).unwrap();
+    add_all(&mut writer, &corpus()[..2]);
+    writer.commit(1).unwrap();
+    let stale = Index::open_shared(dir.path()).unwrap();
+    add_all(&mut writer, &corpus()[2..]);
+    let written = writer.commit(2).unwrap().expect("a second segment");
+    fs::write(dir.path().join("00000000000000000099.segment"), b"left by a crash").unwrap();
+    stale.remove_leftovers().unwrap();
+    assert!(dir.path().join(segment::file_name(written)).exists(), "the other's new segment stays");
+    assert!(!dir.path().join("00000000000000000099.segment").exists(), "what no one lists goes");
+    let reopened = Index::open(dir.path()).unwrap();
+    assert_eq!(reopened.doc_count(), corpus().len());
+}
+
+/// A segment the manifest lists whose file is gone is said as missing (what a reader takes for
+/// a newer manifest, and reads again), naming the file.
+#[test]
+fn index_says_a_listed_segment_whose_file_is_gone_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = Index::open(dir.path()).unwrap();
+    add_all(&mut index, &corpus());
+    let id = index.commit(1).unwrap().expect("a segment");
+    fs::remove_file(dir.path().join(segment::file_name(id))).unwrap();
+    let e = Index::open_shared(dir.path()).err().expect("the open fails");
+    assert!(e.is_missing_segment() && e.to_string().contains(&segment::file_name(id)), "{e}");
+}
+
 fn segment_file(dir: &Path) -> std::path::PathBuf {
     dir.join(segment::file_name(0))
 }
