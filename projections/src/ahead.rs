@@ -48,13 +48,18 @@ pub struct ReadRecord {
 }
 
 /// The texts of a record the text index adds, in the order it adds them: the searchable
-/// events of an `ingested` record ([`crate::is_searchable`]), with their places in it.
+/// events of an `ingested` record ([`crate::is_searchable`]) that the index can hold
+/// ([`crate::catalog::index_refuses`]), with their places in it.
 pub fn searchable_texts(body: &Body) -> impl Iterator<Item = (usize, &str)> {
     let events = match body {
         Body::Ingested(b) => &b.events[..],
         _ => &[],
     };
-    events.iter().enumerate().filter(|(_, e)| crate::is_searchable(e.kind)).map(|(i, e)| (i, e.text.as_str()))
+    events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| crate::is_searchable(e.kind) && crate::catalog::index_refuses(e).is_none())
+        .map(|(i, e)| (i, e.text.as_str()))
 }
 
 /// What the helper sends: a record or the end of its read, or a run of the last record's

@@ -24,7 +24,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-use origin_engine::record::{Body, EntryVersion, EventKind, RecordKind};
+use origin_engine::record::{Body, EntryVersion, Event, EventKind, RecordKind};
 use origin_engine::segment::StoreId;
 use origin_engine::Journal;
 use origin_engine::vfs::LockGuard;
@@ -73,6 +73,40 @@ pub const ENTRY_DOC_BASE: DocId = 1 << 31;
 /// True for the event kinds the text index holds (search looks for nothing else).
 pub fn is_searchable(kind: EventKind) -> bool {
     matches!(kind, EventKind::Message | EventKind::ToolUse | EventKind::ToolResult)
+}
+
+/// Why the text index cannot hold the document of searchable event `e`, if it cannot: its id
+/// or project longer than [`crate::index::limits::META_STRING_SIZE_BYTES_MAX`] bytes (a log
+/// line can carry any). Such an event is left out of search, and counted
+/// ([`Catalog::left_out`]); the store still has it (`get`, `timeline`).
+pub(crate) fn index_refuses(e: &Event) -> Option<String> {
+    let max = crate::index::limits::META_STRING_SIZE_BYTES_MAX;
+    if e.id.len() > max {
+        return Some(format!("the id of an event is {} bytes long; the text index holds ids of at most {max}", e.id.len()));
+    }
+    match &e.project {
+        Some(p) if p.len() > max => Some(format!("the project of event {} is {} bytes long; the text index holds at most {max}", short_id(&e.id), p.len())),
+        _ => None,
+    }
+}
+
+/// An id to name in a message: at most its first 80 bytes.
+fn short_id(id: &str) -> String {
+    let mut end = id.len().min(80);
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < id.len() { format!("{}…", &id[..end]) } else { id.to_owned() }
+}
+
+/// Documents left out of the text index because it cannot hold their metadata
+/// ([`index_refuses`], and entries alike): how many, and why the last was.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    /// How many, since the catalog was opened.
+    pub count: u64,
+    /// Why the last one was left out.
+    pub last: Option<String>,
 }
 
 /// True for the record kinds the catalog decodes.
@@ -253,6 +287,8 @@ pub struct Catalog {
     commit_docs: u32,
     /// Bytes of in-memory documents that call for a commit ([`COMMIT_BYTES`] unless set).
     commit_bytes: usize,
+    /// Documents fed since the open that the index could not hold.
+    left_out: LeftOut,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -358,6 +394,7 @@ impl Catalog {
             merging: Weak::new(),
             commit_docs: COMMIT_DOCS,
             commit_bytes: COMMIT_BYTES,
+            left_out: LeftOut::default(),
         }
     }
 
@@ -506,11 +543,30 @@ impl Catalog {
         let mut versions: Vec<(u64, &EntryVersion)> = state.entry_versions().filter(|(o, _)| *o < upto).collect();
         versions.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)));
         for (offset, v) in versions {
-            let doc = self.next_entry_doc()?;
-            self.entries.add(doc, &DocMeta::entry(v, offset), &v.text)?;
+            self.add_entry(v, offset)?;
         }
         self.entries_to = upto;
         Ok(())
+    }
+
+    /// Adds entry version `v`, written by the record at `offset`, to the entries' index; one
+    /// whose metadata the index cannot hold is left out and counted, as events are.
+    fn add_entry(&mut self, v: &EntryVersion, offset: u64) -> Result<(), CatalogError> {
+        let meta = DocMeta::entry(v, offset);
+        if let Err(why) = crate::index::check_meta(&meta) {
+            self.left_out.count += 1;
+            self.left_out.last = Some(format!("entry {}: {why}", short_id(&v.id)));
+            return Ok(());
+        }
+        let doc = self.next_entry_doc()?;
+        self.entries.add(doc, &meta, &v.text)?;
+        Ok(())
+    }
+
+    /// Documents fed since the open that the text index could not hold, left out of search
+    /// (the store keeps them): how many, and why the last was.
+    pub fn left_out(&self) -> &LeftOut {
+        &self.left_out
     }
 
     /// True if the record at `offset`, of `kind`, is one the catalog still has to be fed.
@@ -604,6 +660,14 @@ impl Catalog {
         let (for_events, for_entries) = (offset >= self.read_to, offset >= self.entries_to);
         match body {
             Body::Ingested(b) if for_events => {
+                // Events the index cannot hold are left out of it (not of the store): an error
+                // here would stop every later record from being fed.
+                for e in b.events.iter().filter(|e| is_searchable(e.kind)) {
+                    if let Some(why) = index_refuses(e) {
+                        self.left_out.count += 1;
+                        self.left_out.last = Some(why);
+                    }
+                }
                 // The record's searchable events, added together (tokenized on a second thread
                 // when there is enough text, or ahead by the reader); ids follow the index's
                 // last, as one by one.
@@ -642,14 +706,10 @@ impl Catalog {
                     return Err(e);
                 }
             }
-            Body::Remembered(v) | Body::Corrected(v) if for_entries => {
-                let doc = self.next_entry_doc()?;
-                self.entries.add(doc, &DocMeta::entry(v, offset), &v.text)?;
-            }
+            Body::Remembered(v) | Body::Corrected(v) if for_entries => self.add_entry(v, offset)?,
             Body::Imported(b) if for_entries => {
                 for v in &b.entries {
-                    let doc = self.next_entry_doc()?;
-                    self.entries.add(doc, &DocMeta::entry(v, offset), &v.text)?;
+                    self.add_entry(v, offset)?;
                 }
             }
             _ => {}
@@ -1425,6 +1485,45 @@ mod tests {
             assert_eq!(all.len(), 5);
             assert_eq!(all.iter().filter(|h| h.doc >= ENTRY_DOC_BASE).count(), 2);
         }
+    }
+
+    /// An event whose id (or project) is longer than the index holds, and an entry whose
+    /// project is, are left out of the index and counted: the rest of their records is fed
+    /// once, and every later record too (an error there stopped the feed for good, and each
+    /// retry added the record's earlier documents again). Read in place and read ahead alike.
+    #[test]
+    fn catalog_leaves_out_documents_whose_metadata_the_index_cannot_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        let long = "x".repeat(crate::index::limits::META_STRING_SIZE_BYTES_MAX + 1);
+        let mut odd = event(2, EventKind::Message, "release too long an id");
+        odd.id = format!("claude-code:{long}");
+        let mut far = event(3, EventKind::ToolResult, "release too long a project");
+        far.project = Some(long.clone());
+        append(&j, &ingested(vec![event(1, EventKind::Message, "release first"), odd, far, event(4, EventKind::Message, "release last")]));
+        let Body::Remembered(mut v) = entry("ent_000000000009", "release entry of a long project") else { unreachable!() };
+        v.project = Some(long.clone());
+        append(&j, &Body::Remembered(v));
+        append(&j, &entry("ent_000000000001", "release entry"));
+        for r in 5..9 {
+            append(&j, &ingested(vec![event(r, EventKind::Message, "release later")]));
+        }
+        let fed_in_place = fed_in_place(&dir.path().join("in-place"), &j);
+        let (mut ahead, _) = Catalog::open(&dir.path().join("ahead"), &j).unwrap();
+        ahead.catch_up(&j).unwrap();
+        for c in [&fed_in_place, &ahead] {
+            assert_eq!(c.read_to(), j.next_offset(), "fed to the end");
+            assert_eq!(
+                keys(c, "release", Scope::Event),
+                ["claude-code:e1", "claude-code:e4", "claude-code:e5", "claude-code:e6", "claude-code:e7", "claude-code:e8"]
+            );
+            assert_eq!(keys(c, "release", Scope::Entry), ["ent_000000000001"]);
+            assert_eq!((c.index().doc_count(), c.entries().doc_count()), (6, 1), "none twice");
+            assert_eq!(c.left_out().count, 3);
+            assert!(c.left_out().last.as_deref().is_some_and(|w| w.contains("entry ent_000000000009") && w.contains("4097 bytes")), "{:?}", c.left_out());
+        }
+        assert_eq!(ahead.catch_up(&j).unwrap(), 0, "nothing left to feed");
+        assert_eq!(ahead.left_out().count, 3, "counted once");
     }
 
     /// Two catalogs on one directory, as two processes: each feeds what the other has not

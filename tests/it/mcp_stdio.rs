@@ -71,11 +71,16 @@ fn err(r: &CallToolResult) -> String {
 }
 
 fn ingest(home: &Path) {
+    ingest_from(home, &sample());
+}
+
+/// `origin ingest` of the agents' logs in `agents` into the store at `home`.
+fn ingest_from(home: &Path, agents: &Path) {
     let out = Command::new(origin_bin())
         .arg("--home")
         .arg(home)
         .args(["ingest", "--agents-home"])
-        .arg(sample())
+        .arg(agents)
         .args(["--recorded-home", "/home/dev"])
         .output()
         .expect("origin ingest");
@@ -690,6 +695,8 @@ async fn an_event_cut_at_ingest_notes_every_character_the_tools_do_not_show() {
     let total = original.chars().count();
     assert!(total > 50_000);
     std::fs::write(&log, format!("{}\n", crate::ingest_incremental::line("m1", &original))).expect("log");
+    // Read before the server starts (a read does not wait for the server's own ingest at start).
+    ingest_from(&home, &agents);
     let mut command = server_command_reading(&home, &agents);
     command.env("ORIGIN_READ_INGEST_INTERVAL_MS", "0");
     let transport = TokioChildProcess::new(command).expect("spawn origin mcp");
@@ -703,6 +710,42 @@ async fn an_event_cut_at_ingest_notes_every_character_the_tools_do_not_show() {
     let timeline = ok(&call(&c, "timeline", json!({"session": event["session"]})).await);
     assert_eq!(timeline["events"][0]["text"], expect(1_000).as_str(), "timeline");
     c.cancel().await.expect("close");
+}
+
+/// A log line whose event id is longer than the text index holds is ingested; the event is
+/// left out of search (stderr says so, once) and kept in the store; the server starts and
+/// every other event is found, those after it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_the_text_index_cannot_hold_is_left_out_of_search_and_said_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
+    let log = agents.join(".claude/projects/-p/s1.jsonl");
+    std::fs::create_dir_all(log.parent().expect("folder")).expect("log folder");
+    let long = "u".repeat(5_000);
+    let lines = [("m1", "widget before"), (long.as_str(), "widget long id"), ("m3", "widget after")];
+    let text: String = lines.iter().map(|(uuid, t)| crate::ingest_incremental::line(uuid, t) + "\n").collect();
+    std::fs::write(&log, text).expect("log");
+    ingest_from(&home, &agents);
+    let stderr_path = dir.path().join("stderr");
+    let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
+    let mut command = server_command_reading(&home, &agents);
+    command.env("ORIGIN_READ_INGEST_INTERVAL_MS", "0");
+    let (transport, _) = TokioChildProcess::builder(command).stderr(stderr).spawn().expect("spawn origin mcp");
+    let c = ClientConfig::new(ClientCapabilities::default(), Implementation::new("claude-code", "1.0")).serve(transport).await.expect("initialize");
+    for _ in 0..2 {
+        let found = ok(&call(&c, "search", json!({"query": "widget"})).await);
+        let ids: Vec<&str> = found["events"].as_array().expect("events").iter().map(|e| e["id"].as_str().expect("id")).collect();
+        assert_eq!(ids.len(), 2, "{found}");
+        assert!(ids.iter().all(|id| id.len() < 100), "{ids:?}");
+    }
+    let timeline = ok(&call(&c, "timeline", json!({"session": "s1"})).await);
+    let texts: Vec<&str> = timeline["events"].as_array().expect("events").iter().map(|e| e["text"].as_str().expect("text")).collect();
+    assert_eq!(texts, ["widget before", "widget long id", "widget after"], "the store keeps it");
+    c.cancel().await.expect("close");
+    let said = std::fs::read_to_string(&stderr_path).expect("stderr");
+    let lines: Vec<&str> = said.lines().filter(|l| l.contains("left out of search")).collect();
+    assert_eq!(lines.len(), 1, "said once: {said}");
+    assert!(lines[0].contains("1 document was") && lines[0].contains("5012 bytes"), "{said}");
 }
 
 /// Clients start the server with pipes, which it reads and writes without blocking (the

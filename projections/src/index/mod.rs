@@ -78,6 +78,11 @@ pub use query::{Query, QueryError, parse_query};
 pub use segment::{Segment, SegmentId};
 pub use snippet::snippet;
 
+/// Checks the metadata of a document to add: its strings within the index's limits.
+pub(crate) fn check_meta(meta: &DocMeta) -> Result<(), String> {
+    doc::DocTable::check_meta(meta)
+}
+
 use folder::Folder;
 use manifest::Manifest;
 use memory::MemorySegment;

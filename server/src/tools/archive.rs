@@ -156,9 +156,26 @@ struct Inner {
     /// The background thread's interval ([`background_interval`]): the first wait after a
     /// failed commit.
     interval: std::time::Duration,
+    /// How many documents left out of the text index were said on stderr
+    /// ([`Inner::say_left_out`]).
+    left_out_said: u64,
 }
 
 impl Inner {
+    /// Says on stderr that documents were left out of the text index (it cannot hold their
+    /// metadata: an event id longer than 4,096 bytes, say), when more were since last said.
+    fn say_left_out(&mut self) {
+        let left = self.catalog.left_out();
+        if left.count > self.left_out_said {
+            eprintln!(
+                "origin: {} left out of search since this process started (the store keeps them: get and timeline show them); the last because {}",
+                if left.count == 1 { "1 document was".to_owned() } else { format!("{} documents were", left.count) },
+                left.last.as_deref().unwrap_or("the text index cannot hold it"),
+            );
+        }
+        self.left_out_said = left.count;
+    }
+
     /// Notes how a commit of the text index ended. A failure is not the failure of the call
     /// that finds it: the documents stay in memory, searchable (or are fed again from the
     /// journal), so every answer is whole. It is reported on stderr, and the next commit
@@ -480,7 +497,7 @@ impl Archive {
             home: home.to_path_buf(),
             journal,
             freshness,
-            inner: Mutex::new(Inner { saved_to, state, catalog, commit: None, commit_failures: None, interval: background_interval() }),
+            inner: Mutex::new(Inner { saved_to, state, catalog, commit: None, commit_failures: None, interval: background_interval(), left_out_said: 0 }),
             device: origin_ingest::ingest::device_name(),
             tz: super::conventions::local_tz(),
         };
@@ -568,6 +585,7 @@ impl Archive {
                 continue;
             }
             if !stopped {
+                inner.say_left_out();
                 return Ok(());
             }
         }
