@@ -625,6 +625,36 @@ impl Catalog {
         Ok(true)
     }
 
+    /// [`Catalog::refresh`]; when what it reads is damaged (a listed segment missing or
+    /// failing its checks, a damaged manifest), the index is deleted and started over, to be
+    /// fed from the journal's start, as an open that finds it so does: returns why, or `None`.
+    /// Under the writer's lock (waiting for it), and after reading the manifest once more:
+    /// another process that found the damage may have repaired it first, and what it wrote is
+    /// taken. Not while a commit or merge of this catalog is under way (which holds the lock):
+    /// the error is returned, and a later call repairs.
+    pub fn refresh_repairing(&mut self, journal: &Journal) -> Result<Option<String>, CatalogError> {
+        let damage = match self.refresh() {
+            Err(CatalogError::Index(e)) if e.is_corruption() => e,
+            other => return other.map(|_| None),
+        };
+        let Some(dir) = self.dir.clone() else { return Err(damage.into()) };
+        if self.writer.upgrade().is_some() || self.merging.upgrade().is_some() || self.index.committing() {
+            return Err(damage.into());
+        }
+        let _lock = lock(&dir, true)?;
+        let damage = match self.refresh() {
+            Err(CatalogError::Index(e)) if e.is_corruption() => e,
+            other => return other.map(|_| None),
+        };
+        let ahead = self.index.verifies_ahead();
+        self.index = Catalog::clear(&dir, journal)?;
+        if ahead {
+            self.index.verify_ahead();
+        }
+        self.read_to = 0;
+        Ok(Some(damage.to_string()))
+    }
+
     fn next_doc(&self) -> Result<DocId, CatalogError> {
         match self.index.last_doc() {
             None => Ok(0),
@@ -729,7 +759,7 @@ impl Catalog {
     /// error, and nothing after it is fed.
     pub fn catch_up(&mut self, journal: &Journal) -> Result<u64, CatalogError> {
         self.repair(journal)?;
-        self.refresh()?;
+        self.refresh_repairing(journal)?;
         let mut count = 0u64;
         let cursors = self.cursors();
         read_records(journal, self.read_to(), cursors.events, |o, k| cursors.wants(o, k), |mut r, runs| {
@@ -1593,6 +1623,54 @@ mod tests {
         c.catch_up(&j).unwrap();
         assert_eq!(keys(&c, "workflow", Scope::Event), ["claude-code:e1", "claude-code:e2"]);
         assert_eq!(keys(&c, "signs", Scope::Entry), ["k1"]);
+    }
+
+    /// A process whose reload finds the index damaged (a segment another process committed
+    /// that fails its checks, a damaged manifest) builds it again from the journal, as an open
+    /// would, and answers whole; the other process takes the new index.
+    #[test]
+    fn catalog_that_finds_damage_reloading_rebuilds_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        let idx = dir.path().join("index");
+        let (mut a, _) = Catalog::open(&idx, &j).unwrap();
+        let (mut b, _) = Catalog::open(&idx, &j).unwrap();
+        let all = |n: u64| (0..n).map(|i| format!("claude-code:e{i}")).collect::<std::collections::BTreeSet<_>>();
+        let found = |c: &Catalog| keys(c, "shared", Scope::Event).into_iter().collect::<std::collections::BTreeSet<_>>();
+        for i in 0..4u64 {
+            append(&j, &ingested(vec![event(i, EventKind::Message, &format!("shared words {i}"))]));
+        }
+        a.catch_up(&j).unwrap();
+        assert_eq!(a.commit().unwrap(), Committed::Written);
+        b.catch_up(&j).unwrap();
+        for i in 4..8u64 {
+            append(&j, &ingested(vec![event(i, EventKind::Message, &format!("shared words {i}"))]));
+        }
+        a.catch_up(&j).unwrap();
+        assert_eq!(a.commit().unwrap(), Committed::Written);
+        let newest = segment_files(&idx).into_iter().max().unwrap();
+        let mut bytes = fs::read(&newest).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x55;
+        fs::write(&newest, &bytes).unwrap();
+        let why = b.refresh_repairing(&j).unwrap().expect("rebuilt");
+        assert!(why.contains(&newest.file_name().unwrap().to_string_lossy().into_owned()), "{why}");
+        b.catch_up(&j).unwrap();
+        assert_eq!(found(&b), all(8));
+        assert_eq!(b.commit().unwrap(), Committed::Written);
+        a.catch_up(&j).unwrap();
+        assert_eq!(found(&a), all(8), "the other takes the new index");
+        // A damaged manifest: the same.
+        append(&j, &ingested(vec![event(8, EventKind::Message, "shared words 8")]));
+        a.catch_up(&j).unwrap();
+        assert_eq!(a.commit().unwrap(), Committed::Written);
+        let manifest = idx.join(crate::index::MANIFEST_FILE_NAME);
+        let mut bytes = fs::read(&manifest).unwrap();
+        bytes[0] ^= 0x55;
+        fs::write(&manifest, &bytes).unwrap();
+        assert!(b.refresh_repairing(&j).unwrap().is_some(), "rebuilt");
+        b.catch_up(&j).unwrap();
+        assert_eq!(found(&b), all(9));
     }
 
     /// A damaged snapshot is rebuilt beside the index; an index folder that cannot be made is

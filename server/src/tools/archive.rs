@@ -543,7 +543,11 @@ impl Archive {
             if let Some(reason) = inner.catalog.repair(&self.journal).map_err(store_error)? {
                 eprintln!("origin: rebuilding the text index from the journal: {reason}");
             }
-            inner.catalog.refresh().map_err(store_error)?;
+            // What another process wrote, or, when it is damaged (a segment it lists missing or
+            // failing its checks), the text index built again from the journal.
+            if let Some(reason) = inner.catalog.refresh_repairing(&self.journal).map_err(store_error)? {
+                eprintln!("origin: rebuilding the text index from the journal: {reason}");
+            }
             let Inner { state, catalog, commit, .. } = &mut *inner;
             let from = state.read_to().min(catalog.read_to());
             let mut read = 0usize;
