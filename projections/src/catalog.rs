@@ -54,13 +54,15 @@ const IDENTITY_SIZE_BYTES: u64 = 40;
 /// The layout of an index directory: 2 since entries left it for their own index (a directory
 /// of layout 1 also holds entry versions, and is rebuilt).
 const LAYOUT_VERSION: u16 = 2;
-/// The tokenizer's rules the index's terms were cut by: 3 since camelCase and PascalCase ASCII
-/// words give their parts (2: Thai, Lao, Khmer, Myanmar and the other scripts of the
+/// The tokenizer's rules the index's terms were cut by: 4 since terminal colour sequences are
+/// white space, the soft hyphen and the bidirectional marks fold away, and a camelCase word's
+/// parts are taken from its letters and digits whatever its last cluster holds after them (3:
+/// camelCase and PascalCase ASCII words give their parts; 2: Thai, Lao, Khmer, Myanmar and the other scripts of the
 /// line-breaking class SA are runs of bigrams, Arabic's and Hebrew's optional marks and Arabic
 /// and Persian letter variants fold away, and stems are of words without their accents; 1:
 /// variation selectors and the final sigma fold away, Han and kana join across a line break;
 /// 0 before). An index of an older version is rebuilt.
-const TOKENS_VERSION: u16 = 3;
+const TOKENS_VERSION: u16 = 4;
 /// Records after an index's newest document that its open reads, at most, to see that none
 /// below its mark holds a searchable event ([`of_another_copy`]): the check is for a journal
 /// restored from a backup, and bounds the open's work when many records without events

@@ -24,6 +24,10 @@ fn cluster_start(text: &str, byte: usize) -> usize {
 
 /// The snippet of `text` for `query`; the start of the text if nothing matches.
 pub fn snippet(text: &str, query: &Query) -> String {
+    // Terminal colour sequences are white space to the tokenizer (rule 0 of `token`); here
+    // they are left out, neither shown nor spaces.
+    let escapes = super::token::escape_ranges(text);
+    let mut escape = escapes.iter().peekable();
     let marks = marks(text, query);
     let content_end = text.trim_end().len();
     let start = window_start(text, &marks, content_end);
@@ -39,13 +43,20 @@ pub fn snippet(text: &str, query: &Query) -> String {
     let mut pending_space = false;
     let mut i = start;
     while i < content_end {
+        while escape.next_if(|e| e.1 <= i).is_some() {}
+        if let Some(&&(from, to)) = escape.peek()
+            && from <= i
+        {
+            i = to;
+            continue;
+        }
         while mi < marks.len() && marks[mi].0 < i {
             mi += 1;
         }
         let (piece, next, is_mark) = match marks.get(mi) {
             Some(&(ms, me)) if ms == i => {
                 mi += 1;
-                (format!("[{}]", collapse(&text[ms..me])), me, true)
+                (format!("[{}]", collapse(&super::token::blank_escapes(&text[ms..me]))), me, true)
             }
             next_mark => {
                 // A grapheme cluster at a time (an accent stays with its letter, an emoji with
@@ -321,6 +332,14 @@ mod tests {
         assert!(s.starts_with("…e\u{301}") && s.ends_with("。[學習] tail"), "{s:?}");
         let s = snip(&"e\u{301}".repeat(150), &"e\u{301}".repeat(150));
         assert!(s.starts_with("[e\u{301}") && s.ends_with("e\u{301}]…") && s.chars().count() <= SNIPPET_CHARS_MAX, "{s:?}");
+    }
+
+    /// Terminal colour sequences are left out of snippets: neither their bytes nor spaces (in
+    /// a match across a line break, as the break, one space).
+    #[test]
+    fn index_snippet_leaves_terminal_colours_out() {
+        assert_eq!(snip("\x1b[1m\x1b[31merror\x1b[0m: build failed", "error"), "[error]: build failed");
+        assert_eq!(snip("\x1b[32mok\x1b[0m 数\x1b[0m\n据", "数据"), "ok [数 据]");
     }
 
     #[test]

@@ -250,6 +250,27 @@ fn search_finds_camel_case_words_by_their_parts() {
     assert_eq!(snippet("call parseQuery here", &q("queries")), "call parse[Query] here", "a partial match's part");
 }
 
+/// Words written with invisible characters inside (a soft hyphen, a left-to-right mark), and
+/// words in terminal colours, are found as typed; a camelCase word followed by a non-joiner
+/// keeps its parts.
+#[test]
+fn search_finds_words_past_invisible_characters_and_terminal_colours() {
+    let index = index_of(&[
+        "the Donau\u{AD}dampf\u{AD}schiff leaves",
+        "label abc\u{200E}def here",
+        "\x1b[1m\x1b[31merror\x1b[0m: build failed\n\x1b[33mwarning\x1b[0m: unused",
+        "call parseQuery\u{200C} now",
+        "plain error words",
+    ]);
+    assert_eq!(found(&index, "donaudampfschiff"), set(&[0]));
+    assert_eq!(found(&index, "abcdef"), set(&[1]));
+    assert_eq!(found(&index, "error"), set(&[2, 4]));
+    assert_eq!(found(&index, "warning unused"), set(&[2]));
+    assert_eq!(found(&index, "\"build failed\""), set(&[2]));
+    assert_eq!(found(&index, "query"), set(&[3]));
+    assert!(found(&index, "31merror").is_empty() && found(&index, "33mwarning").is_empty());
+}
+
 #[test]
 fn search_finds_emoji() {
     let index = index_of(&["shipped 🚀 today", "love it ❤️", "no emoji here", "🚀🚀 twice"]);

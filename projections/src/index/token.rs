@@ -3,11 +3,15 @@
 //!
 //! The same function tokenizes documents and queries, so whatever it does to a word it does
 //! on both sides. Rules, in order:
+//! 0. The escape sequences terminals read as colours and cursor moves (ECMA-48 control
+//!    sequences: ESC `[`, parameter bytes, intermediate bytes, a final byte; what coloured
+//!    compiler and test output carries) are white space: `ESC[31merror` is the word `error`.
 //! 1. Each grapheme cluster of the text is folded on its own: NFKC, then lower case; variation
 //!    selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) are dropped, U+2019 (’) becomes `'`, the
 //!    final sigma `ς` becomes `σ`, `ß` and `ẞ` become `ss` and `İ` becomes `i`; the zero width
-//!    space, the word joiner and the zero width no-break space (U+200B, U+2060, U+FEFF) are
-//!    dropped; the marks writers of Arabic and Hebrew mostly leave out (harakat, tatweel, vowel
+//!    space, the word joiner, the zero width no-break space and the soft hyphen (U+200B,
+//!    U+2060, U+FEFF, U+00AD), and the marks and controls of bidirectional text (U+200E,
+//!    U+200F, U+061C, U+202A–U+202E, U+2066–U+2069) are dropped; the marks writers of Arabic and Hebrew mostly leave out (harakat, tatweel, vowel
 //!    points, cantillation) are dropped, and Arabic and Persian letters that stand for one
 //!    another are one (`أ إ آ` as `ا`, `ى ی` as `ي`, `ک` as `ك`). Folding per cluster keeps a
 //!    map from folded bytes back to the original text, for snippets.
@@ -205,14 +209,21 @@ fn fold_cluster(text: &mut String, cluster: &str) {
     }
 }
 
+/// The invisible characters folding drops (rule 1): no break between words.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200B}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}' | '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
 fn fold_char(text: &mut String, c: char) {
     match c {
         // Variation selectors (text or emoji style; ideographic variants of Han characters).
         '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' => {}
         // Invisible characters that are no break between words: the zero width space (which
         // Thai, Khmer and Myanmar text carries between words or not, as the writer's tools
-        // did), the word joiner, and the zero width no-break space (a byte order mark).
-        '\u{200B}' | '\u{2060}' | '\u{FEFF}' => {}
+        // did), the word joiner, the zero width no-break space (a byte order mark), the soft
+        // hyphen (a place a word may be hyphenated at a line's end: text from web pages and
+        // PDFs), and the marks and controls of bidirectional text.
+        c if is_invisible(c) => {}
         '\u{2019}' => text.push('\''),
         // Greek's final sigma is the same letter as σ (what full case folding gives).
         'ς' => text.push('σ'),
@@ -420,11 +431,14 @@ fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
     }
     // An `s` after upper-case letters that no lower-case letter follows makes a plural of
     // them (`APIs`, `URLsToFetch`), not a part of its own.
-    let plural_s = |j: usize| b[j] == b's' && b.get(j + 1).is_none_or(|c| !c.is_ascii_lowercase());
+    // Read in the whole word: parts are of its first bytes only (its term's), and a last
+    // part the cut shortens is left out (`…Configuration` cut inside is no part `configurat`).
+    let w = word.as_bytes();
+    let plural_s = |j: usize| w[j] == b's' && w.get(j + 1).is_none_or(|c| !c.is_ascii_lowercase());
     let starts_part = |i: usize| {
-        let (before, c) = (b[i - 1], b[i]);
+        let (before, c) = (w[i - 1], w[i]);
         c.is_ascii_uppercase()
-            && (!before.is_ascii_uppercase() || (b.get(i + 1).is_some_and(u8::is_ascii_lowercase) && !plural_s(i + 1)))
+            && (!before.is_ascii_uppercase() || (w.get(i + 1).is_some_and(u8::is_ascii_lowercase) && !plural_s(i + 1)))
     };
     let mut from = 0;
     let mut whole = true;
@@ -434,7 +448,11 @@ fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
         }
         whole &= from == 0 && i == b.len();
         let part = &b[from..i];
-        if part.len() >= 2 && out.len() < PARTS_MAX && !out.iter().any(|&(s, e)| b[s..e].eq_ignore_ascii_case(part)) {
+        if part.len() >= 2
+            && out.len() < PARTS_MAX
+            && !(i == b.len() && i < w.len() && !starts_part(i))
+            && !out.iter().any(|&(s, e)| b[s..e].eq_ignore_ascii_case(part))
+        {
             out.push((from, i));
         }
         from = i;
@@ -453,7 +471,13 @@ fn emit_parts<F: FnMut(TokenRef<'_>)>(text: &str, t: &TokenRef<'_>, parts: &mut 
     if std::ptr::eq(t.term.as_ptr(), text.as_ptr().wrapping_add(t.start)) {
         return;
     }
-    let word = &text[t.start..t.end];
+    // The word's letters and digits: its range may take in what its last cluster holds after
+    // them (a joiner, a variation selector), which folding leaves out of its term.
+    let range = &text[t.start..t.end];
+    let word = &range[..range.bytes().take_while(u8::is_ascii_alphanumeric).count()];
+    if word.len() < range.len() && !t.term.eq_ignore_ascii_case(cut(word)) {
+        return;
+    }
     camel_parts(word, parts);
     for &(s, e) in parts.iter() {
         buf.clear();
@@ -476,6 +500,8 @@ fn emit_parts<F: FnMut(TokenRef<'_>)>(text: &str, t: &TokenRef<'_>, parts: &mut 
 /// a chunk of ASCII letters and digits is one word, already in NFKC, lower-cased by byte; any
 /// other chunk goes through the full rules. A property test compares both on mixed scripts.
 pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
+    let blanked = blank_escapes(text);
+    let text: &str = &blanked;
     let mut join = LineJoin::default();
     let (mut parts, mut buf) = (Vec::new(), String::new());
     for_each_token_unjoined(text, &mut |t: TokenRef<'_>| {
@@ -487,6 +513,51 @@ pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
             emit_parts(text, &t, &mut parts, &mut buf, emit);
         }
     });
+}
+
+/// `text` with its terminal control sequences (rule 0) as spaces, byte for byte: a byte
+/// offset into it is one into `text`. Borrowed when it has none (almost always).
+pub(crate) fn blank_escapes(text: &str) -> std::borrow::Cow<'_, str> {
+    let ranges = escape_ranges(text);
+    if ranges.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    for (start, end) in ranges {
+        bytes[start..end].fill(b' ');
+    }
+    // Only ASCII bytes were replaced, by ASCII bytes.
+    std::borrow::Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned()))
+}
+
+/// The byte ranges of `text`'s terminal control sequences (rule 0), in order: ESC `[`,
+/// parameter bytes (0x30–0x3F), intermediate bytes (0x20–0x2F) and a final byte (0x40–0x7E);
+/// without its final byte it is none.
+pub(crate) fn escape_ranges(text: &str) -> Vec<(usize, usize)> {
+    const ESC: u8 = 0x1B;
+    let bytes = text.as_bytes();
+    let mut ranges = Vec::new();
+    let Some(mut i) = bytes.iter().position(|&b| b == ESC) else { return ranges };
+    while i < bytes.len() {
+        if bytes[i] != ESC || bytes.get(i + 1) != Some(&b'[') {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 2;
+        while bytes.get(j).is_some_and(|b| (0x30..=0x3F).contains(b)) {
+            j += 1;
+        }
+        while bytes.get(j).is_some_and(|b| (0x20..=0x2F).contains(b)) {
+            j += 1;
+        }
+        if bytes.get(j).is_some_and(|b| (0x40..=0x7E).contains(b)) {
+            ranges.push((i, j + 1));
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+    }
+    ranges
 }
 
 /// The run of a unit that begins with `c`, if runs of its kind join across a line break
@@ -503,7 +574,7 @@ fn joins_across_lines(c: char) -> Option<Run> {
 /// and tabs (and a carriage return) around it, and the invisible characters folding drops
 /// (a zero width space before the break is still no break between words).
 fn is_one_line_break(gap: &str) -> bool {
-    gap.chars().all(|c| matches!(c, ' ' | '\t' | '\r' | '\n' | '\u{200B}' | '\u{2060}' | '\u{FEFF}'))
+    gap.chars().all(|c| matches!(c, ' ' | '\t' | '\r' | '\n') || is_invisible(c))
         && gap.bytes().filter(|&b| b == b'\n').count() == 1
 }
 
@@ -664,6 +735,8 @@ pub(crate) fn tokenize(text: &str) -> Vec<Token> {
 /// [`for_each_token`] does chunk by chunk; tests compare the two).
 #[cfg(test)]
 pub(crate) fn tokenize_whole(text: &str) -> Vec<Token> {
+    let blanked = blank_escapes(text);
+    let text: &str = &blanked;
     let tokens = tokenize_whole_unjoined(text);
     let mut join = LineJoin::default();
     let mut out = Vec::with_capacity(tokens.len());
@@ -894,11 +967,43 @@ mod tests {
         }
         let long: String = (0..40).map(|i| if i % 2 == 0 { "Ab" } else { "Cd" }).collect::<Vec<_>>().join("");
         assert_eq!(parts(&long), ["ab", "cd"]);
+        // A part the 128-byte cut shortens is left out; one that ends at the cut is kept.
+        let cut_inside = format!("{}Configuration", "Ab".repeat(60));
+        assert_eq!(cut_inside.len(), 133);
+        assert_eq!(parts(&cut_inside), ["ab"]);
+        let cut_after = format!("{}Configuration", "Ab".repeat(57));
+        assert_eq!(cut_after.len(), 127);
+        assert_eq!(parts(&cut_after), ["ab", "configuration"]);
+        assert_eq!(parts(&format!("{}Configuration", "Ab".repeat(58))), ["ab"], "cut one byte short");
+        // What the word's last cluster takes in after its letters (a non-joiner, a variation
+        // selector) leaves its parts as they are.
+        assert_eq!(parts("parseQuery\u{200C} is"), ["parse", "query"]);
+        assert_eq!(parts("parseQuery\u{FE0F}"), ["parse", "query"]);
         let many: String = (b'a'..=b'z').map(|c| format!("{}x", c.to_ascii_uppercase() as char)).collect();
         assert_eq!(parts(&many).len(), PARTS_MAX);
         // Pairs and positions of the words around are the word's own.
         let positions: Vec<u32> = tokenize("the getUserById of it").into_iter().map(|t| t.position).collect();
         assert_eq!(positions, [0, 1, 1, 1, 1, 1, 2, 3]);
+    }
+
+    /// The soft hyphen and the marks of bidirectional text fold away, as the zero width space
+    /// does: the word goes on across them. Terminal colour sequences are white space (rule 0),
+    /// byte for byte, so ranges still point into the original; an unfinished one is text.
+    #[test]
+    fn index_token_drops_invisible_characters_and_terminal_colours() {
+        assert_eq!(terms("Donau\u{AD}dampf\u{AD}schiff"), [("donaudampfschiff".to_string(), 0)]);
+        assert_eq!(terms("abc\u{200E}def \u{202B}xyz\u{202C}"), [("abcdef".to_string(), 0), ("xyz".to_string(), 1)]);
+        assert_eq!(terms("\u{2067}מילה\u{2069}"), terms("מילה"));
+        let coloured = "\x1b[1m\x1b[31merror\x1b[0m: build \x1b[38;5;208mfailed\x1b[K";
+        let tokens = tokenize(coloured);
+        let found: Vec<(&str, u32, &str)> = tokens.iter().map(|t| (t.term.as_str(), t.position, &coloured[t.start..t.end])).collect();
+        assert_eq!(found, [("error", 0, "error"), ("build", 1, "build"), ("failed", 2, "failed")]);
+        assert_eq!(terms("\x1b[31"), [("31".to_string(), 0)], "no final byte: not a sequence");
+        assert_eq!(terms("\x1b[32mPASS\x1b[0m"), [("pass".to_string(), 0)]);
+        // Han across a colour change and a line break still joins; a soft hyphen at a line's
+        // end is no gap.
+        assert!(terms("数\x1b[0m\n据").contains(&("数据".to_string(), 0)));
+        assert!(terms("数\u{AD}\n据").contains(&("数据".to_string(), 0)));
     }
 
     #[test]
