@@ -705,7 +705,7 @@ impl Catalog {
                 // last, as one by one.
                 let mut docs = Vec::new();
                 let (mut next, mut over) = (self.next_doc(), None);
-                for (i, text) in searchable_texts(body) {
+                for (i, text, _) in searchable_texts(body) {
                     match next {
                         Ok(doc) => {
                             // A record's payload is at most 64 MiB: far fewer than 2^32 events.
@@ -1078,7 +1078,7 @@ mod tests {
             for k in 0..events {
                 i += 1;
                 let kind = if r == 6 { EventKind::Meta } else { kinds[k % kinds.len()] };
-                batch.push(event(i, kind, &format!("record {r} event {k} word{} 发布流程 shared", i % 17)));
+                batch.push(event(i, kind, &format!("record {r} event {k} word{} 发布流程 shared\\ndef", i % 17)));
             }
             append(&j, &ingested(batch));
             if r % 5 == 2 {
@@ -1134,6 +1134,12 @@ mod tests {
         assert_eq!(keys(&c, "shared", Scope::Entry), ["k2", "k7"]);
         assert_eq!(keys(&c, "shared", Scope::Entry), keys(&reference, "shared", Scope::Entry));
         assert_eq!(keys(&c, "发布 shared", Scope::Event), keys(&reference, "发布 shared", Scope::Event));
+        // A tool call's text is JSON (its escape parts words), any other's plain.
+        let calls = keys(&c, "def", Scope::Event);
+        assert!(!calls.is_empty() && calls == keys(&reference, "def", Scope::Event));
+        let others = keys(&c, "ndef", Scope::Event);
+        assert!(!others.is_empty() && others == keys(&reference, "ndef", Scope::Event));
+        assert!(calls.iter().all(|k| !others.contains(k)), "each text read in one form");
         assert_eq!(c.commit().unwrap(), Committed::Written);
         assert_eq!(reference.commit().unwrap(), Committed::Written);
         let (ahead, in_place) = (index_files(&dir.path().join("ahead")), index_files(&dir.path().join("in-place")));

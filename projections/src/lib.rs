@@ -13,4 +13,4 @@ pub mod state;
 pub use state::{Entry, EntryFilter, EntryStatus, EventMeta, Hides, HistoryItem, Lookup, Opened, Session, SessionFilter, SnapshotUse, State, Until};
 pub mod index;
 pub use catalog::{Catalog, CatalogError, CatalogOpened, CommitInFlight, CommitPlan, Committed, LeftOut, PlannedCommit, PlannedMerge, is_searchable};
-pub use index::{Candidate, CommitJob, WrittenCommit, write_commit, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, Query, QueryError, Scope, parse_query, snippet};
+pub use index::{Candidate, CommitJob, WrittenCommit, write_commit, DocId, DocMeta, Filters, Hit, Index, IndexError, Match, Query, QueryError, Scope, TextForm, parse_query, snippet};

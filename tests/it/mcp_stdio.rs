@@ -748,6 +748,33 @@ async fn an_event_the_text_index_cannot_hold_is_left_out_of_search_and_said_once
     assert!(lines[0].contains("1 document was") && lines[0].contains("5012 bytes"), "{said}");
 }
 
+/// A tool call's input is indexed as the JSON it is: the first word of each line a Write call
+/// writes is found, and bracketed in its snippet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_calls_input_is_searched_as_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
+    let log = agents.join(".claude/projects/-p/s1.jsonl");
+    std::fs::create_dir_all(log.parent().expect("folder")).expect("log folder");
+    let write = json!({
+        "type": "assistant", "uuid": "a1", "sessionId": "s1", "cwd": "/home/dev/p", "timestamp": "2026-10-20T09:00:01.000Z",
+        "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Write",
+            "input": {"file_path": "/home/dev/p/a.py", "content": "import os\ndef frobnicate():\n\treturn 1\n"}}]}
+    });
+    std::fs::write(&log, format!("{}\n{write}\n", crate::ingest_incremental::line("m1", "write the file"))).expect("log");
+    ingest_from(&home, &agents);
+    let transport = TokioChildProcess::new(server_command_reading(&home, &agents)).expect("spawn origin mcp");
+    let c = ClientConfig::new(ClientCapabilities::default(), Implementation::new("claude-code", "1.0")).serve(transport).await.expect("initialize");
+    let found = ok(&call(&c, "search", json!({"query": "def", "include_tools": true})).await);
+    let events = found["events"].as_array().expect("events");
+    assert_eq!(events.len(), 1, "{found}");
+    assert_eq!((&events[0]["kind"], &events[0]["match"]), (&json!("tool_use"), &json!("all")), "{found}");
+    assert!(events[0]["snippet"].as_str().expect("snippet").contains("os\\n[def] frobnicate"), "{found}");
+    let found = ok(&call(&c, "search", json!({"query": "\"return 1\"", "include_tools": true})).await);
+    assert_eq!(found["events"].as_array().map(Vec::len), Some(1), "{found}");
+    c.cancel().await.expect("close");
+}
+
 /// Clients start the server with pipes, which it reads and writes without blocking (the
 /// runtime's poller wakes it). Its input and output may also be files (or a terminal): then it
 /// reads and writes them through tokio's blocking `stdin` and `stdout`, and answers the same.

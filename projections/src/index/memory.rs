@@ -38,7 +38,7 @@ use super::limits::SEGMENT_DOCS_MAX;
 use super::pairs::{STOP_WORD_BYTES_MAX, push_pair};
 use super::postings::{Postings, put_varint};
 use super::stem::Stems;
-use super::token::{TokenKind, for_each_token};
+use super::token::{TextForm, TokenKind, for_each_token_of};
 use super::{DocId, DocMeta, IndexError};
 
 /// No term, document, chunk or occurrence.
@@ -350,7 +350,7 @@ impl Prepared {
     /// which one is a stop word. A word's parts (rule 5 of `token`) stand at its position, so
     /// they pair with the words (and parts) beside it as it does: a phrase matches a part
     /// next to a word, and a phrase a document holds must find its pair terms there.
-    pub(crate) fn prepare(&mut self, text: &str) {
+    pub(crate) fn prepare(&mut self, text: &str, form: TextForm) {
         let Prepared { terms, tokens, length, pair, before, here } = self;
         terms.clear();
         tokens.clear();
@@ -362,7 +362,7 @@ impl Prepared {
         // if that held words too: where each term is, and whether it is a stop word. Every
         // two at adjacent positions of which one is a stop word add their pair term.
         let mut here_position = 0;
-        for_each_token(text, &mut |t| {
+        for_each_token_of(text, form, &mut |t| {
             let start = terms.len();
             terms.push_str(t.term);
             let end = terms.len() as u32;
@@ -733,7 +733,7 @@ impl MemorySegment {
     /// Tokenizes and adds one document (its id not yet in the index: the caller checks).
     pub(crate) fn add(&mut self, doc: DocId, meta: &DocMeta, text: &str, stems: &Stems) -> Result<(), IndexError> {
         let mut prepared = std::mem::take(&mut self.prepared);
-        prepared.prepare(text);
+        prepared.prepare(text, meta.text_form());
         let added = self.add_prepared(doc, meta, &prepared, stems);
         self.prepared = prepared;
         added

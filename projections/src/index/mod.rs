@@ -77,6 +77,7 @@ pub use merge::{MergeJob, MergePolicy, Merged, SegmentInfo, merge};
 pub use query::{Query, QueryError, parse_query};
 pub use segment::{Segment, SegmentId};
 pub use snippet::snippet;
+pub use token::TextForm;
 
 /// Checks the metadata of a document to add: its strings within the index's limits.
 pub(crate) fn check_meta(meta: &DocMeta) -> Result<(), String> {
@@ -118,12 +119,13 @@ impl TokenRun {
         self.len = 0;
     }
 
-    /// Tokenizes the next document's text.
-    pub fn push(&mut self, text: &str) {
+    /// Tokenizes the next document's text, of the form `form` (a tool call's input is JSON:
+    /// [`DocMeta::text_form`]).
+    pub fn push(&mut self, text: &str, form: TextForm) {
         if self.len == self.docs.len() {
             self.docs.push(memory::Prepared::default());
         }
-        self.docs[self.len].prepare(text);
+        self.docs[self.len].prepare(text, form);
         self.len += 1;
     }
 
@@ -195,6 +197,12 @@ impl DocMeta {
             record,
             position,
         }
+    }
+
+    /// The form of the document's text: JSON for a tool call (its input as the agent wrote
+    /// it), else plain.
+    pub fn text_form(&self) -> TextForm {
+        if self.scope == Scope::Event && self.kind == EventKind::ToolUse as u8 { TextForm::Json } else { TextForm::Plain }
     }
 
     /// The metadata of an entry version written by the record at journal offset `record`.
@@ -658,7 +666,7 @@ impl Index {
                 for docs in docs.chunks(TOKEN_RUN_DOCS) {
                     let Ok(mut run) = spare_rx.recv() else { break };
                     run.clear();
-                    docs.iter().for_each(|(_, _, text)| run.push(text));
+                    docs.iter().for_each(|(_, meta, text)| run.push(text, meta.text_form()));
                     if prepared_tx.send(run).is_err() {
                         break;
                     }
@@ -990,5 +998,10 @@ impl Index {
     /// The snippet of `text` for `query` (see [`snippet`]).
     pub fn snippet(text: &str, query: &Query) -> String {
         snippet(text, query)
+    }
+
+    /// [`Index::snippet`] of a text of the form `form` ([`TextForm::of`] an event's kind).
+    pub fn snippet_of(text: &str, form: TextForm, query: &Query) -> String {
+        snippet::snippet_of(text, form, query)
     }
 }

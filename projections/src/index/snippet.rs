@@ -9,7 +9,7 @@
 use super::limits::{SNIPPET_CHARS_MAX, SNIPPET_CONTEXT_BEFORE_CHARS};
 use super::query::Query;
 use super::stem::{STEM_PREFIX, Stems, stem_first_char};
-use super::token::{TokenKind, for_each_token};
+use super::token::{TextForm, TokenKind, for_each_token_of};
 use unicode_segmentation::{GraphemeCursor, UnicodeSegmentation};
 
 /// The start of the grapheme cluster of `text` that byte `byte` (a character's start) is in.
@@ -24,11 +24,17 @@ fn cluster_start(text: &str, byte: usize) -> usize {
 
 /// The snippet of `text` for `query`; the start of the text if nothing matches.
 pub fn snippet(text: &str, query: &Query) -> String {
+    snippet_of(text, TextForm::Plain, query)
+}
+
+/// [`snippet`] of a text of the form `form` (rule 0 of `token`: a tool call's input is
+/// JSON, whose escapes part words).
+pub fn snippet_of(text: &str, form: TextForm, query: &Query) -> String {
     // Terminal colour sequences are white space to the tokenizer (rule 0 of `token`); here
     // they are left out, neither shown nor spaces.
     let escapes = super::token::escape_ranges(text);
     let mut escape = escapes.iter().peekable();
-    let marks = marks(text, query);
+    let marks = marks(text, form, query);
     let content_end = text.trim_end().len();
     let start = window_start(text, &marks, content_end);
     let mut out = String::new();
@@ -56,7 +62,7 @@ pub fn snippet(text: &str, query: &Query) -> String {
         let (piece, next, is_mark) = match marks.get(mi) {
             Some(&(ms, me)) if ms == i => {
                 mi += 1;
-                (format!("[{}]", collapse(&super::token::blank_escapes(&text[ms..me]))), me, true)
+                (format!("[{}]", collapse(&super::token::blank_escapes(&text[ms..me], TextForm::Plain))), me, true)
             }
             next_mark => {
                 // A grapheme cluster at a time (an accent stays with its letter, an emoji with
@@ -120,11 +126,11 @@ fn collapse(s: &str) -> String {
 /// are kept (tokenizing into a list of owned tokens, a string per token, was about a tenth of
 /// a search's time in process); the words' stems are computed only for a text that does not
 /// hold every clause.
-fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
+fn marks(text: &str, form: TextForm, query: &Query) -> Vec<(usize, usize)> {
     // The text's tokens that are one of the query's terms (the clauses' distinct terms), as
     // (position, which term, start, end), in position order.
     let mut found: Vec<(u32, usize, usize, usize)> = Vec::new();
-    for_each_token(text, &mut |t| {
+    for_each_token_of(text, form, &mut |t| {
         if let Some(k) = query.terms.iter().position(|w| w == t.term) {
             found.push((t.position, k, t.start, t.end));
         }
@@ -163,7 +169,7 @@ fn marks(text: &str, query: &Query) -> Vec<(usize, usize)> {
     if clauses_found < query.clauses.len() {
         let stems = Stems::new();
         let firsts: Vec<char> = query.partial.iter().filter_map(|p| p.strip_prefix(STEM_PREFIX)?.chars().next()).collect();
-        for_each_token(text, &mut |t| {
+        for_each_token_of(text, form, &mut |t| {
             if matches!(t.kind, TokenKind::Word | TokenKind::Part) && !stem_first_char(t.term).is_some_and(|c| firsts.contains(&c)) {
                 return;
             }
@@ -378,7 +384,7 @@ mod tests {
             let q = text_of(&qparts, &[]);
             let q = if quoted { format!("\"{q}\"") } else { q };
             if let Ok(query) = parse_query(&q) {
-                prop_assert_eq!(marks(&text, &query), marks_of_every_token(&text, &query), "text {:?} query {:?}", text, q);
+                prop_assert_eq!(marks(&text, TextForm::Plain, &query), marks_of_every_token(&text, &query), "text {:?} query {:?}", text, q);
             }
         }
     }

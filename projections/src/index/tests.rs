@@ -271,6 +271,26 @@ fn search_finds_words_past_invisible_characters_and_terminal_colours() {
     assert!(found(&index, "31merror").is_empty() && found(&index, "33mwarning").is_empty());
 }
 
+/// A tool call's input is JSON: the first word of each line it writes is found, by itself and
+/// in a phrase, and bracketed in its snippet; in a message the same bytes are text.
+#[test]
+fn search_finds_words_after_json_escapes_in_tool_calls() {
+    let mut index = Index::in_memory();
+    let call = DocMeta { kind: EventKind::ToolUse as u8, tool: true, ..meta(1) };
+    let input = r#"Write {"content":"import os\ndef main():\n\treturn 1"}"#;
+    index.add(1, &call, input).unwrap();
+    index.add(2, &meta(2), input).unwrap();
+    let with_tools = Filters { include_tools: true, ..Filters::default() };
+    let full = |query: &str| -> Vec<DocId> {
+        index.search(&q(query), &with_tools, &all, 10).unwrap().into_iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect()
+    };
+    assert_eq!(full("def"), [1]);
+    assert_eq!(full("\"os def main\""), [1]);
+    assert_eq!(full("return"), [1]);
+    assert_eq!(full("ndef"), [2], "a message's backslash is a break, its letter text");
+    assert_eq!(Index::snippet_of(input, TextForm::Json, &q("def")), r#"Write {"content":"import os\n[def] main():\n\treturn 1"}"#);
+}
+
 #[test]
 fn search_finds_emoji() {
     let index = index_of(&["shipped 🚀 today", "love it ❤️", "no emoji here", "🚀🚀 twice"]);

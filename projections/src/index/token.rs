@@ -6,6 +6,11 @@
 //! 0. The escape sequences terminals read as colours and cursor moves (ECMA-48 control
 //!    sequences: ESC `[`, parameter bytes, intermediate bytes, a final byte; what coloured
 //!    compiler and test output carries) are white space: `ESC[31merror` is the word `error`.
+//!    In a text of the JSON form ([`TextForm::Json`]: a tool call's input as the agent wrote
+//!    it), so are the escapes of its strings (`\n`, `\t`, `\r`, `\b`, `\f`, `\/`, `\"` and
+//!    `\uXXXX`, after an odd run of backslashes): `import os\ndef` is the words `import`, `os`,
+//!    `def`. (In any other text a backslash is a break and the letter after it is text: a
+//!    Windows path `C:\new\tools` keeps `new` and `tools`.)
 //! 1. Each grapheme cluster of the text is folded on its own: NFKC, then lower case; variation
 //!    selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) are dropped, U+2019 (’) becomes `'`, the
 //!    final sigma `ς` becomes `σ`, `ß` and `ẞ` become `ss` and `İ` becomes `i`; the zero width
@@ -500,7 +505,12 @@ fn emit_parts<F: FnMut(TokenRef<'_>)>(text: &str, t: &TokenRef<'_>, parts: &mut 
 /// a chunk of ASCII letters and digits is one word, already in NFKC, lower-cased by byte; any
 /// other chunk goes through the full rules. A property test compares both on mixed scripts.
 pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
-    let blanked = blank_escapes(text);
+    for_each_token_of(text, TextForm::Plain, emit);
+}
+
+/// [`for_each_token`] of a text of the form `form` (rule 0).
+pub(crate) fn for_each_token_of<F: FnMut(TokenRef<'_>)>(text: &str, form: TextForm, emit: &mut F) {
+    let blanked = blank_escapes(text, form);
     let text: &str = &blanked;
     let mut join = LineJoin::default();
     let (mut parts, mut buf) = (Vec::new(), String::new());
@@ -515,10 +525,31 @@ pub(crate) fn for_each_token<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
     });
 }
 
-/// `text` with its terminal control sequences (rule 0) as spaces, byte for byte: a byte
-/// offset into it is one into `text`. Borrowed when it has none (almost always).
-pub(crate) fn blank_escapes(text: &str) -> std::borrow::Cow<'_, str> {
-    let ranges = escape_ranges(text);
+/// How a text writes what it says (rule 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TextForm {
+    /// As it reads: messages, tool results, entries, queries.
+    #[default]
+    Plain,
+    /// As the text of JSON, whose strings escape line breaks, tabs and quotes: a tool call's
+    /// input as the agent wrote it.
+    Json,
+}
+
+impl TextForm {
+    /// The form of the text of an event of kind `kind`: JSON for a tool call.
+    pub fn of(kind: origin_engine::record::EventKind) -> TextForm {
+        if kind == origin_engine::record::EventKind::ToolUse { TextForm::Json } else { TextForm::Plain }
+    }
+}
+
+/// `text` (of the form `form`) with its escapes (rule 0) as spaces, byte for byte: a byte
+/// offset into it is one into `text`. Borrowed when it has none.
+pub(crate) fn blank_escapes(text: &str, form: TextForm) -> std::borrow::Cow<'_, str> {
+    let mut ranges = escape_ranges(text);
+    if form == TextForm::Json {
+        ranges.extend(json_escape_ranges(text));
+    }
     if ranges.is_empty() {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -528,6 +559,40 @@ pub(crate) fn blank_escapes(text: &str) -> std::borrow::Cow<'_, str> {
     }
     // Only ASCII bytes were replaced, by ASCII bytes.
     std::borrow::Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned()))
+}
+
+/// The byte ranges of the escapes of JSON strings in `text` (rule 0): a backslash after an
+/// even run of backslashes (none, or escaped ones) and the letter it escapes, or `\u` and its
+/// four hex digits.
+fn json_escape_ranges(text: &str) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut ranges = Vec::new();
+    let mut i = 0;
+    while let Some(at) = bytes[i..].iter().position(|&b| b == b'\\') {
+        let start = i + at;
+        let mut run = 0;
+        while bytes.get(start + run) == Some(&b'\\') {
+            run += 1;
+        }
+        // An even run is escaped backslashes (text); an odd one's last escapes what follows.
+        let last = start + run - 1;
+        i = start + run;
+        if run % 2 == 0 {
+            continue;
+        }
+        match bytes.get(i) {
+            Some(b'n' | b't' | b'r' | b'b' | b'f' | b'/' | b'"') => {
+                ranges.push((last, i + 1));
+                i += 1;
+            }
+            Some(b'u') if bytes.get(i + 1..i + 5).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => {
+                ranges.push((last, i + 5));
+                i += 5;
+            }
+            _ => {}
+        }
+    }
+    ranges
 }
 
 /// The byte ranges of `text`'s terminal control sequences (rule 0), in order: ESC `[`,
@@ -735,7 +800,7 @@ pub(crate) fn tokenize(text: &str) -> Vec<Token> {
 /// [`for_each_token`] does chunk by chunk; tests compare the two).
 #[cfg(test)]
 pub(crate) fn tokenize_whole(text: &str) -> Vec<Token> {
-    let blanked = blank_escapes(text);
+    let blanked = blank_escapes(text, TextForm::Plain);
     let text: &str = &blanked;
     let tokens = tokenize_whole_unjoined(text);
     let mut join = LineJoin::default();
@@ -1004,6 +1069,26 @@ mod tests {
         // end is no gap.
         assert!(terms("数\x1b[0m\n据").contains(&("数据".to_string(), 0)));
         assert!(terms("数\u{AD}\n据").contains(&("数据".to_string(), 0)));
+    }
+
+    /// In a text of the JSON form (a tool call's input), the escapes of its strings are white
+    /// space: the letter after `\n` begins the next word; escaped backslashes are text (a break
+    /// each), so a path's `\\new` keeps `new`. In plain text the same bytes are text.
+    #[test]
+    fn index_token_json_escapes_part_words_in_tool_calls_only() {
+        let text = r#"Write {"path":"C:\\new\\tools","content":"import os\ndef main():\n\treturn \"x\u0041y\\\nz"}"#;
+        let of = |form: TextForm| {
+            let mut out = Vec::new();
+            for_each_token_of(text, form, &mut |t| out.push((t.term.to_string(), text[t.start..t.end].to_string())));
+            out
+        };
+        let json: Vec<String> = of(TextForm::Json).into_iter().map(|(term, original)| {
+            assert_eq!(term, original.to_lowercase(), "ranges point into the original");
+            term
+        }).collect();
+        assert_eq!(json, ["write", "path", "c", "new", "tools", "content", "import", "os", "def", "main", "return", "x", "y", "z"]);
+        let plain: Vec<String> = of(TextForm::Plain).into_iter().map(|(term, _)| term).collect();
+        assert_eq!(plain, ["write", "path", "c", "new", "tools", "content", "import", "os", "ndef", "main", "n", "treturn", "x", "u0041y", "nz"]);
     }
 
     #[test]
