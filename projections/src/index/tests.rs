@@ -8,7 +8,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 
-use super::token::tokenize;
+use super::token::{tokenize, tokenize_of};
 use super::*;
 
 fn meta(time_unix_ms: i64) -> DocMeta {
@@ -620,6 +620,12 @@ const PIECES: &[&str] = &[
     "query",
     "HTTPServer",
     "server",
+    // Escapes of JSON strings: white space in a tool call's text, text in any other's.
+    "os\\ndef",
+    "def",
+    "C:\\\\new",
+    "new",
+    "x\\u0041y",
 ];
 const SEPARATORS: &[&str] = &[" ", "\n", "", ", ", "。", "  \n", "-"];
 
@@ -658,7 +664,8 @@ fn build_doc(i: usize, spacing: DocId, d: &(Vec<(usize, usize)>, u8, bool, i64, 
     Doc {
         id: (i as DocId) * spacing + 3,
         meta: DocMeta {
-            scope: if kind % 2 == 0 { Scope::Event } else { Scope::Entry },
+            // Events of kinds 0 and 1 (messages, tool calls: plain text and JSON), entries of 2.
+            scope: if *kind < 2 { Scope::Event } else { Scope::Entry },
             kind: *kind,
             tool: *tool,
             time_unix_ms: *time,
@@ -756,7 +763,7 @@ fn scan(docs: &[Doc], query: &Query, f: &Filters) -> BTreeSet<DocId> {
         if !passes(d, f) {
             continue;
         }
-        let tokens = tokenize(&d.text);
+        let tokens = tokenize_of(&d.text, d.meta.text_form());
         let holds = query.clauses.iter().all(|c| {
             tokens.iter().any(|start| {
                 c.terms
@@ -779,7 +786,7 @@ fn scan_partial(docs: &[Doc], query: &Query, f: &Filters, full: &BTreeSet<DocId>
     let bags: Vec<(std::collections::BTreeMap<String, u32>, u32)> = docs
         .iter()
         .map(|d| {
-            let tokens = tokenize(&d.text);
+            let tokens = tokenize_of(&d.text, d.meta.text_form());
             let length = tokens.iter().map(|t| t.position + 1).max().unwrap_or(0);
             let mut bag = std::collections::BTreeMap::new();
             // The index holds a word's partial-match occurrence in the word's own term when the

@@ -785,6 +785,16 @@ fn for_each_token_unjoined<F: FnMut(TokenRef<'_>)>(text: &str, emit: &mut F) {
     }
 }
 
+/// [`tokenize`] of a text of the form `form` (rule 0).
+#[cfg(test)]
+pub(crate) fn tokenize_of(text: &str, form: TextForm) -> Vec<Token> {
+    let mut out = Vec::new();
+    for_each_token_of(text, form, &mut |t| {
+        out.push(Token { term: t.term.to_string(), position: t.position, kind: t.kind, start: t.start, end: t.end })
+    });
+    out
+}
+
 /// Tokenizes `text`: at most [`DOC_TOKENS_MAX`] positions; later tokens are dropped. (For
 /// tests: the index and queries borrow tokens through [`for_each_token`].)
 #[cfg(test)]
