@@ -4,11 +4,12 @@
 //! bytes read as UTF-8 with invalid bytes replaced, as the tools receive text). Mode bit 0
 //! commits the documents into an immutable segment (written and read back through the on-disk
 //! format, in memory) before searching; bit 1 includes tool documents; bits 2..6 are the limit
-//! (1 to 32).
+//! (1 to 32). Every third document is a tool call, whose text is JSON.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use origin_projections::index::{DocMeta, Filters, Index, Match, Scope};
+use origin_engine::record::EventKind;
+use origin_projections::index::{DocMeta, Filters, Index, Match, Scope, TextForm};
 use origin_projections::parse_query;
 
 const DOCS_MAX: usize = 32;
@@ -26,7 +27,8 @@ fuzz_target!(|data: &[u8]| {
     for (i, text) in texts.iter().enumerate() {
         let meta = DocMeta {
             scope: if i % 5 == 4 { Scope::Entry } else { Scope::Event },
-            kind: 0,
+            // Tool documents are tool calls, whose texts are JSON (escapes part words).
+            kind: if i % 3 == 2 { EventKind::ToolUse as u8 } else { 0 },
             tool: i % 3 == 2,
             time_unix_ms: 1_700_000_000_000 + (i as i64 % 7) * 1000,
             source: Some("claude-code".into()),
@@ -59,7 +61,8 @@ fuzz_target!(|data: &[u8]| {
             Match::Partial => partial_seen = true,
         }
         assert!(h.score.is_finite());
-        let s = Index::snippet(&texts[i], &q);
+        let form = if i % 3 == 2 && i % 5 != 4 { TextForm::Json } else { TextForm::Plain };
+        let s = Index::snippet_of(&texts[i], form, &q);
         // 200 characters at most, brackets and cut marks included.
         assert!(s.chars().count() <= 200, "snippet of {} characters", s.chars().count());
     }

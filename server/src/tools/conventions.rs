@@ -23,6 +23,17 @@ pub fn local_tz() -> TimeZone {
     TimeZone::system()
 }
 
+/// The first whole millisecond at or after `t`. Times are kept in milliseconds and compared as
+/// `since <= time < until`; rounding a finer `since` or `until` up keeps both comparisons as
+/// they are for every millisecond (rounding down let `since` take in the millisecond before it,
+/// and `until` leave out the one it falls in).
+fn ceil_millisecond(t: Timestamp) -> i64 {
+    let ns = t.as_nanosecond();
+    let ms = ns.div_euclid(1_000_000) + i128::from(ns.rem_euclid(1_000_000) != 0);
+    // Timestamps stay within about ±10^4 years: far inside i64 milliseconds.
+    i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
+}
+
 /// Parses a time argument: relative (`30m`, `24h`, `7d`, `2w`, counted back from `now`), or
 /// absolute (a date, `2026-10-20`, meaning its start in the local time zone; or ISO 8601 with
 /// or without an offset, local when without). Returns Unix milliseconds or the reason.
@@ -46,11 +57,11 @@ pub fn parse_time_arg(value: &str, now: &Zoned) -> Result<i64, String> {
         }
     }
     if let Ok(t) = v.parse::<Timestamp>() {
-        return Ok(t.as_millisecond());
+        return Ok(ceil_millisecond(t));
     }
     if let Ok(dt) = v.parse::<jiff::civil::DateTime>() {
         if v.contains('T') || v.contains(' ') {
-            return dt.to_zoned(now.time_zone().clone()).map(|z| z.timestamp().as_millisecond()).map_err(|e| e.to_string());
+            return dt.to_zoned(now.time_zone().clone()).map(|z| ceil_millisecond(z.timestamp())).map_err(|e| e.to_string());
         }
     }
     if let Ok(d) = v.parse::<Date>() {
@@ -152,6 +163,18 @@ mod tests {
         for bad in ["", "yesterday", "7x", "m", "-3d", "2026-13-01", "99999999999999w"] {
             assert!(parse_time_arg(bad, &now).is_err(), "{bad:?} accepted");
         }
+    }
+
+    /// A time finer than a millisecond rounds up: an event at `.000` is before a `since` or
+    /// an `until` of `.0005`, so `since` leaves it out and `until` takes it in.
+    #[test]
+    fn times_finer_than_a_millisecond_round_up() {
+        let now = now_in("UTC");
+        let at = parse_time_arg("2026-10-20T10:00:00Z", &now).unwrap();
+        assert_eq!(parse_time_arg("2026-10-20T10:00:00.0005Z", &now), Ok(at + 1));
+        assert_eq!(parse_time_arg("2026-10-20T10:00:00.001Z", &now), Ok(at + 1));
+        assert_eq!(parse_time_arg("2026-10-20T10:00:00.000000001", &now), Ok(at + 1), "a civil time too");
+        assert_eq!(parse_time_arg("1969-12-31T23:59:59.9995Z", &now), Ok(0), "before 1970 too");
     }
 
     #[test]
