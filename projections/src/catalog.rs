@@ -591,7 +591,7 @@ impl Catalog {
     pub fn repair(&mut self, journal: &Journal) -> Result<Option<String>, CatalogError> {
         let Some(damage) = self.index.damage() else { return Ok(None) };
         let Some(dir) = self.dir.clone() else { return Err(damage.into()) };
-        if self.writer.upgrade().is_some() || self.merging.upgrade().is_some() || self.index.committing() {
+        if self.writing() {
             return Ok(None);
         }
         let damaged = self.index.damaged_segments();
@@ -604,13 +604,26 @@ impl Catalog {
             self.refresh()?;
             return Ok(None);
         }
+        self.start_over_under_lock(&dir, journal)?;
+        Ok(Some(damage.to_string()))
+    }
+
+    /// True while a commit or merge of this catalog is under way (it holds the writer's lock).
+    fn writing(&self) -> bool {
+        self.writer.upgrade().is_some() || self.merging.upgrade().is_some() || self.index.committing()
+    }
+
+    /// Deletes the events' index in `dir` and starts it over, to be fed from the journal's
+    /// start (verifying ahead as it did); the entries' index is kept. The caller holds the
+    /// writer's lock.
+    fn start_over_under_lock(&mut self, dir: &Folder, journal: &Journal) -> Result<(), CatalogError> {
         let ahead = self.index.verifies_ahead();
-        self.index = Catalog::clear(&dir, journal)?;
+        self.index = Catalog::clear(dir, journal)?;
         if ahead {
             self.index.verify_ahead();
         }
         self.read_to = 0;
-        Ok(Some(damage.to_string()))
+        Ok(())
     }
 
     /// Takes what another process committed or merged. If the mark moved, the in-memory
@@ -640,7 +653,7 @@ impl Catalog {
             other => return other.map(|_| None),
         };
         let Some(dir) = self.dir.clone() else { return Err(damage.into()) };
-        if self.writer.upgrade().is_some() || self.merging.upgrade().is_some() || self.index.committing() {
+        if self.writing() {
             return Err(damage.into());
         }
         let _lock = lock(&dir, true)?;
@@ -648,12 +661,7 @@ impl Catalog {
             Err(CatalogError::Index(e)) if e.is_corruption() => e,
             other => return other.map(|_| None),
         };
-        let ahead = self.index.verifies_ahead();
-        self.index = Catalog::clear(&dir, journal)?;
-        if ahead {
-            self.index.verify_ahead();
-        }
-        self.read_to = 0;
+        self.start_over_under_lock(&dir, journal)?;
         Ok(Some(damage.to_string()))
     }
 
@@ -1564,16 +1572,23 @@ mod tests {
         assert_eq!(ahead.left_out().count, 3, "counted once");
     }
 
+    /// A journal and two catalogs on one index directory, as two processes: the folder, the
+    /// journal, the index's path and the two.
+    fn two_catalogs() -> (tempfile::TempDir, Journal, PathBuf, Catalog, Catalog) {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        let idx = dir.path().join("index");
+        let (a, _) = Catalog::open(&idx, &j).unwrap();
+        let (b, _) = Catalog::open(&idx, &j).unwrap();
+        (dir, j, idx, a, b)
+    }
+
     /// Two catalogs on one directory, as two processes: each feeds what the other has not
     /// committed; after one commits, the other takes the segment and feeds on from its mark,
     /// and both answer alike, without a document twice.
     #[test]
     fn catalog_two_processes_share_one_index_without_duplicates() {
-        let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
-        let idx = dir.path().join("index");
-        let (mut a, _) = Catalog::open(&idx, &j).unwrap();
-        let (mut b, _) = Catalog::open(&idx, &j).unwrap();
+        let (_dir, j, _idx, mut a, mut b) = two_catalogs();
         for i in 0..6u64 {
             append(&j, &ingested(vec![event(i, EventKind::Message, &format!("shared words {i}"))]));
             a.catch_up(&j).unwrap();
@@ -1638,11 +1653,7 @@ mod tests {
     /// would, and answers whole; the other process takes the new index.
     #[test]
     fn catalog_that_finds_damage_reloading_rebuilds_the_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
-        let idx = dir.path().join("index");
-        let (mut a, _) = Catalog::open(&idx, &j).unwrap();
-        let (mut b, _) = Catalog::open(&idx, &j).unwrap();
+        let (_dir, j, idx, mut a, mut b) = two_catalogs();
         let all = |n: u64| (0..n).map(|i| format!("claude-code:e{i}")).collect::<std::collections::BTreeSet<_>>();
         let found = |c: &Catalog| keys(c, "shared", Scope::Event).into_iter().collect::<std::collections::BTreeSet<_>>();
         for i in 0..4u64 {

@@ -87,6 +87,19 @@ fn ingest_from(home: &Path, agents: &Path) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A store of one Claude Code log, `.claude/projects/-p/s1.jsonl` holding `log`, ingested before
+/// any server starts (a read does not wait for a server's own ingest at its start): the folder,
+/// the store's home and the agents' home.
+fn store_of_claude_log(log: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
+    let path = agents.join(".claude/projects/-p/s1.jsonl");
+    std::fs::create_dir_all(path.parent().expect("folder")).expect("log folder");
+    std::fs::write(&path, log).expect("log");
+    ingest_from(&home, &agents);
+    (dir, home, agents)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seven_tools_answer_as_the_spec_says() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -687,19 +700,11 @@ async fn a_server_whose_logs_cannot_be_ingested_answers_from_the_store_and_says_
 /// too, and not the marker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_cut_at_ingest_notes_every_character_the_tools_do_not_show() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
-    let log = agents.join(".claude/projects/-p/s1.jsonl");
-    std::fs::create_dir_all(log.parent().expect("folder")).expect("log folder");
     let original = format!("hugemarker {}", "abcdefghij".repeat(6_000));
     let total = original.chars().count();
     assert!(total > 50_000);
-    std::fs::write(&log, format!("{}\n", crate::ingest_incremental::line("m1", &original))).expect("log");
-    // Read before the server starts (a read does not wait for the server's own ingest at start).
-    ingest_from(&home, &agents);
-    let mut command = server_command_reading(&home, &agents);
-    command.env("ORIGIN_READ_INGEST_INTERVAL_MS", "0");
-    let transport = TokioChildProcess::new(command).expect("spawn origin mcp");
+    let (_dir, home, agents) = store_of_claude_log(&format!("{}\n", crate::ingest_incremental::line("m1", &original)));
+    let transport = TokioChildProcess::new(server_command_reading(&home, &agents)).expect("spawn origin mcp");
     let c = ClientConfig::new(ClientCapabilities::default(), Implementation::new("claude-code", "1.0")).serve(transport).await.expect("initialize");
     let expect = |shown: usize| format!("{}…[{} characters cut]", &original[..shown], total - shown);
     let found = ok(&call(&c, "search", json!({"query": "hugemarker"})).await);
@@ -717,20 +722,12 @@ async fn an_event_cut_at_ingest_notes_every_character_the_tools_do_not_show() {
 /// every other event is found, those after it too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_the_text_index_cannot_hold_is_left_out_of_search_and_said_once() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
-    let log = agents.join(".claude/projects/-p/s1.jsonl");
-    std::fs::create_dir_all(log.parent().expect("folder")).expect("log folder");
     let long = "u".repeat(5_000);
     let lines = [("m1", "widget before"), (long.as_str(), "widget long id"), ("m3", "widget after")];
-    let text: String = lines.iter().map(|(uuid, t)| crate::ingest_incremental::line(uuid, t) + "\n").collect();
-    std::fs::write(&log, text).expect("log");
-    ingest_from(&home, &agents);
+    let (dir, home, agents) = store_of_claude_log(&lines.iter().map(|(uuid, t)| crate::ingest_incremental::line(uuid, t) + "\n").collect::<String>());
     let stderr_path = dir.path().join("stderr");
     let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
-    let mut command = server_command_reading(&home, &agents);
-    command.env("ORIGIN_READ_INGEST_INTERVAL_MS", "0");
-    let (transport, _) = TokioChildProcess::builder(command).stderr(stderr).spawn().expect("spawn origin mcp");
+    let (transport, _) = TokioChildProcess::builder(server_command_reading(&home, &agents)).stderr(stderr).spawn().expect("spawn origin mcp");
     let c = ClientConfig::new(ClientCapabilities::default(), Implementation::new("claude-code", "1.0")).serve(transport).await.expect("initialize");
     for _ in 0..2 {
         let found = ok(&call(&c, "search", json!({"query": "widget"})).await);
@@ -752,17 +749,12 @@ async fn an_event_the_text_index_cannot_hold_is_left_out_of_search_and_said_once
 /// writes is found, and bracketed in its snippet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_calls_input_is_searched_as_json() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
-    let log = agents.join(".claude/projects/-p/s1.jsonl");
-    std::fs::create_dir_all(log.parent().expect("folder")).expect("log folder");
     let write = json!({
         "type": "assistant", "uuid": "a1", "sessionId": "s1", "cwd": "/home/dev/p", "timestamp": "2026-10-20T09:00:01.000Z",
         "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Write",
             "input": {"file_path": "/home/dev/p/a.py", "content": "import os\ndef frobnicate():\n\treturn 1\n"}}]}
     });
-    std::fs::write(&log, format!("{}\n{write}\n", crate::ingest_incremental::line("m1", "write the file"))).expect("log");
-    ingest_from(&home, &agents);
+    let (_dir, home, agents) = store_of_claude_log(&format!("{}\n{write}\n", crate::ingest_incremental::line("m1", "write the file")));
     let transport = TokioChildProcess::new(server_command_reading(&home, &agents)).expect("spawn origin mcp");
     let c = ClientConfig::new(ClientCapabilities::default(), Implementation::new("claude-code", "1.0")).serve(transport).await.expect("initialize");
     let found = ok(&call(&c, "search", json!({"query": "def", "include_tools": true})).await);
