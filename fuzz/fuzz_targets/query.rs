@@ -61,7 +61,7 @@ fuzz_target!(|data: &[u8]| {
             Match::Partial => partial_seen = true,
         }
         assert!(h.score.is_finite());
-        let form = if i % 3 == 2 && i % 5 != 4 { TextForm::Json } else { TextForm::Plain };
+        let form = if i % 3 == 2 && i % 5 != 4 { TextForm::of(EventKind::ToolUse, &texts[i]) } else { TextForm::Plain };
         let s = Index::snippet_of(&texts[i], form, &q);
         // 200 characters at most, brackets and cut marks included.
         assert!(s.chars().count() <= 200, "snippet of {} characters", s.chars().count());

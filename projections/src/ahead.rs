@@ -59,7 +59,7 @@ pub fn searchable_texts(body: &Body) -> impl Iterator<Item = (usize, &str, TextF
         .iter()
         .enumerate()
         .filter(|(_, e)| crate::is_searchable(e.kind) && crate::catalog::index_refuses(e).is_none())
-        .map(|(i, e)| (i, e.text.as_str(), TextForm::of(e.kind)))
+        .map(|(i, e)| (i, e.text.as_str(), TextForm::of(e.kind, &e.text)))
 }
 
 /// What the helper sends: a record or the end of its read, or a run of the last record's

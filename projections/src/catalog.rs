@@ -289,8 +289,12 @@ pub struct Catalog {
     commit_docs: u32,
     /// Bytes of in-memory documents that call for a commit ([`COMMIT_BYTES`] unless set).
     commit_bytes: usize,
-    /// Documents fed since the open that the index could not hold.
+    /// Documents fed since the open that the index could not hold, and the first offset not yet
+    /// counted for events and for entries: a record fed again (after another process's commit
+    /// or a rebuild) is not counted twice.
     left_out: LeftOut,
+    left_out_events_to: u64,
+    left_out_entries_to: u64,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -397,6 +401,8 @@ impl Catalog {
             commit_docs: COMMIT_DOCS,
             commit_bytes: COMMIT_BYTES,
             left_out: LeftOut::default(),
+            left_out_events_to: 0,
+            left_out_entries_to: 0,
         }
     }
 
@@ -547,6 +553,7 @@ impl Catalog {
         for (offset, v) in versions {
             self.add_entry(v, offset)?;
         }
+        self.left_out_entries_to = self.left_out_entries_to.max(upto);
         self.entries_to = upto;
         Ok(())
     }
@@ -556,8 +563,10 @@ impl Catalog {
     fn add_entry(&mut self, v: &EntryVersion, offset: u64) -> Result<(), CatalogError> {
         let meta = DocMeta::entry(v, offset);
         if let Err(why) = crate::index::check_meta(&meta) {
-            self.left_out.count += 1;
-            self.left_out.last = Some(format!("entry {}: {why}", short_id(&v.id)));
+            if offset >= self.left_out_entries_to {
+                self.left_out.count += 1;
+                self.left_out.last = Some(format!("entry {}: {why}", short_id(&v.id)));
+            }
             return Ok(());
         }
         let doc = self.next_entry_doc()?;
@@ -702,11 +711,14 @@ impl Catalog {
             Body::Ingested(b) if for_events => {
                 // Events the index cannot hold are left out of it (not of the store): an error
                 // here would stop every later record from being fed.
-                for e in b.events.iter().filter(|e| is_searchable(e.kind)) {
-                    if let Some(why) = index_refuses(e) {
-                        self.left_out.count += 1;
-                        self.left_out.last = Some(why);
+                if offset >= self.left_out_events_to {
+                    for e in b.events.iter().filter(|e| is_searchable(e.kind)) {
+                        if let Some(why) = index_refuses(e) {
+                            self.left_out.count += 1;
+                            self.left_out.last = Some(why);
+                        }
                     }
+                    self.left_out_events_to = offset + 1;
                 }
                 // The record's searchable events, added together (tokenized on a second thread
                 // when there is enough text, or ahead by the reader); ids follow the index's
@@ -746,11 +758,15 @@ impl Catalog {
                     return Err(e);
                 }
             }
-            Body::Remembered(v) | Body::Corrected(v) if for_entries => self.add_entry(v, offset)?,
+            Body::Remembered(v) | Body::Corrected(v) if for_entries => {
+                self.add_entry(v, offset)?;
+                self.left_out_entries_to = self.left_out_entries_to.max(offset + 1);
+            }
             Body::Imported(b) if for_entries => {
                 for v in &b.entries {
                     self.add_entry(v, offset)?;
                 }
+                self.left_out_entries_to = self.left_out_entries_to.max(offset + 1);
             }
             _ => {}
         }
@@ -1086,7 +1102,7 @@ mod tests {
             for k in 0..events {
                 i += 1;
                 let kind = if r == 6 { EventKind::Meta } else { kinds[k % kinds.len()] };
-                batch.push(event(i, kind, &format!("record {r} event {k} word{} 发布流程 shared\\ndef", i % 17)));
+                batch.push(event(i, kind, &format!("record {r} event {k} word{} 发布流程 shared {{\"c\":\"x\\ndef\"}}", i % 17)));
             }
             append(&j, &ingested(batch));
             if r % 5 == 2 {
@@ -1546,6 +1562,7 @@ mod tests {
         odd.id = format!("claude-code:{long}");
         let mut far = event(3, EventKind::ToolResult, "release too long a project");
         far.project = Some(long.clone());
+        append(&j, &ingested(vec![event(0, EventKind::Message, "release zero")]));
         append(&j, &ingested(vec![event(1, EventKind::Message, "release first"), odd, far, event(4, EventKind::Message, "release last")]));
         let Body::Remembered(mut v) = entry("ent_000000000009", "release entry of a long project") else { unreachable!() };
         v.project = Some(long.clone());
@@ -1561,15 +1578,28 @@ mod tests {
             assert_eq!(c.read_to(), j.next_offset(), "fed to the end");
             assert_eq!(
                 keys(c, "release", Scope::Event),
-                ["claude-code:e1", "claude-code:e4", "claude-code:e5", "claude-code:e6", "claude-code:e7", "claude-code:e8"]
+                ["claude-code:e0", "claude-code:e1", "claude-code:e4", "claude-code:e5", "claude-code:e6", "claude-code:e7", "claude-code:e8"]
             );
             assert_eq!(keys(c, "release", Scope::Entry), ["ent_000000000001"]);
-            assert_eq!((c.index().doc_count(), c.entries().doc_count()), (6, 1), "none twice");
+            assert_eq!((c.index().doc_count(), c.entries().doc_count()), (7, 1), "none twice");
             assert_eq!(c.left_out().count, 3);
             assert!(c.left_out().last.as_deref().is_some_and(|w| w.contains("entry ent_000000000009") && w.contains("4097 bytes")), "{:?}", c.left_out());
         }
         assert_eq!(ahead.catch_up(&j).unwrap(), 0, "nothing left to feed");
         assert_eq!(ahead.left_out().count, 3, "counted once");
+        // Another process commits the first record: this one takes its segment and feeds the
+        // rest again from its mark, the record it left events out of too; still counted once.
+        let (mut other, _) = Catalog::open(&dir.path().join("ahead"), &j).unwrap();
+        j.read_from(0, |r| {
+            other.apply(r.offset, &r.decode().unwrap().1).unwrap();
+            Ok(ControlFlow::Break(()))
+        })
+        .unwrap();
+        assert_eq!(other.commit().unwrap(), Committed::Written);
+        ahead.catch_up(&j).unwrap();
+        assert_eq!(ahead.index().doc_count(), 7, "the other's segment and the rest fed again");
+        assert_eq!(keys(&ahead, "release", Scope::Event).len(), 7);
+        assert_eq!(ahead.left_out().count, 3, "not counted again");
     }
 
     /// A journal and two catalogs on one index directory, as two processes: the folder, the

@@ -324,7 +324,8 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         Some(u) if u.bytes().all(|b| b.is_ascii_digit()) => Some((Some(u.parse::<u64>().context("--until offset")?), None)),
         Some(u) => {
             let now = jiff::Zoned::now();
-            let ms = crate::tools::conventions::parse_time_arg(u, &now).map_err(|why| anyhow::anyhow!("--until {why}"))?;
+            // Records at or before the time are replayed: a finer time rounds down.
+            let ms = crate::tools::conventions::parse_time_arg_inclusive(u, &now).map_err(|why| anyhow::anyhow!("--until {why}"))?;
             Some((None, Some(ms)))
         }
     };

@@ -733,7 +733,7 @@ impl MemorySegment {
     /// Tokenizes and adds one document (its id not yet in the index: the caller checks).
     pub(crate) fn add(&mut self, doc: DocId, meta: &DocMeta, text: &str, stems: &Stems) -> Result<(), IndexError> {
         let mut prepared = std::mem::take(&mut self.prepared);
-        prepared.prepare(text, meta.text_form());
+        prepared.prepare(text, meta.text_form(text));
         let added = self.add_prepared(doc, meta, &prepared, stems);
         self.prepared = prepared;
         added

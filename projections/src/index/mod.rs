@@ -199,10 +199,10 @@ impl DocMeta {
         }
     }
 
-    /// The form of the document's text: JSON for a tool call (its input as the agent wrote
-    /// it), else plain.
-    pub fn text_form(&self) -> TextForm {
-        if self.scope == Scope::Event && self.kind == EventKind::ToolUse as u8 { TextForm::Json } else { TextForm::Plain }
+    /// The form of the document's text `text` ([`TextForm::of`]): JSON for a tool call whose
+    /// text ends in a JSON value, else plain.
+    pub fn text_form(&self, text: &str) -> TextForm {
+        if self.scope == Scope::Event && self.kind == EventKind::ToolUse as u8 { TextForm::of(EventKind::ToolUse, text) } else { TextForm::Plain }
     }
 
     /// The metadata of an entry version written by the record at journal offset `record`.
@@ -666,7 +666,7 @@ impl Index {
                 for docs in docs.chunks(TOKEN_RUN_DOCS) {
                     let Ok(mut run) = spare_rx.recv() else { break };
                     run.clear();
-                    docs.iter().for_each(|(_, meta, text)| run.push(text, meta.text_form()));
+                    docs.iter().for_each(|(_, meta, text)| run.push(text, meta.text_form(text)));
                     if prepared_tx.send(run).is_err() {
                         break;
                     }

@@ -12,14 +12,32 @@ use super::stem::{STEM_PREFIX, Stems, stem_first_char};
 use super::token::{TextForm, TokenKind, for_each_token_of};
 use unicode_segmentation::{GraphemeCursor, UnicodeSegmentation};
 
-/// The start of the grapheme cluster of `text` that byte `byte` (a character's start) is in.
+/// A grapheme cluster of more characters than this (a letter under hundreds of marks, a long
+/// chain of emoji joined by U+200D) is shown and cut by its characters: whole, it could fill a
+/// snippet and hide the match after it.
+const CLUSTER_WHOLE_CHARS_MAX: usize = 32;
+
+/// The start of the grapheme cluster of `text` that byte `byte` (a character's start) is in;
+/// `byte` itself if a cluster starts there, or if the cluster's start is more than
+/// [`CLUSTER_WHOLE_CHARS_MAX`] characters back.
 fn cluster_start(text: &str, byte: usize) -> usize {
     let mut cursor = GraphemeCursor::new(byte, text.len(), true);
     // The whole text is the one chunk, so the cursor never asks for more context.
-    match cursor.is_boundary(text, 0) {
+    let start = match cursor.is_boundary(text, 0) {
         Ok(false) => cursor.prev_boundary(text, 0).ok().flatten().unwrap_or(0),
         _ => byte,
-    }
+    };
+    if text[start..byte].chars().count() > CLUSTER_WHOLE_CHARS_MAX { byte } else { start }
+}
+
+/// The pieces `text` is shown and cut by: its grapheme clusters, those of more than
+/// [`CLUSTER_WHOLE_CHARS_MAX`] characters by their characters.
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    text.graphemes(true).flat_map(|g| {
+        let whole = g.chars().nth(CLUSTER_WHOLE_CHARS_MAX).is_none();
+        let split = (!whole).then(|| g.char_indices().map(move |(i, c)| &g[i..i + c.len_utf8()]));
+        whole.then_some(g).into_iter().chain(split.into_iter().flatten())
+    })
 }
 
 /// The snippet of `text` for `query`; the start of the text if nothing matches.
@@ -69,7 +87,7 @@ pub fn snippet_of(text: &str, form: TextForm, query: &Query) -> String {
                 // its modifiers and the emoji joined to it), ending where a match begins (a
                 // match begins after `i`, so the cluster is not empty).
                 let stop = next_mark.map_or(content_end, |m| m.0.min(content_end));
-                let Some(g) = text[i..stop].graphemes(true).next() else { break };
+                let Some(g) = pieces(&text[i..stop]).next() else { break };
                 if g.chars().all(char::is_whitespace) {
                     pending_space = n > 0 && !out.ends_with('…');
                     i += g.len();
@@ -91,7 +109,7 @@ pub fn snippet_of(text: &str, form: TextForm, query: &Query) -> String {
                 out.push('[');
                 let inner = &piece[1..piece.len() - 1];
                 let mut used = 0;
-                for g in inner.graphemes(true) {
+                for g in pieces(inner) {
                     used += g.chars().count();
                     if used > room {
                         break;
@@ -338,6 +356,14 @@ mod tests {
         assert!(s.starts_with("…e\u{301}") && s.ends_with("。[學習] tail"), "{s:?}");
         let s = snip(&"e\u{301}".repeat(150), &"e\u{301}".repeat(150));
         assert!(s.starts_with("[e\u{301}") && s.ends_with("e\u{301}]…") && s.chars().count() <= SNIPPET_CHARS_MAX, "{s:?}");
+        // A cluster longer than a snippet (a letter under 300 marks, 121 emoji joined) is cut
+        // by its characters: the match after it is still shown.
+        for long in [format!("x{}", "\u{301}".repeat(300)), format!("👨{}", "\u{200D}👨".repeat(120))] {
+            let s = snip(&format!("{long}學習 notes"), "學習");
+            assert!(s.ends_with("[學習] notes") && s.chars().count() <= SNIPPET_CHARS_MAX, "{s:?}");
+            let s = snip(&format!("學習 {long}"), &long);
+            assert!(s.contains("[x\u{301}") || s.contains("[👨"), "{s:?}");
+        }
     }
 
     /// Terminal colour sequences are left out of snippets: neither their bytes nor spaces (in

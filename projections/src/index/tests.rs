@@ -620,7 +620,10 @@ const PIECES: &[&str] = &[
     "query",
     "HTTPServer",
     "server",
-    // Escapes of JSON strings: white space in a tool call's text, text in any other's.
+    // Escapes of JSON strings: white space in a tool call's text that ends in a JSON value,
+    // text in any other.
+    "{\"c\":\"os\\ndef x\\u0041y\"}",
+    "[\"a\\tb\"]",
     "os\\ndef",
     "def",
     "C:\\\\new",
@@ -763,7 +766,7 @@ fn scan(docs: &[Doc], query: &Query, f: &Filters) -> BTreeSet<DocId> {
         if !passes(d, f) {
             continue;
         }
-        let tokens = tokenize_of(&d.text, d.meta.text_form());
+        let tokens = tokenize_of(&d.text, d.meta.text_form(&d.text));
         let holds = query.clauses.iter().all(|c| {
             tokens.iter().any(|start| {
                 c.terms
@@ -786,7 +789,7 @@ fn scan_partial(docs: &[Doc], query: &Query, f: &Filters, full: &BTreeSet<DocId>
     let bags: Vec<(std::collections::BTreeMap<String, u32>, u32)> = docs
         .iter()
         .map(|d| {
-            let tokens = tokenize_of(&d.text, d.meta.text_form());
+            let tokens = tokenize_of(&d.text, d.meta.text_form(&d.text));
             let length = tokens.iter().map(|t| t.position + 1).max().unwrap_or(0);
             let mut bag = std::collections::BTreeMap::new();
             // The index holds a word's partial-match occurrence in the word's own term when the

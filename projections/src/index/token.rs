@@ -537,9 +537,20 @@ pub enum TextForm {
 }
 
 impl TextForm {
-    /// The form of the text of an event of kind `kind`: JSON for a tool call.
-    pub fn of(kind: origin_engine::record::EventKind) -> TextForm {
-        if kind == origin_engine::record::EventKind::ToolUse { TextForm::Json } else { TextForm::Plain }
+    /// The form of `text`, the text of an event of kind `kind`: JSON for a tool call whose
+    /// text ends in a JSON value (from its first `{` or `[`: Claude Code's, ZCode's and Grok's
+    /// `name {input}`, Codex's function calls' arguments), plain for any other text (Codex's
+    /// patches and shell commands are their own bytes). A text without a backslash reads the
+    /// same either way, so only one with a backslash is parsed.
+    pub fn of(kind: origin_engine::record::EventKind, text: &str) -> TextForm {
+        if kind != origin_engine::record::EventKind::ToolUse || !text.contains('\\') {
+            return TextForm::Plain;
+        }
+        let Some(at) = text.find(['{', '[']) else { return TextForm::Plain };
+        match serde_json::from_str::<serde::de::IgnoredAny>(&text[at..]) {
+            Ok(_) => TextForm::Json,
+            Err(_) => TextForm::Plain,
+        }
     }
 }
 
@@ -555,7 +566,18 @@ pub(crate) fn blank_escapes(text: &str, form: TextForm) -> std::borrow::Cow<'_, 
     }
     let mut bytes = text.as_bytes().to_vec();
     for (start, end) in ranges {
+        let escaped = bytes[end - 1];
         bytes[start..end].fill(b' ');
+        // A JSON line break or tab stays one, after a space, so that runs join across it
+        // (rule 2) as across a line break written out.
+        if end - start == 2 && text.as_bytes()[start] == b'\\' {
+            match escaped {
+                b'n' => bytes[start + 1] = b'\n',
+                b't' => bytes[start + 1] = b'\t',
+                b'r' => bytes[start + 1] = b'\r',
+                _ => {}
+            }
+        }
     }
     // Only ASCII bytes were replaced, by ASCII bytes.
     std::borrow::Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned()))
@@ -1099,6 +1121,30 @@ mod tests {
         assert_eq!(json, ["write", "path", "c", "new", "tools", "content", "import", "os", "def", "main", "return", "x", "y", "z"]);
         let plain: Vec<String> = of(TextForm::Plain).into_iter().map(|(term, _)| term).collect();
         assert_eq!(plain, ["write", "path", "c", "new", "tools", "content", "import", "os", "ndef", "main", "n", "treturn", "x", "u0041y", "nz"]);
+    }
+
+    /// A tool call's text is read as JSON only when it ends in a JSON value (and holds a
+    /// backslash, without which the forms read alike); Codex's patches and shell commands are
+    /// their own bytes.
+    #[test]
+    fn index_token_a_tool_call_is_json_when_its_text_ends_in_a_json_value() {
+        use origin_engine::record::EventKind;
+        let json = r#"Write {"file_path":"/a.py","content":"import os\ndef main():"}"#;
+        assert_eq!(TextForm::of(EventKind::ToolUse, json), TextForm::Json);
+        assert_eq!(TextForm::of(EventKind::ToolUse, r#"shell ["cmd","/c","dir C:\\tools"]"#), TextForm::Json);
+        assert_eq!(TextForm::of(EventKind::Message, json), TextForm::Plain, "a message is plain");
+        for plain in [
+            "apply_patch *** Begin Patch\n+\\begin{itemize}\n+\\item \\textbf{results}\n*** End Patch",
+            "cmd /c dir C:\\tools\\nightly",
+            r#"Write {"content":"cut at ingest \n"#,
+            r#"Read {"file_path":"/a.py"}"#,
+        ] {
+            assert_eq!(TextForm::of(EventKind::ToolUse, plain), TextForm::Plain, "{plain}");
+        }
+        // A JSON line break is one still: Han joins across it as across a line written out.
+        let mut terms = Vec::new();
+        for_each_token_of(r#"Write {"c":"发布\n流程"}"#, TextForm::Json, &mut |t| terms.push(t.term.to_string()));
+        assert!(terms.contains(&"布流".to_string()), "{terms:?}");
     }
 
     #[test]

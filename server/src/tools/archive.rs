@@ -832,7 +832,7 @@ impl Archive {
             let bodies = state.event_bodies(&self.journal, &metas).map_err(store_error)?;
             for ((hit, meta), e) in found.into_iter().zip(&metas).zip(bodies) {
                 let mut j = self.event_json(&meta.source, &e, SEARCH_TEXT_CHARS);
-                j["snippet"] = json!(Index::snippet_of(&e.text, origin_projections::TextForm::of(e.kind), &query));
+                j["snippet"] = json!(Index::snippet_of(&e.text, origin_projections::TextForm::of(e.kind, &e.text), &query));
                 j["match"] = matched(hit.matched);
                 out_events.push(j);
             }

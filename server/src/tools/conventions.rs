@@ -38,6 +38,23 @@ fn ceil_millisecond(t: Timestamp) -> i64 {
 /// absolute (a date, `2026-10-20`, meaning its start in the local time zone; or ISO 8601 with
 /// or without an offset, local when without). Returns Unix milliseconds or the reason.
 pub fn parse_time_arg(value: &str, now: &Zoned) -> Result<i64, String> {
+    parse_time(value, now, ceil_millisecond)
+}
+
+/// [`parse_time_arg`] for a bound that takes in the time given (`time <= bound`): a time finer
+/// than a millisecond rounds down, to the last whole millisecond at or before it.
+pub fn parse_time_arg_inclusive(value: &str, now: &Zoned) -> Result<i64, String> {
+    parse_time(value, now, floor_millisecond)
+}
+
+/// The last whole millisecond at or before `t`.
+fn floor_millisecond(t: Timestamp) -> i64 {
+    let ms = t.as_nanosecond().div_euclid(1_000_000);
+    i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// [`parse_time_arg`] with `round` making whole milliseconds of an absolute time.
+fn parse_time(value: &str, now: &Zoned, round: fn(Timestamp) -> i64) -> Result<i64, String> {
     let v = value.trim();
     if v.is_empty() {
         return Err("is empty; use 30m, 24h, 7d, 2w, a date like 2026-10-20, or ISO 8601".into());
@@ -57,11 +74,11 @@ pub fn parse_time_arg(value: &str, now: &Zoned) -> Result<i64, String> {
         }
     }
     if let Ok(t) = v.parse::<Timestamp>() {
-        return Ok(ceil_millisecond(t));
+        return Ok(round(t));
     }
     if let Ok(dt) = v.parse::<jiff::civil::DateTime>() {
         if v.contains('T') || v.contains(' ') {
-            return dt.to_zoned(now.time_zone().clone()).map(|z| ceil_millisecond(z.timestamp())).map_err(|e| e.to_string());
+            return dt.to_zoned(now.time_zone().clone()).map(|z| round(z.timestamp())).map_err(|e| e.to_string());
         }
     }
     if let Ok(d) = v.parse::<Date>() {
@@ -107,14 +124,16 @@ pub fn cut_event(text: &str, cut_at_ingest: u64, max: usize) -> String {
 }
 
 /// The start of the grapheme cluster of `text` that byte `byte` (a character's start) is in:
-/// `byte` itself if a cluster starts there.
+/// `byte` itself if a cluster starts there, or if the cluster's start is more than 32
+/// characters back (a letter under hundreds of marks is cut by its characters).
 pub fn cluster_start(text: &str, byte: usize) -> usize {
     let mut cursor = GraphemeCursor::new(byte, text.len(), true);
     // The whole text is the one chunk, so the cursor never asks for more context.
-    match cursor.is_boundary(text, 0) {
+    let start = match cursor.is_boundary(text, 0) {
         Ok(false) => cursor.prev_boundary(text, 0).ok().flatten().unwrap_or(0),
         _ => byte,
-    }
+    };
+    if text[start..byte].chars().count() > 32 { byte } else { start }
 }
 
 /// `text` cut to at most `max` characters at a grapheme cluster's boundary, with a note of the
@@ -175,6 +194,10 @@ mod tests {
         assert_eq!(parse_time_arg("2026-10-20T10:00:00.001Z", &now), Ok(at + 1));
         assert_eq!(parse_time_arg("2026-10-20T10:00:00.000000001", &now), Ok(at + 1), "a civil time too");
         assert_eq!(parse_time_arg("1969-12-31T23:59:59.9995Z", &now), Ok(0), "before 1970 too");
+        // A bound that takes in its time (`journal replay --until`) rounds down instead.
+        assert_eq!(parse_time_arg_inclusive("2026-10-20T10:00:00.0005Z", &now), Ok(at));
+        assert_eq!(parse_time_arg_inclusive("2026-10-20T10:00:00Z", &now), Ok(at));
+        assert_eq!(parse_time_arg_inclusive("1969-12-31T23:59:59.9995Z", &now), Ok(-1));
     }
 
     #[test]
@@ -209,6 +232,7 @@ mod tests {
         assert_eq!(cut(&format!("{family}{family}"), 7), format!("{family}…[5 characters cut]"));
         assert_eq!(cut(&format!("{family}{family}"), 4), "…[10 characters cut]");
         assert_eq!(cluster_start("e\u{301}", 1), 0);
+        assert_eq!(cut(&format!("x{}", "\u{301}".repeat(100)), 50), format!("x{}…[51 characters cut]", "\u{301}".repeat(49)), "a cluster of 101 cut by its characters");
         assert_eq!(cluster_start("ab", 1), 1);
         assert_eq!(cluster_start("ab", 2), 2);
     }
