@@ -204,14 +204,15 @@ fn print_after(a: &Archive, tool: impl FnOnce(&Archive) -> Result<Value, ToolErr
 }
 
 fn print(result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
+    use std::io::Write;
     match result {
         Ok(v) => {
-            if json {
-                println!("{v}");
-            } else {
-                println!("{}", crate::show::readable(&v));
+            let text = if json { v.to_string() } else { crate::show::readable(&v) };
+            match writeln!(std::io::stdout().lock(), "{text}") {
+                // A reader that stopped reading (`| head`) took what it wanted.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Ok),
+                written => written.map(|()| Exit::Ok).context("writing to standard output"),
             }
-            Ok(Exit::Ok)
         }
         Err(e) => {
             eprintln!("origin: {e}");

@@ -30,6 +30,31 @@ fn ingest_sample(home: &Path) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A reader that stops reading (`origin search … | head`) ends a command quietly: its answer
+/// was given as far as it was read, and nothing panics.
+#[test]
+fn a_command_whose_reader_has_gone_ends_quietly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest_sample(dir.path());
+    for format in [&["--json"][..], &[][..]] {
+        let mut child = Command::new(origin_bin())
+            .arg("--home")
+            .arg(dir.path())
+            .args(["search", "the", "--limit", "100"])
+            .args(format)
+            .env("HOME", "/nonexistent-origin-test-home")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run origin");
+        // The reading end closed before the answer is written.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !stderr.contains("panicked"), "{:?}: {stderr}", out.status);
+    }
+}
+
 #[test]
 fn forget_hides_an_event_and_restore_brings_it_back() {
     let dir = tempfile::tempdir().expect("tempdir");
