@@ -534,6 +534,14 @@ impl Archive {
     /// [`SYNC_STEP_RECORDS`] records), so that during a long catch-up the background thread
     /// installs commits and merges segments between steps, and other calls get their turn.
     pub fn sync(&self) -> Result<(), ToolError> {
+        self.synced().map(drop)
+    }
+
+    /// [`Archive::sync`], returning the store's lock as its last step left it: a search made
+    /// under it sees every record the step fed (let go and taken again, the background thread
+    /// could take another process's commit in between and drop the in-memory documents past
+    /// its mark, fed again only by the next call).
+    fn synced(&self) -> Result<MutexGuard<'_, Inner>, ToolError> {
         self.journal.refresh().map_err(store_error)?;
         loop {
             let mut inner = guard(&self.inner);
@@ -590,7 +598,7 @@ impl Archive {
             }
             if !stopped {
                 inner.say_left_out();
-                return Ok(());
+                return Ok(inner);
             }
         }
     }
@@ -768,9 +776,10 @@ impl Archive {
         if query_text.is_some() {
             self.verified_index()?;
         }
-        self.fresh_for_read()?;
+        // Read-fresh (`fresh_for_read`), the lock kept from the catch-up to the answer.
+        self.freshness.before_read();
+        let inner = self.synced()?;
         let now_ms = self.now().timestamp().as_millisecond();
-        let inner = guard(&self.inner);
         let Some(q) = query_text else {
             // Without a query: the most recent entries.
             let filter = EntryFilter { kind, project: a.project.clone(), since_unix_ms: since, until_unix_ms: until };
