@@ -501,12 +501,12 @@ impl Catalog {
         // Segment ids go on from those of the index deleted: other processes may still hold
         // its segments, by id.
         let next_id = Index::next_id_in(dir);
-        // The manifest first: a process reading the index meanwhile then finds no index (and
-        // feeds one from the journal), never a manifest naming segments already deleted.
-        let mut names = dir.list()?;
-        names.sort_by_key(|n| n != crate::index::MANIFEST_FILE_NAME);
-        for name in names {
-            if name == LOCK_FILE {
+        // An empty manifest first, naming that floor: a process reading the index meanwhile
+        // finds it empty (and feeds it from the journal), never a manifest naming segments
+        // already deleted; and a clear cut short by a crash leaves the floor for the next.
+        crate::index::write_empty_manifest(dir, next_id)?;
+        for name in dir.list()? {
+            if name == LOCK_FILE || name == crate::index::MANIFEST_FILE_NAME {
                 continue;
             }
             let path = dir.join(&name);
@@ -2011,6 +2011,10 @@ mod tests {
         for k in ["create", "write", "sync_data", "rename", "sync_dir"] {
             assert!(kinds.contains(&k), "no {k} in {kinds:?}");
         }
+        // No segment id is given twice in the folder, whatever the fault: ids stay at or above
+        // the floor they had.
+        let floor = |m: &SimFs| Index::next_id_in(&Folder::new(Arc::new(m.snapshot()), Path::new(SIM_INDEX)));
+        let before = floor(base);
         let mut runs = [0u32; 3];
         for (call, kind) in kinds.iter().enumerate() {
             for (f, fault) in [Fault::PowerCut, Fault::SyncFails, Fault::DiskFull].into_iter().enumerate() {
@@ -2041,6 +2045,7 @@ mod tests {
                     c.catch_up(&j).unwrap();
                     assert_eq!(fault_answers(&c), want, "{what}: opened again");
                     commit_and_merge(&mut c, &j).unwrap_or_else(|e| panic!("{what}: opened again: {e}"));
+                    assert!(floor(&m) >= before, "{what}: segment ids from {} below {before}", floor(&m));
                 } else {
                     drop(c);
                 }
@@ -2052,6 +2057,7 @@ mod tests {
                     assert_eq!(fault_answers(&c), want, "{what}, power cut {seed}: opened {opened:?}");
                     commit_and_merge(&mut c, &j).unwrap_or_else(|e| panic!("{what}, power cut {seed}: then: {e}"));
                     assert_eq!(fault_answers(&c), want, "{what}, power cut {seed}: committed and merged");
+                    assert!(floor(&after) >= before, "{what}, power cut {seed}: segment ids from {} below {before}", floor(&after));
                 }
             }
         }
@@ -2097,8 +2103,9 @@ mod tests {
                 Err(e) => (None, Err(e)),
             }
         });
-        // 28 calls: four files removed, the identity file and the manifest written, then one
-        // segment and its manifest (no merge: the three batches make one segment).
-        assert_eq!(runs, [28, 8, 4]);
+        // 27 calls: the manifest of an empty index written (naming the segment ids' floor), the
+        // three other files removed, the identity file written, then one segment and its
+        // manifest (no merge: the three batches make one segment).
+        assert_eq!(runs, [27, 8, 4]);
     }
 }

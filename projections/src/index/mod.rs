@@ -79,6 +79,12 @@ pub use segment::{Segment, SegmentId};
 pub use snippet::snippet;
 pub use token::TextForm;
 
+/// Writes in `dir` the manifest of an empty index whose segment ids start at `next` (the first
+/// step of deleting an index: [`crate::catalog`]'s clear).
+pub(crate) fn write_empty_manifest(dir: &Folder, next: SegmentId) -> Result<(), IndexError> {
+    Manifest { segments: Vec::new(), mark: None, next_segment_id: next }.write(dir)
+}
+
 /// Checks the metadata of a document to add: its strings within the index's limits.
 pub(crate) fn check_meta(meta: &DocMeta) -> Result<(), String> {
     doc::DocTable::check_meta(meta)
