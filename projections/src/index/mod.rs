@@ -206,9 +206,13 @@ impl DocMeta {
     }
 
     /// The form of the document's text `text` ([`TextForm::of`]): JSON for a tool call whose
-    /// text ends in a JSON value, else plain.
+    /// text ends in a JSON value or a tool result that is one, else plain.
     pub fn text_form(&self, text: &str) -> TextForm {
-        if self.scope == Scope::Event && self.kind == EventKind::ToolUse as u8 { TextForm::of(EventKind::ToolUse, text) } else { TextForm::Plain }
+        match (self.scope, self.kind) {
+            (Scope::Event, k) if k == EventKind::ToolUse as u8 => TextForm::of(EventKind::ToolUse, text),
+            (Scope::Event, k) if k == EventKind::ToolResult as u8 => TextForm::of(EventKind::ToolResult, text),
+            _ => TextForm::Plain,
+        }
     }
 
     /// The metadata of an entry version written by the record at journal offset `record`.

@@ -280,6 +280,9 @@ fn search_finds_words_after_json_escapes_in_tool_calls() {
     let input = r#"Write {"content":"import os\ndef main():\n\treturn 1"}"#;
     index.add(1, &call, input).unwrap();
     index.add(2, &meta(2), input).unwrap();
+    // A tool result that is one JSON value (an MCP tool's answer) is read so too.
+    let result = DocMeta { kind: EventKind::ToolResult as u8, tool: true, ..meta(3) };
+    index.add(3, &result, r#"{"stdout":"built\nerror: failed"}"#).unwrap();
     let with_tools = Filters { include_tools: true, ..Filters::default() };
     let full = |query: &str| -> Vec<DocId> {
         index.search(&q(query), &with_tools, &all, 10).unwrap().into_iter().filter(|h| h.matched == Match::All).map(|h| h.doc).collect()
@@ -288,6 +291,7 @@ fn search_finds_words_after_json_escapes_in_tool_calls() {
     assert_eq!(full("\"os def main\""), [1]);
     assert_eq!(full("return"), [1]);
     assert_eq!(full("ndef"), [2], "a message's backslash is a break, its letter text");
+    assert_eq!(full("error"), [3]);
     assert_eq!(Index::snippet_of(input, TextForm::Json, &q("def")), r#"Write {"content":"import os\n[def] main():\n\treturn 1"}"#);
 }
 

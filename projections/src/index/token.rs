@@ -539,17 +539,23 @@ pub enum TextForm {
 impl TextForm {
     /// The form of `text`, the text of an event of kind `kind`: JSON for a tool call whose
     /// text ends in a JSON value (from its first `{` or `[`: Claude Code's, ZCode's and Grok's
-    /// `name {input}`, Codex's function calls' arguments), plain for any other text (Codex's
-    /// patches and shell commands are their own bytes). A text without a backslash reads the
-    /// same either way, so only one with a backslash is parsed.
+    /// `name {input}`, Codex's function calls' arguments), and for a tool result that is one
+    /// whole (an MCP tool's structured answer); plain for any other text (Codex's patches and
+    /// shell commands, a tool's printed output). A text without a backslash reads the same
+    /// either way, so only one with a backslash is parsed.
     pub fn of(kind: origin_engine::record::EventKind, text: &str) -> TextForm {
-        if kind != origin_engine::record::EventKind::ToolUse || !text.contains('\\') {
+        use origin_engine::record::EventKind;
+        if !text.contains('\\') {
             return TextForm::Plain;
         }
-        let Some(at) = text.find(['{', '[']) else { return TextForm::Plain };
-        match serde_json::from_str::<serde::de::IgnoredAny>(&text[at..]) {
-            Ok(_) => TextForm::Json,
-            Err(_) => TextForm::Plain,
+        let value = match kind {
+            EventKind::ToolUse => text.find(['{', '[']).map(|at| &text[at..]),
+            EventKind::ToolResult => Some(text.trim_start()).filter(|t| t.starts_with(['{', '['])),
+            _ => None,
+        };
+        match value.map(serde_json::from_str::<serde::de::IgnoredAny>) {
+            Some(Ok(_)) => TextForm::Json,
+            _ => TextForm::Plain,
         }
     }
 }
@@ -1133,6 +1139,10 @@ mod tests {
         assert_eq!(TextForm::of(EventKind::ToolUse, json), TextForm::Json);
         assert_eq!(TextForm::of(EventKind::ToolUse, r#"shell ["cmd","/c","dir C:\\tools"]"#), TextForm::Json);
         assert_eq!(TextForm::of(EventKind::Message, json), TextForm::Plain, "a message is plain");
+        // A tool result that is one JSON value whole; not one that only ends in one.
+        assert_eq!(TextForm::of(EventKind::ToolResult, " {\"out\":\"a\\nb\"}\n"), TextForm::Json);
+        assert_eq!(TextForm::of(EventKind::ToolResult, json), TextForm::Plain, "printed output ending in JSON");
+        assert_eq!(TextForm::of(EventKind::ToolResult, "[1, \"C:\\tools\"] and more"), TextForm::Plain);
         for plain in [
             "apply_patch *** Begin Patch\n+\\begin{itemize}\n+\\item \\textbf{results}\n*** End Patch",
             "cmd /c dir C:\\tools\\nightly",
