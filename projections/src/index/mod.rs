@@ -76,7 +76,7 @@ pub use error::IndexError;
 pub use merge::{MergeJob, MergePolicy, Merged, SegmentInfo, merge};
 pub use query::{Query, QueryError, parse_query};
 pub use segment::{Segment, SegmentId};
-pub use snippet::snippet;
+pub use snippet::{cluster_start, snippet};
 pub use token::TextForm;
 
 /// Writes in `dir` the manifest of an empty index whose segment ids start at `next` (the first

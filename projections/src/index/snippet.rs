@@ -19,8 +19,9 @@ const CLUSTER_WHOLE_CHARS_MAX: usize = 32;
 
 /// The start of the grapheme cluster of `text` that byte `byte` (a character's start) is in;
 /// `byte` itself if a cluster starts there, or if the cluster's start is more than
-/// [`CLUSTER_WHOLE_CHARS_MAX`] characters back.
-fn cluster_start(text: &str, byte: usize) -> usize {
+/// [`CLUSTER_WHOLE_CHARS_MAX`] characters back: where a cut of text before `byte` falls
+/// (snippets here, the tools' cut texts).
+pub fn cluster_start(text: &str, byte: usize) -> usize {
     let mut cursor = GraphemeCursor::new(byte, text.len(), true);
     // The whole text is the one chunk, so the cursor never asks for more context.
     let start = match cursor.is_boundary(text, 0) {

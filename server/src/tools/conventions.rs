@@ -4,7 +4,7 @@
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
-use unicode_segmentation::GraphemeCursor;
+use origin_projections::index::cluster_start;
 
 /// Sources an event id may name.
 pub const SOURCES: [&str; 5] = ["claude-code", "codex", "cursor", "zcode", "grok"];
@@ -23,38 +23,32 @@ pub fn local_tz() -> TimeZone {
     TimeZone::system()
 }
 
-/// The first whole millisecond at or after `t`. Times are kept in milliseconds and compared as
-/// `since <= time < until`; rounding a finer `since` or `until` up keeps both comparisons as
-/// they are for every millisecond (rounding down let `since` take in the millisecond before it,
-/// and `until` leave out the one it falls in).
-fn ceil_millisecond(t: Timestamp) -> i64 {
+/// `t` in whole milliseconds: the first at or after it (`up`), else the last at or before it.
+fn whole_millisecond(t: Timestamp, up: bool) -> i64 {
     let ns = t.as_nanosecond();
-    let ms = ns.div_euclid(1_000_000) + i128::from(ns.rem_euclid(1_000_000) != 0);
+    let ms = ns.div_euclid(1_000_000) + i128::from(up && ns.rem_euclid(1_000_000) != 0);
     // Timestamps stay within about ±10^4 years: far inside i64 milliseconds.
     i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
 }
 
 /// Parses a time argument: relative (`30m`, `24h`, `7d`, `2w`, counted back from `now`), or
 /// absolute (a date, `2026-10-20`, meaning its start in the local time zone; or ISO 8601 with
-/// or without an offset, local when without). Returns Unix milliseconds or the reason.
+/// or without an offset, local when without). Returns Unix milliseconds or the reason. Times
+/// are kept in milliseconds and compared as `since <= time < until`: a finer time rounds up,
+/// which keeps both comparisons as they are for every millisecond (rounding down let `since`
+/// take in the millisecond before it, and `until` leave out the one it falls in).
 pub fn parse_time_arg(value: &str, now: &Zoned) -> Result<i64, String> {
-    parse_time(value, now, ceil_millisecond)
+    parse_time(value, now, true)
 }
 
 /// [`parse_time_arg`] for a bound that takes in the time given (`time <= bound`): a time finer
 /// than a millisecond rounds down, to the last whole millisecond at or before it.
 pub fn parse_time_arg_inclusive(value: &str, now: &Zoned) -> Result<i64, String> {
-    parse_time(value, now, floor_millisecond)
+    parse_time(value, now, false)
 }
 
-/// The last whole millisecond at or before `t`.
-fn floor_millisecond(t: Timestamp) -> i64 {
-    let ms = t.as_nanosecond().div_euclid(1_000_000);
-    i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
-}
-
-/// [`parse_time_arg`] with `round` making whole milliseconds of an absolute time.
-fn parse_time(value: &str, now: &Zoned, round: fn(Timestamp) -> i64) -> Result<i64, String> {
+/// [`parse_time_arg`], an absolute time finer than a millisecond rounded up (`up`) or down.
+fn parse_time(value: &str, now: &Zoned, up: bool) -> Result<i64, String> {
     let v = value.trim();
     if v.is_empty() {
         return Err("is empty; use 30m, 24h, 7d, 2w, a date like 2026-10-20, or ISO 8601".into());
@@ -74,11 +68,11 @@ fn parse_time(value: &str, now: &Zoned, round: fn(Timestamp) -> i64) -> Result<i
         }
     }
     if let Ok(t) = v.parse::<Timestamp>() {
-        return Ok(round(t));
+        return Ok(whole_millisecond(t, up));
     }
     if let Ok(dt) = v.parse::<jiff::civil::DateTime>() {
         if v.contains('T') || v.contains(' ') {
-            return dt.to_zoned(now.time_zone().clone()).map(|z| round(z.timestamp())).map_err(|e| e.to_string());
+            return dt.to_zoned(now.time_zone().clone()).map(|z| whole_millisecond(z.timestamp(), up)).map_err(|e| e.to_string());
         }
     }
     if let Ok(d) = v.parse::<Date>() {
@@ -121,19 +115,6 @@ pub fn cut_event(text: &str, cut_at_ingest: u64, max: usize) -> String {
     let marker = origin_ingest::limits::cut_marker(cut_at_ingest);
     let kept = text.strip_suffix(marker.as_str()).unwrap_or(text);
     cut_noting(kept, max, cut_at_ingest)
-}
-
-/// The start of the grapheme cluster of `text` that byte `byte` (a character's start) is in:
-/// `byte` itself if a cluster starts there, or if the cluster's start is more than 32
-/// characters back (a letter under hundreds of marks is cut by its characters).
-pub fn cluster_start(text: &str, byte: usize) -> usize {
-    let mut cursor = GraphemeCursor::new(byte, text.len(), true);
-    // The whole text is the one chunk, so the cursor never asks for more context.
-    let start = match cursor.is_boundary(text, 0) {
-        Ok(false) => cursor.prev_boundary(text, 0).ok().flatten().unwrap_or(0),
-        _ => byte,
-    };
-    if text[start..byte].chars().count() > 32 { byte } else { start }
 }
 
 /// `text` cut to at most `max` characters at a grapheme cluster's boundary, with a note of the
