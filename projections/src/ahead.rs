@@ -20,7 +20,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
-use origin_engine::record::Body;
+use origin_engine::record::{Body, Event};
 use origin_engine::{Error as JournalError, Journal};
 
 use crate::index::{TOKEN_RUN_DOCS, TextForm, TokenRun};
@@ -47,19 +47,15 @@ pub struct ReadRecord {
     pub tokenized: bool,
 }
 
-/// The texts of a record the text index adds, in the order it adds them: the searchable
+/// The events of a record the text index adds, in the order it adds them: the searchable
 /// events of an `ingested` record ([`crate::is_searchable`]) that the index can hold
-/// ([`crate::catalog::index_refuses`]), with their places in it and their texts' forms.
-pub fn searchable_texts(body: &Body) -> impl Iterator<Item = (usize, &str, TextForm)> {
-    let events = match body {
-        Body::Ingested(b) => &b.events[..],
-        _ => &[],
+/// ([`crate::catalog::index_refuses`]), with their places in it.
+pub fn searchable_texts(body: &Body) -> impl Iterator<Item = (usize, &Event)> {
+    let (source, events) = match body {
+        Body::Ingested(b) => (b.source.as_str(), &b.events[..]),
+        _ => ("", &[][..]),
     };
-    events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| crate::is_searchable(e.kind) && crate::catalog::index_refuses(e).is_none())
-        .map(|(i, e)| (i, e.text.as_str(), TextForm::of(e.kind, &e.text)))
+    events.iter().enumerate().filter(move |(_, e)| crate::is_searchable(e.kind) && crate::catalog::index_refuses(source, e).is_none())
 }
 
 /// What the helper sends: a record or the end of its read, or a run of the last record's
@@ -238,7 +234,7 @@ fn read_ahead(
                 // as `add_all` does after each record: a long catch-up keeps no more.
                 run.trim();
                 run.clear();
-                texts.by_ref().take(TOKEN_RUN_DOCS).for_each(|(_, text, form)| run.push(text, form));
+                texts.by_ref().take(TOKEN_RUN_DOCS).for_each(|(_, e)| run.push(&e.text, TextForm::of(e.kind, &e.text)));
                 if items.send(Item::Run(run)).is_err() {
                     return Ok(ControlFlow::Break(()));
                 }

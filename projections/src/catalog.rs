@@ -77,19 +77,12 @@ pub fn is_searchable(kind: EventKind) -> bool {
     matches!(kind, EventKind::Message | EventKind::ToolUse | EventKind::ToolResult)
 }
 
-/// Why the text index cannot hold the document of searchable event `e`, if it cannot: its id
-/// or project longer than [`crate::index::limits::META_STRING_SIZE_BYTES_MAX`] bytes (a log
-/// line can carry any). Such an event is left out of search, and counted
-/// ([`Catalog::left_out`]); the store still has it (`get`, `timeline`).
-pub(crate) fn index_refuses(e: &Event) -> Option<String> {
-    let max = crate::index::limits::META_STRING_SIZE_BYTES_MAX;
-    if e.id.len() > max {
-        return Some(format!("the id of an event is {} bytes long; the text index holds ids of at most {max}", e.id.len()));
-    }
-    match &e.project {
-        Some(p) if p.len() > max => Some(format!("the project of event {} is {} bytes long; the text index holds at most {max}", short_id(&e.id), p.len())),
-        _ => None,
-    }
+/// Why the text index cannot hold the document of event `e` of a record from `source`, if it
+/// cannot: a string longer than the index's limit on them ([`crate::index::check_meta`]'s rule;
+/// a log line can carry an id or a project of any length). Such an event is left out of search,
+/// and counted ([`Catalog::left_out`]); the store still has it (`get`, `timeline`).
+pub(crate) fn index_refuses(source: &str, e: &Event) -> Option<String> {
+    crate::index::check_event_strings(&e.id, source, e.project.as_deref()).err().map(|why| format!("event {}: {why}", short_id(&e.id)))
 }
 
 /// An id to name in a message: at most its first 80 bytes.
@@ -713,7 +706,7 @@ impl Catalog {
                 // here would stop every later record from being fed.
                 if offset >= self.left_out_events_to {
                     for e in b.events.iter().filter(|e| is_searchable(e.kind)) {
-                        if let Some(why) = index_refuses(e) {
+                        if let Some(why) = index_refuses(&b.source, e) {
                             self.left_out.count += 1;
                             self.left_out.last = Some(why);
                         }
@@ -725,12 +718,12 @@ impl Catalog {
                 // last, as one by one.
                 let mut docs = Vec::new();
                 let (mut next, mut over) = (self.next_doc(), None);
-                for (i, text, _) in searchable_texts(body) {
+                for (i, e) in searchable_texts(body) {
                     match next {
                         Ok(doc) => {
                             // A record's payload is at most 64 MiB: far fewer than 2^32 events.
                             let position = u32::try_from(i).unwrap_or(u32::MAX);
-                            docs.push((doc, DocMeta::event(&b.source, &b.events[i], offset, position), text));
+                            docs.push((doc, DocMeta::event(&b.source, e, offset, position), e.text.as_str()));
                             next = Self::doc_after(doc);
                         }
                         Err(e) => {

@@ -267,7 +267,12 @@ impl DocTable {
 
     /// Checks metadata a caller passes in.
     pub(crate) fn check_meta(meta: &DocMeta) -> Result<(), String> {
-        for (name, s) in [("source", &meta.source), ("project", &meta.project), ("key", &Some(meta.key.clone()))] {
+        Self::check_strings(&meta.key, meta.source.as_deref(), meta.project.as_deref())
+    }
+
+    /// Checks a document's key, source and project against the index's limit on them.
+    pub(crate) fn check_strings(key: &str, source: Option<&str>, project: Option<&str>) -> Result<(), String> {
+        for (name, s) in [("source", source), ("project", project), ("key", Some(key))] {
             if let Some(s) = s
                 && s.len() > META_STRING_SIZE_BYTES_MAX
             {

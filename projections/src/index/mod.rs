@@ -90,6 +90,12 @@ pub(crate) fn check_meta(meta: &DocMeta) -> Result<(), String> {
     doc::DocTable::check_meta(meta)
 }
 
+/// [`check_meta`] of an event's document, from its strings (nothing copied): its id, the
+/// source of its record, its project.
+pub(crate) fn check_event_strings(key: &str, source: &str, project: Option<&str>) -> Result<(), String> {
+    doc::DocTable::check_strings(key, Some(source), project)
+}
+
 use folder::Folder;
 use manifest::Manifest;
 use memory::MemorySegment;
