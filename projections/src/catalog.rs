@@ -1249,26 +1249,30 @@ mod tests {
     fn an_index_of_another_copy_of_the_journal_is_rebuilt() {
         let (dir, j, idx, c) = committed_store_of_one_event();
         drop(c);
-        let other = Journal::open(
-            dir.path().join("other"),
-            Options { new_store_identity: Some((j.store_id(), j.epoch())), ..Options::default() },
-        )
-        .unwrap();
+        let other = copy_of(&j, &dir.path().join("other"));
         append(&other, &ingested(vec![event(9, EventKind::Message, "something else")]));
-        let (mut c, opened) = Catalog::open(&idx, &other).unwrap();
-        assert_eq!(
-            opened,
-            CatalogOpened::Rebuilt {
-                reason: "its documents are of another copy of the journal: the record at offset 0 does not hold event claude-code:e1".into()
-            }
-        );
-        c.catch_up(&other).unwrap();
-        assert_eq!(keys(&c, "else", Scope::Event), ["claude-code:e9"]);
+        let mut c = rebuilt_for_the_copy(&idx, &other, "the record at offset 0 does not hold event claude-code:e1");
         assert!(keys(&c, "release", Scope::Event).is_empty());
         assert_eq!(c.commit().unwrap(), Committed::Written);
         drop(c);
         let (_, opened) = Catalog::open(&idx, &other).unwrap();
         assert_eq!(opened, CatalogOpened::Loaded { mark: 1 }, "its own copy loads it");
+    }
+
+    /// Opens the index in `idx` for `other`, a copy of its journal holding the message "something
+    /// else" (`e9`): rebuilt, saying `why`, then fed from the copy.
+    fn rebuilt_for_the_copy(idx: &Path, other: &Journal, why: &str) -> Catalog {
+        let (mut c, opened) = Catalog::open(idx, other).unwrap();
+        assert_eq!(opened, CatalogOpened::Rebuilt { reason: format!("its documents are of another copy of the journal: {why}") });
+        c.catch_up(other).unwrap();
+        assert_eq!(keys(&c, "else", Scope::Event), ["claude-code:e9"]);
+        c
+    }
+
+    /// A new journal in `path` with `j`'s store id and epoch: another copy of it, as one
+    /// restored from a backup and written to since.
+    fn copy_of(j: &Journal, path: &Path) -> Journal {
+        Journal::open(path, Options { new_store_identity: Some((j.store_id(), j.epoch())), ..Options::default() }).unwrap()
     }
 
     /// Another copy of the journal that agrees up to the index's newest document but holds
@@ -1290,11 +1294,7 @@ mod tests {
         let (_, opened) = Catalog::open(&idx, &j).unwrap();
         assert_eq!(opened, CatalogOpened::Loaded { mark: 3 }, "its own copy, records after its newest document included");
         let copy = |name: &str, second: &NewRecord| {
-            let other = Journal::open(
-                dir.path().join(name),
-                Options { new_store_identity: Some((j.store_id(), j.epoch())), ..Options::default() },
-            )
-            .unwrap();
+            let other = copy_of(&j, &dir.path().join(name));
             append(&other, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
             other.append(vec![second.clone()]).unwrap();
             append(&other, &entry("k2", "written since"));
@@ -1309,15 +1309,7 @@ mod tests {
         let (_, opened) = Catalog::open(&idx, &undecodable).unwrap();
         assert_eq!(opened, CatalogOpened::Loaded { mark: 3 });
         let other = copy("other", &NewRecord::new(&ingested(vec![event(9, EventKind::Message, "something else")])).unwrap());
-        let (mut c, opened) = Catalog::open(&idx, &other).unwrap();
-        assert_eq!(
-            opened,
-            CatalogOpened::Rebuilt {
-                reason: "its documents are of another copy of the journal: the record at offset 1 holds events it has not indexed, below its mark 3".into()
-            }
-        );
-        c.catch_up(&other).unwrap();
-        assert_eq!(keys(&c, "else", Scope::Event), ["claude-code:e9"]);
+        rebuilt_for_the_copy(&idx, &other, "the record at offset 1 holds events it has not indexed, below its mark 3");
     }
 
     /// An index whose terms an older tokenizer cut (its `journal` file names tokenizer
