@@ -410,12 +410,31 @@ fn random_hex(bytes: usize) -> Result<String, ToolError> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-fn limit_arg(value: Option<i64>, default: i64, max: i64) -> Result<usize, ToolError> {
-    let v = value.unwrap_or(default);
-    if !(1..=max).contains(&v) {
-        return Err(ToolError::invalid("limit", format!("must be an integer from 1 to {max}, not {v}")));
+/// A tool's `limit`: its default and its largest value (the smallest is 1).
+#[derive(Clone, Copy, Debug)]
+pub struct Limit {
+    pub default: i64,
+    pub max: i64,
+}
+
+/// `search`'s limit (the spec: 1 to 100, 20 by default).
+pub const SEARCH_LIMIT: Limit = Limit { default: 20, max: 100 };
+/// `timeline`'s limit (the spec: 1 to 500, 50 by default).
+pub const TIMELINE_LIMIT: Limit = Limit { default: 50, max: 500 };
+
+impl Limit {
+    /// The refusal of a limit out of range, `shown` as the caller wrote it.
+    pub fn refusal(self, shown: impl std::fmt::Display) -> ToolError {
+        ToolError::invalid("limit", format!("must be an integer from 1 to {}, not {shown}", self.max))
     }
-    Ok(v as usize)
+
+    fn arg(self, value: Option<i64>) -> Result<usize, ToolError> {
+        let v = value.unwrap_or(self.default);
+        if !(1..=self.max).contains(&v) {
+            return Err(self.refusal(v));
+        }
+        Ok(v as usize)
+    }
 }
 
 fn source_arg(value: &Option<String>) -> Result<Option<String>, ToolError> {
@@ -755,7 +774,7 @@ impl Archive {
 
     /// `search`.
     pub fn search(&self, a: &SearchArgs) -> ToolResult {
-        let limit = limit_arg(a.limit, 20, 100)?;
+        let limit = SEARCH_LIMIT.arg(a.limit)?;
         name_arg("project", &a.project)?;
         let scope = match a.scope.as_deref().unwrap_or("all") {
             "all" => None,
@@ -851,7 +870,7 @@ impl Archive {
 
     /// `timeline`.
     pub fn timeline(&self, a: &TimelineArgs) -> ToolResult {
-        let limit = limit_arg(a.limit, 50, 500)?;
+        let limit = TIMELINE_LIMIT.arg(a.limit)?;
         name_arg("project", &a.project)?;
         name_arg("session", &a.session)?;
         let source = source_arg(&a.source)?;

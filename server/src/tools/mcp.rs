@@ -12,7 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 
-use super::archive::{Archive, EntryArgs, SearchArgs, SourceArg, TimelineArgs, ToolError};
+use super::archive::{Archive, EntryArgs, Limit, SearchArgs, SourceArg, TimelineArgs, ToolError, SEARCH_LIMIT, TIMELINE_LIMIT};
 
 /// The server's instructions to agents (the spec's "server's MCP instructions").
 pub const INSTRUCTIONS: &str = "Origin is the archive of what coding agents said on this user's machines, and of the \
@@ -77,13 +77,17 @@ fn opt_bool(args: &Args, name: &str) -> Result<Option<bool>, ToolError> {
     }
 }
 
-fn opt_int(args: &Args, name: &str) -> Result<Option<i64>, ToolError> {
+/// A tool's `limit`: a whole number (`5.0` too); one too large for any limit (`1e20`,
+/// `18446744073709551615`) is refused as out of the tool's range.
+fn opt_limit(args: &Args, limit: Limit) -> Result<Option<i64>, ToolError> {
+    let name = "limit";
     match args.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_i64() {
             Some(i) => Ok(Some(i)),
             None => match n.as_f64() {
                 Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => Ok(Some(f as i64)),
+                Some(f) if f.is_finite() && f.fract() == 0.0 => Err(limit.refusal(n)),
                 _ => Err(ToolError::invalid(name, format!("must be a whole number, not {n}"))),
             },
         },
@@ -153,7 +157,7 @@ pub fn call(archive: &Archive, name: &str, args: &Args, agent: &str) -> Result<V
                 source: opt_str(args, "source")?,
                 project: opt_str(args, "project")?,
                 include_tools: opt_bool(args, "include_tools")?.unwrap_or(false),
-                limit: opt_int(args, "limit")?,
+                limit: opt_limit(args, SEARCH_LIMIT)?,
             })
         }
         "timeline" => {
@@ -165,7 +169,7 @@ pub fn call(archive: &Archive, name: &str, args: &Args, agent: &str) -> Result<V
                 project: opt_str(args, "project")?,
                 session: opt_str(args, "session")?,
                 include_tools: opt_bool(args, "include_tools")?.unwrap_or(false),
-                limit: opt_int(args, "limit")?,
+                limit: opt_limit(args, TIMELINE_LIMIT)?,
             })
         }
         "get" => {
@@ -227,7 +231,7 @@ pub fn tools() -> Vec<Tool> {
     };
     let id = json!({ "type": "string", "description": "An entry id (ent_…) or an event id (<source>:…)" });
     let flag = |doc: &str| json!({ "type": "boolean", "default": false, "description": doc });
-    let limit = |max: u32, default: u32, doc: &str| json!({ "type": "integer", "minimum": 1, "maximum": max, "default": default, "description": doc });
+    let limit = |l: Limit, doc: &str| json!({ "type": "integer", "minimum": 1, "maximum": l.max, "default": l.default, "description": doc });
     vec![
         Tool::new(
             "search",
@@ -243,7 +247,7 @@ pub fn tools() -> Vec<Tool> {
                     "source": source("Events of this source only"),
                     "project": text("Entries and events of this project only"),
                     "include_tools": flag("Also search tool calls and tool results, not only messages"),
-                    "limit": limit(100, 20, "At most this many entries, and this many events")
+                    "limit": limit(SEARCH_LIMIT, "At most this many entries, and this many events")
                 },
                 "additionalProperties": false
             })),
@@ -260,7 +264,7 @@ pub fn tools() -> Vec<Tool> {
                     "project": text("Sessions of this project only"),
                     "session": text("A session id: list its events instead"),
                     "include_tools": flag("With session: also list tool calls and results, injected context, and system events, not only messages"),
-                    "limit": limit(500, 50, "At most this many sessions, or events")
+                    "limit": limit(TIMELINE_LIMIT, "At most this many sessions, or events")
                 },
                 "additionalProperties": false
             })),
@@ -809,6 +813,27 @@ mod tests {
         assert_eq!(remember.input_schema["properties"]["sources"]["minItems"], 1, "the spec: at least one");
         let search = tools().into_iter().find(|t| t.name == "search").expect("search");
         assert!(search.description.as_deref().is_some_and(|d| d.contains("\"match\": \"partial\"")), "partial matches are announced");
+    }
+
+    /// A limit is a whole number however it is written; one larger than any limit is refused
+    /// as out of the tool's range (the number as JSON writes it), not as not whole.
+    #[test]
+    fn a_limit_too_large_for_any_range_is_refused_as_out_of_range() {
+        let limit_of = |v: Value, l: Limit| {
+            let args: Args = [("limit".to_owned(), v)].into_iter().collect();
+            opt_limit(&args, l).map_err(|e| e.to_string())
+        };
+        assert_eq!(limit_of(json!(5.0), SEARCH_LIMIT), Ok(Some(5)));
+        assert_eq!(limit_of(json!(-3), SEARCH_LIMIT), Ok(Some(-3)), "the range is the archive's to check");
+        assert_eq!(limit_of(Value::Null, SEARCH_LIMIT), Ok(None));
+        assert_eq!(limit_of(json!(1e20), SEARCH_LIMIT), Err("Invalid input: `limit` must be an integer from 1 to 100, not 1e+20".to_owned()));
+        assert_eq!(limit_of(json!(-1e300), TIMELINE_LIMIT), Err("Invalid input: `limit` must be an integer from 1 to 500, not -1e+300".to_owned()));
+        assert_eq!(
+            limit_of(json!(u64::MAX), TIMELINE_LIMIT),
+            Err("Invalid input: `limit` must be an integer from 1 to 500, not 18446744073709551615".to_owned())
+        );
+        assert_eq!(limit_of(json!(2.5), SEARCH_LIMIT), Err("Invalid input: `limit` must be a whole number, not 2.5".to_owned()));
+        assert_eq!(limit_of(json!("5"), SEARCH_LIMIT), Err("Invalid input: `limit` must be a whole number, not a string".to_owned()));
     }
 
     #[test]
