@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::cli::IngestArgs;
 use crate::exit::Exit;
+use crate::out::{say, Out};
 use crate::show;
 
 /// The agents' folders: `--agents-home`, else `$HOME`, with each agent's override variable.
@@ -107,6 +108,7 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
 
 /// Prints what a run did, per source.
 pub fn print_summary(summary: &RunSummary, json_out: bool) -> Result<()> {
+    let mut out = Out::new();
     if json_out {
         let v: serde_json::Map<String, serde_json::Value> = summary
             .sources
@@ -122,12 +124,12 @@ pub fn print_summary(summary: &RunSummary, json_out: bool) -> Result<()> {
                 )
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        say!(out, "{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    println!("{:<12} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7}", "source", "files", "read", "lines", "events", "malformed", "cut", "bytes", "memory");
+    say!(out, "{:<12} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7}", "source", "files", "read", "lines", "events", "malformed", "cut", "bytes", "memory");
     for (id, r) in &summary.sources {
-        println!(
+        say!(out, 
             "{:<12} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7}",
             id,
             r.files_found,
@@ -142,7 +144,7 @@ pub fn print_summary(summary: &RunSummary, json_out: bool) -> Result<()> {
     }
     for (id, r) in &summary.sources {
         for p in &r.problems {
-            println!("{id}: skipped {p}");
+            say!(out, "{id}: skipped {p}");
         }
     }
     Ok(())

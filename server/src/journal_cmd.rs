@@ -12,6 +12,7 @@ use origin_engine::{Access, Durability, Journal, NewRecord, Options};
 use serde_json::json;
 
 use crate::exit::Exit;
+use crate::out::{say, Out};
 use crate::show;
 
 fn open_read_only(dir: &Path) -> Result<Journal> {
@@ -21,6 +22,7 @@ fn open_read_only(dir: &Path) -> Result<Journal> {
 
 /// `origin status`.
 pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
+    let mut out = Out::new();
     let j = open_read_only(dir)?;
     let s = j.status()?;
     let torn_pending = j.open_report().torn_tails;
@@ -53,15 +55,15 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
             "torn_tails_pending": torn_pending.len(),
             "sources": sources,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        say!(out, "{}", serde_json::to_string_pretty(&v)?);
         return Ok(Exit::Ok);
     }
-    println!("store     {} (id {}, epoch {})", home.display(), store_id_hex(&s.store_id), s.epoch);
+    say!(out, "store     {} (id {}, epoch {})", home.display(), store_id_hex(&s.store_id), s.epoch);
     let last = if records > 0 { format!("last offset {}", s.next_offset - 1) } else { "empty".to_owned() };
-    println!("journal   {} segments, {} records, {}, {last}", s.segments, records, show::bytes(s.bytes));
-    println!("tails     {} torn tails repaired (copies in {}/recovered)", s.torn_tails_repaired, dir.display());
+    say!(out, "journal   {} segments, {} records, {}, {last}", s.segments, records, show::bytes(s.bytes));
+    say!(out, "tails     {} torn tails repaired (copies in {}/recovered)", s.torn_tails_repaired, dir.display());
     for (id, t) in &cursors.totals {
-        println!(
+        say!(out, 
             "{:<9} {} files, {} lines, {} events, {} malformed lines skipped, {} lines cut, {} read, {} memory file versions",
             id,
             t.files,
@@ -74,7 +76,7 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
         );
     }
     for t in torn_pending {
-        println!(
+        say!(out, 
             "          torn tail pending in {} at byte {} ({} bytes): the next write cuts it",
             t.segment.display(),
             t.position,
@@ -105,6 +107,7 @@ fn damage_json(d: &Damage) -> serde_json::Value {
 
 /// `origin journal verify`.
 pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
+    let mut out = Out::new();
     let r = origin_engine::verify::verify_dir(dir).with_context(|| format!("verifying {}", dir.display()))?;
     let exit = if !r.damage.is_empty() {
         Exit::Damaged
@@ -127,20 +130,20 @@ pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
             "index_notes": r.index_notes,
             "leftovers": r.leftovers,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        say!(out, "{}", serde_json::to_string_pretty(&v)?);
         return Ok(exit);
     }
     for d in &r.damage {
-        println!("DAMAGED {}", damage_line(d));
+        say!(out, "DAMAGED {}", damage_line(d));
     }
     if let Some(t) = &r.torn_tail {
-        println!("torn tail {}", damage_line(t));
+        say!(out, "torn tail {}", damage_line(t));
     }
     for n in &r.index_notes {
-        println!("note: index {n}");
+        say!(out, "note: index {n}");
     }
     for l in &r.leftovers {
-        println!("note: {} is left over from an interrupted compaction; the next open removes it", l.display());
+        say!(out, "note: {} is left over from an interrupted compaction; the next open removes it", l.display());
     }
     let verdict = match exit {
         Exit::Ok => "clean".to_owned(),
@@ -150,7 +153,7 @@ pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
             r.damage.len()
         ),
     };
-    println!(
+    say!(out, 
         "verified {} segments, {} records, {}: {verdict}",
         r.segments.len(),
         r.records,
@@ -163,8 +166,7 @@ pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
 pub fn dump(dir: &Path, from: u64, limit: usize, json: bool) -> Result<Exit> {
     let j = open_read_only(dir)?;
     let mut printed = 0usize;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = Out::new();
     if limit == 0 {
         return Ok(Exit::Ok);
     }
@@ -203,43 +205,44 @@ pub fn dump(dir: &Path, from: u64, limit: usize, json: bool) -> Result<Exit> {
             return Ok(ControlFlow::Break(()));
         }
         printed += 1;
-        Ok(if printed >= limit { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+        // Nothing more to read for once the reader has gone.
+        Ok(if printed >= limit || out.gone() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
     })?;
-    if let Some(e) = write_err {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(e).context("writing to standard output");
-        }
+    match write_err {
+        Some(e) => Err(e).context("writing to standard output"),
+        None => Ok(Exit::Ok),
     }
-    Ok(Exit::Ok)
 }
 
 /// `origin journal salvage --to DIR`.
 pub fn salvage(dir: &Path, to: &Path) -> Result<Exit> {
+    let mut out = Out::new();
     let r = origin_engine::salvage::salvage_dir(dir, to).with_context(|| format!("salvaging {} into {}", dir.display(), to.display()))?;
-    println!("copied {} records into {} (epoch {})", r.records_copied, r.to.display(), r.epoch);
+    say!(out, "copied {} records into {} (epoch {})", r.records_copied, r.to.display(), r.epoch);
     if r.duplicates_skipped > 0 {
-        println!("skipped {} duplicate copies of records already taken", r.duplicates_skipped);
+        say!(out, "skipped {} duplicate copies of records already taken", r.duplicates_skipped);
     }
     if r.lost.is_empty() {
-        println!("nothing was lost");
+        say!(out, "nothing was lost");
     }
     for d in &r.lost {
-        println!("LOST {}", damage_line(d));
+        say!(out, "LOST {}", damage_line(d));
     }
     if let Some(t) = &r.torn_tail {
-        println!("left out a torn tail (never acknowledged): {}", damage_line(t));
+        say!(out, "left out a torn tail (never acknowledged): {}", damage_line(t));
     }
-    println!("to use it: move {} aside and put {} in its place", dir.display(), r.to.display());
+    say!(out, "to use it: move {} aside and put {} in its place", dir.display(), r.to.display());
     Ok(Exit::Ok)
 }
 
 /// `origin journal compact`.
 pub fn compact(dir: &Path, segment_size: u64) -> Result<Exit> {
+    let mut out = Out::new();
     let r = origin_engine::compact::compact_dir(dir, segment_size).with_context(|| format!("compacting {}", dir.display()))?;
     for (from, into) in &r.merged {
-        println!("merged {} segments into {}", from.len(), into.display());
+        say!(out, "merged {} segments into {}", from.len(), into.display());
     }
-    println!(
+    say!(out, 
         "segments {} -> {}, bytes {} -> {}",
         r.segments_before,
         r.segments_after,
@@ -317,6 +320,7 @@ pub fn stress(dir: &Path, records: u64, size: usize, threads: u64, segment_size:
 
 /// `origin journal replay [--until OFFSET|TIME --to DIR]`.
 pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -> Result<Exit> {
+    let mut out = Out::new();
     use origin_projections::state::{State, SNAPSHOT_FILE_NAME};
     let j = open_read_only(dir)?;
     let until_at = match until {
@@ -382,7 +386,7 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     if until_at.is_some() {
         std::fs::write(out_dir.join("summary.json"), serde_json::to_string_pretty(&summary)? + "\n")?;
     }
-    println!(
+    say!(out, 
         "replayed {} records: {} current entries, {} sessions (digest {}); snapshot in {}",
         state.read_to(),
         summary["current_entries"],
@@ -439,6 +443,7 @@ fn walk_with_bar(j: &Journal, what: &str, from: u64, mut f: impl FnMut(&origin_e
 /// Builds the store's text index again from the journal's start, with a progress bar, then
 /// runs the merges the policy calls for.
 fn rebuild_index(dir: &Path, j: &Journal) -> Result<()> {
+    let mut out = Out::new();
     use origin_projections::index::{merge, MergePolicy};
     use origin_projections::Catalog;
     let mut catalog = Catalog::start_over(dir, j).with_context(|| format!("clearing the text index in {}", dir.display()))?;
@@ -447,7 +452,7 @@ fn rebuild_index(dir: &Path, j: &Journal) -> Result<()> {
         let merged = merge(&planned.job)?;
         catalog.install_merge(merged, planned)?;
     }
-    println!(
+    say!(out, 
         "indexed {} documents in {} segments; index in {}",
         catalog.index().doc_count(),
         catalog.index().segments().len(),

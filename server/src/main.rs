@@ -5,6 +5,7 @@ mod cli;
 mod exit;
 mod ingest_cmd;
 mod journal_cmd;
+mod out;
 mod show;
 mod tools_cmd;
 

@@ -204,15 +204,12 @@ fn print_after(a: &Archive, tool: impl FnOnce(&Archive) -> Result<Value, ToolErr
 }
 
 fn print(result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
-    use std::io::Write;
     match result {
         Ok(v) => {
             let text = if json { v.to_string() } else { crate::show::readable(&v) };
-            match writeln!(std::io::stdout().lock(), "{text}") {
-                // A reader that stopped reading (`| head`) took what it wanted.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Ok),
-                written => written.map(|()| Exit::Ok).context("writing to standard output"),
-            }
+            let mut out = crate::out::Out::new();
+            crate::out::say!(out, "{text}");
+            Ok(Exit::Ok)
         }
         Err(e) => {
             eprintln!("origin: {e}");

@@ -30,29 +30,71 @@ fn ingest_sample(home: &Path) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// A reader that stops reading (`origin search … | head`) ends a command quietly: its answer
-/// was given as far as it was read, and nothing panics.
+/// Runs `origin` on `home` with its standard output's reading end closed before anything is
+/// written (as `origin … | head` whose `head` has finished).
+fn origin_unread(home: &Path, args: &[&str]) -> Output {
+    let mut child = Command::new(origin_bin())
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .env("ORIGIN_WATCH_INTERVAL_MS", "0")
+        .env("HOME", "/nonexistent-origin-test-home")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run origin");
+    drop(child.stdout.take());
+    child.wait_with_output().expect("wait")
+}
+
+/// A reader that stops reading (`origin search … | head`, `origin status | head -1`) ends a
+/// command quietly: its answer was given as far as it was read, nothing panics, and the
+/// command still does the rest of its work and exits with its own code.
 #[test]
 fn a_command_whose_reader_has_gone_ends_quietly() {
     let dir = tempfile::tempdir().expect("tempdir");
-    ingest_sample(dir.path());
-    for format in [&["--json"][..], &[][..]] {
-        let mut child = Command::new(origin_bin())
-            .arg("--home")
-            .arg(dir.path())
-            .args(["search", "the", "--limit", "100"])
-            .args(format)
-            .env("HOME", "/nonexistent-origin-test-home")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("run origin");
-        // The reading end closed before the answer is written.
-        drop(child.stdout.take());
-        let out = child.wait_with_output().expect("wait");
+    let home = dir.path();
+    ingest_sample(home);
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
+    let salvaged = home.join("salvaged");
+    let commands: [&[&str]; 11] = [
+        &["search", "the", "--limit", "100", "--json"],
+        &["search", "the", "--limit", "100"],
+        &["status"],
+        &["status", "--json"],
+        &["journal", "verify"],
+        &["journal", "verify", "--json"],
+        &["journal", "dump"],
+        &["ingest", "--agents-home", sample.to_str().expect("utf-8"), "--recorded-home", "/home/dev"],
+        &["journal", "salvage", "--to", salvaged.to_str().expect("utf-8")],
+        &["journal", "compact"],
+        &["journal", "replay"],
+    ];
+    let index = home.join("projections").join("index");
+    for args in commands {
+        if args == ["journal", "replay"] {
+            // The replay's last step, after its first line: the index built again.
+            std::fs::remove_dir_all(&index).expect("remove the index");
+        }
+        let out = origin_unread(home, args);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && !stderr.contains("panicked"), "{:?}: {stderr}", out.status);
+        assert!(out.status.success() && !stderr.contains("panicked"), "{args:?}: {:?}: {stderr}", out.status);
     }
+    assert!(std::fs::read_dir(&salvaged).is_ok_and(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "seg"))), "salvaged");
+    assert!(index.join("manifest").exists(), "the replay rebuilt the index after its reader had gone");
+    // A verdict still reaches its exit code: a damaged journal verified with no reader.
+    let journal = home.join("journal");
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&journal).expect("journal").map(|e| e.expect("entry").path()).collect();
+    segments.sort();
+    let first = segments.iter().find(|p| p.extension().is_some_and(|e| e == "seg")).expect("a segment").clone();
+    let mut bytes = std::fs::read(&first).expect("read");
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&first, bytes).expect("write");
+    let out = origin_unread(home, &["journal", "verify"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "the damage's exit code: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 #[test]

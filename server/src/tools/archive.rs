@@ -413,7 +413,9 @@ fn random_hex(bytes: usize) -> Result<String, ToolError> {
 /// A tool's `limit`: its default and its largest value (the smallest is 1).
 #[derive(Clone, Copy, Debug)]
 pub struct Limit {
+    /// The limit when none is given.
     pub default: i64,
+    /// The largest limit taken.
     pub max: i64,
 }
 
