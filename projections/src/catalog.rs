@@ -54,7 +54,9 @@ const IDENTITY_SIZE_BYTES: u64 = 40;
 /// The layout of an index directory: 2 since entries left it for their own index (a directory
 /// of layout 1 also holds entry versions, and is rebuilt).
 const LAYOUT_VERSION: u16 = 2;
-/// The tokenizer's rules the index's terms were cut by: 4 since terminal colour sequences are
+/// The tokenizer's rules the index's terms were cut by: 5 since Han and kana runs join across
+/// a lone carriage return, U+2028 or U+0085 and with any white space around the break (an
+/// ideographic or no-break space), and not across a page or paragraph break (4: terminal colour sequences are
 /// white space, the soft hyphen and the bidirectional marks fold away, and a camelCase word's
 /// parts are taken from its letters and digits whatever its last cluster holds after them (3:
 /// camelCase and PascalCase ASCII words give their parts; 2: Thai, Lao, Khmer, Myanmar and the other scripts of the
@@ -62,7 +64,7 @@ const LAYOUT_VERSION: u16 = 2;
 /// and Persian letter variants fold away, and stems are of words without their accents; 1:
 /// variation selectors and the final sigma fold away, Han and kana join across a line break;
 /// 0 before). An index of an older version is rebuilt.
-const TOKENS_VERSION: u16 = 4;
+const TOKENS_VERSION: u16 = 5;
 /// Records after an index's newest document that its open reads, at most, to see that none
 /// below its mark holds a searchable event ([`of_another_copy`]): the check is for a journal
 /// restored from a backup, and bounds the open's work when many records without events

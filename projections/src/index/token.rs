@@ -664,12 +664,25 @@ fn joins_across_lines(c: char) -> Option<Run> {
     }
 }
 
-/// True for the text between two runs that a hard wrap leaves: one line break, with spaces
-/// and tabs (and a carriage return) around it, and the invisible characters folding drops
-/// (a zero width space before the break is still no break between words).
+/// True for the text between two runs that a hard wrap leaves: one line break (`\n`, `\r\n`,
+/// a lone `\r`, U+0085 or U+2028), with other white space around it (spaces, tabs, a no-break
+/// or an ideographic space: a wrapped line's indent) and the invisible characters folding
+/// drops (a zero width space before the break is still no break between words). A page or
+/// paragraph break (U+000B, U+000C, U+2029) parts the runs, as a blank line does.
 fn is_one_line_break(gap: &str) -> bool {
-    gap.chars().all(|c| matches!(c, ' ' | '\t' | '\r' | '\n') || is_invisible(c))
-        && gap.bytes().filter(|&b| b == b'\n').count() == 1
+    let mut breaks = 0;
+    let mut after_cr = false;
+    for c in gap.chars() {
+        match c {
+            '\n' if after_cr => {}
+            '\n' | '\r' | '\u{85}' | '\u{2028}' => breaks += 1,
+            '\u{0B}' | '\u{0C}' | '\u{2029}' => return false,
+            c if c.is_whitespace() || is_invisible(c) => {}
+            _ => return false,
+        }
+        after_cr = c == '\r';
+    }
+    breaks == 1
 }
 
 /// The bigrams across line breaks of rule 2, given tokens in order: the last unit of a run
@@ -1018,13 +1031,19 @@ mod tests {
         assert_eq!(terms("机器 \r\n  学习"), [terms("机器学习"), vec![]].concat().into_iter().collect::<Vec<_>>());
         assert_eq!(terms("データ\nベース"), terms("データベース"));
         assert_eq!(terms("机\n器"), vec![("机".into(), 0), ("机器".into(), 0), ("器".into(), 1)]);
-        // Not joined: a blank line, a character between, a space alone, Hangul, a word between.
-        for text in ["机器\n\n学习", "机器\n-学习", "机器 学习", "机器\nab学习"] {
+        // One break of every kind, with the white space of an indent (ideographic, no-break)
+        // around it.
+        for text in ["机器\r学习", "机器\r\n学习", "机器\u{2028}学习", "机器\u{85}学习", "机器\n\u{3000}\u{3000}学习", "机器\u{A0}\n学习", "机器\t\u{200B}\n 学习"] {
+            assert!(across(text).iter().any(|t| t.0 == "器学"), "{text:?}: {:?}", across(text));
+        }
+        // Not joined: a blank line (of any breaks), a page or paragraph break, a character
+        // between, a space alone, Hangul, a word between.
+        for text in ["机器\n\n学习", "机器\r\r学习", "机器\r\n\r\n学习", "机器\n\r学习", "机器\u{2029}学习", "机器\u{0C}学习", "机器\u{3000}学习", "机器\n-学习", "机器 学习", "机器\nab学习"] {
             assert!(!across(text).iter().any(|t| t.0 == "器学"), "{text}: {:?}", across(text));
         }
         assert!(!across("분석\n기").iter().any(|t| t.0 == "석기"));
         // The same from the whole-text rules.
-        for text in ["机器\n学习", "データ\nベース", "葛\u{E0100}\n城", "ｶﾀ\nｶﾅ"] {
+        for text in ["机器\n学习", "データ\nベース", "葛\u{E0100}\n城", "ｶﾀ\nｶﾅ", "机器\r学习", "机器\n\u{3000}学习", "机器\u{2029}学习"] {
             assert_eq!(tokenize(text), tokenize_whole(text), "{text}");
         }
     }
