@@ -10,7 +10,7 @@
 //!    it), so are the escapes of its strings (`\n`, `\t`, `\r`, `\b`, `\f`, `\/`, `\"` and
 //!    `\uXXXX`, after an odd run of backslashes): `import os\ndef` is the words `import`, `os`,
 //!    `def`. (In any other text a backslash is a break and the letter after it is text: a
-//!    Windows path `C:\new\tools` keeps `new` and `tools`.)
+//!    Windows path `C:\new\tools` keeps `new` and `tools`; rule 6 gives the other reading.)
 //! 1. Each grapheme cluster of the text is folded on its own: NFKC, then lower case; variation
 //!    selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) are dropped, U+2019 (’) becomes `'`, the
 //!    final sigma `ς` becomes `σ`, `ß` and `ẞ` become `ss` and `İ` becomes `i`; the zero width
@@ -55,6 +55,13 @@
 //!    it keep their positions, and a phrase matches a part beside the next word (`"user
 //!    name"` matches `getUser name`, and a part beside a part of the next word, `"get
 //!    name"` matches `getUser setName`).
+//! 6. In a text of any other form than JSON, an ASCII word of letters and digits that follows
+//!    an odd run of backslashes and begins with a string escape's letters (`n`, `t`, `r`, `b`,
+//!    `f`, or `u` and four hex digits) also gives, as a part at its position, the word without
+//!    them, and the camelCase parts of that (rather than of the word): a tool's printed JSON
+//!    or a source file's string (`"done\nExiting"`, `print("a\tb")`, the regex `\bword`)
+//!    holds the words it means whichever reading is right, where a Windows path (`C:\new`)
+//!    keeps its word and gains a part (`ew`) no query is likely to ask for.
 
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
@@ -467,13 +474,33 @@ fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
     }
 }
 
-/// Calls `emit` with the parts of the word token `t` of `text` (rule 5), `buf` holding each
-/// part's term in turn.
+/// The bytes of a string escape's letters that begin the word at `start` of `text` (rule 6):
+/// 1 for `n`, `t`, `r`, `b` and `f`, 5 for `u` and four hex digits, after an odd run of
+/// backslashes (an even run is escaped backslashes); 0 for any other word.
+fn escape_letters(text: &[u8], start: usize) -> usize {
+    if start == 0 || text[start - 1] != b'\\' {
+        return 0;
+    }
+    let run = text[..start].iter().rev().take_while(|&&b| b == b'\\').count();
+    if run % 2 == 0 {
+        return 0;
+    }
+    match text[start] {
+        b'n' | b't' | b'r' | b'b' | b'f' => 1,
+        b'u' if text.get(start + 1..start + 5).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => 5,
+        _ => 0,
+    }
+}
+
+/// Calls `emit` with the parts of the word token `t` of `text` (rules 5 and 6), `buf` holding
+/// each part's term in turn.
 fn emit_parts<F: FnMut(TokenRef<'_>)>(text: &str, t: &TokenRef<'_>, parts: &mut Vec<(usize, usize)>, buf: &mut String, emit: &mut F) {
-    // A word with no upper-case letter has no parts; the fast paths hand such an ASCII word
-    // over as a slice of the text, a lower-cased one as a copy (compared before slicing: this
-    // runs for every word).
-    if std::ptr::eq(t.term.as_ptr(), text.as_ptr().wrapping_add(t.start)) {
+    // A string escape's letter glued to the word (rule 6): checked first, by the byte before.
+    let escaped = escape_letters(text.as_bytes(), t.start);
+    // A word with no upper-case letter has no camelCase parts; the fast paths hand such an
+    // ASCII word over as a slice of the text, a lower-cased one as a copy (compared before
+    // slicing: this runs for every word).
+    if escaped == 0 && std::ptr::eq(t.term.as_ptr(), text.as_ptr().wrapping_add(t.start)) {
         return;
     }
     // The word's letters and digits: its range may take in what its last cluster holds after
@@ -483,12 +510,22 @@ fn emit_parts<F: FnMut(TokenRef<'_>)>(text: &str, t: &TokenRef<'_>, parts: &mut 
     if word.len() < range.len() && !t.term.eq_ignore_ascii_case(cut(word)) {
         return;
     }
-    camel_parts(word, parts);
+    // After an escape's letters, the word as the string meant it, then its camelCase parts
+    // (not those of the word with the letters glued on).
+    let from = if escaped > 0 && word.len() == range.len() && word.len() <= TERM_SIZE_BYTES_MAX { escaped } else { 0 };
+    let rest = &word[from..];
+    if from > 0 && rest.len() >= 2 {
+        buf.clear();
+        buf.push_str(rest);
+        buf.make_ascii_lowercase();
+        emit(TokenRef { term: buf, position: t.position, kind: TokenKind::Part, start: t.start + from, end: t.end });
+    }
+    camel_parts(rest, parts);
     for &(s, e) in parts.iter() {
         buf.clear();
-        buf.push_str(&word[s..e]);
+        buf.push_str(&rest[s..e]);
         buf.make_ascii_lowercase();
-        emit(TokenRef { term: buf, position: t.position, kind: TokenKind::Part, start: t.start + s, end: t.start + e });
+        emit(TokenRef { term: buf, position: t.position, kind: TokenKind::Part, start: t.start + from + s, end: t.start + from + e });
     }
 }
 
@@ -1146,7 +1183,40 @@ mod tests {
         }).collect();
         assert_eq!(json, ["write", "path", "c", "new", "tools", "content", "import", "os", "def", "main", "return", "x", "y", "z"]);
         let plain: Vec<String> = of(TextForm::Plain).into_iter().map(|(term, _)| term).collect();
-        assert_eq!(plain, ["write", "path", "c", "new", "tools", "content", "import", "os", "ndef", "main", "n", "treturn", "x", "u0041y", "nz"]);
+        // Plain, an escape's letter is text, and the word without it a part (rule 6; `y` and `z`
+        // are too short to be parts).
+        assert_eq!(
+            plain,
+            ["write", "path", "c", "new", "tools", "content", "import", "os", "ndef", "def", "main", "n", "treturn", "return", "x", "u0041y", "nz"]
+        );
+    }
+
+    /// Outside the JSON form, a word glued to a string escape's letters also gives the word
+    /// without them, and its camelCase parts (rule 6); an escaped backslash, or a letter that
+    /// escapes nothing, gives none.
+    #[test]
+    fn index_token_a_word_after_a_string_escape_gives_the_word_without_its_letters() {
+        let parts = |text: &str| -> Vec<(String, u32, String)> {
+            tokenize(text).into_iter().filter(|t| t.kind == TokenKind::Part).map(|t| (t.term, t.position, text[t.start..t.end].to_string())).collect()
+        };
+        let part = |term: &str, position: u32, original: &str| (term.to_string(), position, original.to_string());
+        assert_eq!(parts(r#"print("Done\nExiting now")"#), [part("exiting", 2, "Exiting")]);
+        assert_eq!(parts(r"a\tbeta \bword\b \fx"), [part("beta", 1, "beta"), part("word", 2, "word")]);
+        assert_eq!(parts(r"\nparseQuery"), [part("parsequery", 0, "parseQuery"), part("parse", 0, "parse"), part("query", 0, "Query")]);
+        assert_eq!(parts(r"\u00e9tude \u12"), [part("tude", 0, "tude")]);
+        assert_eq!(parts(r"\\\ndone"), [part("done", 0, "done")], "three backslashes: the last escapes");
+        // No escape: an escaped backslash, another letter, a word not of ASCII letters and
+        // digits, and the JSON form, which reads the escapes as white space.
+        for text in [r"C:\\new", r"\xtools", r"\d+", r"\nпривет", r"\u12g4ab"] {
+            assert_eq!(parts(text), Vec::new(), "{text}");
+        }
+        let mut json = Vec::new();
+        for_each_token_of(r#"{"a":"x\nError"}"#, TextForm::Json, &mut |t| json.push((t.term.to_string(), t.kind)));
+        assert_eq!(json, [("a".to_string(), TokenKind::Word), ("x".into(), TokenKind::Word), ("error".into(), TokenKind::Word)]);
+        // The same from the whole-text rules.
+        for text in [r#"print("Done\nExiting")"#, r"\nparseQuery \u00e9tude", r"C:\new\tools"] {
+            assert_eq!(tokenize(text), tokenize_whole(text), "{text}");
+        }
     }
 
     /// A tool call's text is read as JSON only when it ends in a JSON value (and holds a
