@@ -97,6 +97,44 @@ fn a_command_whose_reader_has_gone_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// Whether the store's text index has a committed segment on disk.
+fn index_committed(home: &Path) -> bool {
+    std::fs::read_dir(home.join("projections").join("index"))
+        .is_ok_and(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "segment")))
+}
+
+/// A command saves what it rebuilt however few records the store holds (the sample's are
+/// fewer than a checkpoint's count): the state's snapshot when there was none, the text index
+/// when it had no commit (deleted, or rebuilt for a newer tokenizer), so that the next command
+/// does not rebuild them again.
+#[test]
+fn a_command_saves_projections_it_rebuilt_however_few_records_the_store_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    ingest_sample(home);
+    let snapshot = home.join("projections").join("state.snap");
+    let _ = std::fs::remove_file(&snapshot);
+    let _ = std::fs::remove_dir_all(home.join("projections").join("index"));
+    json(origin(home, &["search", "库存", "--json"]));
+    assert!(snapshot.exists(), "the state's snapshot saved");
+    assert!(index_committed(home), "the index committed");
+    let saved = std::fs::read(&snapshot).expect("snapshot");
+    // The index alone gone: built again, and committed, while the snapshot stands.
+    std::fs::remove_dir_all(home.join("projections").join("index")).expect("remove the index");
+    json(origin(home, &["search", "库存", "--json"]));
+    assert!(index_committed(home), "the index committed again");
+    assert_eq!(std::fs::read(&snapshot).expect("snapshot"), saved, "the current snapshot is not written again");
+    // A damaged snapshot is refused once, and replaced by the command that refused it.
+    let mut damaged = saved.clone();
+    let at = damaged.len() - 1;
+    damaged[at] ^= 1;
+    std::fs::write(&snapshot, &damaged).expect("damage");
+    let refused = origin(home, &["search", "库存", "--json"]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not used"), "{}", String::from_utf8_lossy(&refused.stderr));
+    let next = origin(home, &["search", "库存", "--json"]);
+    assert!(!String::from_utf8_lossy(&next.stderr).contains("not used"), "{}", String::from_utf8_lossy(&next.stderr));
+}
+
 #[test]
 fn forget_hides_an_event_and_restore_brings_it_back() {
     let dir = tempfile::tempdir().expect("tempdir");

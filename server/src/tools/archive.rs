@@ -695,13 +695,23 @@ impl Archive {
         saved.and(committed)
     }
 
-    /// Saves the snapshot (as [`Archive::save_snapshot`]) when the state reflects at least
-    /// `records` journal records the saved snapshot does not: so a server that is killed rather
-    /// than closed (agents often end their MCP servers that way) still starts quickly next time.
+    /// Saves the snapshot and commits the text index (as [`Archive::save_snapshot`]) when
+    /// either reflects at least `records` journal records more than what is saved of it, or
+    /// nothing of it is saved (no snapshot, or one that was refused; an index with no commit,
+    /// deleted or rebuilt) while it reflects any: so a server that is killed rather than closed
+    /// (agents often end their MCP servers that way), and every command after a rebuild, still
+    /// start quickly next time, however few records the store holds.
     pub fn checkpoint(&self, records: u64) -> Result<bool, ToolError> {
         {
             let inner = guard(&self.inner);
-            if inner.state.read_to().saturating_sub(inner.saved_to) < records {
+            let state_to = inner.state.read_to();
+            let state_due = state_to.saturating_sub(inner.saved_to) >= records || (inner.saved_to == 0 && state_to > 0);
+            let index = inner.catalog.index();
+            let index_due = match index.mark() {
+                Some(mark) => inner.catalog.read_to().saturating_sub(mark) >= records,
+                None => index.memory_doc_count() > 0,
+            };
+            if !state_due && !index_due {
                 return Ok(false);
             }
         }
