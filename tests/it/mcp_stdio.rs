@@ -927,3 +927,76 @@ fn a_server_on_pipes_leaves_them_blocking_and_answers_with_stderr_on_its_output(
     assert!(!fcntl_getfl(&in_read_kept).expect("flags").contains(OFlags::NONBLOCK), "stdin left non-blocking");
     assert!(!fcntl_getfl(&out_write_kept).expect("flags").contains(OFlags::NONBLOCK), "stdout left non-blocking");
 }
+
+/// Lines a client may send that the protocol layer would drop without an answer or refuse as a
+/// protocol error, written to the real server as bytes: each is answered as the spec wants (a
+/// tool error, or the call itself), and the session goes on. A lone half of a surrogate pair
+/// (a JavaScript string cut inside an emoji), a number no JSON value holds, a call without a
+/// name, and a call longer than the server reads.
+#[test]
+fn lines_the_protocol_would_drop_are_answered() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = server_command(dir.path())
+        .as_std_mut()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn origin mcp");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut send = |line: &[u8]| {
+        stdin.write_all(line).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    };
+    send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#);
+    send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"kiwi \ud83d"}}}"#);
+    send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"query":"kiwi","limit":1e400}}}"#);
+    send(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"arguments":{"query":"kiwi"}}}"#);
+    let mut long = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"remember","arguments":{"text":""#.to_vec();
+    long.resize(long.len() + (64 << 20) + 10, b'a');
+    long.extend_from_slice(br#"","confidence":1,"sources":[{"quote":"q"}]}}}"#);
+    send(&long);
+    send(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search","arguments":{"query":"kiwi"}}}"#);
+    let mut answers = std::collections::BTreeMap::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while answers.len() < 6 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let Ok(v) = rx.recv_timeout(left) else { break };
+        if let Some(id) = v["id"].as_i64() {
+            answers.insert(id, v);
+        }
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6], "every line answered: {answers:?}\n{stderr}");
+    let result = |id: i64| -> (bool, String) {
+        let r = &answers[&id]["result"];
+        assert!(r.is_object(), "{id}: a tool result, not a protocol error: {}", answers[&id]);
+        (r["isError"] == true, r["content"][0]["text"].as_str().unwrap_or_default().to_owned())
+    };
+    assert_eq!(result(2).0, false, "the query with its half surrogate read as U+FFFD: {:?}", result(2));
+    let (error, text) = result(3);
+    assert!(error && text.contains("`limit`"), "{text}");
+    let (error, text) = result(4);
+    assert!(error && text.contains("`name` is missing"), "{text}");
+    let (error, text) = result(5);
+    assert!(error && text.contains("longer than the 64 MiB"), "{text}");
+    assert_eq!(result(6).0, false, "the session goes on: {:?}", result(6));
+    assert!(stderr.contains("longer than 64 MiB was passed over"), "{stderr}");
+}

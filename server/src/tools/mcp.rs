@@ -139,11 +139,24 @@ fn entry_args(args: &Args, with_id: bool) -> Result<EntryArgs, ToolError> {
 
 /// Set by [`fix_arguments`] when a call's `arguments` was not a JSON object.
 const NOT_AN_OBJECT: &str = "\u{0}origin: arguments not an object";
+/// Set by [`fix_arguments`] when an argument could not be read: why.
+const NOT_READABLE: &str = "\u{0}origin: arguments not readable";
+/// Begins the name [`fix_arguments`] gives a call without a name (or not a string).
+const NO_NAME: &str = "\u{0}origin: no name: ";
 
 /// Runs one tool call against the archive. `agent` is the client's name.
 pub fn call(archive: &Archive, name: &str, args: &Args, agent: &str) -> Result<Value, ToolError> {
+    if let Some(what) = name.strip_prefix(NO_NAME) {
+        let why = if what == "missing" { "is missing".to_owned() } else { format!("must be a tool's name, not {what}") };
+        return Err(ToolError::new(format!(
+            "Invalid input: the call's `name` {why}: Origin's tools are search, timeline, get, sources, remember, correct and forget."
+        )));
+    }
     if let Some(Value::String(what)) = args.get(NOT_AN_OBJECT) {
         return Err(ToolError::invalid("arguments", format!("must be an object of named arguments, not {what}")));
+    }
+    if let Some(Value::String(why)) = args.get(NOT_READABLE) {
+        return Err(ToolError::new(format!("Invalid input: {why}")));
     }
     match name {
         "search" => {
@@ -460,24 +473,181 @@ impl ServerHandler for Server {
     }
 }
 
-/// A `tools/call` line whose `arguments` is not an object would be refused by the protocol
-/// layer before any tool sees it (as "method not found"); the spec wants a tool error. Such a
-/// line is rewritten so the call reaches [`call`], which answers with the tool error.
+/// Rewrites a line from the client that the protocol layer would refuse or drop without an
+/// answer, where the spec wants a tool error (or the call to go through):
+/// - `arguments` that is not an object (refused as "method not found"): the call reaches
+///   [`call`], which answers that it must be an object;
+/// - a `name` missing or not a string (refused likewise): the call answers which tools there are;
+/// - a string holding half of a UTF-16 surrogate pair (`\ud83d` alone: a JavaScript string cut
+///   inside an emoji), which is not JSON a parser takes (the line was dropped): the half is
+///   read as U+FFFD, the replacement character, and the call goes through;
+/// - an argument that is JSON no value can hold (a number beyond the floating-point range,
+///   `1e400`; the line was dropped): the call answers naming the argument.
+///
+/// `None` when the line goes through as it is (including a line that is not a `tools/call`).
 pub fn fix_arguments(line: &str) -> Option<String> {
     if !line.contains("tools/call") {
         return None;
     }
-    let mut v: Value = serde_json::from_str(line).ok()?;
-    if v.get("method").and_then(Value::as_str) != Some("tools/call") {
+    let mended = whole_surrogates(line);
+    let line = mended.as_deref().unwrap_or(line);
+    match serde_json::from_str::<Value>(line) {
+        Ok(v) if v.get("method").and_then(Value::as_str) == Some("tools/call") => fix_call(v).or(mended),
+        Ok(_) => None,
+        Err(_) => unreadable_arguments(line),
+    }
+}
+
+/// [`fix_arguments`] of a `tools/call` that parsed.
+fn fix_call(mut v: Value) -> Option<String> {
+    let params = v.get_mut("params")?.as_object_mut()?;
+    let mut fixed = false;
+    if !params.get("name").is_some_and(Value::is_string) {
+        let what = params.get("name").map_or("missing", type_name);
+        params.insert("name".into(), Value::String(format!("{NO_NAME}{what}")));
+        fixed = true;
+    }
+    if let Some(args) = params.get_mut("arguments") {
+        if !args.is_object() && !args.is_null() {
+            let what = type_name(args);
+            *args = json!({ NOT_AN_OBJECT: what });
+            fixed = true;
+        }
+    }
+    fixed.then(|| v.to_string())
+}
+
+/// `line` with each lone half of a UTF-16 surrogate pair written as an escape (`\uD800` to
+/// `\uDFFF` without its other half beside it) replaced by `\uFFFD`; `None` when it has none.
+fn whole_surrogates(line: &str) -> Option<String> {
+    let b = line.as_bytes();
+    // The value of the `\uXXXX` escape at `i` (a backslash after an even run of others).
+    let escape_at = |i: usize| -> Option<u16> {
+        if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
+            return None;
+        }
+        let run = b[..i].iter().rev().take_while(|&&c| c == b'\\').count();
+        if run % 2 == 1 {
+            return None;
+        }
+        let hex = b.get(i + 2..i + 6)?;
+        hex.iter().all(u8::is_ascii_hexdigit).then(|| hex.iter().fold(0u16, |v, &h| v << 4 | (h as char).to_digit(16).unwrap_or(0) as u16))
+    };
+    let mut out = String::with_capacity(line.len());
+    let (mut copied, mut mended, mut i) = (0, false, 0);
+    while let Some(at) = b[i..].iter().position(|&c| c == b'\\') {
+        let at = i + at;
+        i = at + 1;
+        let Some(unit) = escape_at(at) else { continue };
+        i = at + 6;
+        let lone = match unit {
+            0xD800..=0xDBFF => match escape_at(at + 6) {
+                Some(0xDC00..=0xDFFF) => {
+                    i = at + 12;
+                    false
+                }
+                _ => true,
+            },
+            0xDC00..=0xDFFF => true,
+            _ => false,
+        };
+        if lone {
+            out.push_str(&line[copied..at]);
+            out.push_str("\\uFFFD");
+            copied = at + 6;
+            mended = true;
+        }
+    }
+    mended.then(|| {
+        out.push_str(&line[copied..]);
+        out
+    })
+}
+
+/// A `tools/call` line that is JSON in its shape but holds an argument no JSON value can hold,
+/// rewritten as the same call whose arguments say which and why; `None` for any other line.
+fn unreadable_arguments(line: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+        method: Option<String>,
+        #[serde(borrow)]
+        params: Option<Params<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        name: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow)]
+        arguments: Option<std::collections::BTreeMap<String, &'a serde_json::value::RawValue>>,
+    }
+    let head: Head<'_> = serde_json::from_str(line).ok()?;
+    if head.method.as_deref() != Some("tools/call") {
         return None;
     }
-    let args = v.get_mut("params")?.get_mut("arguments")?;
-    if args.is_object() || args.is_null() {
+    let id: Value = serde_json::from_str(head.id?.get()).ok()?;
+    let params = head.params?;
+    let name: Value = params.name.and_then(|n| serde_json::from_str(n.get()).ok()).unwrap_or(Value::Null);
+    let why = params.arguments?.iter().find_map(|(arg, raw)| {
+        serde_json::from_str::<Value>(raw.get()).err().map(|e| format!("`{arg}` is not a JSON value Origin can read ({e})"))
+    })?;
+    Some(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": { NOT_READABLE: why } } }).to_string())
+}
+
+/// A `tools/call` whose line was longer than the server reads, rewritten from the line's
+/// first bytes (its `id`, `method` and `params.name`, when they come before its arguments, as
+/// clients write them) as the same call whose arguments say it was too long; `None` when the
+/// head does not name a call.
+fn too_long_call(head: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    use std::cell::RefCell;
+    #[derive(Default)]
+    struct Seen {
+        id: Option<Value>,
+        method: Option<String>,
+        name: Option<String>,
+    }
+    // Reads the keys of an object in order into `Seen`, stopping (with an error, which ends
+    // the read) at the first value that is not one of those: the line is cut, so no read of
+    // the whole succeeds.
+    struct Keys<'s>(&'s RefCell<Seen>, bool);
+    impl<'de> Visitor<'de> for Keys<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                match (self.1, key.as_str()) {
+                    (false, "id") => self.0.borrow_mut().id = Some(map.next_value()?),
+                    (false, "method") => self.0.borrow_mut().method = Some(map.next_value()?),
+                    (false, "params") => map.next_value_seed(ParamsSeed(self.0))?,
+                    (true, "name") => self.0.borrow_mut().name = Some(map.next_value()?),
+                    (_, "jsonrpc") => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                    _ => return Err(serde::de::Error::custom("stop")),
+                }
+            }
+            Ok(())
+        }
+    }
+    struct ParamsSeed<'s>(&'s RefCell<Seen>);
+    impl<'de> serde::de::DeserializeSeed<'de> for ParamsSeed<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_map(Keys(self.0, true))
+        }
+    }
+    let seen = RefCell::new(Seen::default());
+    let _cut_short = serde_json::Deserializer::from_slice(head).deserialize_map(Keys(&seen, false));
+    let seen = seen.into_inner();
+    if seen.method.as_deref() != Some("tools/call") {
         return None;
     }
-    let what = type_name(args);
-    *args = json!({ NOT_AN_OBJECT: what });
-    Some(v.to_string())
+    let why = format!("the call is longer than the {} MiB Origin reads in one message", LINE_BYTES_MAX >> 20);
+    Some(json!({ "jsonrpc": "2.0", "id": seen.id?, "method": "tools/call", "params": { "name": seen.name.unwrap_or_default(), "arguments": { NOT_READABLE: why } } }).to_string())
 }
 
 /// The background merging of the text index's segments; stops when asked. Its thread is not
@@ -715,7 +885,26 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                     break;
                 }
             }
-            let fixed = std::str::from_utf8(&buf).ok().and_then(fix_arguments);
+            let fixed = if buf.len() == LINE_BYTES_MAX && buf.last() != Some(&b'\n') {
+                // Longer than the server reads: the rest of the line is passed over (not read
+                // as lines of its own), and a call whose head names it is answered.
+                let mut rest = Vec::new();
+                loop {
+                    rest.clear();
+                    match (&mut lines).take(1 << 20).read_until(b'\n', &mut rest).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) if rest.last() == Some(&b'\n') => break,
+                        Ok(_) => {}
+                    }
+                }
+                eprintln!("origin: a message longer than {} MiB was passed over", LINE_BYTES_MAX >> 20);
+                match too_long_call(&buf) {
+                    Some(answer) => Some(answer),
+                    None => continue,
+                }
+            } else {
+                std::str::from_utf8(&buf).ok().and_then(fix_arguments)
+            };
             let out = match &fixed {
                 Some(f) => {
                     let mut b = f.clone().into_bytes();
@@ -892,5 +1081,39 @@ mod tests {
         assert_eq!(fix_arguments(ok), None);
         assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#), None);
         assert_eq!(fix_arguments("not json tools/call"), None);
+    }
+
+    /// Lines the protocol layer would drop or refuse reach the tools: a lone half of a
+    /// surrogate pair read as U+FFFD, an argument no JSON value holds named, a missing name
+    /// answered; a call's whole head read from a line cut short.
+    #[test]
+    fn calls_the_protocol_would_drop_reach_the_tool() {
+        let call_of = |line: &str| -> Value { serde_json::from_str(&fix_arguments(line).expect("rewritten")).expect("json") };
+        let lone = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"search","arguments":{"query":"cut \ud83d","project":"\udc00x \ud83d\ude80 \\ud83d"}}}"#;
+        let v = call_of(lone);
+        assert_eq!(v["params"]["arguments"]["query"], "cut \u{FFFD}");
+        assert_eq!(v["params"]["arguments"]["project"], "\u{FFFD}x \u{1F680} \\ud83d", "pairs and escaped backslashes kept");
+        assert_eq!(v["id"], 8);
+        let v = call_of(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"search","arguments":{"query":"x","limit":1e400}}}"#);
+        let why = v["params"]["arguments"][NOT_READABLE].as_str().expect("why");
+        assert!(why.starts_with("`limit` is not a JSON value Origin can read (number out of range"), "{why}");
+        assert_eq!((v["id"].as_str(), v["params"]["name"].as_str()), (Some("a"), Some("search")));
+        // Both at once: the surrogate mended, then the number named.
+        let v = call_of(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"remember","arguments":{"text":"\ud83d","confidence":1e999}}}"#);
+        assert!(v["params"]["arguments"][NOT_READABLE].as_str().expect("why").starts_with("`confidence`"), "{v}");
+        for (params, what) in [(r#"{"arguments":{}}"#, "missing"), (r#"{"name":5,"arguments":{}}"#, "a number")] {
+            let v = call_of(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#));
+            assert_eq!(v["params"]["name"], format!("{NO_NAME}{what}"));
+        }
+        // Not calls, or not mendable: as they are.
+        assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"\ud83d"}} tools/call"#), None);
+        assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get","arguments":{"id":"x"}"#), None);
+        // A head cut short.
+        let head = r#"{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"remember","arguments":{"text":"aaaaaaaa"#;
+        let v: Value = serde_json::from_str(&too_long_call(head.as_bytes()).expect("a call")).expect("json");
+        assert_eq!((v["id"].as_i64(), v["params"]["name"].as_str()), (Some(77), Some("remember")));
+        assert!(v["params"]["arguments"][NOT_READABLE].as_str().expect("why").contains("longer than the 64 MiB"));
+        assert_eq!(too_long_call(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":{"#), None, "no id");
+        assert_eq!(too_long_call(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":""#), None);
     }
 }
