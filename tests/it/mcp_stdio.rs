@@ -738,6 +738,12 @@ async fn an_event_the_text_index_cannot_hold_is_left_out_of_search_and_said_once
     let timeline = ok(&call(&c, "timeline", json!({"session": "s1"})).await);
     let texts: Vec<&str> = timeline["events"].as_array().expect("events").iter().map(|e| e["text"].as_str().expect("text")).collect();
     assert_eq!(texts, ["widget before", "widget long id", "widget after"], "the store keeps it");
+    // And reads, traces and forgets it by its id, however long.
+    let id = timeline["events"][1]["id"].as_str().expect("id").to_owned();
+    assert_eq!(id.len(), "claude-code:".len() + 5_000);
+    assert_eq!(ok(&call(&c, "get", json!({"id": id})).await)["text"], "widget long id");
+    assert_eq!(ok(&call(&c, "sources", json!({"id": id})).await)[0]["event_id"], id.as_str());
+    assert_eq!(ok(&call(&c, "forget", json!({"id": id, "reason": "the user asked"})).await)["excluded_events"], 1);
     c.cancel().await.expect("close");
     let said = std::fs::read_to_string(&stderr_path).expect("stderr");
     let lines: Vec<&str> = said.lines().filter(|l| l.contains("left out of search")).collect();
