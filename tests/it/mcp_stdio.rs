@@ -153,11 +153,19 @@ async fn the_seven_tools_answer_as_the_spec_says() {
     assert_eq!(corrected["entry"]["supersedes"], id.as_str());
     let again = err(&call(&c, "correct", json!({ "id": id, "text": "x" })).await);
     assert_eq!(again, format!("Entry {id} was already corrected; its current version is {new_id}. Correct that one instead."));
+    // A validity that would end before it starts names the bound the call gave: a start moved
+    // past the end the corrected version keeps names `valid_from`; an end given names itself.
+    let bounded = ok(&call(&c, "correct", json!({ "id": new_id, "text": "Inventory sync books stock twice.", "valid_to": "2027-01-01" })).await);
+    let new_id = bounded["entry"]["id"].as_str().expect("new id").to_owned();
+    let start = err(&call(&c, "correct", json!({ "id": new_id, "text": "x", "valid_from": "2028-01-01" })).await);
+    assert!(start.starts_with("Invalid input: `valid_from` must be before the valid_to the corrected version keeps"), "{start}");
+    let end = err(&call(&c, "correct", json!({ "id": new_id, "text": "x", "valid_from": "2028-01-01", "valid_to": "2027-06-01" })).await);
+    assert!(end.starts_with("Invalid input: `valid_to` must be after valid_from"), "{end}");
 
     // forget the entry: every version hidden; then it is forgotten everywhere.
     let f = ok(&call(&c, "forget", json!({ "id": new_id, "reason": "the user asked" })).await);
     assert!(f["tombstone"].as_str().expect("tombstone").starts_with("tmb_"));
-    assert_eq!(f["forgotten_entries"].as_array().expect("list").len(), 2);
+    assert_eq!(f["forgotten_entries"].as_array().expect("list").len(), 3);
     assert_eq!(err(&call(&c, "get", json!({ "id": id })).await), format!("{id} has been forgotten."));
     let f2 = ok(&call(&c, "forget", json!({ "id": new_id, "reason": "again" })).await);
     assert_eq!(f2["tombstone"], Value::Null);

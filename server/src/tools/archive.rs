@@ -327,9 +327,19 @@ pub struct EntryArgs {
 }
 
 /// An entry's validity must end after it starts: one that ends first would never hold.
-fn validity_order(from: Option<i64>, to: Option<i64>) -> Result<(), ToolError> {
+/// Refuses a validity that ends at or before it starts, naming the bound the caller gave:
+/// `valid_to` when it was given, else `valid_from` (a correction that moves the start past the
+/// end it keeps from the version it corrects).
+fn validity_order(from: Option<i64>, to: Option<i64>, to_given: bool) -> Result<(), ToolError> {
     match (from, to) {
-        (Some(f), Some(t)) if t <= f => Err(ToolError::invalid("valid_to", "must be after valid_from: an entry whose validity ends before it starts never holds")),
+        (Some(f), Some(t)) if t <= f => Err(if to_given {
+            ToolError::invalid("valid_to", "must be after valid_from: an entry whose validity ends before it starts never holds")
+        } else {
+            ToolError::invalid(
+                "valid_from",
+                "must be before the valid_to the corrected version keeps (give valid_to too to move it): an entry whose validity ends before it starts never holds",
+            )
+        }),
         _ => Ok(()),
     }
 }
@@ -1129,7 +1139,7 @@ impl Archive {
         }
         let valid_from = self.time_arg("valid_from", &a.valid_from)?;
         let valid_to = self.time_arg("valid_to", &a.valid_to)?;
-        validity_order(valid_from, valid_to)?;
+        validity_order(valid_from, valid_to, true)?;
         self.fresh_for_write()?;
         let version = {
             let inner = guard(&self.inner);
@@ -1227,7 +1237,7 @@ impl Archive {
             }
         };
         // With the old version's bounds where none is given.
-        validity_order(version.valid_from_unix_ms, version.valid_to_unix_ms)?;
+        validity_order(version.valid_from_unix_ms, version.valid_to_unix_ms, valid_to.is_some())?;
         let new_id = version.id.clone();
         self.append(&Body::Corrected(version))?;
         let inner = guard(&self.inner);
