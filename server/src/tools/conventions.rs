@@ -10,10 +10,16 @@ use origin_projections::index::cluster_start;
 pub const SOURCES: [&str; 5] = ["claude-code", "codex", "cursor", "zcode", "grok"];
 
 /// A time in results: ISO 8601 in the server's local time zone (`TZ` honoured), with
-/// milliseconds and offset, e.g. `2026-10-20T09:12:30.000+08:00`.
+/// milliseconds and offset, e.g. `2026-10-20T09:12:30.000+08:00`. Where the zone's offset then
+/// was not of whole minutes (local mean time, before about 1900), which ISO 8601 cannot write,
+/// the time is given in UTC (`+00:00`).
 pub fn format_time(unix_ms: i64, tz: &TimeZone) -> String {
     match Timestamp::from_millisecond(unix_ms) {
-        Ok(t) => t.to_zoned(tz.clone()).strftime("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string(),
+        Ok(t) => {
+            let zoned = t.to_zoned(tz.clone());
+            let zoned = if zoned.offset().seconds() % 60 == 0 { zoned } else { t.to_zoned(TimeZone::UTC) };
+            zoned.strftime("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string()
+        }
         Err(_) => "1970-01-01T00:00:00.000+00:00".to_owned(),
     }
 }
@@ -145,6 +151,10 @@ mod tests {
         let berlin = TimeZone::get("Europe/Berlin").expect("zone");
         assert_eq!(format_time(1_792_487_550_123, &berlin), "2026-10-20T11:12:30.123+02:00");
         assert_eq!(format_time(1_792_487_550_123, &TimeZone::UTC), "2026-10-20T09:12:30.123+00:00");
+        let kolkata = TimeZone::get("Asia/Kolkata").expect("zone");
+        assert_eq!(format_time(1_792_487_550_123, &kolkata), "2026-10-20T14:42:30.123+05:30");
+        // Shanghai's local mean time in 1900 was +08:05:43, which ISO 8601 cannot write: UTC.
+        assert_eq!(format_time(-2_208_988_800_000, &shanghai), "1900-01-01T00:00:00.000+00:00");
     }
 
     #[test]
