@@ -1014,3 +1014,35 @@ fn lines_the_protocol_would_drop_are_answered() {
     assert_eq!(result(6).0, false, "the session goes on: {:?}", result(6));
     assert!(stderr.contains("longer than 64 MiB was passed over"), "{stderr}");
 }
+
+/// An entry cites each event once (the spec: `sources` gives one item per cited event): the
+/// same event cited by id, by id with a quote and by a quote alone is one source, with the
+/// quote; a correction citing it again with another quote keeps one, with the new quote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_cites_each_event_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let c = connect(dir.path(), "claude-code").await;
+    let found = ok(&call(&c, "search", json!({ "query": "库存", "limit": 1 })).await);
+    let event = &found["events"][0];
+    let event_id = event["id"].as_str().expect("id").to_owned();
+    let text = event["text"].as_str().expect("text");
+    let quote: String = text.chars().take(6).collect();
+    let other: String = text.chars().skip(2).take(6).collect();
+    let sources = json!([{ "event_id": event_id }, { "event_id": event_id, "quote": quote }, { "quote": quote }, { "event_id": event_id }]);
+    let entry = ok(&call(&c, "remember", json!({ "text": "Stock is booked once per import.", "confidence": 0.9, "sources": sources })).await);
+    let id = entry["entry"]["id"].as_str().expect("entry id").to_owned();
+    let got = ok(&call(&c, "get", json!({ "id": id })).await);
+    let cited = got["sources"].as_array().expect("sources");
+    assert_eq!(cited.len(), 1, "{got}");
+    assert_eq!((cited[0]["id"].as_str(), cited[0]["quote"].as_str()), (Some(event_id.as_str()), Some(quote.as_str())), "{got}");
+    let traced = ok(&call(&c, "sources", json!({ "id": id })).await);
+    assert_eq!(traced.as_array().map(Vec::len), Some(1), "{traced}");
+    let corrected = ok(&call(&c, "correct", json!({ "id": id, "text": "Stock is booked once per import run.", "sources": [{ "event_id": event_id, "quote": other }] })).await);
+    let new_id = corrected["entry"]["id"].as_str().expect("new id").to_owned();
+    let traced = ok(&call(&c, "sources", json!({ "id": new_id })).await);
+    let items = traced.as_array().expect("list");
+    assert_eq!(items.len(), 1, "{traced}");
+    assert_eq!((items[0]["event_id"].as_str(), items[0]["quote"].as_str()), (Some(event_id.as_str()), Some(other.as_str())), "{traced}");
+    c.cancel().await.expect("close");
+}

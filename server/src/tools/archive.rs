@@ -327,6 +327,27 @@ pub struct EntryArgs {
 }
 
 /// An entry's validity must end after it starts: one that ends first would never hold.
+/// Adds `c` to `list`, which cites each event once (the spec: one source per cited event): a
+/// citation of an event already cited gives it its quote when it had none, or, with `replace`,
+/// whenever it brings one (a correction's own source over the one it carries over).
+fn cite(list: &mut Vec<Citation>, c: Citation, replace: bool) {
+    match list.iter_mut().find(|x| x.event_id == c.event_id) {
+        Some(x) => {
+            if c.quote.is_some() && (replace || x.quote.is_none()) {
+                x.quote = c.quote;
+            }
+        }
+        None => list.push(c),
+    }
+}
+
+/// An entry's citations, each event once (the first of each: entries written before citations
+/// were made one per event may cite an event twice).
+fn one_per_event(sources: &[Citation]) -> impl Iterator<Item = &Citation> {
+    let mut seen = std::collections::HashSet::new();
+    sources.iter().filter(move |c| seen.insert(c.event_id.as_str()))
+}
+
 /// Refuses a validity that ends at or before it starts, naming the bound the caller gave:
 /// `valid_to` when it was given, else `valid_from` (a correction that moves the start past the
 /// end it keeps from the version it corrects).
@@ -959,7 +980,7 @@ impl Archive {
                 Lookup::Unknown => return Err(ToolError::unknown(id)),
             };
             let mut sources = Vec::new();
-            for c in &e.version.sources {
+            for c in one_per_event(&e.version.sources) {
                 if let Lookup::Found(ev) = inner.state.event_body(&self.journal, &c.event_id).map_err(store_error)? {
                     let source = c.event_id.split(':').next().unwrap_or_default().to_owned();
                     let mut j = json!({ "quote": c.quote });
@@ -1006,7 +1027,7 @@ impl Archive {
         let inner = guard(&self.inner);
         let cited: Vec<(String, Option<String>)> = if is_entry_id(id) {
             match inner.state.entry(id) {
-                Lookup::Found(e) => e.version.sources.iter().map(|c| (c.event_id.clone(), c.quote.clone())).collect(),
+                Lookup::Found(e) => one_per_event(&e.version.sources).map(|c| (c.event_id.clone(), c.quote.clone())).collect(),
                 Lookup::Forgotten { .. } => return Err(ToolError::forgotten(id)),
                 Lookup::Unknown => return Err(ToolError::unknown(id)),
             }
@@ -1089,10 +1110,10 @@ impl Archive {
                             return Err(ToolError::new(format!("Quote not found in event {id}: \"{q}\"")));
                         }
                     }
-                    out.push(Citation { event_id: id.to_owned(), quote: q.map(str::to_owned) });
+                    cite(&mut out, Citation { event_id: id.to_owned(), quote: q.map(str::to_owned) }, false);
                 }
                 (None, Some(q)) => match inner.state.find_quote(&self.journal, q).map_err(store_error)? {
-                    Some(m) => out.push(Citation { event_id: m.id, quote: Some(q.to_owned()) }),
+                    Some(m) => cite(&mut out, Citation { event_id: m.id, quote: Some(q.to_owned()) }, false),
                     None => return Err(ToolError::new(format!("No event contains the quote \"{q}\". Search for the event and cite its id instead."))),
                 },
                 (None, None) => return Err(ToolError::invalid(&format!("sources[{i}]"), "needs an event_id, a quote, or both")),
@@ -1208,9 +1229,7 @@ impl Archive {
             let mut sources: Vec<Citation> =
                 old.version.sources.iter().filter(|c| inner.state.is_hidden(&c.event_id).is_none()).cloned().collect();
             for c in self.resolve_sources(&inner, &a.sources)? {
-                if !sources.contains(&c) {
-                    sources.push(c);
-                }
+                cite(&mut sources, c, true);
             }
             if sources.is_empty() {
                 return Err(ToolError::invalid(
