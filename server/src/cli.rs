@@ -118,12 +118,14 @@ pub enum JournalCommand {
         to: PathBuf,
     },
     /// Rebuild the projections from the journal (saved as the store's snapshot); with --until,
-    /// the state as it was then, into a separate folder for inspection.
+    /// the store as it was then, into a separate folder for inspection (origin --home DIR …).
     Replay {
-        /// Stop at an offset (records below it) or a time (a date or ISO 8601).
-        #[arg(long, value_name = "OFFSET|TIME")]
+        /// Stop at an offset (records below it) or a time (a date or ISO 8601); needs --to.
+        #[arg(long, value_name = "OFFSET|TIME", requires = "to", value_parser = clap::builder::NonEmptyStringValueParser::new())]
         until: Option<String>,
-        /// Where the state as of --until goes (required with --until).
+        /// A new or empty folder outside the store: it becomes a store of its own holding the
+        /// records up to --until (all without it), with the state rebuilt from them; Origin reads
+        /// no agents' logs into it.
         #[arg(long, value_name = "DIR")]
         to: Option<PathBuf>,
     },

@@ -54,6 +54,13 @@ pub fn ingester(home: &Path, journal_dir: &Path, homes: Homes, recorded_home: Op
 
 /// `origin ingest`.
 pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit> {
+    if home.join(origin::tools::archive::REPLAY_FILE).exists() {
+        anyhow::bail!(
+            "{} is a replay of another store as it was (see its {}): it takes no agents' logs",
+            home.display(),
+            origin::tools::archive::REPLAY_FILE
+        );
+    }
     let mut homes = homes(args.agents_home.as_deref())?;
     let mut recorded_home = args.recorded_home.clone();
     if let Some(samples) = &args.samples_if_none {

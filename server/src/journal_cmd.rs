@@ -318,14 +318,20 @@ pub fn stress(dir: &Path, records: u64, size: usize, threads: u64, segment_size:
     Ok(Exit::Ok)
 }
 
-/// `origin journal replay [--until OFFSET|TIME --to DIR]`.
+/// `origin journal replay [--until OFFSET|TIME] [--to DIR]`. Without `--to`, the store's own
+/// projections are rebuilt (the state's snapshot, ingest's cursors, the text index). With it,
+/// `DIR` becomes a store of its own holding the journal's records up to the bound (every record
+/// with `--until` absent), copied in a new lineage, with the state's snapshot built from them
+/// and [`origin::tools::archive::REPLAY_FILE`], which says what it is and keeps Origin from
+/// reading agents' logs into it: `origin --home DIR search …` (and every other read) answers as
+/// the store did then.
 pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -> Result<Exit> {
     let mut out = Out::new();
     use origin_projections::state::{State, SNAPSHOT_FILE_NAME};
     let j = open_read_only(dir)?;
     let until_at = match until {
         None => None,
-        Some(u) if u.bytes().all(|b| b.is_ascii_digit()) => Some((Some(u.parse::<u64>().context("--until offset")?), None)),
+        Some(u) if !u.is_empty() && u.bytes().all(|b| b.is_ascii_digit()) => Some((Some(u.parse::<u64>().context("--until offset")?), None)),
         Some(u) => {
             let now = jiff::Zoned::now();
             // Records at or before the time are replayed: a finer time rounds down.
@@ -338,20 +344,21 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     {
         bail!("--until {offset} is past the journal's end: its records end before offset {} (a time is given with a date, e.g. 2026-10-20T09:00:00Z)", j.next_offset());
     }
-    let out_dir = match (until_at.is_some(), to) {
-        (true, None) => bail!("--until needs --to DIR: the state as it was then goes into a separate folder"),
-        (_, Some(t)) => t.to_path_buf(),
-        (false, None) => home.join("projections"),
-    };
+    if let Some(to) = to {
+        check_replay_folder(home, to)?;
+    }
     let mut state = State::new();
-    // A full replay rebuilds ingest's cursors too (from the same records), and saves them.
-    let mut cursors = until_at.is_none().then(origin_ingest::cursor::Cursors::default);
+    // A full replay of the store rebuilds ingest's cursors too (from the same records), and
+    // saves them.
+    let mut cursors = to.is_none().then(origin_ingest::cursor::Cursors::default);
+    let mut last_time = None;
     walk_with_bar(&j, "replaying", 0, |r| {
         if let Some((off, time)) = until_at {
             if off.is_some_and(|o| r.offset >= o) || time.is_some_and(|t| r.time_unix_ms > t) {
                 return Ok(ControlFlow::Break(()));
             }
         }
+        last_time = Some(r.time_unix_ms);
         // The records the projections read, decoded as they decode them; the others (tokens,
         // devices, scratch, kinds newer than this build) passed over as they pass them.
         if !State::reads_kind(r.kind) {
@@ -365,28 +372,40 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         }
         Ok(ControlFlow::Continue(()))
     })?;
-    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let snap = out_dir.join(SNAPSHOT_FILE_NAME);
-    state.save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).with_context(|| format!("saving {}", snap.display()))?;
-    if let Some(mut c) = cursors {
-        // Past the records that carry nothing for cursors, to the journal's end.
-        c.catch_up(&j).context("reading ingest's cursors from the journal")?;
-        let path = out_dir.join(origin_ingest::snapshot::CURSORS_FILE_NAME);
-        origin_ingest::snapshot::save(&path, &c, &j).with_context(|| format!("saving {}", path.display()))?;
-    }
-    let now = jiff::Timestamp::now().as_millisecond();
+    // Entries current as of the bound: its time, else the last record's.
+    let as_of = until_at.and_then(|(_, t)| t).or(last_time).unwrap_or_else(|| jiff::Timestamp::now().as_millisecond());
     let filter = origin_projections::EntryFilter { kind: None, project: None, since_unix_ms: None, until_unix_ms: None };
     let sessions_filter = origin_projections::SessionFilter { since_unix_ms: None, until_unix_ms: None, source: None, project: None };
-    let summary = json!({
+    let mut summary = json!({
         "read_to": state.read_to(),
         "digest": format!("{:016x}", state.digest()),
-        "current_entries": state.entries(&filter, now, usize::MAX).len(),
+        "current_entries": state.entries(&filter, as_of, usize::MAX).len(),
         "sessions": state.sessions(&sessions_filter, usize::MAX).len(),
     });
-    if until_at.is_some() {
-        std::fs::write(out_dir.join("summary.json"), serde_json::to_string_pretty(&summary)? + "\n")?;
-    }
-    say!(out, 
+    let snap = match to {
+        None => {
+            let snap = home.join("projections").join(SNAPSHOT_FILE_NAME);
+            state.save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).with_context(|| format!("saving {}", snap.display()))?;
+            if let Some(mut c) = cursors {
+                // Past the records that carry nothing for cursors, to the journal's end.
+                c.catch_up(&j).context("reading ingest's cursors from the journal")?;
+                let path = home.join("projections").join(origin_ingest::snapshot::CURSORS_FILE_NAME);
+                origin_ingest::snapshot::save(&path, &c, &j).with_context(|| format!("saving {}", path.display()))?;
+            }
+            snap
+        }
+        Some(to) => {
+            let copy = copy_records(&j, &to.join("journal"), state.read_to())?;
+            let snap = to.join("projections").join(SNAPSHOT_FILE_NAME);
+            state.save_snapshot(&copy, &origin_engine::vfs::OsFs, &snap).with_context(|| format!("saving {}", snap.display()))?;
+            summary["of"] = json!(home);
+            summary["as_of"] = json!(crate::tools::conventions::format_time(as_of, &crate::tools::conventions::local_tz()));
+            let path = to.join(crate::tools::archive::REPLAY_FILE);
+            std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n").with_context(|| format!("writing {}", path.display()))?;
+            snap
+        }
+    };
+    say!(out,
         "replayed {} records: {} current entries, {} sessions (digest {}); snapshot in {}",
         state.read_to(),
         summary["current_entries"],
@@ -394,10 +413,68 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         summary["digest"].as_str().unwrap_or_default(),
         snap.display()
     );
-    if until_at.is_none() && to.is_none() {
-        rebuild_index(&home.join("projections").join("index"), &j)?;
+    match to {
+        None => rebuild_index(&home.join("projections").join("index"), &j)?,
+        Some(to) => say!(out, "a store as of then in {}: origin --home {} search …", to.display(), to.display()),
     }
     Ok(Exit::Ok)
+}
+
+/// Refuses a replay's folder that holds anything, or that is the store's or inside its
+/// journal, projections or mirrors.
+fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
+    if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
+        bail!("{} is not empty: the replay writes a store of its own there", to.display());
+    }
+    // The nearest folder of `to` that exists, against the store's own.
+    let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+    let mut at = to.to_path_buf();
+    let mut below = Vec::new();
+    while std::fs::canonicalize(&at).is_err() {
+        let Some(name) = at.file_name() else { break };
+        below.push(name.to_owned());
+        if !at.pop() {
+            break;
+        }
+    }
+    let mut resolved = std::fs::canonicalize(&at).unwrap_or(at);
+    resolved.extend(below.iter().rev());
+    if resolved == home || ["journal", "projections", "raw"].iter().any(|f| resolved.starts_with(home.join(f))) {
+        bail!("{} is inside the store ({}): the replay writes a store of its own elsewhere", to.display(), home.display());
+    }
+    Ok(())
+}
+
+/// Copies the records of `j` below offset `end` into a new journal in `to` (same offsets; a
+/// new lineage of the same store: its epoch one higher, as a salvage's), and returns it.
+fn copy_records(j: &Journal, to: &Path, end: u64) -> Result<Journal> {
+    let opts = Options { new_store_identity: Some((j.store_id(), j.epoch() + 1)), ..Options::default() };
+    let copy = Journal::open(to, opts).with_context(|| format!("creating the journal in {}", to.display()))?;
+    let mut batch = Vec::new();
+    let mut bytes = 0usize;
+    let mut failure = None;
+    j.read_from(0, |r| {
+        if r.offset >= end {
+            return Ok(ControlFlow::Break(()));
+        }
+        bytes += r.payload.len();
+        batch.push(NewRecord::raw(r.kind, r.kind_version, r.payload.to_vec()));
+        if batch.len() >= 4096 || bytes >= 64 << 20 {
+            if let Err(e) = copy.append(std::mem::take(&mut batch)) {
+                failure = Some(e);
+                return Ok(ControlFlow::Break(()));
+            }
+            bytes = 0;
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    if let Some(e) = failure {
+        return Err(e).with_context(|| format!("copying records into {}", to.display()));
+    }
+    if !batch.is_empty() {
+        copy.append(batch).with_context(|| format!("copying records into {}", to.display()))?;
+    }
+    Ok(copy)
 }
 
 /// A progress bar over journal records on a terminal, none otherwise.

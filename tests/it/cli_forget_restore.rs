@@ -196,10 +196,11 @@ fn journal_replay_rebuilds_the_state_snapshot_and_the_text_index() {
     assert_eq!(saved, full);
 }
 
-/// `journal replay --until` rebuilds the state as it was at an offset or a time into its own
-/// folder, refuses an offset past the journal's end and a missing `--to`; and a replay passes
-/// over records of kinds the projections do not read, in versions this build cannot decode, as
-/// the projections do.
+/// `journal replay --until` rebuilds the store as it was at an offset or a time into its own
+/// folder, a store that answers as the store did then and takes no agents' logs; refuses an
+/// offset past the journal's end, a missing `--to` (as a usage error), a folder that is not
+/// empty or is inside the store; and a replay passes over records of kinds the projections do
+/// not read, in versions this build cannot decode, as the projections do.
 #[test]
 fn journal_replay_until_an_offset_or_a_time_and_past_records_it_cannot_read() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -208,11 +209,29 @@ fn journal_replay_until_an_offset_or_a_time_and_past_records_it_cannot_read() {
     let read_only = origin_engine::Options { access: origin_engine::Access::ReadOnly, ..Default::default() };
     let end = origin_engine::Journal::open(home.join("journal"), read_only.clone()).expect("journal").next_offset();
     assert!(end > 3, "{end} records");
-    let summary = |to: &Path| -> Value { serde_json::from_slice(&std::fs::read(to.join("summary.json")).expect("summary")).expect("json") };
+    let summary = |to: &Path| -> Value { serde_json::from_slice(&std::fs::read(to.join("replay.json")).expect("summary")).expect("json") };
     let at_two = dir.path().join("at-two");
     let out = origin(home, &["journal", "replay", "--until", "2", "--to", at_two.to_str().expect("utf-8")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(summary(&at_two)["read_to"], 2);
+    // The folder is a store as of then: its journal holds the two records, its sessions are
+    // those of the summary, and reading it ingests nothing (the sample's logs are given).
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
+    let sessions = json(origin(&at_two, &["timeline", "--since", "1971-01-01", "--limit", "500", "--json", "--agents-home", sample.to_str().expect("utf-8")]));
+    let listed = sessions["sessions"].as_array().expect("sessions").len();
+    assert!(listed > 0 && Some(listed as u64) == summary(&at_two)["sessions"].as_u64(), "{sessions}");
+    let copy = origin_engine::Journal::open(at_two.join("journal"), read_only.clone()).expect("the copy's journal");
+    assert_eq!(copy.next_offset(), 2, "nothing ingested into the replay");
+    drop(copy);
+    let ingest_copy = origin(&at_two, &["ingest", "--agents-home", sample.to_str().expect("utf-8")]);
+    assert!(!ingest_copy.status.success() && String::from_utf8_lossy(&ingest_copy.stderr).contains("takes no agents' logs"));
+    // Folders refused: one not empty, one inside the store.
+    let again = origin(home, &["journal", "replay", "--until", "2", "--to", at_two.to_str().expect("utf-8")]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is not empty"), "{}", String::from_utf8_lossy(&again.stderr));
+    let inside = home.join("projections").join("then");
+    let out = origin(home, &["journal", "replay", "--until", "2", "--to", inside.to_str().expect("utf-8")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is inside the store"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!inside.exists());
     let before_all = dir.path().join("before-all");
     let out = origin(home, &["journal", "replay", "--until", "2000-01-01T00:00:00Z", "--to", before_all.to_str().expect("utf-8")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -224,8 +243,8 @@ fn journal_replay_until_an_offset_or_a_time_and_past_records_it_cannot_read() {
     assert!(said.contains(&format!("--until {} is past the journal's end: its records end before offset {end}", end + 1)), "{said}");
     assert!(!dir.path().join("past").exists(), "nothing written");
     let no_to = origin(home, &["journal", "replay", "--until", "2"]);
-    assert!(!no_to.status.success());
-    assert!(String::from_utf8_lossy(&no_to.stderr).contains("--until needs --to DIR"));
+    assert_eq!(no_to.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&no_to.stderr).contains("--to <DIR>"));
     // A record of a kind the projections pass over, in a version this build cannot decode.
     let j = origin_engine::Journal::open(home.join("journal"), origin_engine::Options::default()).expect("journal");
     j.append(vec![origin_engine::NewRecord::raw(origin_engine::RecordKind::TokenCreated as u8, 200, b"from a later version".to_vec())])

@@ -510,6 +510,10 @@ pub struct Archive {
     tz: TimeZone,
 }
 
+/// In a store made by `origin journal replay --to`: what it is a replay of, and up to where.
+/// Origin reads no agents' logs into such a store (it shows another store as it was).
+pub const REPLAY_FILE: &str = "replay.json";
+
 impl Archive {
     /// Opens the store at `home`, reading agent logs from `homes`; the text index's segments
     /// are verified as `verify` says (ahead for a server or a search; when needed for a
@@ -517,6 +521,8 @@ impl Archive {
     pub fn open(home: &Path, homes: Homes, recorded_home: Option<&str>, verify: origin_projections::Verify) -> anyhow::Result<Archive> {
         let journal = Arc::new(Journal::open(home.join("journal"), Options::default())?);
         say_journal_repairs(&journal);
+        // A replay of another store as it was takes no logs: its agents' folders are none.
+        let homes = if home.join(REPLAY_FILE).exists() { Homes::under(&home.join(REPLAY_FILE).join("no agents' logs")) } else { homes };
         let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(origin_ingest::snapshot::path_in(home));
         if let Some(r) = recorded_home {
             ingester = ingester.with_recorded_home(r);
