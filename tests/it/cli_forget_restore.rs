@@ -370,5 +370,7 @@ fn a_correction_does_not_carry_over_a_source_forgotten_since() {
     let late = origin(home, &["correct", &w3, "w from 2030", "--valid-from", "2030-01-01", "--json"]);
     assert!(!late.status.success());
     let said = String::from_utf8_lossy(&late.stderr);
-    assert!(said.contains("`valid_to` must be after valid_from"), "{said}");
+    assert!(said.contains("`valid_from` must be before the valid_to the corrected version keeps"), "{said}");
+    let late = origin(home, &["correct", &w3, "w from 2030", "--valid-from", "2030-01-01", "--valid-to", "2029-06-01", "--json"]);
+    assert!(String::from_utf8_lossy(&late.stderr).contains("`valid_to` must be after valid_from"), "{}", String::from_utf8_lossy(&late.stderr));
 }
