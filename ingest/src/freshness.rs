@@ -118,6 +118,10 @@ impl Reports {
     }
 }
 
+/// How long a read waits for a run under way (a first run of a large history takes minutes:
+/// the read then answers from what is in the store so far).
+pub const READ_WAITS_FOR_RUN: Duration = Duration::from_secs(5);
+
 /// Freshness for one process.
 pub struct Freshness {
     ingester: Arc<Ingester>,
@@ -296,11 +300,20 @@ impl Freshness {
     }
 
     /// Before `search` and `timeline`: ingests if the last ingest is older than the read
-    /// interval. Does not wait for a run already under way (its results arrive with it). A run
-    /// that fails is said, and the read goes on from what the store holds: `None`, as when no
-    /// run was due.
+    /// interval. A run already under way (the one a server starts with, or the watch's) is
+    /// waited for, at most [`READ_WAITS_FOR_RUN`], so that a read just after a start finds the
+    /// lines written before it; it then counts as the read's ingest. A run that fails is said,
+    /// and the read goes on from what the store holds: `None`, as when no run was due.
     pub fn before_read(&self) -> Option<RunSummary> {
-        let Ok(_r) = self.running.try_lock() else { return None };
+        let waited_to = Instant::now() + READ_WAITS_FOR_RUN;
+        let _r = loop {
+            match self.running.try_lock() {
+                Ok(r) => break r,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < waited_to => std::thread::sleep(Duration::from_millis(5)),
+                Err(std::sync::TryLockError::WouldBlock) => return None,
+            }
+        };
         let due = guard(&self.last).is_none_or(|t| t.elapsed() >= self.read_interval);
         if !due {
             return None;

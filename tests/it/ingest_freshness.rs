@@ -198,3 +198,20 @@ fn an_index_file_the_ingest_could_not_write_is_said_once() {
     assert!(f.before_read().is_some());
     assert_eq!(said.lock().expect("said").len(), 1, "said once");
 }
+
+/// A read just after a server starts finds the lines written before it: the start's run is
+/// under way (a log large enough to take a while), and the read waits for it rather than
+/// answering from a store it has not filled yet.
+#[test]
+fn a_read_waits_for_the_run_under_way() {
+    let w = World::new();
+    let lines: String = (0..50_000).map(|i| format!("{}\n", line(&format!("r{i}"), &format!("line number {i} of a long session")))).collect();
+    append(&w, "a.jsonl", lines);
+    let f = Freshness::with_intervals(Arc::new(w.ingester()), Duration::from_secs(3600), None, quiet());
+    f.start().expect("the start's run");
+    // Until the start's run has begun (it holds the run's lock from its first step).
+    std::thread::sleep(Duration::from_millis(10));
+    let read = f.before_read();
+    let counts = event_counts(&w.store());
+    assert_eq!(counts.len(), 50_000, "the read came back with {} of 50000 events in the store ({read:?})", counts.len());
+}
