@@ -197,7 +197,8 @@ impl Freshness {
         {
             self.snapshot_looked.store(true, Ordering::SeqCst);
             if let SnapshotUse::Rejected { reason } = used {
-                (self.say)(&format!("the ingest cursors' snapshot was not used ({reason}); they were read again from the journal"));
+                let path = self.ingester.snapshot_path().map(|p| format!(" {}", p.display())).unwrap_or_default();
+                (self.say)(&format!("the ingest cursors' snapshot{path} was not used ({reason}); they were read again from the journal"));
             }
         }
         result

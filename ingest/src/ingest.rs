@@ -246,6 +246,11 @@ impl Ingester {
         self
     }
 
+    /// Where the cursors' snapshot is, if there is one.
+    pub fn snapshot_path(&self) -> Option<&Path> {
+        self.snapshot.as_deref()
+    }
+
     /// What became of the snapshot: `None` before the cursors were first needed, or without one.
     pub fn snapshot_use(&self) -> Option<SnapshotUse> {
         guard(&self.snapshot_use).clone()

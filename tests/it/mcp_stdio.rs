@@ -465,8 +465,10 @@ fn a_server_says_which_snapshots_it_did_not_use_and_why() {
     let stderr_path = dir.path().join("stderr");
     serve(std::fs::File::create(&stderr_path).expect("stderr file").into());
     let said = std::fs::read_to_string(&stderr_path).expect("stderr");
-    for what in ["the projections' snapshot was not used (", "the ingest cursors' snapshot was not used ("] {
-        assert_eq!(said.matches(what).count(), 1, "{what}: {said}");
+    // Each said once, naming its file.
+    for (what, file) in [("the projections' snapshot", &state), ("the ingest cursors' snapshot", &cursors)] {
+        let what = format!("{what} {} was not used (", file.display());
+        assert_eq!(said.matches(&what).count(), 1, "{what}: {said}");
     }
 }
 

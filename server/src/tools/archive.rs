@@ -546,7 +546,7 @@ impl Archive {
         }
         catalog.seed_entries(&state)?;
         if let origin_projections::SnapshotUse::Rejected { reason } = &state_opened.snapshot {
-            eprintln!("origin: the projections' snapshot was not used ({reason}); they were rebuilt from the journal");
+            eprintln!("origin: the projections' snapshot {} was not used ({reason}); they were rebuilt from the journal", snapshot_path.display());
         }
         if let CatalogOpened::Rebuilt { reason } = &opened {
             eprintln!("origin: rebuilding the text index from the journal: {reason}");
