@@ -114,6 +114,12 @@ async fn the_seven_tools_answer_as_the_spec_says() {
 
     // search, in Chinese, with times in the server's zone (TZ=Asia/Shanghai).
     let found = ok(&call(&c, "search", json!({ "query": "库存", "limit": 5 })).await);
+    assert_eq!(found.as_object().expect("object").keys().collect::<Vec<_>>(), ["entries", "events"]);
+    assert_eq!(
+        found["events"][0].as_object().expect("event").keys().take(9).collect::<Vec<_>>(),
+        ["id", "time", "source", "project", "session", "role", "kind", "text", "snippet"],
+        "{found}"
+    );
     let events = found["events"].as_array().expect("events");
     assert!(!events.is_empty(), "{found}");
     for e in events {
@@ -164,6 +170,8 @@ async fn the_seven_tools_answer_as_the_spec_says() {
 
     // forget the entry: every version hidden; then it is forgotten everywhere.
     let f = ok(&call(&c, "forget", json!({ "id": new_id, "reason": "the user asked" })).await);
+    // Fields come in the spec's order (as JSON objects are read in order by people and agents).
+    assert_eq!(f.as_object().expect("object").keys().collect::<Vec<_>>(), ["tombstone", "forgotten_entries", "excluded_events"]);
     assert!(f["tombstone"].as_str().expect("tombstone").starts_with("tmb_"));
     assert_eq!(f["forgotten_entries"].as_array().expect("list").len(), 3);
     assert_eq!(err(&call(&c, "get", json!({ "id": id })).await), format!("{id} has been forgotten."));
