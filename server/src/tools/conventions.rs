@@ -78,13 +78,32 @@ fn parse_time(value: &str, now: &Zoned, up: bool) -> Result<i64, String> {
     }
     if let Ok(dt) = v.parse::<jiff::civil::DateTime>() {
         if v.contains('T') || v.contains(' ') {
-            return dt.to_zoned(now.time_zone().clone()).map(|z| whole_millisecond(z.timestamp(), up)).map_err(|e| e.to_string());
+            return dt.to_zoned(now.time_zone().clone()).map(|z| whole_millisecond(z.timestamp(), up)).map_err(|_| out_of_range(v));
         }
     }
+    let local = |d: Date| d.to_zoned(now.time_zone().clone()).map(|z| z.timestamp().as_millisecond()).map_err(|_| out_of_range(v));
     if let Ok(d) = v.parse::<Date>() {
-        return d.to_zoned(now.time_zone().clone()).map(|z| z.timestamp().as_millisecond()).map_err(|e| e.to_string());
+        return local(d);
     }
-    Err(format!("{v:?} is not a time; use 30m, 24h, 7d, 2w, a date like 2026-10-20, or ISO 8601"))
+    // A month (`2026-10`): its first day.
+    if let Some((y, m)) = v.split_once('-').filter(|(y, m)| y.len() == 4 && m.len() == 2 && y.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit())) {
+        if let (Ok(y), Ok(m)) = (y.parse::<i16>(), m.parse::<i8>()) {
+            if let Ok(d) = Date::new(y, m, 1) {
+                return local(d);
+            }
+        }
+    }
+    // A date or time of the right shape whose year Origin's times cannot reach.
+    let year_digits = v.trim_start_matches(['-', '+']).bytes().take_while(u8::is_ascii_digit).count();
+    let ranged = v.parse::<Timestamp>().err().is_some_and(|e| e.to_string().contains("range"));
+    if year_digits > 4 || ranged {
+        return Err(out_of_range(v));
+    }
+    Err(format!("{v:?} is not a time; use 30m, 24h, 7d, 2w, a date like 2026-10-20 (or a month, 2026-10), or ISO 8601"))
+}
+
+fn out_of_range(v: &str) -> String {
+    format!("{v:?} is outside the times Origin can hold (about the years -9999 to 9999)")
 }
 
 /// True for an entry id: `ent_` and 12 to 32 hex characters.
@@ -170,8 +189,14 @@ mod tests {
         assert_eq!(parse_time_arg("2026-10-20T09:00:00Z", &now), Ok("2026-10-20T09:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
         assert_eq!(parse_time_arg("2026-10-20T09:00:00+02:00", &now), Ok("2026-10-20T07:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
         assert_eq!(parse_time_arg("2026-10-20T09:00:00", &now), Ok("2026-10-20T01:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
-        for bad in ["", "yesterday", "7x", "m", "-3d", "2026-13-01", "99999999999999w"] {
+        for bad in ["", "yesterday", "7x", "m", "-3d", "2026-13-01", "99999999999999w", "2026-13", "2026-1"] {
             assert!(parse_time_arg(bad, &now).is_err(), "{bad:?} accepted");
+        }
+        // A month is its first day's local midnight.
+        assert_eq!(parse_time_arg("2026-10", &now), parse_time_arg("2026-10-01", &now));
+        // Times of the right shape out of reach are said to be, not "not a time".
+        for far in ["9999-12-31T23:59:59.999Z", "10000-01-01", "-009999-01-01T00:00:00", "99999-01"] {
+            assert_eq!(parse_time_arg(far, &now), Err(format!("{far:?} is outside the times Origin can hold (about the years -9999 to 9999)")), "{far}");
         }
     }
 
