@@ -10,8 +10,9 @@
 //!   consecutive positions (the text must hold the whole run); a run of one character is
 //!   that character.
 //!
-//! Partial-match terms: the stem of every word that is not a stop word, and every bigram or
-//! lone character of a run, each once.
+//! Partial-match terms: the stem of every word that is not a stop word, and of every part of
+//! a camelCase word (rule 5 of `token.rs`) that is not one, and every bigram or lone character
+//! of a run, each once.
 //!
 //! Pair terms: of every two adjacent words of a phrase of which one is a stop word, the pair
 //! term the index stores for them (`pairs.rs`), each once; required for full matches, with no
