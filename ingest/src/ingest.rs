@@ -238,6 +238,13 @@ impl Ingester {
         }
     }
 
+    /// The same ingester reading no agents' logs and no memory files (a store that shows
+    /// another as it was: `origin journal replay --to`); its runs write nothing.
+    pub fn reading_nothing(mut self) -> Ingester {
+        self.adapters.clear();
+        self
+    }
+
     /// The same ingester starting its cursors from the snapshot at `path` when it checks out
     /// ([`crate::snapshot`]; else from the journal's start), and saving them there on
     /// [`Ingester::save_snapshot`].

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -294,9 +294,13 @@ pub fn stress(dir: &Path, records: u64, size: usize, threads: u64, segment_size:
                     let crc = crc32fast::hash(&p);
                     let r = j.append(vec![NewRecord::scratch(p)])?;
                     if !quiet {
-                        let mut out = std::io::stdout().lock();
-                        writeln!(out, "ack {} {t} {seq} {crc:08x}", r.start)?;
-                        out.flush()?;
+                        let mut out = Out::new();
+                        say!(out, "ack {} {t} {seq} {crc:08x}", r.start);
+                        out.flush().context("writing to standard output")?;
+                        // Its reader gone, the acknowledgements are for no one: stop.
+                        if out.gone() {
+                            return Ok(());
+                        }
                     }
                 }
                 Ok(())
@@ -398,8 +402,9 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             let copy = copy_records(&j, &to.join("journal"), state.read_to())?;
             let snap = to.join("projections").join(SNAPSHOT_FILE_NAME);
             state.save_snapshot(&copy, &origin_engine::vfs::OsFs, &snap).with_context(|| format!("saving {}", snap.display()))?;
-            summary["of"] = json!(home);
+            summary["of"] = json!(std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf()));
             summary["as_of"] = json!(crate::tools::conventions::format_time(as_of, &crate::tools::conventions::local_tz()));
+            summary["as_of_unix_ms"] = json!(as_of);
             let path = to.join(crate::tools::archive::REPLAY_FILE);
             std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n").with_context(|| format!("writing {}", path.display()))?;
             snap
@@ -426,9 +431,20 @@ fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
     if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
         bail!("{} is not empty: the replay writes a store of its own there", to.display());
     }
-    // The nearest folder of `to` that exists, against the store's own.
+    // The nearest folder of `to` that exists, against the store's own; `to` made absolute and
+    // its `..` taken first (a missing folder's `..` is not resolved by the file system).
     let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
-    let mut at = to.to_path_buf();
+    let absolute = if to.is_absolute() { to.to_path_buf() } else { std::env::current_dir().context("the current folder")?.join(to) };
+    let mut at = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                at.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => at.push(other),
+        }
+    }
     let mut below = Vec::new();
     while std::fs::canonicalize(&at).is_err() {
         let Some(name) = at.file_name() else { break };

@@ -57,7 +57,7 @@ fn a_command_whose_reader_has_gone_ends_quietly() {
     ingest_sample(home);
     let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
     let salvaged = home.join("salvaged");
-    let commands: [&[&str]; 11] = [
+    let commands: [&[&str]; 12] = [
         &["search", "the", "--limit", "100", "--json"],
         &["search", "the", "--limit", "100"],
         &["status"],
@@ -69,6 +69,7 @@ fn a_command_whose_reader_has_gone_ends_quietly() {
         &["journal", "salvage", "--to", salvaged.to_str().expect("utf-8")],
         &["journal", "compact"],
         &["journal", "replay"],
+        &["journal", "stress", "--records", "50", "--size", "64"],
     ];
     let index = home.join("projections").join("index");
     for args in commands {
@@ -232,6 +233,11 @@ fn journal_replay_until_an_offset_or_a_time_and_past_records_it_cannot_read() {
     let out = origin(home, &["journal", "replay", "--until", "2", "--to", inside.to_str().expect("utf-8")]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("is inside the store"), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!inside.exists());
+    // Also through a folder that does not exist and `..`.
+    let around = home.join("no-such-folder").join("..").join("raw").join("then");
+    let out = origin(home, &["journal", "replay", "--until", "2", "--to", around.to_str().expect("utf-8")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is inside the store"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!home.join("raw").join("then").exists());
     let before_all = dir.path().join("before-all");
     let out = origin(home, &["journal", "replay", "--until", "2000-01-01T00:00:00Z", "--to", before_all.to_str().expect("utf-8")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -373,4 +379,39 @@ fn a_correction_does_not_carry_over_a_source_forgotten_since() {
     assert!(said.contains("`valid_from` must be before the valid_to the corrected version keeps"), "{said}");
     let late = origin(home, &["correct", &w3, "w from 2030", "--valid-from", "2030-01-01", "--valid-to", "2029-06-01", "--json"]);
     assert!(String::from_utf8_lossy(&late.stderr).contains("`valid_to` must be after valid_from"), "{}", String::from_utf8_lossy(&late.stderr));
+}
+
+/// A replay's store shows the store as it was: reading it takes in no agents' logs and no
+/// memory files (a project's CLAUDE.md changed since is not imported), and it judges entries'
+/// validity as of the replay's bound, not today.
+#[test]
+fn a_replays_store_takes_nothing_new_and_reads_as_of_its_bound() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    let agents = dir.path().join("agents");
+    std::fs::create_dir_all(&agents).expect("agents");
+    crate::ingest_memory::copy_tree(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home"), &agents);
+    let agents_arg = agents.to_str().expect("utf-8").to_owned();
+    let with_agents = |args: &[&str]| -> Vec<String> {
+        args.iter().map(|a| (*a).to_owned()).chain(["--agents-home".into(), agents_arg.clone(), "--recorded-home".into(), "/home/dev".into()]).collect()
+    };
+    let run = |home: &Path, args: Vec<String>| origin(home, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = run(&home, with_agents(&["ingest"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // An entry valid for a few seconds more, then the replay, then its end passes.
+    let until = jiff::Timestamp::now().checked_add(jiff::SignedDuration::from_secs(3)).expect("time").to_string();
+    let e = json(run(&home, with_agents(&["remember", "kiwi harvest plan", "--quote", "库存", "--valid-to", &until, "--json"])));
+    let id = e["entry"]["id"].as_str().expect("id").to_owned();
+    let then = dir.path().join("then");
+    let out = origin(&home, &["journal", "replay", "--to", then.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let records = || origin_engine::Journal::open(then.join("journal"), origin_engine::Options { access: origin_engine::Access::ReadOnly, ..Default::default() }).expect("journal").next_offset();
+    let copied = records();
+    std::fs::write(agents.join("demo-app").join("CLAUDE.md"), "# demo-app\n\nA rule written after the replay.\n").expect("change CLAUDE.md");
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    let found = json(run(&then, with_agents(&["search", "kiwi", "--json"])));
+    assert_eq!(found["entries"][0]["id"], id.as_str(), "valid as of the replay's bound: {found}");
+    assert_eq!(records(), copied, "nothing taken into the replay's store");
+    let now = json(run(&home, with_agents(&["search", "kiwi", "--json"])));
+    assert_eq!(now["entries"].as_array().map(Vec::len), Some(0), "the store itself: ended since: {now}");
 }

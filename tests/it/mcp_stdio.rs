@@ -996,9 +996,14 @@ fn lines_the_protocol_would_drop_are_answered() {
     long.extend_from_slice(br#"","confidence":1,"sources":[{"quote":"q"}]}}}"#);
     send(&long);
     send(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search","arguments":{"query":"kiwi"}}}"#);
+    // As the TypeScript SDK writes a request: its id last.
+    let mut long = br#"{"method":"tools/call","params":{"name":"remember","arguments":{"text":""#.to_vec();
+    long.resize(long.len() + (64 << 20) + 10, b'a');
+    long.extend_from_slice(br#"","confidence":1,"sources":[{"quote":"q"}]}},"jsonrpc":"2.0","id":7}"#);
+    send(&long);
     let mut answers = std::collections::BTreeMap::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while answers.len() < 6 {
+    while answers.len() < 7 {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let Ok(v) = rx.recv_timeout(left) else { break };
         if let Some(id) = v["id"].as_i64() {
@@ -1008,7 +1013,7 @@ fn lines_the_protocol_would_drop_are_answered() {
     drop(stdin);
     let out = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6], "every line answered: {answers:?}\n{stderr}");
+    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7], "every line answered: {answers:?}\n{stderr}");
     let result = |id: i64| -> (bool, String) {
         let r = &answers[&id]["result"];
         assert!(r.is_object(), "{id}: a tool result, not a protocol error: {}", answers[&id]);
@@ -1022,6 +1027,8 @@ fn lines_the_protocol_would_drop_are_answered() {
     let (error, text) = result(5);
     assert!(error && text.contains("longer than the 64 MiB"), "{text}");
     assert_eq!(result(6).0, false, "the session goes on: {:?}", result(6));
+    let (error, text) = result(7);
+    assert!(error && text.contains("longer than the 64 MiB"), "{text}");
     assert!(stderr.contains("longer than 64 MiB was passed over"), "{stderr}");
 }
 

@@ -483,7 +483,7 @@ impl Adapter for Grok {
             }
             "backend_tool_call" => {
                 let mut kind = v.get("kind").cloned().unwrap_or(Value::Null);
-                let name = match kind.as_object_mut().and_then(|k| k.remove("tool_type")) {
+                let name = match kind.as_object_mut().and_then(|k| k.shift_remove("tool_type")) {
                     Some(Value::String(s)) => s,
                     _ => "backend_tool".to_owned(),
                 };
@@ -612,6 +612,18 @@ mod tests {
         }
         let none = Homes::under(Path::new("/nonexistent/origin-test-home"));
         assert_eq!(Grok.discover(&none), (Vec::new(), Vec::new()));
+    }
+
+    /// A backend tool call's text is its tool type, then the rest of its `kind` in the order
+    /// the log wrote it (taking the type out moves no other key).
+    #[test]
+    fn grok_backend_tool_call_keeps_its_fields_in_order() {
+        let file = fixture(WEATHER);
+        let mut state = State::default();
+        let line = r#"{"type":"backend_tool_call","id":"bt_1","kind":{"tool_type":"web_search","query":"q","max":3,"lang":"en"}}"#;
+        let Line::Parsed(p) = Grok.parse_line(&file, &mut state, line.as_bytes(), 40) else { panic!("parsed") };
+        assert_eq!(p.events.len(), 1, "{:?}", p.events);
+        assert_eq!(p.events[0].text, r#"web_search {"query":"q","max":3,"lang":"en"}"#);
     }
 
     #[test]

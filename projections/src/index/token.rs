@@ -56,12 +56,13 @@
 //!    name"` matches `getUser name`, and a part beside a part of the next word, `"get
 //!    name"` matches `getUser setName`).
 //! 6. In a text of any other form than JSON, an ASCII word of letters and digits that follows
-//!    an odd run of backslashes and begins with a string escape's letters (`n`, `t`, `r`, `b`,
-//!    `f`, or `u` and four hex digits) also gives, as a part at its position, the word without
-//!    them, and the camelCase parts of that (rather than of the word): a tool's printed JSON
-//!    or a source file's string (`"done\nExiting"`, `print("a\tb")`, the regex `\bword`)
-//!    holds the words it means whichever reading is right, where a Windows path (`C:\new`)
-//!    keeps its word and gains a part (`ew`) no query is likely to ask for.
+//!    an odd run of backslashes and begins with the `n` of a line break's escape (`\n`) also
+//!    gives, as a part at its position, the word without it, and the camelCase parts of that
+//!    (rather than of the word): a tool's printed JSON or a source file's string
+//!    (`"done\nExiting"`) holds the words it means whichever reading is right, where a Windows
+//!    path (`C:\new`) keeps its word and gains a part (`ew`) no query is likely to ask for. The
+//!    other escapes are left alone: their letters begin many words of paths and LaTeX
+//!    (`\trace`, `\task`, `\rangle` would give `race`, `ask`, `angle`).
 
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
@@ -475,21 +476,16 @@ fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
 }
 
 /// The bytes of a string escape's letters that begin the word at `start` of `text` (rule 6):
-/// 1 for `n`, `t`, `r`, `b` and `f`, 5 for `u` and four hex digits, after an odd run of
-/// backslashes (an even run is escaped backslashes); 0 for any other word.
+/// 1 for the `n` of `\n` after an odd run of backslashes (an even run is escaped
+/// backslashes); 0 for any other word. Only the line break: the other escapes' letters begin
+/// too many words of Windows paths and LaTeX (`\trace`, `\task`, `\rangle`), whose parts
+/// (`race`, `ask`) would be false matches; `\n`'s (`\new`, `\notes`: `ew`, `otes`) rarely are.
 fn escape_letters(text: &[u8], start: usize) -> usize {
-    if start == 0 || text[start - 1] != b'\\' {
+    if start == 0 || text[start - 1] != b'\\' || text[start] != b'n' {
         return 0;
     }
     let run = text[..start].iter().rev().take_while(|&&b| b == b'\\').count();
-    if run % 2 == 0 {
-        return 0;
-    }
-    match text[start] {
-        b'n' | b't' | b'r' | b'b' | b'f' => 1,
-        b'u' if text.get(start + 1..start + 5).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => 5,
-        _ => 0,
-    }
+    usize::from(run % 2 == 1)
 }
 
 /// Calls `emit` with the parts of the word token `t` of `text` (rules 5 and 6), `buf` holding
@@ -1183,11 +1179,11 @@ mod tests {
         }).collect();
         assert_eq!(json, ["write", "path", "c", "new", "tools", "content", "import", "os", "def", "main", "return", "x", "y", "z"]);
         let plain: Vec<String> = of(TextForm::Plain).into_iter().map(|(term, _)| term).collect();
-        // Plain, an escape's letter is text, and the word without it a part (rule 6; `y` and `z`
-        // are too short to be parts).
+        // Plain, an escape's letter is text, and after a line break's the word without it a
+        // part (rule 6; `z` is too short to be one).
         assert_eq!(
             plain,
-            ["write", "path", "c", "new", "tools", "content", "import", "os", "ndef", "def", "main", "n", "treturn", "return", "x", "u0041y", "nz"]
+            ["write", "path", "c", "new", "tools", "content", "import", "os", "ndef", "def", "main", "n", "treturn", "x", "u0041y", "nz"]
         );
     }
 
@@ -1201,20 +1197,19 @@ mod tests {
         };
         let part = |term: &str, position: u32, original: &str| (term.to_string(), position, original.to_string());
         assert_eq!(parts(r#"print("Done\nExiting now")"#), [part("exiting", 2, "Exiting")]);
-        assert_eq!(parts(r"a\tbeta \bword\b \fx"), [part("beta", 1, "beta"), part("word", 2, "word")]);
         assert_eq!(parts(r"\nparseQuery"), [part("parsequery", 0, "parseQuery"), part("parse", 0, "parse"), part("query", 0, "Query")]);
-        assert_eq!(parts(r"\u00e9tude \u12"), [part("tude", 0, "tude")]);
         assert_eq!(parts(r"\\\ndone"), [part("done", 0, "done")], "three backslashes: the last escapes");
-        // No escape: an escaped backslash, another letter, a word not of ASCII letters and
-        // digits, and the JSON form, which reads the escapes as white space.
-        for text in [r"C:\\new", r"\xtools", r"\d+", r"\nпривет", r"\u12g4ab"] {
+        // No part: an escaped backslash, the other escapes (Windows paths and LaTeX begin with
+        // their letters: `\trace`, `\task`, `\rangle`), a word not of ASCII letters and digits,
+        // and the JSON form, which reads the escapes as white space.
+        for text in [r"C:\\new", r"C:\Users\ana\trace\task.md", r"\langle x \rangle \bold \fx", r"\u00e9tude", r"\xtools", r"\d+", r"\nпривет"] {
             assert_eq!(parts(text), Vec::new(), "{text}");
         }
         let mut json = Vec::new();
         for_each_token_of(r#"{"a":"x\nError"}"#, TextForm::Json, &mut |t| json.push((t.term.to_string(), t.kind)));
         assert_eq!(json, [("a".to_string(), TokenKind::Word), ("x".into(), TokenKind::Word), ("error".into(), TokenKind::Word)]);
         // The same from the whole-text rules.
-        for text in [r#"print("Done\nExiting")"#, r"\nparseQuery \u00e9tude", r"C:\new\tools"] {
+        for text in [r#"print("Done\nExiting")"#, r"\nparseQuery \u00e9tude", r"C:\new\tools\trace"] {
             assert_eq!(tokenize(text), tokenize_whole(text), "{text}");
         }
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use jiff::tz::TimeZone;
-use jiff::Zoned;
+use jiff::{Timestamp, Zoned};
 use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Forgotten, Restored};
 use origin_engine::{Journal, NewRecord, Options};
 use origin_ingest::{Freshness, Homes, Ingester};
@@ -341,11 +341,15 @@ fn cite(list: &mut Vec<Citation>, c: Citation, replace: bool) {
     }
 }
 
-/// An entry's citations, each event once (the first of each: entries written before citations
-/// were made one per event may cite an event twice).
-fn one_per_event(sources: &[Citation]) -> impl Iterator<Item = &Citation> {
-    let mut seen = std::collections::HashSet::new();
-    sources.iter().filter(move |c| seen.insert(c.event_id.as_str()))
+/// An entry's citations, each event once, as [`cite`] keeps them (entries written before
+/// citations were made one per event may cite an event twice: the first place, with a quote
+/// if any of them has one).
+fn one_per_event<'a>(sources: impl IntoIterator<Item = &'a Citation>) -> Vec<Citation> {
+    let mut out = Vec::new();
+    for c in sources {
+        cite(&mut out, c.clone(), false);
+    }
+    out
 }
 
 /// Refuses a validity that ends at or before it starts, naming the bound the caller gave:
@@ -503,6 +507,9 @@ pub fn say_journal_repairs(j: &Journal) {
 /// One store, open for the tools.
 pub struct Archive {
     home: PathBuf,
+    /// For a replay's store ([`REPLAY_FILE`]): the time it shows the store as of, which reads
+    /// take as now (relative times, entries' validity).
+    as_of: Option<i64>,
     journal: Arc<Journal>,
     freshness: Arc<Freshness>,
     inner: Mutex<Inner>,
@@ -514,6 +521,21 @@ pub struct Archive {
 /// Origin reads no agents' logs into such a store (it shows another store as it was).
 pub const REPLAY_FILE: &str = "replay.json";
 
+/// The time a replay's store shows its store as of (`as_of_unix_ms` of its [`REPLAY_FILE`]);
+/// `None` for any other store. A replay file that cannot be read is an error (the store would
+/// otherwise take agents' logs it must not).
+fn replay_as_of(home: &Path) -> anyhow::Result<Option<i64>> {
+    let path = home.join(REPLAY_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
+    };
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{} is not a replay's summary: {e}", path.display()))?;
+    let ms = v["as_of_unix_ms"].as_i64().ok_or_else(|| anyhow::anyhow!("{} names no as_of_unix_ms", path.display()))?;
+    Ok(Some(ms))
+}
+
 impl Archive {
     /// Opens the store at `home`, reading agent logs from `homes`; the text index's segments
     /// are verified as `verify` says (ahead for a server or a search; when needed for a
@@ -521,9 +543,13 @@ impl Archive {
     pub fn open(home: &Path, homes: Homes, recorded_home: Option<&str>, verify: origin_projections::Verify) -> anyhow::Result<Archive> {
         let journal = Arc::new(Journal::open(home.join("journal"), Options::default())?);
         say_journal_repairs(&journal);
-        // A replay of another store as it was takes no logs: its agents' folders are none.
-        let homes = if home.join(REPLAY_FILE).exists() { Homes::under(&home.join(REPLAY_FILE).join("no agents' logs")) } else { homes };
         let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(origin_ingest::snapshot::path_in(home));
+        // A replay of another store as it was takes no logs and no memory files, and reads it
+        // as of then.
+        let as_of = replay_as_of(home)?;
+        if as_of.is_some() {
+            ingester = ingester.reading_nothing();
+        }
         if let Some(r) = recorded_home {
             ingester = ingester.with_recorded_home(r);
         }
@@ -553,6 +579,7 @@ impl Archive {
         }
         let archive = Archive {
             home: home.to_path_buf(),
+            as_of,
             journal,
             freshness,
             inner: Mutex::new(Inner { saved_to, state, catalog, commit: None, commit_failures: None, interval: background_interval(), left_out_said: 0 }),
@@ -576,6 +603,14 @@ impl Archive {
 
     fn now(&self) -> Zoned {
         Zoned::now().with_time_zone(self.tz.clone())
+    }
+
+    /// Now, for reads: in a replay's store, the time it shows the store as of.
+    fn read_now(&self) -> Zoned {
+        match self.as_of.and_then(|ms| Timestamp::from_millisecond(ms).ok()) {
+            Some(t) => t.to_zoned(self.tz.clone()),
+            None => self.now(),
+        }
     }
 
     fn time(&self, ms: i64) -> String {
@@ -817,7 +852,7 @@ impl Archive {
     }
 
     fn time_arg(&self, name: &str, value: &Option<String>) -> Result<Option<i64>, ToolError> {
-        let now = self.now();
+        let now = self.read_now();
         value.as_deref().map(|v| parse_time_arg(v, &now).map_err(|why| ToolError::invalid(name, why))).transpose()
     }
 
@@ -847,7 +882,7 @@ impl Archive {
         // Read-fresh (`fresh_for_read`), the lock kept from the catch-up to the answer.
         self.freshness.before_read();
         let inner = self.synced()?;
-        let now_ms = self.now().timestamp().as_millisecond();
+        let now_ms = self.read_now().timestamp().as_millisecond();
         let Some(q) = query_text else {
             // Without a query: the most recent entries.
             let filter = EntryFilter { kind, project: a.project.clone(), since_unix_ms: since, until_unix_ms: until };
@@ -986,7 +1021,7 @@ impl Archive {
                 Lookup::Unknown => return Err(ToolError::unknown(id)),
             };
             let mut sources = Vec::new();
-            for c in one_per_event(&e.version.sources) {
+            for c in &one_per_event(&e.version.sources) {
                 if let Lookup::Found(ev) = inner.state.event_body(&self.journal, &c.event_id).map_err(store_error)? {
                     let source = c.event_id.split(':').next().unwrap_or_default().to_owned();
                     let mut j = json!({ "quote": c.quote });
@@ -1033,7 +1068,7 @@ impl Archive {
         let inner = guard(&self.inner);
         let cited: Vec<(String, Option<String>)> = if is_entry_id(id) {
             match inner.state.entry(id) {
-                Lookup::Found(e) => one_per_event(&e.version.sources).map(|c| (c.event_id.clone(), c.quote.clone())).collect(),
+                Lookup::Found(e) => one_per_event(&e.version.sources).into_iter().map(|c| (c.event_id, c.quote)).collect(),
                 Lookup::Forgotten { .. } => return Err(ToolError::forgotten(id)),
                 Lookup::Unknown => return Err(ToolError::unknown(id)),
             }
@@ -1232,8 +1267,7 @@ impl Archive {
             }
             // A forgotten event cannot be cited: a source of the old version forgotten since (a
             // forget of another entry that cites it too) does not carry over.
-            let mut sources: Vec<Citation> =
-                old.version.sources.iter().filter(|c| inner.state.is_hidden(&c.event_id).is_none()).cloned().collect();
+            let mut sources = one_per_event(old.version.sources.iter().filter(|c| inner.state.is_hidden(&c.event_id).is_none()));
             for c in self.resolve_sources(&inner, &a.sources)? {
                 cite(&mut sources, c, true);
             }

@@ -55,6 +55,12 @@ pub fn parse_time_arg_inclusive(value: &str, now: &Zoned) -> Result<i64, String>
 
 /// [`parse_time_arg`], an absolute time finer than a millisecond rounded up (`up`) or down.
 fn parse_time(value: &str, now: &Zoned, up: bool) -> Result<i64, String> {
+    parse_time_probing(value, now, up, true)
+}
+
+/// [`parse_time`]; with `probe_range`, a value of a time's shape that is none is looked at once
+/// more in another year, to tell a year out of reach from a text that is no time.
+fn parse_time_probing(value: &str, now: &Zoned, up: bool, probe_range: bool) -> Result<i64, String> {
     let v = value.trim();
     if v.is_empty() {
         return Err("is empty; use 30m, 24h, 7d, 2w, a date like 2026-10-20, or ISO 8601".into());
@@ -93,10 +99,12 @@ fn parse_time(value: &str, now: &Zoned, up: bool) -> Result<i64, String> {
             }
         }
     }
-    // A date or time of the right shape whose year Origin's times cannot reach.
-    let year_digits = v.trim_start_matches(['-', '+']).bytes().take_while(u8::is_ascii_digit).count();
-    let ranged = v.parse::<Timestamp>().err().is_some_and(|e| e.to_string().contains("range"));
-    if year_digits > 4 || ranged {
+    // A date or time whose year Origin's times cannot reach: the same text in the year 2001 (a
+    // year without a 29th of February, so that no invalid date passes) is a time.
+    let signed = usize::from(v.starts_with(['-', '+']));
+    let year_digits = v[signed..].bytes().take_while(u8::is_ascii_digit).count();
+    let after_year = &v[signed + year_digits..];
+    if probe_range && year_digits >= 4 && after_year.starts_with('-') && parse_time_probing(&format!("2001{after_year}"), now, up, false).is_ok() {
         return Err(out_of_range(v));
     }
     Err(format!("{v:?} is not a time; use 30m, 24h, 7d, 2w, a date like 2026-10-20 (or a month, 2026-10), or ISO 8601"))
@@ -189,8 +197,10 @@ mod tests {
         assert_eq!(parse_time_arg("2026-10-20T09:00:00Z", &now), Ok("2026-10-20T09:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
         assert_eq!(parse_time_arg("2026-10-20T09:00:00+02:00", &now), Ok("2026-10-20T07:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
         assert_eq!(parse_time_arg("2026-10-20T09:00:00", &now), Ok("2026-10-20T01:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
-        for bad in ["", "yesterday", "7x", "m", "-3d", "2026-13-01", "99999999999999w", "2026-13", "2026-1"] {
-            assert!(parse_time_arg(bad, &now).is_err(), "{bad:?} accepted");
+        assert!(parse_time_arg("", &now).is_err_and(|e| e.starts_with("is empty")));
+        assert!(parse_time_arg("99999999999999w", &now).is_err_and(|e| e.contains("reaches back more than 100 years")));
+        for bad in ["yesterday", "7x", "m", "-3d", "2026-13-01", "2026-13", "2026-1", "2026-02-30", "2026-02-29", "2026-10-20T25:00:00Z", "2026-00", "1792487550"] {
+            assert_eq!(parse_time_arg(bad, &now), Err(format!("{bad:?} is not a time; use 30m, 24h, 7d, 2w, a date like 2026-10-20 (or a month, 2026-10), or ISO 8601")), "{bad:?}");
         }
         // A month is its first day's local midnight.
         assert_eq!(parse_time_arg("2026-10", &now), parse_time_arg("2026-10-01", &now));

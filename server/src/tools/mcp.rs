@@ -588,14 +588,44 @@ fn unreadable_arguments(line: &str) -> Option<String> {
     let why = params.arguments?.iter().find_map(|(arg, raw)| {
         serde_json::from_str::<Value>(raw.get()).err().map(|e| format!("`{arg}` is not a JSON value Origin can read ({e})"))
     })?;
-    Some(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": { NOT_READABLE: why } } }).to_string())
+    let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": { NOT_READABLE: why } } });
+    // A name missing too is answered as one.
+    Some(fix_call(call.clone()).unwrap_or_else(|| call.to_string()))
+}
+
+/// The last bytes of a line too long to read that are kept, to find its `id` in.
+const TAIL_BYTES: usize = 4096;
+
+/// The `id` of a JSON object whose last bytes are `tail` (to its end of line), when it is the
+/// object's last member: a key `"id"`, a value, then only the object's closing brace (as the
+/// TypeScript SDK writes a request: `method`, `params`, `jsonrpc`, `id`). The last such key is
+/// taken; a string cannot hide one, since quotes inside strings are escaped.
+fn id_at_end(tail: &[u8]) -> Option<Value> {
+    let mut end = tail.len();
+    while let Some(at) = tail[..end].windows(4).rposition(|w| w == b"\"id\"") {
+        end = at;
+        let after = &tail[at + 4..];
+        let colon = after.iter().position(|b| !b.is_ascii_whitespace())?;
+        if after[colon] != b':' {
+            continue;
+        }
+        let value_bytes = &after[colon + 1..];
+        let mut values = serde_json::Deserializer::from_slice(value_bytes).into_iter::<Value>();
+        let Some(Ok(value)) = values.next() else { continue };
+        let rest = &value_bytes[values.byte_offset()..];
+        let closing: Vec<u8> = rest.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
+        if closing == b"}" {
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// A `tools/call` whose line was longer than the server reads, rewritten from the line's
-/// first bytes (its `id`, `method` and `params.name`, when they come before its arguments, as
-/// clients write them) as the same call whose arguments say it was too long; `None` when the
-/// head does not name a call.
-fn too_long_call(head: &[u8]) -> Option<String> {
+/// first bytes (its `method` and `params.name`, and its `id` when it comes before the
+/// arguments) and its last (its `id` when it is written last) as the same call whose arguments
+/// say it was too long; `None` when they do not name a call with an id.
+fn too_long_call(head: &[u8], tail: &[u8]) -> Option<String> {
     use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
     use std::cell::RefCell;
     #[derive(Default)]
@@ -642,8 +672,12 @@ fn too_long_call(head: &[u8]) -> Option<String> {
     if seen.method.as_deref() != Some("tools/call") {
         return None;
     }
+    let id = match seen.id {
+        Some(id) => id,
+        None => id_at_end(tail)?,
+    };
     let why = format!("the call is longer than the {} MiB Origin reads in one message", LINE_BYTES_MAX >> 20);
-    Some(json!({ "jsonrpc": "2.0", "id": seen.id?, "method": "tools/call", "params": { "name": seen.name.unwrap_or_default(), "arguments": { NOT_READABLE: why } } }).to_string())
+    Some(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": seen.name.unwrap_or_default(), "arguments": { NOT_READABLE: why } } }).to_string())
 }
 
 /// The background merging of the text index's segments; stops when asked. Its thread is not
@@ -884,17 +918,21 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
             let fixed = if buf.len() == LINE_BYTES_MAX && buf.last() != Some(&b'\n') {
                 // Longer than the server reads: the rest of the line is passed over (not read
                 // as lines of its own), and a call whose head names it is answered.
-                let mut rest = Vec::new();
+                // Its last bytes are kept: a client may write the call's `id` last.
+                let (mut rest, mut tail) = (Vec::new(), Vec::new());
                 loop {
                     rest.clear();
-                    match (&mut lines).take(1 << 20).read_until(b'\n', &mut rest).await {
+                    let read = (&mut lines).take(1 << 20).read_until(b'\n', &mut rest).await;
+                    tail.extend_from_slice(&rest);
+                    tail.drain(..tail.len().saturating_sub(TAIL_BYTES));
+                    match read {
                         Ok(0) | Err(_) => break,
                         Ok(_) if rest.last() == Some(&b'\n') => break,
                         Ok(_) => {}
                     }
                 }
                 eprintln!("origin: a message longer than {} MiB was passed over", LINE_BYTES_MAX >> 20);
-                match too_long_call(&buf) {
+                match too_long_call(&buf, &tail) {
                     Some(answer) => Some(answer),
                     None => continue,
                 }
@@ -1097,6 +1135,8 @@ mod tests {
         // Both at once: the surrogate mended, then the number named.
         let v = call_of(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"remember","arguments":{"text":"\ud83d","confidence":1e999}}}"#);
         assert!(v["params"]["arguments"][NOT_READABLE].as_str().expect("why").starts_with("`confidence`"), "{v}");
+        let v = call_of(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"limit":1e400}}}"#);
+        assert_eq!(v["params"]["name"], format!("{NO_NAME}null"), "no name and an unreadable argument: {v}");
         for (params, what) in [(r#"{"arguments":{}}"#, "missing"), (r#"{"name":5,"arguments":{}}"#, "a number")] {
             let v = call_of(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#));
             assert_eq!(v["params"]["name"], format!("{NO_NAME}{what}"));
@@ -1106,10 +1146,16 @@ mod tests {
         assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get","arguments":{"id":"x"}"#), None);
         // A head cut short.
         let head = r#"{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"remember","arguments":{"text":"aaaaaaaa"#;
-        let v: Value = serde_json::from_str(&too_long_call(head.as_bytes()).expect("a call")).expect("json");
+        let v: Value = serde_json::from_str(&too_long_call(head.as_bytes(), b"aaaa\"}}}\n").expect("a call")).expect("json");
         assert_eq!((v["id"].as_i64(), v["params"]["name"].as_str()), (Some(77), Some("remember")));
         assert!(v["params"]["arguments"][NOT_READABLE].as_str().expect("why").contains("longer than the 64 MiB"));
-        assert_eq!(too_long_call(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":{"#), None, "no id");
-        assert_eq!(too_long_call(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":""#), None);
+        assert_eq!(too_long_call(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":{"#, b"aaa\"}}}"), None, "no id");
+        assert_eq!(too_long_call(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":""#, b"\"}}"), None);
+        // The id written last (the TypeScript SDK's order), found in the line's last bytes; an
+        // "id" of an object inside the arguments is not the call's.
+        let head = br#"{"method":"tools/call","params":{"name":"remember","arguments":{"text":"aaaa"#;
+        let v: Value = serde_json::from_str(&too_long_call(head, b"aaaa\",\"confidence\":1}},\"jsonrpc\":\"2.0\",\"id\" : \"x-9\" }\n").expect("a call")).expect("json");
+        assert_eq!((v["id"].as_str(), v["params"]["name"].as_str()), (Some("x-9"), Some("remember")));
+        assert_eq!(too_long_call(head, br#"a","sources":[{"id":3}]}},"jsonrpc":"2.0"}"#), None);
     }
 }
