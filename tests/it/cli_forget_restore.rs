@@ -412,6 +412,11 @@ fn a_replays_store_takes_nothing_new_and_reads_as_of_its_bound() {
     let found = json(run(&then, with_agents(&["search", "kiwi", "--json"])));
     assert_eq!(found["entries"][0]["id"], id.as_str(), "valid as of the replay's bound: {found}");
     assert_eq!(records(), copied, "nothing taken into the replay's store");
+    // Its events' lines are traced to the mirrors of the store it shows.
+    let event = json(run(&then, with_agents(&["search", "库存", "--json", "--limit", "1"])))["events"][0]["id"].as_str().expect("an event").to_owned();
+    let traced = json(origin(&then, &["sources", &event, "--json"]));
+    let mirror = traced[0]["mirror_file"].as_str().expect("mirror_file");
+    assert!(PathBuf::from(format!("{mirror}.zst")).is_file(), "{traced}");
     let now = json(run(&home, with_agents(&["search", "kiwi", "--json"])));
     assert_eq!(now["entries"].as_array().map(Vec::len), Some(0), "the store itself: ended since: {now}");
 }

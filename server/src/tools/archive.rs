@@ -510,6 +510,9 @@ pub struct Archive {
     /// For a replay's store ([`REPLAY_FILE`]): the time it shows the store as of, which reads
     /// take as now (relative times, entries' validity).
     as_of: Option<i64>,
+    /// Where the mirrors of the agents' logs are: the store's `raw/`, or for a replay's store
+    /// its store's (the lines of its records are those lines, at the same places).
+    mirrors: PathBuf,
     journal: Arc<Journal>,
     freshness: Arc<Freshness>,
     inner: Mutex<Inner>,
@@ -521,10 +524,16 @@ pub struct Archive {
 /// Origin reads no agents' logs into such a store (it shows another store as it was).
 pub const REPLAY_FILE: &str = "replay.json";
 
-/// The time a replay's store shows its store as of (`as_of_unix_ms` of its [`REPLAY_FILE`]);
-/// `None` for any other store. A replay file that cannot be read is an error (the store would
-/// otherwise take agents' logs it must not).
-fn replay_as_of(home: &Path) -> anyhow::Result<Option<i64>> {
+/// What a replay's store is ([`REPLAY_FILE`]): the time it shows its store as of, and that
+/// store's home (whose mirrors hold its lines: a replay copies no mirrors).
+struct Replay {
+    as_of: i64,
+    of: PathBuf,
+}
+
+/// The [`Replay`] a store is, if it is one. A replay file that cannot be read is an error (the
+/// store would otherwise take agents' logs it must not).
+fn replay_of(home: &Path) -> anyhow::Result<Option<Replay>> {
     let path = home.join(REPLAY_FILE);
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
@@ -532,8 +541,9 @@ fn replay_as_of(home: &Path) -> anyhow::Result<Option<i64>> {
         Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
     };
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{} is not a replay's summary: {e}", path.display()))?;
-    let ms = v["as_of_unix_ms"].as_i64().ok_or_else(|| anyhow::anyhow!("{} names no as_of_unix_ms", path.display()))?;
-    Ok(Some(ms))
+    let as_of = v["as_of_unix_ms"].as_i64().ok_or_else(|| anyhow::anyhow!("{} names no as_of_unix_ms", path.display()))?;
+    let of = v["of"].as_str().ok_or_else(|| anyhow::anyhow!("{} names no store it is of", path.display()))?;
+    Ok(Some(Replay { as_of, of: PathBuf::from(of) }))
 }
 
 impl Archive {
@@ -546,8 +556,8 @@ impl Archive {
         let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(origin_ingest::snapshot::path_in(home));
         // A replay of another store as it was takes no logs and no memory files, and reads it
         // as of then.
-        let as_of = replay_as_of(home)?;
-        if as_of.is_some() {
+        let replay = replay_of(home)?;
+        if replay.is_some() {
             ingester = ingester.reading_nothing();
         }
         if let Some(r) = recorded_home {
@@ -579,7 +589,8 @@ impl Archive {
         }
         let archive = Archive {
             home: home.to_path_buf(),
-            as_of,
+            as_of: replay.as_ref().map(|r| r.as_of),
+            mirrors: replay.map_or_else(|| home.join("raw"), |r| r.of.join("raw")),
             journal,
             freshness,
             inner: Mutex::new(Inner { saved_to, state, catalog, commit: None, commit_failures: None, interval: background_interval(), left_out_said: 0 }),
@@ -1091,7 +1102,7 @@ impl Archive {
     fn provenance(&self, meta: &origin_projections::EventMeta, quote: Option<String>) -> ToolResult {
         let recs = self.journal.read_vec(meta.offset, 1).map_err(store_error)?;
         let r = recs.first().filter(|r| r.offset == meta.offset).ok_or_else(|| store_failed(format!("record {} is missing", meta.offset)))?;
-        let mirrors = origin_ingest::mirror::Mirrors::new(self.home.join("raw"));
+        let mirrors = origin_ingest::mirror::Mirrors::new(self.mirrors.clone());
         let (original, mirror, line, raw, time) = if r.kind == origin_engine::RecordKind::Ingested as u8 {
             let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(store_error)?;
             let e = view.event(u64::from(meta.index)).map_err(store_error)?.ok_or_else(|| store_failed("event position does not hold"))?;
