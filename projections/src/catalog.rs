@@ -964,7 +964,10 @@ impl Catalog {
         Ok(())
     }
 
-    /// Searches the index (see [`Index::search`]).
+    /// Searches the index (see [`Index::search`]). With no scope, entries' and events' hits
+    /// are merged by match and score, each scored by its own index's statistics (so not on one
+    /// scale), an entry before an event at an equal score whatever their times: the tools ask
+    /// for each scope on its own, and callers that need one order across both should too.
     pub fn search(
         &self,
         query: &Query,
