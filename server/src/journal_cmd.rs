@@ -288,7 +288,7 @@ pub fn stress(dir: &Path, records: u64, size: usize, threads: u64, segment_size:
         .map(|t| {
             let j = j.clone();
             let n = per + u64::from(t < extra);
-            std::thread::spawn(move || -> Result<()> {
+            std::thread::spawn(move || -> Result<u64> {
                 for seq in 0..n {
                     let p = stress_payload(t, seq, size);
                     let crc = crc32fast::hash(&p);
@@ -299,16 +299,17 @@ pub fn stress(dir: &Path, records: u64, size: usize, threads: u64, segment_size:
                         out.flush().context("writing to standard output")?;
                         // Its reader gone, the acknowledgements are for no one: stop.
                         if out.gone() {
-                            return Ok(());
+                            return Ok(seq + 1);
                         }
                     }
                 }
-                Ok(())
+                Ok(n)
             })
         })
         .collect();
+    let mut records = 0;
     for h in handles {
-        h.join().map_err(|_| anyhow::anyhow!("an appender thread panicked"))??;
+        records += h.join().map_err(|_| anyhow::anyhow!("an appender thread panicked"))??;
     }
     let secs = start.elapsed().as_secs_f64();
     let s = j.status()?;
@@ -402,7 +403,15 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             let copy = copy_records(&j, &to.join("journal"), state.read_to())?;
             let snap = to.join("projections").join(SNAPSHOT_FILE_NAME);
             state.save_snapshot(&copy, &origin_engine::vfs::OsFs, &snap).with_context(|| format!("saving {}", snap.display()))?;
-            summary["of"] = json!(std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf()));
+            // A replay of a replay shows the same store: its lines are in that store's mirrors.
+            let of = match std::fs::read(home.join(crate::tools::archive::REPLAY_FILE)) {
+                Ok(bytes) => serde_json::from_slice::<serde_json::Value>(&bytes)
+                    .ok()
+                    .and_then(|v| v["of"].as_str().map(std::path::PathBuf::from))
+                    .with_context(|| format!("{} is a replay whose {} names no store", home.display(), crate::tools::archive::REPLAY_FILE))?,
+                Err(_) => std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf()),
+            };
+            summary["of"] = json!(of);
             summary["as_of"] = json!(crate::tools::conventions::format_time(as_of, &crate::tools::conventions::local_tz()));
             summary["as_of_unix_ms"] = json!(as_of);
             let path = to.join(crate::tools::archive::REPLAY_FILE);
@@ -431,30 +440,22 @@ fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
     if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
         bail!("{} is not empty: the replay writes a store of its own there", to.display());
     }
-    // The nearest folder of `to` that exists, against the store's own; `to` made absolute and
-    // its `..` taken first (a missing folder's `..` is not resolved by the file system).
+    // Where `to` is: its longest part that exists resolved by the file system (symlinks and
+    // `..` as the system takes them), then the rest, which does not exist, read as written.
     let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
     let absolute = if to.is_absolute() { to.to_path_buf() } else { std::env::current_dir().context("the current folder")?.join(to) };
-    let mut at = PathBuf::new();
-    for part in absolute.components() {
+    let parts: Vec<std::path::Component<'_>> = absolute.components().collect();
+    let existing = (0..=parts.len()).rev().find(|&n| parts[..n].iter().collect::<PathBuf>().exists()).unwrap_or(0);
+    let mut resolved = std::fs::canonicalize(parts[..existing].iter().collect::<PathBuf>()).unwrap_or_default();
+    for part in &parts[existing..] {
         match part {
             std::path::Component::ParentDir => {
-                at.pop();
+                resolved.pop();
             }
             std::path::Component::CurDir => {}
-            other => at.push(other),
+            other => resolved.push(other),
         }
     }
-    let mut below = Vec::new();
-    while std::fs::canonicalize(&at).is_err() {
-        let Some(name) = at.file_name() else { break };
-        below.push(name.to_owned());
-        if !at.pop() {
-            break;
-        }
-    }
-    let mut resolved = std::fs::canonicalize(&at).unwrap_or(at);
-    resolved.extend(below.iter().rev());
     if resolved == home || ["journal", "projections", "raw"].iter().any(|f| resolved.starts_with(home.join(f))) {
         bail!("{} is inside the store ({}): the replay writes a store of its own elsewhere", to.display(), home.display());
     }

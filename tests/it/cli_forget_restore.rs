@@ -238,6 +238,13 @@ fn journal_replay_until_an_offset_or_a_time_and_past_records_it_cannot_read() {
     let out = origin(home, &["journal", "replay", "--until", "2", "--to", around.to_str().expect("utf-8")]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("is inside the store"), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!home.join("raw").join("then").exists());
+    // And through a symlink, whose `..` the system takes after following it.
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(home.join("raw").join("claude-code"), outside.path().join("link")).expect("symlink");
+    let through = outside.path().join("link").join("..").join("..").join("journal").join("x");
+    let out = origin(home, &["journal", "replay", "--until", "2", "--to", through.to_str().expect("utf-8")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is inside the store"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!home.join("journal").join("x").exists());
     let before_all = dir.path().join("before-all");
     let out = origin(home, &["journal", "replay", "--until", "2000-01-01T00:00:00Z", "--to", before_all.to_str().expect("utf-8")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -391,6 +398,15 @@ fn a_replays_store_takes_nothing_new_and_reads_as_of_its_bound() {
     let agents = dir.path().join("agents");
     std::fs::create_dir_all(&agents).expect("agents");
     crate::ingest_memory::copy_tree(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home"), &agents);
+    // A session whose working folder exists as written (found without --recorded-home), with
+    // its project's CLAUDE.md.
+    let project = dir.path().join("kiwi-farm");
+    std::fs::create_dir_all(&project).expect("project");
+    std::fs::write(project.join("CLAUDE.md"), "# kiwi-farm\n\n- Harvest in May.\n").expect("CLAUDE.md");
+    let session = agents.join(".claude").join("projects").join("-kiwi-farm");
+    std::fs::create_dir_all(&session).expect("session folder");
+    let line = crate::ingest_incremental::line("k1", "plan the kiwi harvest").replace("/home/dev/p", project.to_str().expect("utf-8"));
+    std::fs::write(session.join("s1.jsonl"), line + "\n").expect("log");
     let agents_arg = agents.to_str().expect("utf-8").to_owned();
     let with_agents = |args: &[&str]| -> Vec<String> {
         args.iter().map(|a| (*a).to_owned()).chain(["--agents-home".into(), agents_arg.clone(), "--recorded-home".into(), "/home/dev".into()]).collect()
@@ -408,6 +424,7 @@ fn a_replays_store_takes_nothing_new_and_reads_as_of_its_bound() {
     let records = || origin_engine::Journal::open(then.join("journal"), origin_engine::Options { access: origin_engine::Access::ReadOnly, ..Default::default() }).expect("journal").next_offset();
     let copied = records();
     std::fs::write(agents.join("demo-app").join("CLAUDE.md"), "# demo-app\n\nA rule written after the replay.\n").expect("change CLAUDE.md");
+    std::fs::write(project.join("CLAUDE.md"), "# kiwi-farm\n\n- Harvest in June, written after the replay.\n").expect("change CLAUDE.md");
     std::thread::sleep(std::time::Duration::from_millis(3500));
     let found = json(run(&then, with_agents(&["search", "kiwi", "--json"])));
     assert_eq!(found["entries"][0]["id"], id.as_str(), "valid as of the replay's bound: {found}");
@@ -417,6 +434,12 @@ fn a_replays_store_takes_nothing_new_and_reads_as_of_its_bound() {
     let traced = json(origin(&then, &["sources", &event, "--json"]));
     let mirror = traced[0]["mirror_file"].as_str().expect("mirror_file");
     assert!(PathBuf::from(format!("{mirror}.zst")).is_file(), "{traced}");
+    // A replay of the replay shows the same store: the same mirrors.
+    let again = dir.path().join("again");
+    let out = origin(&then, &["journal", "replay", "--to", again.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let traced = json(origin(&again, &["sources", &event, "--json"]));
+    assert_eq!(traced[0]["mirror_file"].as_str(), Some(mirror), "{traced}");
     let now = json(run(&home, with_agents(&["search", "kiwi", "--json"])));
     assert_eq!(now["entries"].as_array().map(Vec::len), Some(0), "the store itself: ended since: {now}");
 }

@@ -1001,9 +1001,16 @@ fn lines_the_protocol_would_drop_are_answered() {
     long.resize(long.len() + (64 << 20) + 10, b'a');
     long.extend_from_slice(br#"","confidence":1,"sources":[{"quote":"q"}]}},"jsonrpc":"2.0","id":7}"#);
     send(&long);
+    // The same with its id across the 64 MiB the server reads.
+    let head = br#"{"method":"tools/call","params":{"name":"remember","arguments":{"text":""#;
+    let tail = br#"","confidence":1,"sources":[{"quote":"q"}]}},"jsonrpc":"2.0","id":8}"#;
+    let mut long = head.to_vec();
+    long.resize((64 << 20) + 3 - tail.len(), b'a');
+    long.extend_from_slice(tail);
+    send(&long);
     let mut answers = std::collections::BTreeMap::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while answers.len() < 7 {
+    while answers.len() < 8 {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let Ok(v) = rx.recv_timeout(left) else { break };
         if let Some(id) = v["id"].as_i64() {
@@ -1013,7 +1020,7 @@ fn lines_the_protocol_would_drop_are_answered() {
     drop(stdin);
     let out = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7], "every line answered: {answers:?}\n{stderr}");
+    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8], "every line answered: {answers:?}\n{stderr}");
     let result = |id: i64| -> (bool, String) {
         let r = &answers[&id]["result"];
         assert!(r.is_object(), "{id}: a tool result, not a protocol error: {}", answers[&id]);
@@ -1027,8 +1034,10 @@ fn lines_the_protocol_would_drop_are_answered() {
     let (error, text) = result(5);
     assert!(error && text.contains("longer than the 64 MiB"), "{text}");
     assert_eq!(result(6).0, false, "the session goes on: {:?}", result(6));
-    let (error, text) = result(7);
-    assert!(error && text.contains("longer than the 64 MiB"), "{text}");
+    for id in [7, 8] {
+        let (error, text) = result(id);
+        assert!(error && text.contains("longer than the 64 MiB"), "{id}: {text}");
+    }
     assert!(stderr.contains("longer than 64 MiB was passed over"), "{stderr}");
 }
 

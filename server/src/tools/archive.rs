@@ -541,9 +541,13 @@ fn replay_of(home: &Path) -> anyhow::Result<Option<Replay>> {
         Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
     };
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{} is not a replay's summary: {e}", path.display()))?;
-    let as_of = v["as_of_unix_ms"].as_i64().ok_or_else(|| anyhow::anyhow!("{} names no as_of_unix_ms", path.display()))?;
+    let as_of = v["as_of_unix_ms"]
+        .as_i64()
+        .filter(|&ms| Timestamp::from_millisecond(ms).is_ok())
+        .ok_or_else(|| anyhow::anyhow!("{} names no as_of_unix_ms Origin can read", path.display()))?;
     let of = v["of"].as_str().ok_or_else(|| anyhow::anyhow!("{} names no store it is of", path.display()))?;
-    Ok(Some(Replay { as_of, of: PathBuf::from(of) }))
+    // A relative path is taken from the store (the file was edited: replays write absolute ones).
+    Ok(Some(Replay { as_of, of: home.join(of) }))
 }
 
 impl Archive {

@@ -584,11 +584,14 @@ fn unreadable_arguments(line: &str) -> Option<String> {
     }
     let id: Value = serde_json::from_str(head.id?.get()).ok()?;
     let params = head.params?;
-    let name: Value = params.name.and_then(|n| serde_json::from_str(n.get()).ok()).unwrap_or(Value::Null);
     let why = params.arguments?.iter().find_map(|(arg, raw)| {
         serde_json::from_str::<Value>(raw.get()).err().map(|e| format!("`{arg}` is not a JSON value Origin can read ({e})"))
     })?;
-    let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": { NOT_READABLE: why } } });
+    let mut call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "arguments": { NOT_READABLE: why } } });
+    // The name as given (a name that does not parse either, as null); none when none was.
+    if let Some(n) = params.name {
+        call["params"]["name"] = serde_json::from_str(n.get()).unwrap_or(Value::Null);
+    }
     // A name missing too is answered as one.
     Some(fix_call(call.clone()).unwrap_or_else(|| call.to_string()))
 }
@@ -919,7 +922,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                 // Longer than the server reads: the rest of the line is passed over (not read
                 // as lines of its own), and a call whose head names it is answered.
                 // Its last bytes are kept: a client may write the call's `id` last.
-                let (mut rest, mut tail) = (Vec::new(), Vec::new());
+                let (mut rest, mut tail) = (Vec::new(), buf[buf.len() - TAIL_BYTES..].to_vec());
                 loop {
                     rest.clear();
                     let read = (&mut lines).take(1 << 20).read_until(b'\n', &mut rest).await;
@@ -1136,7 +1139,7 @@ mod tests {
         let v = call_of(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"remember","arguments":{"text":"\ud83d","confidence":1e999}}}"#);
         assert!(v["params"]["arguments"][NOT_READABLE].as_str().expect("why").starts_with("`confidence`"), "{v}");
         let v = call_of(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"limit":1e400}}}"#);
-        assert_eq!(v["params"]["name"], format!("{NO_NAME}null"), "no name and an unreadable argument: {v}");
+        assert_eq!(v["params"]["name"], format!("{NO_NAME}missing"), "no name and an unreadable argument: {v}");
         for (params, what) in [(r#"{"arguments":{}}"#, "missing"), (r#"{"name":5,"arguments":{}}"#, "a number")] {
             let v = call_of(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#));
             assert_eq!(v["params"]["name"], format!("{NO_NAME}{what}"));
