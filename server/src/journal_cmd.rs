@@ -352,6 +352,20 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     if let Some(to) = to {
         check_replay_folder(home, to)?;
     }
+    // A replay's store replayed again: its records' times are those of its copy, so its own
+    // `as_of` and the store it shows are carried over.
+    let replayed = match std::fs::read(home.join(crate::tools::archive::REPLAY_FILE)) {
+        Ok(bytes) => {
+            let v: serde_json::Value = serde_json::from_slice(&bytes).ok().unwrap_or_default();
+            let of = v["of"].as_str().map(PathBuf::from);
+            let as_of = v["as_of_unix_ms"].as_i64();
+            let (Some(of), Some(as_of)) = (of, as_of) else {
+                bail!("{} is a replay whose {} names no store or time", home.display(), crate::tools::archive::REPLAY_FILE);
+            };
+            Some((of, as_of))
+        }
+        Err(_) => None,
+    };
     let mut state = State::new();
     // A full replay of the store rebuilds ingest's cursors too (from the same records), and
     // saves them.
@@ -377,8 +391,15 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         }
         Ok(ControlFlow::Continue(()))
     })?;
-    // Entries current as of the bound: its time, else the last record's.
-    let as_of = until_at.and_then(|(_, t)| t).or(last_time).unwrap_or_else(|| jiff::Timestamp::now().as_millisecond());
+    // Entries current as of the bound: its time, else (of a replay's store, the time it shows,
+    // at the latest) the last record's.
+    let shown_as_of = replayed.as_ref().map(|(_, t)| *t);
+    let as_of = until_at
+        .and_then(|(_, t)| t)
+        .map(|t| shown_as_of.map_or(t, |s| t.min(s)))
+        .or(shown_as_of)
+        .or(last_time)
+        .unwrap_or_else(|| jiff::Timestamp::now().as_millisecond());
     let filter = origin_projections::EntryFilter { kind: None, project: None, since_unix_ms: None, until_unix_ms: None };
     let sessions_filter = origin_projections::SessionFilter { since_unix_ms: None, until_unix_ms: None, source: None, project: None };
     let mut summary = json!({
@@ -404,12 +425,9 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             let snap = to.join("projections").join(SNAPSHOT_FILE_NAME);
             state.save_snapshot(&copy, &origin_engine::vfs::OsFs, &snap).with_context(|| format!("saving {}", snap.display()))?;
             // A replay of a replay shows the same store: its lines are in that store's mirrors.
-            let of = match std::fs::read(home.join(crate::tools::archive::REPLAY_FILE)) {
-                Ok(bytes) => serde_json::from_slice::<serde_json::Value>(&bytes)
-                    .ok()
-                    .and_then(|v| v["of"].as_str().map(std::path::PathBuf::from))
-                    .with_context(|| format!("{} is a replay whose {} names no store", home.display(), crate::tools::archive::REPLAY_FILE))?,
-                Err(_) => std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf()),
+            let of = match &replayed {
+                Some((of, _)) => home.join(of),
+                None => std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf()),
             };
             summary["of"] = json!(of);
             summary["as_of"] = json!(crate::tools::conventions::format_time(as_of, &crate::tools::conventions::local_tz()));

@@ -440,6 +440,11 @@ fn a_replays_store_takes_nothing_new_and_reads_as_of_its_bound() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let traced = json(origin(&again, &["sources", &event, "--json"]));
     assert_eq!(traced[0]["mirror_file"].as_str(), Some(mirror), "{traced}");
+    // And as of the same time (its records' times are the first copy's, later than the bound).
+    let summary = |d: &Path| -> Value { serde_json::from_slice(&std::fs::read(d.join("replay.json")).expect("replay.json")).expect("json") };
+    assert_eq!(summary(&again)["as_of_unix_ms"], summary(&then)["as_of_unix_ms"]);
+    let found = json(run(&again, with_agents(&["search", "kiwi", "--json"])));
+    assert_eq!(found["entries"][0]["id"], id.as_str(), "valid as of the first replay's bound: {found}");
     let now = json(run(&home, with_agents(&["search", "kiwi", "--json"])));
     assert_eq!(now["entries"].as_array().map(Vec::len), Some(0), "the store itself: ended since: {now}");
 }
