@@ -71,11 +71,11 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
         if found == 0 && !problems.is_empty() {
             // Logs that cannot be listed are not "no logs": the samples would stand in for them.
             for p in &problems {
-                eprintln!("origin: {p}");
+                origin::say_err!("origin: {p}");
             }
-            eprintln!("origin: agent log folders could not be read; not reading the samples in their place");
+            origin::say_err!("origin: agent log folders could not be read; not reading the samples in their place");
         } else if found == 0 {
-            eprintln!("origin: no agent logs on this machine; reading the samples in {}", samples.display());
+            origin::say_err!("origin: no agent logs on this machine; reading the samples in {}", samples.display());
             homes = Homes::under(samples);
             recorded_home.get_or_insert_with(|| "/home/dev".to_owned());
         }
@@ -103,11 +103,11 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
         b.finish_and_clear();
     }
     for m in ing.journal().take_index_write_failures() {
-        eprintln!("origin: {m}");
+        origin::say_err!("origin: {m}");
     }
     // The next process starts its cursors from here; failing to save costs it a rebuild only.
     if let Err(e) = ing.save_snapshot() {
-        eprintln!("origin: {e:#}; the next start rebuilds ingest's cursors from the journal");
+        origin::say_err!("origin: {e:#}; the next start rebuilds ingest's cursors from the journal");
     }
     print_summary(&summary, args.json)?;
     Ok(Exit::Ok)

@@ -279,7 +279,7 @@ pub fn stress(dir: &Path, records: u64, size: usize, threads: u64, segment_size:
     let opts = Options { segment_size_bytes_max: segment_size, durability: Durability::Sync, ..Options::default() };
     let j = Arc::new(Journal::open(dir, opts).with_context(|| format!("opening the journal in {}", dir.display()))?);
     for t in j.open_report().torn_tails {
-        eprintln!("origin: cut a torn tail in {} at byte {} ({} bytes)", t.segment.display(), t.position, t.size_bytes);
+        origin::say_err!("origin: cut a torn tail in {} at byte {} ({} bytes)", t.segment.display(), t.position, t.size_bytes);
     }
     let start = std::time::Instant::now();
     let per = records / threads;
@@ -313,7 +313,7 @@ pub fn stress(dir: &Path, records: u64, size: usize, threads: u64, segment_size:
     }
     let secs = start.elapsed().as_secs_f64();
     let s = j.status()?;
-    eprintln!(
+    origin::say_err!(
         "appended {records} records of {size} bytes with {threads} threads in {secs:.2} s ({:.0} records/s, {} group commits); journal now holds offsets {}..{}",
         records as f64 / secs.max(1e-9),
         s.batches,

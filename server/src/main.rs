@@ -26,9 +26,9 @@ fn main() -> ExitCode {
         Ok(code) => code.into(),
         Err(e) => {
             // The one error printer: the error and its causes, then a code the caller can act on.
-            eprintln!("origin: {e}");
+            origin::say_err!("origin: {e}");
             for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                origin::say_err!("  caused by: {cause}");
             }
             exit::for_error(&e).into()
         }

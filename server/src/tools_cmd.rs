@@ -198,7 +198,7 @@ const CHECKPOINT_RECORDS: u64 = 64;
 fn print_after(a: &Archive, tool: impl FnOnce(&Archive) -> Result<Value, ToolError>, json: bool) -> Result<Exit> {
     let exit = print(tool(a), json);
     if let Err(e) = a.checkpoint(CHECKPOINT_RECORDS) {
-        eprintln!("origin: saving the projections snapshot failed ({e}); the next command replays the journal");
+        origin::say_err!("origin: saving the projections snapshot failed ({e}); the next command replays the journal");
     }
     exit
 }
@@ -212,7 +212,7 @@ fn print(result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         Err(e) => {
-            eprintln!("origin: {e}");
+            origin::say_err!("origin: {e}");
             Ok(if e.is_journal_damage() { Exit::Damaged } else { Exit::Failed })
         }
     }

@@ -83,6 +83,23 @@ fn a_command_whose_reader_has_gone_ends_quietly() {
     }
     assert!(std::fs::read_dir(&salvaged).is_ok_and(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "seg"))), "salvaged");
     assert!(index.join("manifest").exists(), "the replay rebuilt the index after its reader had gone");
+    // Standard error's reader gone too, for a command that has something to say there (no
+    // agent logs on this machine: it reads the samples): it still does its work.
+    let fresh = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(origin_bin())
+        .arg("--home")
+        .arg(fresh.path())
+        .args(["ingest", "--samples-if-none", sample.to_str().expect("utf-8")])
+        .env("HOME", "/nonexistent-origin-test-home")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run origin");
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    assert!(child.wait().expect("wait").success(), "ingest with no reader of its stdout or stderr");
+    let status = json(origin(fresh.path(), &["status", "--json"]));
+    assert!(status["records"].as_u64().is_some_and(|r| r > 0), "the samples were read: {status}");
     // A verdict still reaches its exit code: a damaged journal verified with no reader.
     let journal = home.join("journal");
     let mut segments: Vec<PathBuf> = std::fs::read_dir(&journal).expect("journal").map(|e| e.expect("entry").path()).collect();

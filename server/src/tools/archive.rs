@@ -167,7 +167,7 @@ impl Inner {
     fn say_left_out(&mut self) {
         let left = self.catalog.left_out();
         if left.count > self.left_out_said {
-            eprintln!(
+            crate::say_err!(
                 "origin: {} left out of search since this process started (the store keeps them: get and timeline show them); the last because {}",
                 if left.count == 1 { "1 document was".to_owned() } else { format!("{} documents were", left.count) },
                 left.last.as_deref().unwrap_or("the text index cannot hold it"),
@@ -187,7 +187,7 @@ impl Inner {
                 let failed = self.commit_failures.map_or(1, |(n, _)| n.saturating_add(1));
                 let wait = retry_wait(self.interval, failed);
                 self.commit_failures = Some((failed, std::time::Instant::now() + wait));
-                eprintln!(
+                crate::say_err!(
                     "origin: writing the text index failed ({e}); its documents stay searchable in memory; trying again in {:.1} s",
                     wait.as_secs_f64()
                 );
@@ -224,7 +224,7 @@ const SYNC_STEP_RECORDS: usize = 256;
 /// and (with a warning that says what is used instead) when it is not one.
 pub(crate) fn positive_setting(name: &str, instead: &str) -> Option<u64> {
     parse_positive(std::env::var(name).ok().as_deref()).unwrap_or_else(|v| {
-        eprintln!("origin: {name}={v:?} is not a positive whole number; {instead}");
+        crate::say_err!("origin: {name}={v:?} is not a positive whole number; {instead}");
         None
     })
 }
@@ -489,7 +489,7 @@ pub fn say_journal_repairs(j: &Journal) {
     let report = j.open_report();
     for t in &report.torn_tails {
         let kept = t.copy.as_ref().map_or_else(String::new, |c| format!("; they are kept in {}", c.display()));
-        eprintln!(
+        crate::say_err!(
             "origin: the journal's last write was cut short (a crash or power cut, before it was acknowledged): {} bytes after byte {} of {} were cut{kept}",
             t.size_bytes,
             t.position,
@@ -497,10 +497,10 @@ pub fn say_journal_repairs(j: &Journal) {
         );
     }
     for l in &report.leftovers {
-        eprintln!("origin: removed {}, left by an interrupted compaction", l.display());
+        crate::say_err!("origin: removed {}, left by an interrupted compaction", l.display());
     }
     for m in j.take_index_write_failures() {
-        eprintln!("origin: {m}");
+        crate::say_err!("origin: {m}");
     }
 }
 
@@ -567,7 +567,7 @@ impl Archive {
         if let Some(r) = recorded_home {
             ingester = ingester.with_recorded_home(r);
         }
-        let freshness = Freshness::new(Arc::new(ingester), Arc::new(|m: &str| eprintln!("origin: {m}")));
+        let freshness = Freshness::new(Arc::new(ingester), Arc::new(|m: &str| crate::say_err!("origin: {m}")));
         let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
         let index_dir = home.join("projections").join("index");
         let origin_projections::OpenedProjections { state, state_opened, mut catalog, catalog_opened: opened } =
@@ -586,10 +586,10 @@ impl Archive {
         }
         catalog.seed_entries(&state)?;
         if let origin_projections::SnapshotUse::Rejected { reason } = &state_opened.snapshot {
-            eprintln!("origin: the projections' snapshot {} was not used ({reason}); they were rebuilt from the journal", snapshot_path.display());
+            crate::say_err!("origin: the projections' snapshot {} was not used ({reason}); they were rebuilt from the journal", snapshot_path.display());
         }
         if let CatalogOpened::Rebuilt { reason } = &opened {
-            eprintln!("origin: rebuilding the text index from the journal: {reason}");
+            crate::say_err!("origin: rebuilding the text index from the journal: {reason}");
         }
         let archive = Archive {
             home: home.to_path_buf(),
@@ -657,12 +657,12 @@ impl Archive {
             // A segment the background check found damaged: the text index is built again
             // from the journal (this call and the next steps feed it), as at a start.
             if let Some(reason) = inner.catalog.repair(&self.journal).map_err(store_error)? {
-                eprintln!("origin: rebuilding the text index from the journal: {reason}");
+                crate::say_err!("origin: rebuilding the text index from the journal: {reason}");
             }
             // What another process wrote, or, when it is damaged (a segment it lists missing or
             // failing its checks), the text index built again from the journal.
             if let Some(reason) = inner.catalog.refresh_repairing(&self.journal).map_err(store_error)? {
-                eprintln!("origin: rebuilding the text index from the journal: {reason}");
+                crate::say_err!("origin: rebuilding the text index from the journal: {reason}");
             }
             let Inner { state, catalog, commit, .. } = &mut *inner;
             let from = state.read_to().min(catalog.read_to());

@@ -367,7 +367,7 @@ impl Opening {
         let (tx, rx) = tokio::sync::watch::channel(None);
         std::thread::Builder::new().name("origin-open".into()).spawn(move || {
             let opened = open().map(Arc::new).map_err(|e| {
-                eprintln!("origin: opening the store failed: {e:#}");
+                crate::say_err!("origin: opening the store failed: {e:#}");
                 format!("Origin could not open its store: {e:#}")
             });
             tx.send_replace(Some(opened));
@@ -752,18 +752,18 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                             failed = failed.saturating_add(1);
                             let wait = super::archive::retry_wait(interval, failed);
                             retry_at = std::time::Instant::now() + wait;
-                            eprintln!("origin: merging the text index failed ({e}); trying again in {} s", wait.as_secs());
+                            crate::say_err!("origin: merging the text index failed ({e}); trying again in {} s", wait.as_secs());
                             break;
                         }
                     }
                 }
                 if let Err(e) = archive.checkpoint(CHECKPOINT_RECORDS) {
-                    eprintln!("origin: saving the projections snapshot failed ({e}); trying again later");
+                    crate::say_err!("origin: saving the projections snapshot failed ({e}); trying again later");
                 }
             }
         });
     if let Err(e) = spawned {
-        eprintln!("origin: could not start the thread that merges the text index ({e}); its segments are merged at a later start");
+        crate::say_err!("origin: could not start the thread that merges the text index ({e}); its segments are merged at a later start");
     }
     Merges { stop }
 }
@@ -855,7 +855,7 @@ fn set_blocking(fd: std::os::fd::BorrowedFd<'_>) {
     use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
     let restored = fcntl_getfl(fd).and_then(|flags| if flags.contains(OFlags::NONBLOCK) { fcntl_setfl(fd, flags - OFlags::NONBLOCK) } else { Ok(()) });
     if let Err(e) = restored {
-        eprintln!("origin: could not put a standard stream back in blocking mode ({e})");
+        crate::say_err!("origin: could not put a standard stream back in blocking mode ({e})");
     }
 }
 
@@ -890,7 +890,7 @@ async fn stop_reader(reader: tokio::task::JoinHandle<()>) {
     if let Err(e) = reader.await
         && e.is_panic()
     {
-        eprintln!("origin: the task reading stdin failed ({e})");
+        crate::say_err!("origin: the task reading stdin failed ({e})");
     }
     restore_blocking();
 }
@@ -914,7 +914,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => {
-                    eprintln!("origin: reading stdin failed ({e}); the session ends");
+                    crate::say_err!("origin: reading stdin failed ({e}); the session ends");
                     break;
                 }
             }
@@ -934,7 +934,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                         Ok(_) => {}
                     }
                 }
-                eprintln!("origin: a message longer than {} MiB was passed over", LINE_BYTES_MAX >> 20);
+                crate::say_err!("origin: a message longer than {} MiB was passed over", LINE_BYTES_MAX >> 20);
                 match too_long_call(&buf, &tail) {
                     Some(answer) => Some(answer),
                     None => continue,
@@ -987,7 +987,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
             let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
                 Ok(term) => term,
                 Err(e) => {
-                    eprintln!("origin: cannot handle SIGTERM ({e}); a client that sends it ends the server without its last ingest and snapshot");
+                    crate::say_err!("origin: cannot handle SIGTERM ({e}); a client that sends it ends the server without its last ingest and snapshot");
                     return;
                 }
             };
@@ -1008,13 +1008,13 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
         Some(archive) => {
             let finished = archive.freshness().on_exit(origin_ingest::freshness::EXIT_INGEST_BUDGET);
             if !finished {
-                eprintln!("origin: the last ingest did not finish within 5 s; the next start picks up the rest");
+                crate::say_err!("origin: the last ingest did not finish within 5 s; the next start picks up the rest");
             }
             if let Err(e) = archive.sync().and_then(|()| archive.save_snapshot()) {
-                eprintln!("origin: saving the projections snapshot failed ({e}); the next start rebuilds it from the journal");
+                crate::say_err!("origin: saving the projections snapshot failed ({e}); the next start rebuilds it from the journal");
             }
         }
-        None => eprintln!("origin: the client left before the store finished opening; the next start goes on from what was saved"),
+        None => crate::say_err!("origin: the client left before the store finished opening; the next start goes on from what was saved"),
     }
     // The handler stays installed: a SIGTERM during the work above did not cut it short.
     drop(terminated);
