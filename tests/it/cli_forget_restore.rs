@@ -33,6 +33,11 @@ fn ingest_sample(home: &Path) {
 /// Runs `origin` on `home` with its standard output's reading end closed before anything is
 /// written (as `origin … | head` whose `head` has finished).
 fn origin_unread(home: &Path, args: &[&str]) -> Output {
+    origin_readers_gone(home, args, false)
+}
+
+/// [`origin_unread`], standard error's reading end closed too when `stderr_too`.
+fn origin_readers_gone(home: &Path, args: &[&str], stderr_too: bool) -> Output {
     let mut child = Command::new(origin_bin())
         .arg("--home")
         .arg(home)
@@ -44,6 +49,9 @@ fn origin_unread(home: &Path, args: &[&str]) -> Output {
         .spawn()
         .expect("run origin");
     drop(child.stdout.take());
+    if stderr_too {
+        drop(child.stderr.take());
+    }
     child.wait_with_output().expect("wait")
 }
 
@@ -86,18 +94,8 @@ fn a_command_whose_reader_has_gone_ends_quietly() {
     // Standard error's reader gone too, for a command that has something to say there (no
     // agent logs on this machine: it reads the samples): it still does its work.
     let fresh = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(origin_bin())
-        .arg("--home")
-        .arg(fresh.path())
-        .args(["ingest", "--samples-if-none", sample.to_str().expect("utf-8")])
-        .env("HOME", "/nonexistent-origin-test-home")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run origin");
-    drop(child.stdout.take());
-    drop(child.stderr.take());
-    assert!(child.wait().expect("wait").success(), "ingest with no reader of its stdout or stderr");
+    let out = origin_readers_gone(fresh.path(), &["ingest", "--samples-if-none", sample.to_str().expect("utf-8")], true);
+    assert!(out.status.success(), "ingest with no reader of its stdout or stderr: {:?}", out.status);
     let status = json(origin(fresh.path(), &["status", "--json"]));
     assert!(status["records"].as_u64().is_some_and(|r| r > 0), "the samples were read: {status}");
     // A verdict still reaches its exit code: a damaged journal verified with no reader.

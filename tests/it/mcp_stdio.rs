@@ -992,25 +992,30 @@ fn lines_the_protocol_would_drop_are_answered() {
     send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"query":"kiwi","limit":1e400}}}"#);
     send(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"arguments":{"query":"kiwi"}}}"#);
     let mut long = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"remember","arguments":{"text":""#.to_vec();
-    long.resize(long.len() + (64 << 20) + 10, b'a');
+    long.resize(long.len() + (16 << 20) + 10, b'a');
     long.extend_from_slice(br#"","confidence":1,"sources":[{"quote":"q"}]}}}"#);
     send(&long);
     send(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search","arguments":{"query":"kiwi"}}}"#);
     // As the TypeScript SDK writes a request: its id last.
     let mut long = br#"{"method":"tools/call","params":{"name":"remember","arguments":{"text":""#.to_vec();
-    long.resize(long.len() + (64 << 20) + 10, b'a');
+    long.resize(long.len() + (16 << 20) + 10, b'a');
     long.extend_from_slice(br#"","confidence":1,"sources":[{"quote":"q"}]}},"jsonrpc":"2.0","id":7}"#);
     send(&long);
-    // The same with its id across the 64 MiB the server reads.
+    // The same with its id across the most the server reads (16 MiB less 64 KiB, newline
+    // included), and a call just within it, which the protocol layer (16 MiB) takes: the
+    // server reads nothing it cannot answer.
     let head = br#"{"method":"tools/call","params":{"name":"remember","arguments":{"text":""#;
-    let tail = br#"","confidence":1,"sources":[{"quote":"q"}]}},"jsonrpc":"2.0","id":8}"#;
-    let mut long = head.to_vec();
-    long.resize((64 << 20) + 3 - tail.len(), b'a');
-    long.extend_from_slice(tail);
-    send(&long);
+    let read_max = (16 << 20) - (64 << 10);
+    for (id, length) in [(8, read_max + 3), (9, read_max - 1)] {
+        let tail = format!(r#"","confidence":1,"sources":[{{"quote":"q"}}]}}}},"jsonrpc":"2.0","id":{id}}}"#);
+        let mut long = head.to_vec();
+        long.resize(length - tail.len(), b'a');
+        long.extend_from_slice(tail.as_bytes());
+        send(&long);
+    }
     let mut answers = std::collections::BTreeMap::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while answers.len() < 8 {
+    while answers.len() < 9 {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let Ok(v) = rx.recv_timeout(left) else { break };
         if let Some(id) = v["id"].as_i64() {
@@ -1020,7 +1025,7 @@ fn lines_the_protocol_would_drop_are_answered() {
     drop(stdin);
     let out = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8], "every line answered: {answers:?}\n{stderr}");
+    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8, 9], "every line answered: {answers:?}\n{stderr}");
     let result = |id: i64| -> (bool, String) {
         let r = &answers[&id]["result"];
         assert!(r.is_object(), "{id}: a tool result, not a protocol error: {}", answers[&id]);
@@ -1032,13 +1037,15 @@ fn lines_the_protocol_would_drop_are_answered() {
     let (error, text) = result(4);
     assert!(error && text.contains("`name` is missing"), "{text}");
     let (error, text) = result(5);
-    assert!(error && text.contains("longer than the 64 MiB"), "{text}");
+    assert!(error && text.contains("longer than the 16 MiB"), "{text}");
     assert_eq!(result(6).0, false, "the session goes on: {:?}", result(6));
     for id in [7, 8] {
         let (error, text) = result(id);
-        assert!(error && text.contains("longer than the 64 MiB"), "{id}: {text}");
+        assert!(error && text.contains("longer than the 16 MiB"), "{id}: {text}");
     }
-    assert!(stderr.contains("longer than 64 MiB was passed over"), "{stderr}");
+    let (error, text) = result(9);
+    assert!(error && text.contains("`text` is longer than"), "9: {text}");
+    assert!(stderr.contains("longer than 16 MiB was passed over"), "{stderr}");
 }
 
 /// An entry cites each event once (the spec: `sources` gives one item per cited event): the

@@ -679,7 +679,7 @@ fn too_long_call(head: &[u8], tail: &[u8]) -> Option<String> {
         Some(id) => id,
         None => id_at_end(tail)?,
     };
-    let why = format!("the call is longer than the {} MiB Origin reads in one message", LINE_BYTES_MAX >> 20);
+    let why = format!("the call is longer than the {} MiB Origin reads in one message", PROTOCOL_LINE_BYTES_MAX >> 20);
     Some(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": seen.name.unwrap_or_default(), "arguments": { NOT_READABLE: why } } }).to_string())
 }
 
@@ -895,8 +895,15 @@ async fn stop_reader(reader: tokio::task::JoinHandle<()>) {
     restore_blocking();
 }
 
-/// Longest line read from the client (rmcp's own limit applies after this).
-const LINE_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// The longest line rmcp's stdio transport takes (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB): it
+/// drops a longer one without an answer, so the server's reader must catch every line that long.
+const PROTOCOL_LINE_BYTES_MAX: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+
+/// Longest line the server passes on to the protocol layer, newline included: below
+/// [`PROTOCOL_LINE_BYTES_MAX`] by a margin for [`fix_arguments`]' rewriting (which may write a
+/// number longer than the client did). A longer line is answered as too long (a call) or
+/// passed over and said on stderr.
+const LINE_BYTES_MAX: usize = PROTOCOL_LINE_BYTES_MAX - 64 * 1024;
 
 /// Serves MCP on stdin/stdout until the client closes it, then ingests once more (5 s at most).
 /// The store opens in the background (see [`Opening`]); ingest and merges start once it is open.
@@ -934,7 +941,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                         Ok(_) => {}
                     }
                 }
-                crate::say_err!("origin: a message longer than {} MiB was passed over", LINE_BYTES_MAX >> 20);
+                crate::say_err!("origin: a message longer than {} MiB was passed over", PROTOCOL_LINE_BYTES_MAX >> 20);
                 match too_long_call(&buf, &tail) {
                     Some(answer) => Some(answer),
                     None => continue,
@@ -1151,7 +1158,7 @@ mod tests {
         let head = r#"{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"remember","arguments":{"text":"aaaaaaaa"#;
         let v: Value = serde_json::from_str(&too_long_call(head.as_bytes(), b"aaaa\"}}}\n").expect("a call")).expect("json");
         assert_eq!((v["id"].as_i64(), v["params"]["name"].as_str()), (Some(77), Some("remember")));
-        assert!(v["params"]["arguments"][NOT_READABLE].as_str().expect("why").contains("longer than the 64 MiB"));
+        assert!(v["params"]["arguments"][NOT_READABLE].as_str().expect("why").contains("longer than the 16 MiB"));
         assert_eq!(too_long_call(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":{"#, b"aaa\"}}}"), None, "no id");
         assert_eq!(too_long_call(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":""#, b"\"}}"), None);
         // The id written last (the TypeScript SDK's order), found in the line's last bytes; an
