@@ -463,3 +463,49 @@ fn a_replays_store_takes_nothing_new_and_reads_as_of_its_bound() {
     let now = json(run(&home, with_agents(&["search", "kiwi", "--json"])));
     assert_eq!(now["entries"].as_array().map(Vec::len), Some(0), "the store itself: ended since: {now}");
 }
+
+/// An entry written before citations were made one per event, citing an event twice (once
+/// without a quote, once with one): `get` and `sources` list the event once, with the quote,
+/// and a correction carries it over once.
+#[test]
+fn an_entry_written_citing_an_event_twice_is_listed_with_it_once() {
+    use origin_engine::record::{Body, Citation, EntryKind, EntryVersion};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    ingest_sample(home);
+    let found = json(origin(home, &["search", "库存", "--json", "--limit", "1"]));
+    let event = found["events"][0]["id"].as_str().expect("an event").to_owned();
+    let text = found["events"][0]["text"].as_str().expect("text");
+    let quote: String = text.chars().take(4).collect();
+    let id = "ent_0123456789abcdef".to_owned();
+    let version = EntryVersion {
+        id: id.clone(),
+        root: id.clone(),
+        supersedes: None,
+        kind: EntryKind::Knowledge,
+        text: "Stock is booked twice when imports overlap.".into(),
+        confidence: 0.8,
+        project: None,
+        author: "claude-code@laptop".into(),
+        created_unix_ms: 1_792_000_000_000,
+        valid_from_unix_ms: None,
+        valid_to_unix_ms: None,
+        sources: vec![Citation { event_id: event.clone(), quote: None }, Citation { event_id: event.clone(), quote: Some(quote.clone()) }],
+        imported: false,
+    };
+    let j = origin_engine::Journal::open(home.join("journal"), origin_engine::Options::default()).expect("journal");
+    j.append(vec![origin_engine::NewRecord::new(&Body::Remembered(version)).expect("record")]).expect("append");
+    drop(j);
+    let got = json(origin(home, &["get", &id, "--json"]));
+    let cited = got["sources"].as_array().expect("sources");
+    assert_eq!(cited.len(), 1, "{got}");
+    assert_eq!((cited[0]["id"].as_str(), cited[0]["quote"].as_str()), (Some(event.as_str()), Some(quote.as_str())), "{got}");
+    let traced = json(origin(home, &["sources", &id, "--json"]));
+    assert_eq!(traced.as_array().map(Vec::len), Some(1), "{traced}");
+    let corrected = json(origin(home, &["correct", &id, "Stock is booked twice when two imports overlap.", "--json"]));
+    let new_id = corrected["entry"]["id"].as_str().expect("new id").to_owned();
+    let traced = json(origin(home, &["sources", &new_id, "--json"]));
+    let items = traced.as_array().expect("list");
+    assert_eq!(items.len(), 1, "{traced}");
+    assert_eq!(items[0]["quote"].as_str(), Some(quote.as_str()), "{traced}");
+}
