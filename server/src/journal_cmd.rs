@@ -354,18 +354,7 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     }
     // A replay's store replayed again: its records' times are those of its copy, so its own
     // `as_of` and the store it shows are carried over.
-    let replayed = match std::fs::read(home.join(crate::tools::archive::REPLAY_FILE)) {
-        Ok(bytes) => {
-            let v: serde_json::Value = serde_json::from_slice(&bytes).ok().unwrap_or_default();
-            let of = v["of"].as_str().map(PathBuf::from);
-            let as_of = v["as_of_unix_ms"].as_i64();
-            let (Some(of), Some(as_of)) = (of, as_of) else {
-                bail!("{} is a replay whose {} names no store or time", home.display(), crate::tools::archive::REPLAY_FILE);
-            };
-            Some((of, as_of))
-        }
-        Err(_) => None,
-    };
+    let replayed = crate::tools::archive::replay_of(home)?;
     let mut state = State::new();
     // A full replay of the store rebuilds ingest's cursors too (from the same records), and
     // saves them.
@@ -393,7 +382,7 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     })?;
     // Entries current as of the bound: its time, else (of a replay's store, the time it shows,
     // at the latest) the last record's.
-    let shown_as_of = replayed.as_ref().map(|(_, t)| *t);
+    let shown_as_of = replayed.as_ref().map(|r| r.as_of.as_millisecond());
     let as_of = until_at
         .and_then(|(_, t)| t)
         .map(|t| shown_as_of.map_or(t, |s| t.min(s)))
@@ -425,8 +414,8 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             let snap = to.join("projections").join(SNAPSHOT_FILE_NAME);
             state.save_snapshot(&copy, &origin_engine::vfs::OsFs, &snap).with_context(|| format!("saving {}", snap.display()))?;
             // A replay of a replay shows the same store: its lines are in that store's mirrors.
-            let of = match &replayed {
-                Some((of, _)) => home.join(of),
+            let of = match replayed {
+                Some(r) => r.of,
                 None => std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf()),
             };
             summary["of"] = json!(of);

@@ -55,9 +55,6 @@ impl Write for Out {
 /// the error named when standard output cannot be written for another reason than its reader
 /// having gone.
 macro_rules! say {
-    ($out:expr) => {
-        anyhow::Context::context(std::io::Write::write_all(&mut $out, b"\n"), "writing to standard output")?
-    };
     ($out:expr, $($arg:tt)*) => {
         anyhow::Context::context(
             std::io::Write::write_fmt(&mut $out, format_args!("{}\n", format_args!($($arg)*))),

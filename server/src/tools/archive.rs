@@ -509,7 +509,7 @@ pub struct Archive {
     home: PathBuf,
     /// For a replay's store ([`REPLAY_FILE`]): the time it shows the store as of, which reads
     /// take as now (relative times, entries' validity).
-    as_of: Option<i64>,
+    as_of: Option<Timestamp>,
     /// Where the mirrors of the agents' logs are: the store's `raw/`, or for a replay's store
     /// its store's (the lines of its records are those lines, at the same places).
     mirrors: PathBuf,
@@ -526,14 +526,17 @@ pub const REPLAY_FILE: &str = "replay.json";
 
 /// What a replay's store is ([`REPLAY_FILE`]): the time it shows its store as of, and that
 /// store's home (whose mirrors hold its lines: a replay copies no mirrors).
-struct Replay {
-    as_of: i64,
-    of: PathBuf,
+pub struct Replay {
+    /// The time the store is shown as of (`as_of_unix_ms`).
+    pub as_of: Timestamp,
+    /// The store replayed (`of`; a relative path taken from the replay's store).
+    pub of: PathBuf,
 }
 
-/// The [`Replay`] a store is, if it is one. A replay file that cannot be read is an error (the
-/// store would otherwise take agents' logs it must not).
-fn replay_of(home: &Path) -> anyhow::Result<Option<Replay>> {
+/// The [`Replay`] the store at `home` is, if it is one (read by every open of it, and by a
+/// replay of it). A replay file that cannot be read is an error (the store would otherwise
+/// take agents' logs it must not).
+pub fn replay_of(home: &Path) -> anyhow::Result<Option<Replay>> {
     let path = home.join(REPLAY_FILE);
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
@@ -543,7 +546,7 @@ fn replay_of(home: &Path) -> anyhow::Result<Option<Replay>> {
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{} is not a replay's summary: {e}", path.display()))?;
     let as_of = v["as_of_unix_ms"]
         .as_i64()
-        .filter(|&ms| Timestamp::from_millisecond(ms).is_ok())
+        .and_then(|ms| Timestamp::from_millisecond(ms).ok())
         .ok_or_else(|| anyhow::anyhow!("{} names no as_of_unix_ms Origin can read", path.display()))?;
     let of = v["of"].as_str().ok_or_else(|| anyhow::anyhow!("{} names no store it is of", path.display()))?;
     // A relative path is taken from the store (the file was edited: replays write absolute ones).
@@ -622,7 +625,7 @@ impl Archive {
 
     /// Now, for reads: in a replay's store, the time it shows the store as of.
     fn read_now(&self) -> Zoned {
-        match self.as_of.and_then(|ms| Timestamp::from_millisecond(ms).ok()) {
+        match self.as_of {
             Some(t) => t.to_zoned(self.tz.clone()),
             None => self.now(),
         }

@@ -485,10 +485,16 @@ pub fn fix_arguments(line: &str) -> Option<String> {
     if !line.contains("tools/call") {
         return None;
     }
+    let is_call = |v: &Value| v.get("method").and_then(Value::as_str) == Some("tools/call");
+    // Parsed once as written: almost every call is JSON as it is, so it is looked at for
+    // surrogates only when it is not.
+    if let Ok(v) = serde_json::from_str::<Value>(line) {
+        return if is_call(&v) { fix_call(v) } else { None };
+    }
     let mended = whole_surrogates(line);
     let line = mended.as_deref().unwrap_or(line);
     match serde_json::from_str::<Value>(line) {
-        Ok(v) if v.get("method").and_then(Value::as_str) == Some("tools/call") => fix_call(v).or(mended),
+        Ok(v) if is_call(&v) => fix_call(v).or(mended),
         Ok(_) => None,
         Err(_) => unreadable_arguments(line),
     }
