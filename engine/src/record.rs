@@ -88,6 +88,22 @@ impl RecordKind {
     }
 }
 
+/// The fingerprint of the set of record kinds a projection reads (`reads` true for a kind
+/// byte): CRC-32 of a 32-byte bitmap, bit `k % 8` of byte `k / 8` set for each kind byte `k`
+/// read, and never 0 (a CRC of 0 is written as 1), so that 0 can mean "not named". A
+/// projection saved with one set and loaded by a build that reads another (a later build that
+/// reads a kind an earlier one passed over) would miss records below its offset: the saved
+/// copy names its set, and a copy naming another is rebuilt.
+pub fn kinds_read_fingerprint(reads: impl Fn(u8) -> bool) -> u32 {
+    let mut bitmap = [0u8; 32];
+    for k in 0..=255u8 {
+        if reads(k) {
+            bitmap[k as usize / 8] |= 1 << (k % 8);
+        }
+    }
+    crc32fast::hash(&bitmap).max(1)
+}
+
 /// Where a record received from another store was first written; receiving it twice changes
 /// nothing.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

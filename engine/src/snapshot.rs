@@ -50,14 +50,18 @@ pub enum SnapshotUse {
     },
 }
 
-/// What a snapshot is of: its kind's magic and format version, and the journal (store id and
-/// epoch) it was written for.
+/// What a snapshot is of: its kind's magic and format version, the record kinds its
+/// projection reads, and the journal (store id and epoch) it was written for.
 #[derive(Clone, Copy, Debug)]
 pub struct SnapshotOf {
     /// The kind's magic bytes.
     pub magic: [u8; 8],
     /// The kind's format version.
     pub version: u16,
+    /// The fingerprint of the record kinds the projection reads
+    /// ([`crate::record::kinds_read_fingerprint`]): a snapshot saved by a build that reads
+    /// other kinds passed over records this one would have read, below its offset.
+    pub reads: u32,
     /// The journal's store id.
     pub store_id: StoreId,
     /// The journal's epoch.
@@ -79,7 +83,7 @@ impl SnapshotOf {
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
         out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
         out.extend_from_slice(&last_record.to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&self.reads.to_le_bytes());
         let header_crc = crc32fast::hash(&out[..68]);
         out.extend_from_slice(&header_crc.to_le_bytes());
         debug_assert_eq!(out.len(), SNAPSHOT_HEADER_SIZE);
@@ -109,8 +113,15 @@ impl SnapshotOf {
         if version != self.version {
             return Err(format!("format {version}; this build reads format {} only", self.version));
         }
-        if h[10..12] != [0, 0] || le_u32(h, 12) != SNAPSHOT_HEADER_SIZE as u32 || h[64..68] != [0; 4] {
+        if h[10..12] != [0, 0] || le_u32(h, 12) != SNAPSHOT_HEADER_SIZE as u32 {
             return Err("reserved bytes or header length not as written".into());
+        }
+        match le_u32(h, 64) {
+            0 => return Err("written by an older version of Origin (its header does not name the record kinds it read)".into()),
+            reads if reads != self.reads => {
+                return Err("written by a version of Origin that reads other kinds of record than this one".into());
+            }
+            _ => {}
         }
         if h[16..32] != self.store_id || le_u64(h, 32) != self.epoch {
             return Err("written for another store or epoch".into());
@@ -291,7 +302,7 @@ mod tests {
 
     #[test]
     fn snapshot_header_seals_and_opens_and_refuses_every_damaged_byte() {
-        let of = SnapshotOf { magic: *b"ORGNTEST", version: 4, store_id: [9; 16], epoch: 2 };
+        let of = SnapshotOf { magic: *b"ORGNTEST", version: 4, reads: 0x5eed, store_id: [9; 16], epoch: 2 };
         let bytes = of.seal(77, 0xfeed_f00d, b"body bytes");
         assert_eq!(of.open(&bytes).unwrap(), (77, 0xfeed_f00d, &b"body bytes"[..]));
         for i in 0..bytes.len() {
@@ -305,6 +316,12 @@ mod tests {
         assert!(SnapshotOf { epoch: 3, ..of }.open(&bytes).unwrap_err().contains("another store or epoch"));
         assert!(SnapshotOf { version: 5, ..of }.open(&bytes).unwrap_err().contains("format 4;"));
         assert!(SnapshotOf { magic: *b"ORGNELSE", ..of }.open(&bytes).unwrap_err().contains("magic"));
+        assert!(SnapshotOf { reads: 0x5eee, ..of }.open(&bytes).unwrap_err().contains("other kinds of record"));
+        // Saved before the header named the kinds read (0 there), checksums and all whole.
+        let mut unnamed = bytes.clone();
+        unnamed[64..68].copy_from_slice(&[0; 4]);
+        set_checksums(&mut unnamed);
+        assert!(of.open(&unnamed).unwrap_err().contains("does not name the record kinds"), "{:?}", of.open(&unnamed));
         // A snapshot of the header before it named its last record (64 bytes).
         let mut old = Vec::new();
         old.extend_from_slice(b"ORGNTEST");

@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 use origin_projections::state::snapshot;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((bytes, store, epoch)) = origin_fuzz::snapshot_input(data) else { return };
+    let Some((bytes, store, epoch)) = origin_fuzz::snapshot_input(data, origin_engine::record::kinds_read_fingerprint(origin_projections::state::State::reads_kind)) else { return };
     if let Ok(again) = snapshot::reencode(&bytes, store, epoch) {
         // What was accepted writes a snapshot that is accepted and written the same again.
         let third = snapshot::reencode(&again, store, epoch).expect("a re-encoded snapshot is accepted");

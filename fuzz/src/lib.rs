@@ -98,9 +98,11 @@ pub fn run_adapter(adapter: &dyn Adapter, files: &[LogFile], data: &[u8], prepar
 
 /// A snapshot file input (`[mode, snapshot bytes…]`, as the `snapshot` and `cursor_snapshot`
 /// targets take it): its bytes, with mode bit 0 fixing up the body length and both CRCs of the
-/// header (`origin_engine::snapshot`) so that the body decoder is reached; and the store id and
-/// epoch the header names, to expect, so that inputs are not all refused as another store's.
-pub fn snapshot_input(data: &[u8]) -> Option<(Vec<u8>, origin_engine::StoreId, u64)> {
+/// header (`origin_engine::snapshot`) and, unless mode bit 1 is set, naming the record kinds
+/// the target's projection reads (`reads`), so that the body decoder is reached; and the store
+/// id and epoch the header names, to expect, so that inputs are not all refused as another
+/// store's.
+pub fn snapshot_input(data: &[u8], reads: u32) -> Option<(Vec<u8>, origin_engine::StoreId, u64)> {
     use origin_engine::snapshot::SNAPSHOT_HEADER_SIZE as HEADER;
     let (&mode, rest) = data.split_first()?;
     let mut bytes = rest.to_vec();
@@ -108,6 +110,9 @@ pub fn snapshot_input(data: &[u8]) -> Option<(Vec<u8>, origin_engine::StoreId, u
         return Some((bytes, [0u8; 16], 0));
     }
     if mode & 1 != 0 {
+        if mode & 2 == 0 {
+            bytes[64..68].copy_from_slice(&reads.to_le_bytes());
+        }
         origin_engine::snapshot::set_checksums(&mut bytes);
     }
     let mut store = [0u8; 16];

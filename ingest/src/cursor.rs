@@ -94,17 +94,25 @@ pub struct Cursors {
     imported_roots: HashMap<String, (String, String)>,
 }
 
+/// True for the record kinds cursors read: `ingested` (where each log file was read to),
+/// `imported` and `corrected` (native memory files' items). Their snapshot names this set.
+pub fn reads_kind(kind: u8) -> bool {
+    matches!(RecordKind::from_u8(kind), Some(RecordKind::Ingested | RecordKind::Imported | RecordKind::Corrected))
+}
+
 impl Cursors {
     /// Applies every record after `read_to`.
     pub fn catch_up(&mut self, journal: &Journal) -> origin_engine::Result<()> {
         let from = self.read_to;
         let mut err = None;
         let next = journal.read_from(from, |r| {
-            let result = match RecordKind::from_u8(r.kind) {
+            let result = if !reads_kind(r.kind) {
+                Ok(())
+            } else if r.kind == RecordKind::Ingested as u8 {
                 // The head is all cursors need: nothing is decompressed.
-                Some(RecordKind::Ingested) => IngestedView::open(r.kind_version, r.payload, r.offset).map(|v| self.ingested(r.offset, v.head())),
-                Some(RecordKind::Imported | RecordKind::Corrected) => r.decode().map(|(_, body)| self.apply(r.offset, &body)),
-                _ => Ok(()),
+                IngestedView::open(r.kind_version, r.payload, r.offset).map(|v| self.ingested(r.offset, v.head()))
+            } else {
+                r.decode().map(|(_, body)| self.apply(r.offset, &body))
             };
             if let Err(e) = result {
                 err = Some(e);

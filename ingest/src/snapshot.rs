@@ -43,7 +43,13 @@ fn config() -> impl bincode::config::Config {
 
 /// What a cursor snapshot of the journal of `store_id` and `epoch` is, for its header.
 fn of(store_id: StoreId, epoch: u64) -> SnapshotOf {
-    SnapshotOf { magic: CURSORS_MAGIC, version: CURSORS_FORMAT_VERSION, store_id, epoch }
+    SnapshotOf {
+        magic: CURSORS_MAGIC,
+        version: CURSORS_FORMAT_VERSION,
+        reads: origin_engine::record::kinds_read_fingerprint(crate::cursor::reads_kind),
+        store_id,
+        epoch,
+    }
 }
 
 /// A whole snapshot file of `cursors`, written for the journal of `store_id` and `epoch`
@@ -130,6 +136,7 @@ pub fn caught_up(journal: &Journal, path: &Path) -> origin_engine::Result<(Curso
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use origin_engine::record::{kinds_read_fingerprint, RecordKind};
     use proptest::prelude::*;
 
     const STORE: StoreId = [7; 16];
@@ -154,6 +161,14 @@ mod tests {
         // A header whose offset is not the body's.
         let other = sealed(&bytes[CURSORS_HEADER_SIZE..], 41);
         assert!(decode(&other, STORE, 3).unwrap_err().contains("header says 41"));
+        // The header names the kinds cursors read: saved by a build that passed over
+        // `corrected` records (memory files' items), it is not used.
+        assert_eq!(bytes[64..68], kinds_read_fingerprint(crate::cursor::reads_kind).to_le_bytes());
+        let fewer = kinds_read_fingerprint(|k| crate::cursor::reads_kind(k) && k != RecordKind::Corrected as u8);
+        let mut passed_over = bytes.clone();
+        passed_over[64..68].copy_from_slice(&fewer.to_le_bytes());
+        origin_engine::snapshot::set_checksums(&mut passed_over);
+        assert!(decode(&passed_over, STORE, 3).unwrap_err().contains("reads other kinds of record"));
     }
 
     /// A snapshot another process saved of records it appended after this handle last looked

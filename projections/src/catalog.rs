@@ -49,8 +49,10 @@ const IDENTITY_FILE: &str = "journal";
 /// The writer's lock file.
 const LOCK_FILE: &str = "lock";
 const IDENTITY_MAGIC: &[u8; 8] = b"ORGNIJNL";
-/// The size of the `journal` file as written (layout 2).
-const IDENTITY_SIZE_BYTES: u64 = 40;
+/// The size of the `journal` file as written (layout 2, naming the record kinds read).
+const IDENTITY_SIZE_BYTES: u64 = 44;
+/// Its size before it named the record kinds the index was fed from (2026-12-06).
+const IDENTITY_SIZE_BYTES_UNNAMED_KINDS: usize = 40;
 /// The layout of an index directory: 2 since entries left it for their own index (a directory
 /// of layout 1 also holds entry versions, and is rebuilt).
 const LAYOUT_VERSION: u16 = 2;
@@ -130,10 +132,10 @@ pub struct Cursors {
 impl Cursors {
     /// [`Catalog::wants`] of a catalog at these cursors.
     pub fn wants(&self, offset: u64, kind: u8) -> bool {
-        match RecordKind::from_u8(kind) {
-            Some(RecordKind::Ingested) => offset >= self.events,
-            Some(RecordKind::Remembered | RecordKind::Corrected | RecordKind::Imported) => offset >= self.entries,
-            _ => false,
+        if kind == RecordKind::Ingested as u8 {
+            offset >= self.events
+        } else {
+            reads_kind(kind) && offset >= self.entries
         }
     }
 }
@@ -306,12 +308,13 @@ impl std::fmt::Debug for Catalog {
 }
 
 fn identity_bytes(store: StoreId, epoch: u64) -> Vec<u8> {
-    let mut b = Vec::with_capacity(40);
+    let mut b = Vec::with_capacity(IDENTITY_SIZE_BYTES as usize);
     b.extend_from_slice(IDENTITY_MAGIC);
     b.extend_from_slice(&LAYOUT_VERSION.to_le_bytes());
     b.extend_from_slice(&TOKENS_VERSION.to_le_bytes());
     b.extend_from_slice(&store);
     b.extend_from_slice(&epoch.to_le_bytes());
+    b.extend_from_slice(&origin_engine::record::kinds_read_fingerprint(reads_kind).to_le_bytes());
     let crc = crc32fast::hash(&b);
     b.extend_from_slice(&crc.to_le_bytes());
     b
@@ -458,13 +461,26 @@ impl Catalog {
             // Whole and of this journal, but of an older tokenizer's version: its terms are
             // not what this build cuts.
             Some(b)
-                if b.len() == identity.len()
+                if (b.len() == identity.len() || b.len() == IDENTITY_SIZE_BYTES_UNNAMED_KINDS)
                     && b[..10] == identity[..10]
                     && b[12..36] == identity[12..36]
                     && u16::from_le_bytes([b[10], b[11]]) < TOKENS_VERSION
-                    && crc32fast::hash(&b[..36]).to_le_bytes() == b[36..40] =>
+                    && crc32fast::hash(&b[..b.len() - 4]).to_le_bytes() == b[b.len() - 4..] =>
             {
                 Some("its words were cut by an older version of Origin's tokenizer".into())
+            }
+            // Whole and of this journal, but fed from other kinds of record than this build
+            // reads (or not saying which): records below its mark were passed over unread.
+            Some(b)
+                if (b.len() == identity.len() || b.len() == IDENTITY_SIZE_BYTES_UNNAMED_KINDS)
+                    && b[..36] == identity[..36]
+                    && crc32fast::hash(&b[..b.len() - 4]).to_le_bytes() == b[b.len() - 4..] =>
+            {
+                Some(if b.len() == IDENTITY_SIZE_BYTES_UNNAMED_KINDS {
+                    "it was built by an older version of Origin (it does not name the record kinds it was fed from)".into()
+                } else {
+                    "it was fed from other kinds of record than this version of Origin reads".into()
+                })
             }
             Some(_) => Some("it belongs to another journal (store id or epoch differ), or its journal file is damaged".into()),
             None => None,
@@ -1324,6 +1340,50 @@ mod tests {
         rebuilt_for_the_copy(&idx, &other, "the record at offset 1 holds events it has not indexed, below its mark 3");
     }
 
+    /// Sets the last four bytes of an index's `journal` file to the CRC of the rest.
+    fn reseal_identity(b: &mut Vec<u8>) {
+        let n = b.len() - 4;
+        let crc = crc32fast::hash(&b[..n]);
+        b[n..].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// An index fed from other kinds of record than this build reads (a later build that
+    /// indexes a kind this one passes over would find records below the mark never read), or
+    /// whose `journal` file does not say which (written before it named them), is rebuilt
+    /// from the journal, and says why; a damaged byte there is damage.
+    #[test]
+    fn an_index_fed_from_other_record_kinds_is_rebuilt() {
+        let (_dir, j, idx, c) = committed_store_of_one_event();
+        drop(c);
+        let ours = fs::read(idx.join(IDENTITY_FILE)).unwrap();
+        assert_eq!(ours.len(), IDENTITY_SIZE_BYTES as usize);
+        let mut other = ours.clone();
+        other[36..40].copy_from_slice(&origin_engine::record::kinds_read_fingerprint(|k| reads_kind(k) || k == 7).to_le_bytes());
+        reseal_identity(&mut other);
+        let mut unnamed = ours[..36].to_vec();
+        unnamed.extend_from_slice(&[0; 4]);
+        reseal_identity(&mut unnamed);
+        let mut damaged = ours.clone();
+        damaged[37] ^= 1;
+        for (file, why) in [
+            (other, "it was fed from other kinds of record than this version of Origin reads"),
+            (unnamed, "it was built by an older version of Origin (it does not name the record kinds it was fed from)"),
+            (damaged, "it belongs to another journal (store id or epoch differ), or its journal file is damaged"),
+        ] {
+            fs::write(idx.join(IDENTITY_FILE), &file).unwrap();
+            let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+            assert_eq!(opened, CatalogOpened::Rebuilt { reason: why.into() });
+            assert_eq!(c.read_to(), 0, "fed again from the journal's start");
+            c.catch_up(&j).unwrap();
+            assert_eq!(keys(&c, "release", Scope::Event), ["claude-code:e1"]);
+            assert_eq!(c.commit().unwrap(), Committed::Written);
+            drop(c);
+            assert_eq!(fs::read(idx.join(IDENTITY_FILE)).unwrap(), ours, "its journal file written as this build writes it");
+            let (_, opened) = Catalog::open(&idx, &j).unwrap();
+            assert!(matches!(opened, CatalogOpened::Loaded { .. }), "{opened:?}");
+        }
+    }
+
     /// An index whose terms an older tokenizer cut (its `journal` file names tokenizer
     /// version 0) is rebuilt from the journal, and says why.
     #[test]
@@ -1332,14 +1392,12 @@ mod tests {
         drop(c);
         let mut old = fs::read(idx.join(IDENTITY_FILE)).unwrap();
         old[10..12].copy_from_slice(&0u16.to_le_bytes());
-        let crc = crc32fast::hash(&old[..36]);
-        old[36..40].copy_from_slice(&crc.to_le_bytes());
+        reseal_identity(&mut old);
         fs::write(idx.join(IDENTITY_FILE), &old).unwrap();
         // A newer version, or the byte damaged (its CRC not fixed): not called older.
         let mut newer = old.clone();
         newer[10..12].copy_from_slice(&(TOKENS_VERSION + 1).to_le_bytes());
-        let crc = crc32fast::hash(&newer[..36]);
-        newer[36..40].copy_from_slice(&crc.to_le_bytes());
+        reseal_identity(&mut newer);
         let mut damaged = old.clone();
         damaged[10] ^= 1;
         for other in [newer, damaged] {
@@ -1358,9 +1416,15 @@ mod tests {
         // The version just before this one is older too.
         let mut previous = fs::read(idx.join(IDENTITY_FILE)).unwrap();
         previous[10..12].copy_from_slice(&(TOKENS_VERSION - 1).to_le_bytes());
-        let crc = crc32fast::hash(&previous[..36]);
-        previous[36..40].copy_from_slice(&crc.to_le_bytes());
+        reseal_identity(&mut previous);
         fs::write(idx.join(IDENTITY_FILE), &previous).unwrap();
+        let (_, opened) = Catalog::open(&idx, &j).unwrap();
+        assert_eq!(opened, CatalogOpened::Rebuilt { reason: "its words were cut by an older version of Origin's tokenizer".into() });
+        // As builds before the file named the record kinds wrote it (40 bytes).
+        let mut short = previous[..36].to_vec();
+        short.extend_from_slice(&[0; 4]);
+        reseal_identity(&mut short);
+        fs::write(idx.join(IDENTITY_FILE), &short).unwrap();
         let (_, opened) = Catalog::open(&idx, &j).unwrap();
         assert_eq!(opened, CatalogOpened::Rebuilt { reason: "its words were cut by an older version of Origin's tokenizer".into() });
     }

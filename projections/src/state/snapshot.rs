@@ -472,7 +472,13 @@ fn check_run(base: &Base, run: &mut [(u32, u32)]) -> Result<(), Refusal> {
 
 /// What a state snapshot of the journal of `store_id` and `epoch` is, for its header.
 fn of(store_id: StoreId, epoch: u64) -> SnapshotOf {
-    SnapshotOf { magic: SNAPSHOT_MAGIC, version: SNAPSHOT_FORMAT_VERSION, store_id, epoch }
+    SnapshotOf {
+        magic: SNAPSHOT_MAGIC,
+        version: SNAPSHOT_FORMAT_VERSION,
+        reads: origin_engine::record::kinds_read_fingerprint(State::reads_kind),
+        store_id,
+        epoch,
+    }
 }
 
 /// A whole snapshot file: header (naming the fingerprint of the last record the state

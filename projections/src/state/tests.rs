@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 
 use origin_engine::record::{
-    Body, Citation, EntryKind, EntryVersion, Event, EventKind, Forgotten, Imported, Ingested, MemoryScope, Restored, Role,
+    Body, Citation, EntryKind, EntryVersion, Event, EventKind, Forgotten, Imported, Ingested, MemoryScope, RecordKind, Restored, Role,
     SessionChange,
 };
 use origin_engine::sim::SimFs;
@@ -898,6 +898,32 @@ fn snapshot_of_an_older_format_is_rebuilt_with_the_same_answers() {
     }
     assert_eq!(rebuilt.digest(), s.digest());
     assert_eq!(answers(&rebuilt, &j), answers(&s, &j));
+}
+
+/// A snapshot names the record kinds its state read: one saved by a build that passed over a
+/// kind this one reads (here `restored`) missed such records below its offset, and one that
+/// does not name them (saved before it did) cannot say: both are rebuilt.
+#[test]
+fn snapshot_of_a_build_reading_other_record_kinds_is_rebuilt_with_the_same_answers() {
+    let (fs, j, s) = rich_store();
+    s.save_snapshot(&j, &fs, &snap_path()).unwrap();
+    let saved = fs.read_file(&snap_path()).unwrap();
+    let ours = origin_engine::record::kinds_read_fingerprint(State::reads_kind);
+    assert_eq!(saved[64..68], ours.to_le_bytes(), "the kinds this build reads");
+    let fewer = origin_engine::record::kinds_read_fingerprint(|k| State::reads_kind(k) && k != RecordKind::Restored as u8);
+    for (named, why) in [(fewer, "reads other kinds of record"), (0, "does not name the record kinds")] {
+        let mut bytes = saved.clone();
+        bytes[64..68].copy_from_slice(&named.to_le_bytes());
+        origin_engine::snapshot::set_checksums(&mut bytes);
+        fs.write_file(&snap_path(), &bytes).unwrap();
+        let (rebuilt, opened) = reopen(&fs, &j);
+        match &opened.snapshot {
+            SnapshotUse::Rejected { reason } => assert!(reason.contains(why), "{reason}"),
+            other => panic!("snapshot of other kinds used: {other:?}"),
+        }
+        assert_eq!(rebuilt.digest(), s.digest());
+        assert_eq!(answers(&rebuilt, &j), answers(&s, &j));
+    }
 }
 
 #[test]
