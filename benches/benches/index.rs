@@ -457,7 +457,7 @@ fn main() {
         let t = Instant::now();
         let j = Journal::open(origin_dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
         // As `origin mcp` opens a store: the state and the index side by side.
-        let opened = open_projections(&j, &snapshot, &origin_dir.join("index"), origin_projections::Verify::Ahead).expect("projections");
+        let opened = open_projections(&j, &snapshot, &origin_dir.join("index"), origin_projections::Verify::Ahead, origin_projections::StateRead::ToEnd).expect("projections");
         let (state, mut cat) = (opened.state, opened.catalog);
         cat.seed_entries(&state).expect("entries");
         cat.catch_up(&j).expect("catch up");

@@ -52,7 +52,7 @@ fn main() {
         }
         let t = Instant::now();
         let j = Journal::open(dir.join("journal"), Options { access: Access::ReadOnly, ..Options::default() }).expect("journal");
-        let opened = origin_projections::open_projections(&j, &snap, &dir.join("index"), origin_projections::Verify::Ahead).expect("projections");
+        let opened = origin_projections::open_projections(&j, &snap, &dir.join("index"), origin_projections::Verify::Ahead, origin_projections::StateRead::ToEnd).expect("projections");
         let opened_at = t.elapsed();
         // A first search: it waits for the segments' bodies to be verified (in the background
         // since the catalog opened them).

@@ -1726,7 +1726,7 @@ mod tests {
         State::replay(&j, crate::Until::End).unwrap().save_snapshot(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
         append(&j, &ingested(vec![event(2, EventKind::Message, "workflow after the snapshot")]));
         let (alone, alone_opened) = State::open(&j, &origin_engine::vfs::OsFs, &snap).unwrap();
-        let both = crate::open_projections(&j, &snap, &idx, crate::Verify::Ahead).unwrap();
+        let both = crate::open_projections(&j, &snap, &idx, crate::Verify::Ahead, crate::StateRead::ToEnd).unwrap();
         assert!(matches!(both.state_opened.snapshot, crate::SnapshotUse::Loaded { .. }), "{:?}", both.state_opened.snapshot);
         assert_eq!(both.state_opened.snapshot, alone_opened.snapshot);
         assert_eq!(both.catalog_opened, CatalogOpened::Loaded { mark: 1 });
@@ -1796,7 +1796,7 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 0x55;
         fs::write(&snap, &bytes).unwrap();
-        let both = crate::open_projections(&j, &snap, &idx, crate::Verify::Ahead).unwrap();
+        let both = crate::open_projections(&j, &snap, &idx, crate::Verify::Ahead, crate::StateRead::ToEnd).unwrap();
         assert!(matches!(&both.state_opened.snapshot, crate::SnapshotUse::Rejected { .. }), "{:?}", both.state_opened.snapshot);
         assert_eq!(both.state.digest(), State::replay(&j, crate::Until::End).unwrap().digest());
         assert_eq!(both.catalog_opened, CatalogOpened::Loaded { mark: 1 });
@@ -1804,7 +1804,7 @@ mod tests {
         // The index's folder is a file.
         let file = dir.path().join("not-a-folder");
         fs::write(&file, b"x").unwrap();
-        match crate::open_projections(&j, &snap, &file, crate::Verify::Ahead) {
+        match crate::open_projections(&j, &snap, &file, crate::Verify::Ahead, crate::StateRead::ToEnd) {
             Err(crate::OpenError::Catalog(e)) => assert!(e.to_string().contains("not-a-folder"), "{e}"),
             Err(e) => panic!("the state failed: {e}"),
             Ok(_) => panic!("opened an index in a file"),
@@ -1814,7 +1814,7 @@ mod tests {
         let version = RecordKind::Remembered.current_version();
         j.append(vec![NewRecord::raw(RecordKind::Remembered as u8, version, b"not an entry".to_vec())]).unwrap();
         for index_dir in [&idx, &file] {
-            match crate::open_projections(&j, &dir.path().join("missing.snap"), index_dir, crate::Verify::Ahead) {
+            match crate::open_projections(&j, &dir.path().join("missing.snap"), index_dir, crate::Verify::Ahead, crate::StateRead::ToEnd) {
                 Err(crate::OpenError::State(e)) => assert!(e.to_string().contains("offset"), "{e}"),
                 Err(e) => panic!("the index's error was given: {e}"),
                 Ok(_) => panic!("a record that cannot be decoded was applied"),

@@ -8,7 +8,7 @@
 pub mod ahead;
 pub mod catalog;
 mod open;
-pub use open::{OpenError, OpenedProjections, Verify, open_projections};
+pub use open::{OpenError, OpenedProjections, StateRead, Verify, open_projections};
 pub mod state;
 pub use state::{Entry, EntryFilter, EntryStatus, EventMeta, Hides, HistoryItem, Lookup, Opened, Session, SessionFilter, SnapshotUse, State, Until};
 pub mod index;

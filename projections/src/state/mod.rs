@@ -445,6 +445,16 @@ impl State {
     /// epoch, ahead of the journal, or of another copy of it (its last record not the
     /// journal's) is not trusted: the state is rebuilt from the journal.
     pub fn open(journal: &Journal, vfs: &dyn Vfs, path: &Path) -> Result<(State, Opened)> {
+        let (mut state, snapshot) = State::open_snapshot(journal, vfs, path)?;
+        let records_read = state.read(journal, Until::End)?;
+        Ok((state, Opened { snapshot, records_read }))
+    }
+
+    /// [`State::open`] without reading the journal after the snapshot: the state as its
+    /// snapshot left it (empty when the snapshot is not used), for a caller that reads the
+    /// records after [`read_to`](State::read_to) itself, decoding each once for the state and
+    /// the text index ([`State::apply`], [`State::pass`]).
+    pub fn open_snapshot(journal: &Journal, vfs: &dyn Vfs, path: &Path) -> Result<(State, SnapshotUse)> {
         journal.refresh()?;
         let loaded = snapshot::load(vfs, path, journal.store_id(), journal.epoch());
         if let snapshot::Load::Loaded(s, _) = &loaded
@@ -454,7 +464,7 @@ impl State {
             // look again before calling the snapshot ahead of the journal.
             journal.refresh()?;
         }
-        let (mut state, snapshot) = match loaded {
+        Ok(match loaded {
             snapshot::Load::Missing => (State::new(), SnapshotUse::Missing),
             snapshot::Load::Rejected(reason) => (State::new(), SnapshotUse::Rejected { reason }),
             snapshot::Load::Loaded(s, _) if s.read_to > journal.next_offset() => {
@@ -471,9 +481,7 @@ impl State {
                     (s, SnapshotUse::Loaded { read_to })
                 }
             },
-        };
-        let records_read = state.read(journal, Until::End)?;
-        Ok((state, Opened { snapshot, records_read }))
+        })
     }
 
     /// Saves the state as a snapshot of `journal`'s store at `path` (written beside it and

@@ -574,7 +574,7 @@ impl Archive {
         let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
         let index_dir = home.join("projections").join("index");
         let origin_projections::OpenedProjections { state, state_opened, mut catalog, catalog_opened: opened } =
-            origin_projections::open_projections(&journal, &snapshot_path, &index_dir, verify)?;
+            origin_projections::open_projections(&journal, &snapshot_path, &index_dir, verify, origin_projections::StateRead::ByCaller)?;
         // What the snapshot on disk reflects: nothing unless one was loaded, so a state rebuilt
         // from the journal is saved at the next checkpoint.
         let saved_to = match state_opened.snapshot {
