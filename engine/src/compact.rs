@@ -170,6 +170,40 @@ mod tests {
         assert!(crate::verify::verify(&fs, dir).expect("verify").is_clean());
     }
 
+    /// Handles that have not looked at the journal since a compaction merged segments they had
+    /// not reached (their files gone, the segment after their last seal missing with segments
+    /// after it): one that reads learns every record, through the merged segment; one that
+    /// appends at once writes after the last record. Neither creates the missing segment again
+    /// (which wrote offsets the merged segment holds: a damaged journal).
+    #[test]
+    fn handles_behind_a_compaction_read_and_append_past_it() {
+        for group_bytes in [64 * 1024, 8 * 1024] {
+            let fs = SimFs::new(6);
+            let dir = Path::new("/c/journal");
+            let opts = Options { segment_size_bytes_max: 4096, ..Options::default() };
+            let open = || Journal::open_with(Arc::new(fs.clone()), dir, opts.clone()).expect("open");
+            let (reader, writer, other) = (open(), open(), open());
+            for i in 0..100u8 {
+                other.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+            }
+            assert!(other.segment_paths().len() >= 4, "{:?}", other.segment_paths());
+            let r = compact(Arc::new(fs.clone()), dir, group_bytes).expect("compact");
+            assert!(r.segments_after < r.segments_before, "{r:?}");
+            assert_eq!(reader.next_offset(), 0, "the reader has not looked since it opened");
+            reader.refresh().expect("refresh");
+            assert_eq!(reader.next_offset(), 100);
+            let payloads = |j: &Journal| j.read_vec(0, usize::MAX).expect("read").iter().map(|r| r.payload[0]).collect::<Vec<_>>();
+            assert_eq!(payloads(&reader), (0..100u8).collect::<Vec<_>>());
+            assert_eq!(writer.append(vec![NewRecord::scratch(vec![100])]).expect("append behind"), 100..101);
+            assert!(crate::verify::verify(&fs, dir).expect("verify").is_clean(), "group {group_bytes}");
+            for j in [&reader, &other] {
+                j.refresh().expect("refresh");
+                assert_eq!(payloads(j), (0..=100u8).collect::<Vec<_>>());
+            }
+            assert_eq!(payloads(&open()), (0..=100u8).collect::<Vec<_>>());
+        }
+    }
+
     #[test]
     fn a_crash_after_the_rename_leaves_leftovers_that_open_removes() {
         let fs = SimFs::new(5);

@@ -239,6 +239,16 @@ struct View {
     active: Active,
 }
 
+/// What [`Journal::open_successor`] found of the segment after a seal.
+enum Successor {
+    /// It, opened (a writer creates it when it is missing and the last).
+    Opened(Arc<dyn VfsFile>),
+    /// Not there yet (a reader waits for the writer that sealed the segment to create it).
+    NotYet,
+    /// Not there, with segments after it: a compaction merged it into one before it.
+    Compacted,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum TailMode {
     /// Writer: cut a torn tail, refuse writes on corruption.
@@ -351,133 +361,27 @@ impl Journal {
         let _lock = vfs.lock(&lock_path, mode).map_err(|e| Error::io("lock", &lock_path, e))?;
         let mut report = OpenReport::default();
 
-        let mut names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
-        names.sort();
-        if rw {
-            for name in names.iter().filter(|n| n.ends_with(".tmp") || n.ends_with(".compact")) {
-                let p = dir.join(name);
-                vfs.remove_file(&p).map_err(|e| Error::io("remove leftover", &p, e))?;
-            }
-        }
-        let mut bases: Vec<u64> = names.iter().filter_map(|n| parse_segment_file_name(n)).collect();
-        bases.sort_unstable();
-        if bases.len() > SEGMENTS_MAX {
-            return Err(Error::Invalid(format!("{} segments exceed the limit of {SEGMENTS_MAX}", bases.len())));
-        }
-
-        // A last segment whose creation a crash cut short holds no records: set it aside.
-        while let Some(&last) = bases.last() {
-            let path = dir.join(segment_file_name(last));
-            let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
-            let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
-            let mut head = vec![0u8; len.min(SEGMENT_HEADER_SIZE + 4096) as usize];
-            file.read_exact_at(&mut head, 0).map_err(|e| Error::io("read", &path, e))?;
-            match SegmentHeader::decode(&head, &path) {
-                Ok(_) => break,
-                Err(e) => {
-                    if !is_cut_creation(len, &head) {
-                        return Err(e);
-                    }
-                    report.torn_tails.push(TornTail { segment: path.clone(), position: 0, size_bytes: len, copy: None });
-                    if rw {
-                        let copy = set_aside(&*vfs, dir, &path, 0, &head)?;
-                        vfs.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
-                        vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
-                        if let Some(t) = report.torn_tails.last_mut() {
-                            t.copy = Some(copy);
-                        }
-                    }
-                    bases.pop();
-                }
-            }
-        }
-
-        let created = bases.is_empty();
-        if created {
-            if !rw {
-                return Err(Error::NoJournal { dir: dir.to_path_buf() });
-            }
-            let (store_id, epoch) = match opts.new_store_identity {
-                Some(id) => id,
-                None => {
-                    let mut id = [0u8; 16];
-                    getrandom::fill(&mut id).map_err(|e| Error::io("getrandom", dir, io::Error::other(e.to_string())))?;
-                    (id, 0)
-                }
-            };
-            create_segment(&*vfs, dir, store_id, epoch, 0)?;
-            bases.push(0);
-            report.created = true;
-        }
-
-        // Headers: every segment of one store and epoch.
-        let mut headers = Vec::with_capacity(bases.len());
-        for &base in &bases {
-            let path = dir.join(segment_file_name(base));
-            let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
-            let mut head = [0u8; SEGMENT_HEADER_SIZE as usize];
-            file.read_exact_at(&mut head, 0).map_err(|_| Error::corrupt(&path, 0, "segment header cut short"))?;
-            let h = SegmentHeader::decode(&head, &path)?;
-            if h.base_offset != base {
-                return Err(Error::corrupt(&path, 40, format!("header says base offset {}, file name says {base}", h.base_offset)));
-            }
-            if h.codec != CODEC_ID {
-                return Err(Error::corrupt(&path, 10, format!("codec {} is not one this build reads", h.codec)));
-            }
-            headers.push((path, file, h));
-        }
-        let (store_id, epoch) = (headers[0].2.store_id, headers[0].2.epoch);
-        for (path, _, h) in &headers {
-            if h.store_id != store_id || h.epoch != epoch {
-                return Err(Error::corrupt(path, 16, "segment belongs to another store or epoch"));
-            }
-        }
-
-        // Sealed segments: all but the last, each ending with its seal.
         let mut unwritten = Vec::new();
-        let mut sealed: Vec<Arc<Sealed>> = Vec::new();
-        // Every journal starts at offset 0 (compaction keeps the first segment's name, salvage
-        // numbers from 0): a first segment further on means the files before it are gone.
-        let mut expected = 0;
-        let (last_path, last_file, last_header) = headers.pop().ok_or_else(|| Error::NoJournal { dir: dir.to_path_buf() })?;
-        for (path, file, h) in headers {
-            let bytes = file.map().map_err(|e| Error::io("map", &path, e))?;
-            let (seal_pos, next_offset) = find_seal(&bytes, &path)?;
-            if h.base_offset < expected && next_offset <= expected {
-                // Left over by a compaction that merged it into the segment before it.
-                report.leftovers.push(path.clone());
-                if rw {
-                    vfs.remove_file(&path).map_err(|e| Error::io("remove leftover", &path, e))?;
-                    let idx = path.with_extension("idx");
-                    if vfs.exists(&idx).unwrap_or(false) {
-                        vfs.remove_file(&idx).map_err(|e| Error::io("remove leftover", &idx, e))?;
-                    }
+        let loaded = match load_view(&*vfs, dir, &opts, rw, &mut report, &mut unwritten)? {
+            Some(loaded) => loaded,
+            None => {
+                if !rw {
+                    return Err(Error::NoJournal { dir: dir.to_path_buf() });
                 }
-                continue;
+                let (store_id, epoch) = match opts.new_store_identity {
+                    Some(id) => id,
+                    None => {
+                        let mut id = [0u8; 16];
+                        getrandom::fill(&mut id).map_err(|e| Error::io("getrandom", dir, io::Error::other(e.to_string())))?;
+                        (id, 0)
+                    }
+                };
+                create_segment(&*vfs, dir, store_id, epoch, 0)?;
+                report.created = true;
+                load_view(&*vfs, dir, &opts, rw, &mut report, &mut unwritten)?.ok_or_else(|| Error::NoJournal { dir: dir.to_path_buf() })?
             }
-            if h.base_offset != expected {
-                return Err(Error::corrupt(&path, 40, misplaced_segment(h.base_offset, expected)));
-            }
-            let sparse = load_or_build_index(&*vfs, &path, &bytes, h.base_offset, seal_pos, next_offset, rw, &mut unwritten)?;
-            sealed.push(Arc::new(Sealed::new(h.base_offset, next_offset, path, bytes, seal_pos, sparse)));
-            expected = next_offset;
-        }
-        if rw && !report.leftovers.is_empty() {
-            vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
-        }
-        if last_header.base_offset != expected {
-            return Err(Error::corrupt(&last_path, 40, misplaced_segment(last_header.base_offset, expected)));
-        }
-        let file = if rw { vfs.open_rw(&last_path).map_err(|e| Error::io("open", &last_path, e))? } else { last_file };
-        let active = Active {
-            base: last_header.base_offset,
-            path: last_path,
-            file,
-            end_pos: SEGMENT_HEADER_SIZE,
-            next_offset: last_header.base_offset,
-            sparse: Vec::new(),
-            sealed_next: None,
         };
+        let (store_id, epoch, view) = loaded;
         let writer_lock = vfs.open_lock(&lock_path).map_err(|e| Error::io("open lock", &lock_path, e))?;
         let reader_lock = vfs.open_lock(&lock_path).map_err(|e| Error::io("open lock", &lock_path, e))?;
         let unwritten_count = unwritten.len() as u64;
@@ -491,7 +395,7 @@ impl Journal {
             opts,
             store_id,
             epoch,
-            view: RwLock::new(View { sealed, active }),
+            view: RwLock::new(view),
             writer: Mutex::new(()),
             refusal: Mutex::new(None),
             queue: Mutex::new(Queue::default()),
@@ -858,8 +762,12 @@ impl Journal {
         };
         let path = self.dir.join(segment_file_name(next));
         let file = match self.open_successor(&path, next, mode) {
-            Ok(Some(f)) => f,
-            Ok(None) => return Ok(false),
+            Ok(Successor::Opened(f)) => f,
+            Ok(Successor::NotYet) => return Ok(false),
+            Ok(Successor::Compacted) => {
+                self.reload_view(next)?;
+                return Ok(true);
+            }
             Err(e) => {
                 let sync_failed = matches!(&e, Error::Io { op, .. } if *op == "fdatasync" || *op == "fsync directory");
                 if mode == TailMode::Repair && sync_failed {
@@ -897,16 +805,53 @@ impl Journal {
         Ok(true)
     }
 
+    /// Reads the journal's segments again, as an open does (without removing anything), after a
+    /// compaction merged segments this handle had not reached into one before them: the new
+    /// view's sealed segments hold every record this one read, and `next` on (the offset after
+    /// the last record this handle has seen); its last segment is read on from its header.
+    /// The files this handle mapped stay mapped for reads under way (their bytes are the
+    /// merged segment's). A journal that does not reach `next` is damage.
+    fn reload_view(&self, next: u64) -> Result<()> {
+        let mut report = OpenReport::default();
+        let mut unwritten = Vec::new();
+        let loaded = load_view(&*self.vfs, &self.dir, &self.opts, false, &mut report, &mut unwritten)?;
+        let Some((store_id, epoch, view)) = loaded else {
+            return Err(Error::corrupt(&self.dir, 0, format!("no segment is left, where this process had read to offset {next}")));
+        };
+        if store_id != self.store_id || epoch != self.epoch {
+            return Err(Error::corrupt(&view.active.path, 16, "segment belongs to another store or epoch"));
+        }
+        if view.active.base < next {
+            return Err(Error::corrupt(
+                &view.active.path,
+                40,
+                format!("the journal's last segment starts at offset {}, where this process had read to offset {next}", view.active.base),
+            ));
+        }
+        *self.write_view() = view;
+        Ok(())
+    }
+
     /// Opens the segment that follows a seal, creating it (writer) if it is missing or was cut
     /// short while being created. A writer adopting a segment another process created syncs
-    /// its header and the directory first: that process may have died before it did.
-    fn open_successor(&self, path: &Path, next: u64, mode: TailMode) -> Result<Option<Arc<dyn VfsFile>>> {
+    /// its header and the directory first: that process may have died before it did. A missing
+    /// segment with segments after it was merged into one before it by a compaction
+    /// ([`Successor::Compacted`]): nothing is created then.
+    fn open_successor(&self, path: &Path, next: u64, mode: TailMode) -> Result<Successor> {
         let repair = mode == TailMode::Repair;
         if !self.vfs.exists(path).map_err(|e| Error::io("stat", path, e))? {
-            if !repair {
-                return Ok(None);
+            // A segment is missing after a seal only while the process that wrote the seal
+            // has not created it yet, or died before it did: it is then the last. Compaction
+            // never merges the last segment, so segments after this one mean it was merged
+            // into the one before (the files this handle mapped are gone).
+            let names = self.vfs.list_dir(&self.dir).map_err(|e| Error::io("list", &self.dir, e))?;
+            if names.iter().filter_map(|n| parse_segment_file_name(n)).any(|base| base > next) {
+                return Ok(Successor::Compacted);
             }
-            return create_segment(&*self.vfs, &self.dir, self.store_id, self.epoch, next).map(Some);
+            if !repair {
+                return Ok(Successor::NotYet);
+            }
+            return create_segment(&*self.vfs, &self.dir, self.store_id, self.epoch, next).map(Successor::Opened);
         }
         let f = if self.opts.access == Access::ReadWrite { self.vfs.open_rw(path) } else { self.vfs.open_read(path) }
             .map_err(|e| Error::io("open", path, e))?;
@@ -919,7 +864,7 @@ impl Journal {
                     f.sync_data().map_err(|e| Error::io("fdatasync", path, e))?;
                     self.vfs.sync_dir(&self.dir).map_err(|e| Error::io("fsync directory", &self.dir, e))?;
                 }
-                Ok(Some(f))
+                Ok(Successor::Opened(f))
             }
             Ok(_) => Err(Error::corrupt(path, 0, "next segment belongs to another store, epoch or offset")),
             Err(e) => {
@@ -927,12 +872,12 @@ impl Journal {
                     return Err(e);
                 }
                 if !repair {
-                    return Ok(None);
+                    return Ok(Successor::NotYet);
                 }
                 let copy = set_aside(&*self.vfs, &self.dir, path, 0, &head)?;
                 guard(&self.report).torn_tails.push(TornTail { segment: path.to_path_buf(), position: 0, size_bytes: len, copy: Some(copy) });
                 self.vfs.remove_file(path).map_err(|e| Error::io("remove", path, e))?;
-                create_segment(&*self.vfs, &self.dir, self.store_id, self.epoch, next).map(Some)
+                create_segment(&*self.vfs, &self.dir, self.store_id, self.epoch, next).map(Successor::Opened)
             }
         }
     }
@@ -1233,6 +1178,138 @@ pub(crate) fn find_seal(bytes: &[u8], path: &Path) -> Result<(u64, u64)> {
         Check::Valid(f) if f.kind == KIND_SEAL && f.frame_len == seal_len => Ok((pos as u64, f.offset)),
         _ => Err(Error::corrupt(path, pos as u64, "sealed segment does not end with a seal frame")),
     }
+}
+
+/// The segments of the journal in `dir` as a view: every sealed segment mapped (its index
+/// loaded, or built from its frames), the last one to be read on from its header. `tidy` (a
+/// writer's open, under the store's exclusive lock): files an interrupted compaction or a crash
+/// left are removed or set aside, and index files written; otherwise they are passed over
+/// (and reported). `None` when the directory holds no segment.
+fn load_view(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    opts: &Options,
+    tidy: bool,
+    report: &mut OpenReport,
+    unwritten: &mut Vec<String>,
+) -> Result<Option<(StoreId, u64, View)>> {
+    let mut names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
+    names.sort();
+    if tidy {
+        for name in names.iter().filter(|n| n.ends_with(".tmp") || n.ends_with(".compact")) {
+            let p = dir.join(name);
+            vfs.remove_file(&p).map_err(|e| Error::io("remove leftover", &p, e))?;
+        }
+    }
+    let mut bases: Vec<u64> = names.iter().filter_map(|n| parse_segment_file_name(n)).collect();
+    bases.sort_unstable();
+    if bases.len() > SEGMENTS_MAX {
+        return Err(Error::Invalid(format!("{} segments exceed the limit of {SEGMENTS_MAX}", bases.len())));
+    }
+
+    // A last segment whose creation a crash cut short holds no records: set it aside.
+    while let Some(&last) = bases.last() {
+        let path = dir.join(segment_file_name(last));
+        let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
+        let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
+        let mut head = vec![0u8; len.min(SEGMENT_HEADER_SIZE + 4096) as usize];
+        file.read_exact_at(&mut head, 0).map_err(|e| Error::io("read", &path, e))?;
+        match SegmentHeader::decode(&head, &path) {
+            Ok(_) => break,
+            Err(e) => {
+                if !is_cut_creation(len, &head) {
+                    return Err(e);
+                }
+                report.torn_tails.push(TornTail { segment: path.clone(), position: 0, size_bytes: len, copy: None });
+                if tidy {
+                    let copy = set_aside(vfs, dir, &path, 0, &head)?;
+                    vfs.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+                    vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
+                    if let Some(t) = report.torn_tails.last_mut() {
+                        t.copy = Some(copy);
+                    }
+                }
+                bases.pop();
+            }
+        }
+    }
+
+    if bases.is_empty() {
+        return Ok(None);
+    }
+
+    // Headers: every segment of one store and epoch.
+    let mut headers = Vec::with_capacity(bases.len());
+    for &base in &bases {
+        let path = dir.join(segment_file_name(base));
+        let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
+        let mut head = [0u8; SEGMENT_HEADER_SIZE as usize];
+        file.read_exact_at(&mut head, 0).map_err(|_| Error::corrupt(&path, 0, "segment header cut short"))?;
+        let h = SegmentHeader::decode(&head, &path)?;
+        if h.base_offset != base {
+            return Err(Error::corrupt(&path, 40, format!("header says base offset {}, file name says {base}", h.base_offset)));
+        }
+        if h.codec != CODEC_ID {
+            return Err(Error::corrupt(&path, 10, format!("codec {} is not one this build reads", h.codec)));
+        }
+        headers.push((path, file, h));
+    }
+    let (store_id, epoch) = (headers[0].2.store_id, headers[0].2.epoch);
+    for (path, _, h) in &headers {
+        if h.store_id != store_id || h.epoch != epoch {
+            return Err(Error::corrupt(path, 16, "segment belongs to another store or epoch"));
+        }
+    }
+
+    // Sealed segments: all but the last, each ending with its seal.
+    let mut sealed: Vec<Arc<Sealed>> = Vec::new();
+    // Every journal starts at offset 0 (compaction keeps the first segment's name, salvage
+    // numbers from 0): a first segment further on means the files before it are gone.
+    let mut expected = 0;
+    let (last_path, last_file, last_header) = headers.pop().ok_or_else(|| Error::NoJournal { dir: dir.to_path_buf() })?;
+    for (path, file, h) in headers {
+        let bytes = file.map().map_err(|e| Error::io("map", &path, e))?;
+        let (seal_pos, next_offset) = find_seal(&bytes, &path)?;
+        if h.base_offset < expected && next_offset <= expected {
+            // Left over by a compaction that merged it into the segment before it.
+            report.leftovers.push(path.clone());
+            if tidy {
+                vfs.remove_file(&path).map_err(|e| Error::io("remove leftover", &path, e))?;
+                let idx = path.with_extension("idx");
+                if vfs.exists(&idx).unwrap_or(false) {
+                    vfs.remove_file(&idx).map_err(|e| Error::io("remove leftover", &idx, e))?;
+                }
+            }
+            continue;
+        }
+        if h.base_offset != expected {
+            return Err(Error::corrupt(&path, 40, misplaced_segment(h.base_offset, expected)));
+        }
+        let sparse = load_or_build_index(vfs, &path, &bytes, h.base_offset, seal_pos, next_offset, tidy, unwritten)?;
+        sealed.push(Arc::new(Sealed::new(h.base_offset, next_offset, path, bytes, seal_pos, sparse)));
+        expected = next_offset;
+    }
+    if tidy && !report.leftovers.is_empty() {
+        vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
+    }
+    if last_header.base_offset != expected {
+        return Err(Error::corrupt(&last_path, 40, misplaced_segment(last_header.base_offset, expected)));
+    }
+    let file = if opts.access == Access::ReadWrite {
+        vfs.open_rw(&last_path).map_err(|e| Error::io("open", &last_path, e))?
+    } else {
+        last_file
+    };
+    let active = Active {
+        base: last_header.base_offset,
+        path: last_path,
+        file,
+        end_pos: SEGMENT_HEADER_SIZE,
+        next_offset: last_header.base_offset,
+        sparse: Vec::new(),
+        sealed_next: None,
+    };
+    Ok(Some((store_id, epoch, View { sealed, active })))
 }
 
 fn load_or_build_index(

@@ -112,36 +112,53 @@ pub(crate) fn walk_inner(
     if !vfs.exists(dir).map_err(|e| Error::io("stat", dir, e))? {
         return Err(Error::NoJournal { dir: dir.to_path_buf() });
     }
-    let names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
-    let mut bases: Vec<u64> = names.iter().filter_map(|n| parse_segment_file_name(n)).collect();
-    bases.sort_unstable();
-    if bases.is_empty() {
-        return Err(Error::NoJournal { dir: dir.to_path_buf() });
-    }
-    let mut report = VerifyReport { dir: dir.to_path_buf(), ..Default::default() };
     let lock_path = dir.join(LOCK_FILE_NAME);
+    let lock = || vfs.lock(&lock_path, LockMode::Shared).map_err(|e| Error::io("lock", &lock_path, e));
+    // The segment files as one moment saw them, under the shared lock (a compaction, which
+    // holds the exclusive lock, replaces and removes files: a listing taken while it runs, or
+    // before it, would name files gone by the time they are read). Every segment but the last
+    // is mapped then, the last opened: what they hold stays readable, removed or not.
+    let (bases, mut maps, last_file) = {
+        let _lock = if lock_last { Some(lock()?) } else { None };
+        let names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
+        let mut bases: Vec<u64> = names.iter().filter_map(|n| parse_segment_file_name(n)).collect();
+        bases.sort_unstable();
+        let Some((&last, sealed)) = bases.split_last() else {
+            return Err(Error::NoJournal { dir: dir.to_path_buf() });
+        };
+        let mut maps = Vec::with_capacity(sealed.len());
+        for &base in sealed {
+            let path = dir.join(crate::segment::segment_file_name(base));
+            let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
+            maps.push(Some(file.map().map_err(|e| Error::io("map", &path, e))?));
+        }
+        let path = dir.join(crate::segment::segment_file_name(last));
+        let last_file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
+        (bases, maps, last_file)
+    };
+    let mut report = VerifyReport { dir: dir.to_path_buf(), ..Default::default() };
     // Every journal starts at offset 0 (see `Journal::open`).
     let mut expected: u64 = 0;
     let count = bases.len();
     for (i, base) in bases.into_iter().enumerate() {
         let last = i + 1 == count;
         let path = dir.join(crate::segment::segment_file_name(base));
-        // The last segment may be growing: read it under the shared lock, so no writer is
-        // mid-append and no torn tail is being cut while it is read.
-        let _lock = if last && lock_last { Some(vfs.lock(&lock_path, LockMode::Shared).map_err(|e| Error::io("lock", &lock_path, e))?) } else { None };
-        let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
         let bytes: Vec<u8>;
         let mapped;
         let data: &[u8] = if last {
-            let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
+            // The last segment may be growing: read it under the shared lock, so no writer is
+            // mid-append and no torn tail is being cut while it is read.
+            let _lock = if lock_last { Some(lock()?) } else { None };
+            let len = last_file.len().map_err(|e| Error::io("stat", &path, e))?;
             bytes = {
                 let mut b = vec![0u8; len as usize];
-                file.read_exact_at(&mut b, 0).map_err(|e| Error::io("read", &path, e))?;
+                last_file.read_exact_at(&mut b, 0).map_err(|e| Error::io("read", &path, e))?;
                 b
             };
             &bytes
         } else {
-            mapped = file.map().map_err(|e| Error::io("map", &path, e))?;
+            // Let go of each map once walked.
+            mapped = maps[i].take().ok_or_else(|| Error::Invalid(format!("segment {} walked twice", path.display())))?;
             &mapped
         };
         report.bytes += data.len() as u64;
@@ -373,6 +390,40 @@ mod tests {
     use crate::journal::{Journal, Options};
     use crate::segment::segment_file_name;
     use crate::sim::SimFs;
+
+    /// A compaction while a walk is under way (here, as the walk reads the first record)
+    /// replaces the first segment and removes the ones it merged: the walk reads the journal
+    /// as it was when it began, every record once, where it failed to open a file the
+    /// compaction removed (`origin journal verify` beside `origin journal compact`).
+    #[test]
+    fn a_walk_reads_the_journal_as_it_began_while_a_compaction_merges_its_segments() {
+        let fs = SimFs::new(8);
+        let dir = Path::new("/w/journal");
+        let opts = Options { segment_size_bytes_max: 4096, ..Options::default() };
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts).expect("open");
+        for i in 0..100u8 {
+            j.append(vec![crate::journal::NewRecord::scratch(vec![i; 150])]).expect("append");
+        }
+        let before = j.segment_paths().len();
+        assert!(before >= 4, "{before} segments");
+        let (mut offsets, mut compacted) = (Vec::new(), None);
+        let report = walk(&fs, dir, |w| {
+            if let Walked::Record(f) = w {
+                offsets.push(f.offset);
+                if compacted.is_none() {
+                    compacted = Some(crate::compact::compact(Arc::new(fs.clone()), dir, 64 * 1024).expect("compact"));
+                }
+            }
+            Ok(())
+        })
+        .expect("walk beside a compaction");
+        let compacted = compacted.expect("compacted during the walk");
+        assert!(compacted.segments_after < before, "{compacted:?}");
+        assert!(report.is_clean(), "{:?}", report.damage);
+        assert_eq!(offsets, (0..100).collect::<Vec<u64>>());
+        assert_eq!(report.segments.len(), before, "the files as the walk began");
+        assert!(verify(&fs, dir).expect("verify after").is_clean());
+    }
 
     /// Found by `cargo fuzz run journal_open` (fuzz/regressions/journal_open/): a segment named
     /// for offset u64::MAX (its header damaged) holding a valid frame with that offset. Verify

@@ -355,6 +355,48 @@ async fn several_servers_on_one_store_see_each_others_writes() {
     b.cancel().await.expect("close");
 }
 
+/// `origin` run as a command on the store at `home`, which must succeed: its standard output.
+fn origin_ok(home: &Path, args: &[&str]) -> String {
+    let out = Command::new(origin_bin()).arg("--home").arg(home).args(args).output().expect("run origin");
+    assert!(out.status.success(), "origin {args:?}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A server that has not looked at the journal since another process filled segments and
+/// `origin journal compact` merged them (the files it had not reached are gone): it finds what
+/// was written since, and its next write goes after the last record (it created the merged
+/// segment's file again and wrote offsets the merged segment holds: a damaged journal that no
+/// process could open).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_behind_a_compaction_reads_and_writes_past_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    ingest(home);
+    // No background refresh during the test: the server looks at the journal at its calls only.
+    let a = connect_with(home, "claude-code", &[("ORIGIN_MERGE_INTERVAL_MS", "600000")]).await;
+    let ev = ok(&call(&a, "search", json!({ "query": "库存", "limit": 1 })).await)["events"][0]["id"].as_str().expect("id").to_owned();
+    let remember = |text: &str| json!({ "text": text, "confidence": 1, "sources": [{ "event_id": ev }] });
+    ok(&call(&a, "remember", remember("Before the compaction: walrus 7c1.")).await);
+    // Another process writes records of a segment each; the compaction merges them.
+    origin_ok(home, &["journal", "stress", "--records", "4", "--size", "30000", "--threads", "1", "--segment-size", "40000"]);
+    let compacted = origin_ok(home, &["journal", "compact"]);
+    let segments = || std::fs::read_dir(home.join("journal")).expect("journal").filter(|e| e.as_ref().expect("entry").path().extension().is_some_and(|x| x == "seg")).count();
+    assert_eq!(segments(), 2, "the sealed segments merged into one: {compacted}");
+    let b = connect(home, "cursor").await;
+    ok(&call(&b, "remember", remember("After the compaction, by another server: narwhal 9d4.")).await);
+    b.cancel().await.expect("close");
+    let seen = ok(&call(&a, "search", json!({ "query": "narwhal 9d4", "scope": "entries" })).await);
+    assert_eq!(seen["entries"].as_array().expect("entries").len(), 1, "the server behind reads past the compaction: {seen}");
+    ok(&call(&a, "remember", remember("After the compaction, by the server behind: dugong 2e8.")).await);
+    a.cancel().await.expect("close");
+    assert_eq!(segments(), 2, "no merged segment's file created again");
+    origin_ok(home, &["journal", "verify"]);
+    for word in ["walrus", "narwhal", "dugong"] {
+        let found = origin_ok(home, &["search", word, "--scope", "entries"]);
+        assert!(found.contains(word), "{word}: {found}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_shows_one_winner_and_its_loser_is_concurrent() {
     use origin_engine::record::{Body, Citation, EntryKind, EntryVersion};
