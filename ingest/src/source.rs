@@ -56,9 +56,18 @@ pub struct Homes {
     pub grok: PathBuf,
 }
 
+/// `p` made absolute against the current folder, as written otherwise (no link resolved, no
+/// `..` taken out): a log file is known by its path, so the same folder given once relative
+/// and once absolute (`--agents-home`, an override variable) must name its files alike, or
+/// they would be read again as new files.
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
 impl Homes {
-    /// The default layout under `home`, ignoring override variables.
+    /// The default layout under `home` (made absolute), ignoring override variables.
     pub fn under(home: &Path) -> Homes {
+        let home = absolute(home);
         Homes {
             home: home.to_path_buf(),
             claude: home.join(".claude"),
@@ -73,7 +82,7 @@ impl Homes {
     pub fn from_env() -> Option<Homes> {
         let home = PathBuf::from(std::env::var_os("HOME")?);
         let mut h = Homes::under(&home);
-        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(|v| absolute(Path::new(&v)));
         if let Some(p) = var("CLAUDE_CONFIG_DIR") {
             h.claude = p;
         }

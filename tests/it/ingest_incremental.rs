@@ -139,6 +139,29 @@ fn a_file_whose_beginning_changes_is_a_new_version_even_when_longer() {
     assert_eq!(recs[1].events.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), vec!["claude-code:d1", "claude-code:d2"]);
 }
 
+/// The agents' folder given relative to the current folder, then absolute: the same files,
+/// each line ingested once (a log file is known by its path; the relative one was another).
+#[test]
+fn an_agents_home_given_relative_then_absolute_is_read_once() {
+    let w = World::new();
+    std::fs::write(w.log("a.jsonl"), format!("{}\n{}\n", line("u1", "first"), line("u2", "second"))).expect("write");
+    for agents in [Path::new("home"), &w.home()] {
+        let out = std::process::Command::new(origin_tests::origin_bin())
+            .current_dir(w.dir.path())
+            .arg("--home")
+            .arg(w.store())
+            .arg("ingest")
+            .arg("--agents-home")
+            .arg(agents)
+            .output()
+            .expect("origin ingest");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let counts = event_counts(&w.store());
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    assert!(counts.values().all(|&n| n == 1), "each event once: {counts:?}");
+}
+
 #[test]
 fn a_log_the_agent_deletes_keeps_its_mirror() {
     let w = World::new();
