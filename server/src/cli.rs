@@ -150,7 +150,7 @@ pub enum JournalCommand {
         /// Segment size in bytes.
         #[arg(long, default_value_t = origin_engine::limits::SEGMENT_SIZE_BYTES_DEFAULT)]
         segment_size: u64,
-        /// Print an ack line per record (off: only the summary).
+        /// Print only the summary, not an ack line per record.
         #[arg(long)]
         quiet: bool,
     },

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use origin_engine::{Access, Journal, Options};
+use origin_engine::{Access, Journal, NewRecord, Options};
 use origin_tests::{origin_bin, scale, seed};
 use rand::{Rng, SeedableRng};
 
@@ -163,4 +163,59 @@ fn four_processes_appending_at_once_leave_every_record_exactly_once() {
     assert!(seen_while_running > 0, "the watcher saw records while the writers ran");
     let out = Command::new(origin_bin()).arg("--home").arg(home).args(["journal", "verify"]).output().expect("verify");
     assert!(out.status.success(), "verify failed: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// `origin journal compact` and `origin journal verify` over and over while two processes
+/// append and roll small segments, and this process follows the journal and appends between
+/// them, its view often behind a compaction: every compaction and every verify succeeds, and
+/// every acknowledged record is there once, at its offset, for the handle that followed as for
+/// a new open. (A handle behind a compaction created a merged segment's file again and wrote
+/// offsets it held; a verify beside a compaction failed on a file it removed.)
+#[test]
+fn compactions_beside_writers_readers_and_verifies_lose_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    let journal_dir = home.join("journal");
+    let follower = Journal::open(&journal_dir, Options::default()).expect("open follower");
+    let mut children: Vec<Child> = (0..2).map(|_| stress(home, 1_000_000, 2, 200, 16 * 1024)).collect();
+    let readers: Vec<_> = children.iter_mut().map(collect_acks).collect();
+    let origin = |args: &[&str]| Command::new(origin_bin()).arg("--home").arg(home).args(args).output().expect("run origin");
+    let (mut compactions, mut merged, mut verifies) = (0, 0, 0);
+    let mut own: Vec<(u64, Vec<u8>)> = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(4 * scale()) {
+        let out = origin(&["journal", "compact"]);
+        assert!(out.status.success(), "compaction {compactions} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        compactions += 1;
+        if String::from_utf8_lossy(&out.stdout).contains("merged") {
+            merged += 1;
+        }
+        let out = origin(&["journal", "verify"]);
+        assert!(out.status.success(), "verify {verifies} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        verifies += 1;
+        let seen = follower.next_offset();
+        follower.refresh().expect("refresh behind a compaction");
+        assert!(follower.next_offset() >= seen);
+        let payload = format!("follower {compactions}").into_bytes();
+        let at = follower.append(vec![NewRecord::scratch(payload.clone())]).expect("append behind a compaction");
+        own.push((at.start, payload));
+    }
+    for c in &mut children {
+        c.kill().expect("kill -9");
+        c.wait().expect("wait");
+    }
+    let acks: Vec<Ack> = readers.into_iter().flat_map(|r| r.join().expect("reader")).collect();
+    let fresh = Journal::open(&journal_dir, Options::default()).expect("open after");
+    follower.refresh().expect("refresh");
+    check_acks(&fresh, &acks, "a new open");
+    check_acks(&follower, &acks, "the follower");
+    let records = fresh.read_vec(0, usize::MAX).expect("read");
+    for (offset, payload) in &own {
+        assert_eq!(&records[*offset as usize].payload, payload, "the follower's record at {offset}");
+    }
+    assert_eq!(follower.read_vec(0, usize::MAX).expect("read").len(), records.len());
+    let out = origin(&["journal", "verify"]);
+    assert!(out.status.success(), "verify after: {}", String::from_utf8_lossy(&out.stdout));
+    eprintln!("{compactions} compactions ({merged} merging), {verifies} verifies, {} acknowledged records, {} appended by the follower", acks.len(), own.len());
+    assert!(merged >= 2 && !acks.is_empty(), "{merged} compactions merged segments");
 }
