@@ -2,7 +2,7 @@
 //! file's new complete lines, append them with their events, write the mirrors, import native
 //! memory files.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
@@ -140,6 +140,19 @@ pub struct Ingester {
     snapshot_use: Mutex<Option<SnapshotUse>>,
     /// The offset the snapshot file reflects, when this ingester loaded or wrote it.
     saved_to: Mutex<Option<u64>>,
+    /// Compressed logs as this process last decoded them ([`Ingester::zstd_unchanged`]).
+    zstd_seen: Mutex<HashMap<PathBuf, ZstdSeen>>,
+}
+
+/// A compressed log as a run of this process left it: the file's size and modification time
+/// then, and the end its cursor reached (or why it could not be read). Decoding the whole
+/// file is the only way to compare its contents, so a file that has not changed since is not
+/// decoded again at every run (a long-lived server ingests before reads).
+#[derive(Clone, Debug)]
+struct ZstdSeen {
+    size: u64,
+    modified: Option<SystemTime>,
+    outcome: Result<u64, String>,
 }
 
 fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -235,6 +248,7 @@ impl Ingester {
             snapshot: None,
             snapshot_use: Mutex::new(None),
             saved_to: Mutex::new(None),
+            zstd_seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -392,9 +406,13 @@ impl Ingester {
                                 Ok(()) => {}
                                 Err(FileError::Journal(e)) => return Err(e.into()),
                                 Err(FileError::Io(e)) => {
-                                    run.problems.push(format!("{}: {e}", file.key));
+                                    run.problems.push(format!("skipped {}: {e}", file.key));
                                     run.unread.push(file.path.clone());
                                 }
+                                Err(FileError::Mirror(e)) => run.problems.push(format!(
+                                    "{}: its lines were stored, but its mirror could not be written ({e}); it is written at the next run",
+                                    file.key
+                                )),
                             }
                         }
                         Ok(runs)
@@ -420,7 +438,7 @@ impl Ingester {
                     Ok(true) => run.memory_versions += 1,
                     Ok(false) => {}
                     Err(FileError::Journal(e)) => return Err(e.into()),
-                    Err(FileError::Io(e)) => run.problems.push(format!("{}: {e}", m.path.display())),
+                    Err(FileError::Io(e) | FileError::Mirror(e)) => run.problems.push(format!("skipped {}: {e}", m.path.display())),
                 }
             }
         }
@@ -455,7 +473,7 @@ impl Ingester {
                 let mut out = Vec::new();
                 zstd::Decoder::new(f)?.take(DECODED_LOG_SIZE_BYTES_MAX + 1).read_to_end(&mut out)?;
                 if out.len() as u64 > DECODED_LOG_SIZE_BYTES_MAX {
-                    return Err(io::Error::other(format!("decompresses to more than {DECODED_LOG_SIZE_BYTES_MAX} bytes")));
+                    return Err(io::Error::new(io::ErrorKind::FileTooLarge, format!("decompresses to more than {DECODED_LOG_SIZE_BYTES_MAX} bytes")));
                 }
                 Ok(Bytes::Mem(out))
             }
@@ -470,6 +488,53 @@ impl Ingester {
     }
 
     fn ingest_file(
+        &self,
+        cursors: &mut Cursors,
+        adapter: &dyn Adapter,
+        file: &LogFile,
+        run: &mut SourceRun,
+        progress: &mut dyn FnMut(Progress),
+        window_buf: &mut Vec<u8>,
+    ) -> Result<(), FileError> {
+        let source = file.source.id();
+        let key = (source.to_owned(), file.key.clone());
+        if file.format == FileFormat::ZstdLines {
+            let stat = std::fs::metadata(&file.path)?;
+            let (size, modified) = (stat.len(), stat.modified().ok());
+            let seen = guard(&self.zstd_seen).get(&file.path).cloned().filter(|z| z.size == size && z.modified == modified);
+            match seen.map(|z| z.outcome) {
+                Some(Err(why)) => return Err(FileError::Io(io::Error::new(io::ErrorKind::FileTooLarge, why))),
+                Some(Ok(end)) if cursors.files.get(&key).is_some_and(|c| c.byte_end == end) => {
+                    let cur = cursors.files.get(&key).cloned().unwrap_or_default();
+                    return self.repair_mirror(&cur).map_err(|e| match e {
+                        FileError::Io(e) => FileError::Mirror(e),
+                        e => e,
+                    });
+                }
+                _ => {}
+            }
+            let result = self.ingest_decoded(cursors, adapter, file, run, progress, window_buf);
+            // Kept: where it was read to, or a refusal its bytes alone decide (too large once
+            // decoded); anything else (an open that failed for want of descriptors, a journal
+            // that refused the append) is tried again at the next run.
+            let outcome = match &result {
+                Ok(()) | Err(FileError::Mirror(_)) => Some(Ok(cursors.files.get(&key).map_or(0, |c| c.byte_end))),
+                Err(FileError::Io(e)) if e.kind() == io::ErrorKind::FileTooLarge => Some(Err(e.to_string())),
+                Err(_) => None,
+            };
+            let mut seen = guard(&self.zstd_seen);
+            match outcome {
+                Some(outcome) => seen.insert(file.path.clone(), ZstdSeen { size, modified, outcome }),
+                None => seen.remove(&file.path),
+            };
+            drop(seen);
+            return result;
+        }
+        self.ingest_decoded(cursors, adapter, file, run, progress, window_buf)
+    }
+
+    /// [`Ingester::ingest_file`] once a compressed file is known to need reading.
+    fn ingest_decoded(
         &self,
         cursors: &mut Cursors,
         adapter: &dyn Adapter,
@@ -506,7 +571,12 @@ impl Ingester {
             }
         }
         if len == cur.byte_end && same_version {
-            return Ok(());
+            // Nothing new; its mirror is made whole all the same (a write that failed at an
+            // earlier run is made good now, not when the log next grows).
+            return self.repair_mirror(&cur).map_err(|e| match e {
+                FileError::Io(e) => FileError::Mirror(e),
+                e => e,
+            });
         }
         adapter.begin(file, &mut state);
         self.repair_mirror(&cur)?;
@@ -664,7 +734,7 @@ impl Ingester {
         run.malformed += b.malformed_lines;
         run.cut += b.cut_lines;
         run.bytes += b.byte_end - b.byte_start;
-        self.mirrors.write_at(&b.mirror, mirror_at, &b.raw_zstd).map_err(FileError::Io)?;
+        self.mirrors.write_at(&b.mirror, mirror_at, &b.raw_zstd).map_err(FileError::Mirror)?;
         Ok(())
     }
 
@@ -795,6 +865,8 @@ impl Ingester {
 #[derive(Debug)]
 enum FileError {
     Io(io::Error),
+    /// The file's lines were stored, but its mirror could not be written.
+    Mirror(io::Error),
     Journal(origin_engine::Error),
 }
 

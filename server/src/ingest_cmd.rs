@@ -151,7 +151,7 @@ pub fn print_summary(summary: &RunSummary, json_out: bool) -> Result<()> {
     }
     for (id, r) in &summary.sources {
         for p in &r.problems {
-            say!(out, "{id}: skipped {p}");
+            say!(out, "{id}: {p}");
         }
     }
     Ok(())

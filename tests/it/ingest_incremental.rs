@@ -238,6 +238,64 @@ fn a_log_whose_mirror_cannot_be_written_is_a_problem_naming_the_mirror_until_it_
     assert_eq!(w.ingester().mirrors().read(&recs[2].mirror).expect("mirror"), format!("{}\n", line("p2", "blocked")).into_bytes());
 }
 
+/// A mirror lost or cut short after its lines were stored (a write that failed once, a file
+/// removed) is made whole from the journal at the next run, though the log has not changed
+/// since (it was made whole only when the log next grew).
+#[test]
+fn the_mirror_of_a_log_that_has_not_changed_is_made_whole_at_the_next_run() {
+    let w = World::new();
+    let text = format!("{}\n{}\n", line("m1", "first"), line("m2", "second"));
+    std::fs::write(w.log("a.jsonl"), &text).expect("write");
+    run(&w);
+    let mirror = ingested(&w.store()).remove(0).mirror;
+    let mut zst = w.ingester().mirrors().base(&mirror).into_os_string();
+    zst.push(".zst");
+    let whole = std::fs::read(&zst).expect("mirror");
+    for damage in [0, whole.len() / 2] {
+        std::fs::write(&zst, &whole[..damage]).expect("cut the mirror");
+        let summary = run(&w);
+        assert!(summary.sources["claude-code"].problems.is_empty(), "{:?}", summary.sources["claude-code"].problems);
+        assert_eq!(std::fs::read(&zst).expect("mirror"), whole, "made whole from {damage} bytes");
+        assert_eq!(w.ingester().mirrors().read(&mirror).expect("mirror"), text.as_bytes());
+    }
+    assert_eq!(event_counts(&w.store()).len(), 2, "nothing read again");
+}
+
+/// A compressed Codex log that has not changed since this process read it (the same size and
+/// time of change) is not decoded again at the next run: a server ingests before its reads,
+/// and decoded every archived rollout whole each time. One whose time of change moved is
+/// decoded again (here its bytes, replaced, no longer decode: said as a problem).
+#[test]
+fn a_compressed_log_unchanged_since_this_process_read_it_is_not_decoded_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = "rollout-2026-10-02T13-20-09-0199a6b1-3f2c-7e18-b4a5-6d0c91e8f273.jsonl.zst";
+    let day = dir.path().join("home/.codex/sessions/2026/10/02");
+    std::fs::create_dir_all(&day).expect("mkdir");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home/.codex/sessions/2026/10/02").join(name);
+    let zst = day.join(name);
+    std::fs::copy(&fixture, &zst).expect("copy");
+    let store = dir.path().join("store");
+    let j = Journal::open(store.join("journal"), Options::default()).expect("open journal");
+    let ing = Ingester::new(Arc::new(j), &store, Homes::under(&dir.path().join("home")));
+    let problems = |s: &origin_ingest::RunSummary| s.sources.get("codex").map(|r| r.problems.clone()).unwrap_or_default();
+    let first = ing.run(None, &mut |_| {}).expect("ingest");
+    assert!(first.sources["codex"].events > 0 && problems(&first).is_empty(), "{first:?}");
+    let events = event_counts(&store);
+    let modified = std::fs::metadata(&zst).expect("stat").modified().expect("time of change");
+    let len = std::fs::metadata(&zst).expect("stat").len() as usize;
+    std::fs::write(&zst, vec![0x5a; len]).expect("replace its bytes");
+    let set_modified = |t: std::time::SystemTime| std::fs::File::options().write(true).open(&zst).expect("open").set_modified(t).expect("set time");
+    set_modified(modified);
+    let again = ing.run(None, &mut |_| {}).expect("ingest");
+    assert!(problems(&again).is_empty(), "not decoded again: {:?}", problems(&again));
+    assert_eq!(event_counts(&store), events);
+    set_modified(modified + std::time::Duration::from_secs(1));
+    let changed = ing.run(None, &mut |_| {}).expect("ingest");
+    assert_eq!(problems(&changed).len(), 1, "decoded again: {:?}", problems(&changed));
+    assert!(problems(&changed)[0].contains(name), "{:?}", problems(&changed));
+    assert_eq!(event_counts(&store), events);
+}
+
 /// A Grok transcript's path in `w`'s home, its folder made.
 fn grok_chat(w: &World, session: &str) -> PathBuf {
     let chat = w.home().join(".grok/sessions/%2Fw%2Fp").join(session).join("chat_history.jsonl");
