@@ -226,7 +226,7 @@ fn main() {
     // Let the index settle as a long-running store's would (every merge the policy calls
     // for an idle store, which makes its segments one), then time the calls in-process.
     let t = Instant::now();
-    let archive = Archive::open(&home, Homes::under(&agents), None, origin_projections::Verify::Ahead).expect("archive");
+    let archive = Archive::open(&home, Some(Homes::under(&agents)), None, origin_projections::Verify::Ahead).expect("archive");
     let open_secs = t.elapsed().as_secs_f64();
     let mut merges = 0;
     while archive.merge_step(true).expect("merge") {

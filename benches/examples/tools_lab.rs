@@ -16,7 +16,7 @@ fn main() {
     let tool = std::env::var("LAB_TOOL").unwrap_or_else(|_| "search".into());
     let arg = std::env::var("LAB_ARG").unwrap_or_else(|_| "error".into());
     let passes: usize = std::env::var("LAB_PASSES").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
-    let a = Archive::open(&home, Homes::under(&agents), None, origin_projections::Verify::Ahead).expect("archive");
+    let a = Archive::open(&home, Some(Homes::under(&agents)), None, origin_projections::Verify::Ahead).expect("archive");
     for round in 0..3 {
         let t = Instant::now();
         let mut bytes = 0;

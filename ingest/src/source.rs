@@ -78,10 +78,17 @@ impl Homes {
         }
     }
 
-    /// The layout of this process's environment: `$HOME` and each agent's override variable.
+    /// The layout of this process's environment: `$HOME` and each agent's override variable
+    /// (`None` when `HOME` is unset or empty).
     pub fn from_env() -> Option<Homes> {
-        let home = PathBuf::from(std::env::var_os("HOME")?);
-        let mut h = Homes::under(&home);
+        let home = PathBuf::from(std::env::var_os("HOME").filter(|h| !h.is_empty())?);
+        Some(Homes::under(&home).with_overrides())
+    }
+
+    /// This layout with each agent's override variable set in the environment (not empty) in
+    /// place of its folder.
+    pub fn with_overrides(self) -> Homes {
+        let mut h = self;
         let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(|v| absolute(Path::new(&v)));
         if let Some(p) = var("CLAUDE_CONFIG_DIR") {
             h.claude = p;
@@ -95,6 +102,6 @@ impl Homes {
         if let Some(p) = var("GROK_HOME") {
             h.grok = p;
         }
-        Some(h)
+        h
     }
 }

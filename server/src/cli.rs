@@ -156,13 +156,18 @@ pub enum JournalCommand {
     },
 }
 
-/// The store's home: `--home`, `ORIGIN_HOME`, or `~/.origin`.
+/// The store's home: `--home`, `ORIGIN_HOME`, or `~/.origin`, made absolute against the
+/// current folder (the paths the tools give, `mirror_file` among them, are then whole). An
+/// empty `HOME` is not a home (its `.origin` would be the current folder's).
 pub fn home(cli_home: Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(h) = cli_home {
-        return Ok(h);
-    }
-    let home = std::env::var_os("HOME").context("neither ORIGIN_HOME nor HOME is set: pass --home DIR")?;
-    Ok(PathBuf::from(home).join(".origin"))
+    let home = match cli_home {
+        Some(h) => h,
+        None => {
+            let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).context("neither ORIGIN_HOME nor HOME is set (or it is empty): pass --home DIR")?;
+            PathBuf::from(home).join(".origin")
+        }
+    };
+    Ok(std::path::absolute(&home).unwrap_or(home))
 }
 
 /// Runs a parsed command line.

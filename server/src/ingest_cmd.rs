@@ -15,25 +15,13 @@ use crate::exit::Exit;
 use crate::out::{say, Out};
 use crate::show;
 
-/// The agents' folders: `--agents-home`, else `$HOME`, with each agent's override variable.
+/// The agents' folders: `--agents-home`, else `$HOME`, with each agent's override variable
+/// (which still wins over `--agents-home`).
 pub fn homes(agents_home: Option<&Path>) -> Result<Homes> {
-    let mut homes = Homes::from_env().context("HOME is not set: pass --agents-home DIR")?;
-    if let Some(dir) = agents_home {
-        let env = homes.clone();
-        homes = Homes::under(dir);
-        // An override variable set in the environment still wins.
-        for (var, field, value) in [
-            ("CLAUDE_CONFIG_DIR", &mut homes.claude, env.claude),
-            ("CODEX_HOME", &mut homes.codex, env.codex),
-            ("ZCODE_HOME", &mut homes.zcode, env.zcode),
-            ("GROK_HOME", &mut homes.grok, env.grok),
-        ] {
-            if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
-                *field = value;
-            }
-        }
+    match agents_home {
+        Some(dir) => Ok(Homes::under(dir).with_overrides()),
+        None => Homes::from_env().context("HOME is not set (or it is empty): pass --agents-home DIR"),
     }
-    Ok(homes)
 }
 
 fn open_journal(journal_dir: &Path) -> Result<Journal> {

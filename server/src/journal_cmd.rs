@@ -148,8 +148,15 @@ pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
     let verdict = match exit {
         Exit::Ok => "clean".to_owned(),
         Exit::TornTail => "no corruption; a torn tail will be cut by the next write".to_owned(),
+        // A writer judges the last segment whole at every open and append; of a sealed segment
+        // it checks the header and seal, and its records only as they are read.
+        _ if r.damage.iter().any(|d| r.segments.last().is_some_and(|s| s.path == d.segment)) => format!(
+            "{} damaged region(s), in the last segment: writes are refused; `origin journal salvage --to DIR` copies every readable record",
+            r.damage.len()
+        ),
         _ => format!(
-            "{} damaged region(s): writes are refused; `origin journal salvage --to DIR` copies every readable record",
+            "{} damaged region(s) in sealed segments: a read of a record there fails, naming its segment and byte, and a damaged \
+             header or seal stops the store from opening; `origin journal salvage --to DIR` copies every readable record",
             r.damage.len()
         ),
     };

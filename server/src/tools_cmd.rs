@@ -186,7 +186,13 @@ fn open(home: &Path, agents: &AgentsArgs) -> Result<Archive> {
 /// Opens the store, its text index's segments verified as `verify` says.
 fn open_verifying(home: &Path, agents: &AgentsArgs, verify: Verify) -> Result<Archive> {
     let homes = crate::ingest_cmd::homes(agents.agents_home.as_deref())?;
-    Archive::open(home, homes, agents.recorded_home.as_deref(), verify).with_context(|| format!("opening the store in {}", home.display()))
+    Archive::open(home, Some(homes), agents.recorded_home.as_deref(), verify).with_context(|| format!("opening the store in {}", home.display()))
+}
+
+/// Opens the store for a command that reads no agents' logs (`get`, `sources`, `forget`,
+/// `restore`, `tombstones`): it needs no `HOME`.
+fn open_reading_no_logs(home: &Path) -> Result<Archive> {
+    Archive::open(home, None, None, Verify::WhenNeeded).with_context(|| format!("opening the store in {}", home.display()))
 }
 
 /// Records the state may reflect beyond its snapshot before a command saves it (and writes the
@@ -230,7 +236,7 @@ pub fn mcp(home: &Path, agents: &AgentsArgs) -> Result<Exit> {
     let homes = crate::ingest_cmd::homes(agents.agents_home.as_deref())?;
     let (home, recorded) = (home.to_path_buf(), agents.recorded_home.clone());
     let opening = crate::tools::mcp::Opening::start(move || {
-        Archive::open(&home, homes, recorded.as_deref(), Verify::Ahead).with_context(|| format!("opening the store in {}", home.display()))
+        Archive::open(&home, Some(homes), recorded.as_deref(), Verify::Ahead).with_context(|| format!("opening the store in {}", home.display()))
     })?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("starting the async runtime")?;
     let served = rt.block_on(crate::tools::mcp::serve_stdio(opening));
@@ -276,12 +282,12 @@ pub fn timeline(home: &Path, c: TimelineCmd) -> Result<Exit> {
 
 /// `origin get`.
 pub fn get(home: &Path, c: IdCmd) -> Result<Exit> {
-    print_after(&open(home, &AgentsArgs::default())?, |a| a.get(&c.id), c.json)
+    print_after(&open_reading_no_logs(home)?, |a| a.get(&c.id), c.json)
 }
 
 /// `origin sources`.
 pub fn sources(home: &Path, c: IdCmd) -> Result<Exit> {
-    print_after(&open(home, &AgentsArgs::default())?, |a| a.sources(&c.id), c.json)
+    print_after(&open_reading_no_logs(home)?, |a| a.sources(&c.id), c.json)
 }
 
 /// `origin remember`.
@@ -318,15 +324,15 @@ pub fn correct(home: &Path, c: CorrectCmd) -> Result<Exit> {
 
 /// `origin forget`.
 pub fn forget(home: &Path, c: ForgetCmd) -> Result<Exit> {
-    print_after(&open(home, &AgentsArgs::default())?, |a| a.forget(&c.id, &c.reason, "user"), c.json)
+    print_after(&open_reading_no_logs(home)?, |a| a.forget(&c.id, &c.reason, "user"), c.json)
 }
 
 /// `origin restore`.
 pub fn restore(home: &Path, c: RestoreCmd) -> Result<Exit> {
-    print_after(&open(home, &AgentsArgs::default())?, |a| a.restore(&c.tombstone, "user"), c.json)
+    print_after(&open_reading_no_logs(home)?, |a| a.restore(&c.tombstone, "user"), c.json)
 }
 
 /// `origin tombstones`.
 pub fn tombstones(home: &Path, json: bool) -> Result<Exit> {
-    print_after(&open(home, &AgentsArgs::default())?, |a| a.tombstones(), json)
+    print_after(&open_reading_no_logs(home)?, |a| a.tombstones(), json)
 }

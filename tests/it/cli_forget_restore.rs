@@ -509,3 +509,67 @@ fn an_entry_written_citing_an_event_twice_is_listed_with_it_once() {
     assert_eq!(items.len(), 1, "{traced}");
     assert_eq!(items[0]["quote"].as_str(), Some(quote.as_str()), "{traced}");
 }
+
+/// The store's home given relative (`--home store`) is made absolute: `sources` names a mirror
+/// file that can be opened from anywhere. An empty `HOME` is no home (its `.origin` was the
+/// current folder's): without `--home` or `ORIGIN_HOME`, the command says so and makes nothing.
+#[test]
+fn a_relative_store_home_is_made_absolute_and_an_empty_home_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
+    let run = |args: &[&str]| {
+        Command::new(origin_bin())
+            .current_dir(dir.path())
+            .args(args)
+            .env("ORIGIN_WATCH_INTERVAL_MS", "0")
+            .env("HOME", "")
+            .env_remove("ORIGIN_HOME")
+            .output()
+            .expect("run origin")
+    };
+    let out = run(&["--home", "store", "ingest", "--agents-home", sample.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let agents = sample.to_str().expect("utf-8");
+    let event = json(run(&["--home", "store", "search", "库存", "--json", "--limit", "1", "--agents-home", agents]))["events"][0]["id"].as_str().expect("an event").to_owned();
+    let traced = json(run(&["--home", "store", "sources", &event, "--json"]));
+    let mirror = PathBuf::from(traced[0]["mirror_file"].as_str().expect("mirror_file"));
+    assert!(mirror.is_absolute() && mirror.starts_with(dir.path().join("store")), "{traced}");
+    let out = run(&["status"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("HOME is set (or it is empty)"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dir.path().join(".origin").exists(), "no store made in the current folder");
+}
+
+/// `origin journal verify`'s verdict says what damage does: in a sealed segment's records, a
+/// read of one fails and writes go on (it said writes were refused); in the last segment,
+/// writes are refused.
+#[test]
+fn verify_says_whether_the_damage_found_refuses_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    let stress = |records: &str| origin(home, &["journal", "stress", "--records", records, "--size", "300", "--segment-size", "16384", "--quiet"]);
+    assert!(stress("200").status.success());
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(home.join("journal"))
+        .expect("journal")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    segments.sort();
+    assert!(segments.len() >= 3, "{segments:?}");
+    let flip = |segment: &Path| {
+        let mut bytes = std::fs::read(segment).expect("read");
+        bytes[64 + 28 + 100] ^= 0x10;
+        std::fs::write(segment, bytes).expect("write");
+    };
+    flip(&segments[0]);
+    let out = origin(home, &["journal", "verify"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("1 damaged region(s) in sealed segments: a read of a record there fails") && !said.contains("writes are refused"), "{said}");
+    assert!(stress("1").status.success(), "writes go on");
+    flip(segments.last().expect("last"));
+    let out = origin(home, &["journal", "verify"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("2 damaged region(s), in the last segment: writes are refused"), "{said}");
+    assert!(!stress("1").status.success(), "writes refused");
+}

@@ -1055,9 +1055,11 @@ fn lines_the_protocol_would_drop_are_answered() {
         long.extend_from_slice(tail.as_bytes());
         send(&long);
     }
+    // Bytes that are not UTF-8 in an argument: read as U+FFFD, the call goes through.
+    send(b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"search\",\"arguments\":{\"query\":\"kiwi \xff\xfe\"}}}");
     let mut answers = std::collections::BTreeMap::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while answers.len() < 9 {
+    while answers.len() < 10 {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let Ok(v) = rx.recv_timeout(left) else { break };
         if let Some(id) = v["id"].as_i64() {
@@ -1067,13 +1069,14 @@ fn lines_the_protocol_would_drop_are_answered() {
     drop(stdin);
     let out = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8, 9], "every line answered: {answers:?}\n{stderr}");
+    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "every line answered: {answers:?}\n{stderr}");
     let result = |id: i64| -> (bool, String) {
         let r = &answers[&id]["result"];
         assert!(r.is_object(), "{id}: a tool result, not a protocol error: {}", answers[&id]);
         (r["isError"] == true, r["content"][0]["text"].as_str().unwrap_or_default().to_owned())
     };
     assert_eq!(result(2).0, false, "the query with its half surrogate read as U+FFFD: {:?}", result(2));
+    assert_eq!(result(10).0, false, "the query with bytes not UTF-8 read as U+FFFD: {:?}", result(10));
     let (error, text) = result(3);
     assert!(error && text.contains("`limit`"), "{text}");
     let (error, text) = result(4);

@@ -554,13 +554,20 @@ pub fn replay_of(home: &Path) -> anyhow::Result<Option<Replay>> {
 }
 
 impl Archive {
-    /// Opens the store at `home`, reading agent logs from `homes`; the text index's segments
-    /// are verified as `verify` says (ahead for a server or a search; when needed for a
-    /// command that may not search, which then never reads the index's postings).
-    pub fn open(home: &Path, homes: Homes, recorded_home: Option<&str>, verify: origin_projections::Verify) -> anyhow::Result<Archive> {
+    /// Opens the store at `home`, reading agent logs from `homes` (none for a command that
+    /// reads no logs: `get`, `sources`, `forget`, `restore` and `tombstones` on the command
+    /// line); the text index's segments are verified as `verify` says (ahead for a server or
+    /// a search; when needed for a command that may not search, which then never reads the
+    /// index's postings).
+    pub fn open(home: &Path, homes: Option<Homes>, recorded_home: Option<&str>, verify: origin_projections::Verify) -> anyhow::Result<Archive> {
         let journal = Arc::new(Journal::open(home.join("journal"), Options::default())?);
         say_journal_repairs(&journal);
+        let reads_logs = homes.is_some();
+        let homes = homes.unwrap_or_else(|| Homes::under(home));
         let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(origin_ingest::snapshot::path_in(home));
+        if !reads_logs {
+            ingester = ingester.reading_nothing();
+        }
         // A replay of another store as it was takes no logs and no memory files, and reads it
         // as of then.
         let replay = replay_of(home)?;

@@ -480,6 +480,8 @@ impl ServerHandler for Server {
 /// - an argument that is JSON no value can hold (a number beyond the floating-point range,
 ///   `1e400`; the line was dropped): the call answers naming the argument.
 ///
+/// (Bytes that are not UTF-8 are read as U+FFFD before this, by the server's reader.)
+///
 /// `None` when the line goes through as it is (including a line that is not a `tools/call`).
 pub fn fix_arguments(line: &str) -> Option<String> {
     if !line.contains("tools/call") {
@@ -953,7 +955,16 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                     None => continue,
                 }
             } else {
-                std::str::from_utf8(&buf).ok().and_then(fix_arguments)
+                match std::str::from_utf8(&buf) {
+                    Ok(line) => fix_arguments(line),
+                    // Bytes that are not UTF-8 (the protocol layer dropped the line unanswered)
+                    // are read as U+FFFD, as half of a surrogate pair is, and the call goes on.
+                    Err(_) => {
+                        let line = String::from_utf8_lossy(&buf);
+                        let line = line.trim_end_matches('\n');
+                        Some(fix_arguments(line).unwrap_or_else(|| line.to_owned()))
+                    }
+                }
             };
             let out = match &fixed {
                 Some(f) => {
