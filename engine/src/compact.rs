@@ -43,18 +43,36 @@ pub fn compact(vfs: Arc<dyn Vfs>, dir: &Path, segment_size_bytes_max: u64) -> Re
     }
     let lock_path = dir.join(LOCK_FILE_NAME);
     let _lock = vfs.lock(&lock_path, LockMode::Exclusive).map_err(|e| Error::io("lock", &lock_path, e))?;
-    let before = walk_inner(&*vfs, dir, false, |_| Ok(()))?;
+    // What an interrupted compaction left is removed first, as a read-write open removes it:
+    // its unfinished merged file, and segments a merged one renamed into place covers.
+    let names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
+    let mut tidied = false;
+    for name in names.iter().filter(|n| n.ends_with(".compact")) {
+        let p = dir.join(name);
+        vfs.remove_file(&p).map_err(|e| Error::io("remove leftover", &p, e))?;
+        tidied = true;
+    }
+    let mut before = walk_inner(&*vfs, dir, false, |_| Ok(()))?;
+    if !before.leftovers.is_empty() && before.damage.is_empty() {
+        for path in &before.leftovers {
+            vfs.remove_file(path).map_err(|e| Error::io("remove leftover", path, e))?;
+            let idx = path.with_extension("idx");
+            if vfs.exists(&idx).unwrap_or(false) {
+                vfs.remove_file(&idx).map_err(|e| Error::io("remove leftover", &idx, e))?;
+            }
+        }
+        tidied = true;
+        before = walk_inner(&*vfs, dir, false, |_| Ok(()))?;
+    }
+    if tidied {
+        vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
+    }
     if let Some(d) = before.damage.first() {
         return Err(Error::Corrupt {
             segment: d.segment.clone(),
             position: d.position,
             reason: format!("{} (compaction refuses a damaged journal: run `origin journal salvage`)", d.reason),
         });
-    }
-    if !before.leftovers.is_empty() {
-        return Err(Error::Invalid(
-            "an earlier compaction was interrupted: open the store once (e.g. `origin status`) to clean up, then compact".into(),
-        ));
     }
     let mut report = CompactReport {
         segments_before: before.segments.len(),
@@ -225,6 +243,14 @@ mod tests {
             let _ = compact(Arc::new(run.clone()), dir, 64 * 1024);
             for seed in 0..3 {
                 let after = run.after_power_cut(seed * 31 + k);
+                // Compacting again at once (no open first) cleans up what the crash left.
+                let direct = after.snapshot();
+                compact(Arc::new(direct.clone()), dir, 64 * 1024)
+                    .unwrap_or_else(|e| panic!("compaction after a crash at compaction call {k}, seed {seed}: {e}"));
+                assert!(crate::verify::verify(&direct, dir).expect("verify").is_clean());
+                let j = Journal::open_with(Arc::new(direct.clone()), dir, opts.clone()).expect("open");
+                assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 60, "crash at compaction call {k}, seed {seed}, compacted again");
+                drop(j);
                 let j = Journal::open_with(Arc::new(after.clone()), dir, opts.clone())
                     .unwrap_or_else(|e| panic!("open after crash at compaction call {k}, seed {seed}: {e}"));
                 let recs = j.read_vec(0, usize::MAX).expect("read");
