@@ -239,6 +239,19 @@ struct View {
     active: Active,
 }
 
+/// Why a handle refuses writes; `since` is set for a refusal that an append made
+/// [`REFUSAL_RETRY_AFTER`] later lifts (a failed write whose bytes could not be cut off:
+/// the tail is judged again, as an open judges it). A failed sync or unlock is never lifted
+/// in this handle: after a failed `fdatasync` the page cache no longer says what the disk holds.
+struct Refusal {
+    error: Error,
+    since: Option<std::time::Instant>,
+}
+
+/// How long a handle whose failed write could not be cut off waits before it reads the tail
+/// again and writes on (a file made read-only for a moment, then writable again).
+pub const REFUSAL_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What [`Journal::open_successor`] found of the segment after a seal.
 enum Successor {
     /// It, opened (a writer creates it when it is missing and the last).
@@ -287,7 +300,7 @@ pub struct Journal {
     writer_lock: Box<dyn LockFile>,
     /// The store lock as a refresh takes it, kept open (used under `writer` only).
     reader_lock: Box<dyn LockFile>,
-    refusal: Mutex<Option<Error>>,
+    refusal: Mutex<Option<Refusal>>,
     queue: Mutex<Queue>,
     queue_changed: Condvar,
     report: Mutex<OpenReport>,
@@ -563,8 +576,16 @@ impl Journal {
     /// Writes one group commit (the caller holds the store lock and the writer mutex): catches
     /// up with other writers, writes every frame (rolling segments as needed), syncs, publishes.
     fn commit(&self, batch: &[Pending]) -> Result<Vec<Range<u64>>> {
-        if let Some(e) = guard(&self.refusal).as_ref() {
-            return Err(replicate(e));
+        {
+            let mut refusal = guard(&self.refusal);
+            if let Some(r) = refusal.as_ref() {
+                match r.since {
+                    // The tail is read again below, as an open reads it: a write's bytes
+                    // past the last record are cut as a torn tail, or refused as damage.
+                    Some(t) if t.elapsed() >= REFUSAL_RETRY_AFTER => *refusal = None,
+                    _ => return Err(replicate(&r.error)),
+                }
+            }
         }
         self.catch_up(TailMode::Repair)?;
         // Offsets never approach the end of u64 in a real store; a header claiming otherwise
@@ -630,7 +651,10 @@ impl Journal {
     fn write_and_sync(&self, file: &dyn VfsFile, path: &Path, pos: u64, buf: &[u8]) -> Result<()> {
         if let Err(e) = file.write_all_at(buf, pos) {
             if let Err(t) = file.set_len(pos) {
-                self.refuse(Error::Poisoned { cause: format!("write failed ({e}) and cutting it off failed ({t})") });
+                // Bytes of the write may lie past the last record: nothing is written after
+                // them until the tail is judged again, as an open judges it, a while later.
+                let cause = format!("write failed ({e}) and cutting it off failed ({t}); writes are tried again after {} s", REFUSAL_RETRY_AFTER.as_secs());
+                self.refuse_for_now(Error::Poisoned { cause });
             }
             return Err(Error::io("write", path, e));
         }
@@ -650,7 +674,16 @@ impl Journal {
     fn refuse(&self, e: Error) {
         let mut r = guard(&self.refusal);
         if r.is_none() {
-            *r = Some(e);
+            *r = Some(Refusal { error: e, since: None });
+        }
+    }
+
+    /// [`Journal::refuse`], lifted by the first append [`REFUSAL_RETRY_AFTER`] later, which
+    /// reads the tail again before it writes.
+    fn refuse_for_now(&self, e: Error) {
+        let mut r = guard(&self.refusal);
+        if r.is_none() {
+            *r = Some(Refusal { error: e, since: Some(std::time::Instant::now()) });
         }
     }
 
@@ -1107,7 +1140,7 @@ impl Journal {
             next_offset: v.active.next_offset,
             bytes,
             torn_tails_repaired,
-            refusing_writes: guard(&self.refusal).as_ref().map(|e| e.to_string()),
+            refusing_writes: guard(&self.refusal).as_ref().map(|r| r.error.to_string()),
             batches: self.batches.load(Ordering::Relaxed),
             records_appended: self.records_appended.load(Ordering::Relaxed),
             index_write_failures: self.index_write_failures.load(Ordering::Relaxed),
@@ -1578,6 +1611,35 @@ mod tests {
             let text = e.to_string();
             assert!(text.contains(&format!("at byte {second}:")), "{text}");
             assert!(text.ends_with(&format!("a valid frame follows at byte {third}")), "{text}");
+        }
+    }
+
+    /// A write that fails and whose bytes cannot be cut off (the file made immutable for a
+    /// moment) refuses writes; an append `REFUSAL_RETRY_AFTER` later reads the tail again, as
+    /// an open does (what the failed write left is cut as a torn tail), and goes on, where the
+    /// handle refused every write until it was reopened (a server until the agent restarted).
+    #[test]
+    fn writes_refused_after_a_failed_write_that_could_not_be_cut_off_go_on_a_while_later() {
+        use crate::sim::Fault;
+        for seed in 0..4 {
+            let fs = SimFs::new(40 + seed);
+            let dir = Path::new("/p/journal");
+            let j = Journal::open_with(Arc::new(fs.clone()), dir, Options::default()).expect("open");
+            j.append(vec![NewRecord::scratch(vec![1; 3000])]).expect("append");
+            let at = fs.ops();
+            fs.inject(at, Fault::DiskFull);
+            fs.inject(at + 1, Fault::Denied);
+            assert!(j.append(vec![NewRecord::scratch(vec![2; 3000])]).is_err(), "the write fails");
+            let e = j.append(vec![NewRecord::scratch(vec![3; 3000])]).expect_err("refused for now");
+            assert!(e.to_string().contains("cutting it off failed"), "{e}");
+            assert!(j.status().expect("status").refusing_writes.is_some());
+            std::thread::sleep(REFUSAL_RETRY_AFTER);
+            assert_eq!(j.append(vec![NewRecord::scratch(vec![4; 3000])]).expect("goes on"), 1..2, "seed {seed}");
+            assert!(j.status().expect("status").refusing_writes.is_none());
+            let read: Vec<u8> = j.read_vec(0, usize::MAX).expect("read").iter().map(|r| r.payload[0]).collect();
+            assert_eq!(read, [1, 4]);
+            drop(j);
+            assert!(crate::verify::verify(&fs, dir).expect("verify").is_clean(), "seed {seed}");
         }
     }
 

@@ -32,6 +32,8 @@ pub enum Fault {
     SyncFails,
     /// This write fails with ENOSPC after writing a sector-aligned prefix of itself.
     DiskFull,
+    /// This write or `set_len` fails with EPERM and changes nothing (a file made immutable).
+    Denied,
 }
 
 #[derive(Default)]
@@ -582,6 +584,9 @@ impl VfsFile for SimFile {
             Err(e) => return Err(e),
             Ok(f) => f,
         };
+        if fault == Some(Fault::Denied) {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
         let keep = match fault {
             Some(Fault::PowerCut) | Some(Fault::DiskFull) => {
                 // A sector-aligned prefix of this write reaches the file.
@@ -630,9 +635,12 @@ impl VfsFile for SimFile {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut st = lock(&self.fs.state);
-        st.tick("set_len")?;
+        let fault = st.tick("set_len")?;
         if st.crashed {
             return Err(power_cut());
+        }
+        if fault == Some(Fault::Denied) {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
         }
         drop(st);
         lock_node(&self.node).data.resize(len as usize, 0);

@@ -2083,6 +2083,7 @@ mod tests {
                     Fault::PowerCut => true,
                     Fault::SyncFails => kind.starts_with("sync"),
                     Fault::DiskFull => *kind == "write",
+                    Fault::Denied => false,
                 };
                 if !reaches {
                     continue;

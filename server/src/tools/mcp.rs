@@ -353,33 +353,86 @@ type Opened = Option<Result<Arc<Archive>, String>>;
 pub struct Opening {
     rx: tokio::sync::watch::Receiver<Opened>,
     started: std::time::Instant,
+    /// How to open the store again after a failed attempt (none for one opened or pending).
+    again: Option<Arc<Again>>,
+}
+
+/// What opens the store again: a store that could not be opened (its lock file or journal
+/// unreadable for a while, descriptors exhausted) is tried again at a later call, at most every
+/// [`OPEN_RETRY_AFTER`], rather than failing every call until the agent restarts the server.
+struct Again {
+    open: Box<dyn Fn() -> anyhow::Result<Archive> + Send + Sync>,
+    tx: tokio::sync::watch::Sender<Opened>,
+    /// An attempt is under way.
+    running: std::sync::atomic::AtomicBool,
+    /// When the last attempt ended.
+    ended: std::sync::Mutex<std::time::Instant>,
+}
+
+/// The least time between two attempts to open the store.
+pub const OPEN_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Again {
+    /// Starts an attempt on a thread of its own, unless one is under way.
+    fn attempt(self: &Arc<Again>) -> anyhow::Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.running.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.tx.send_replace(None);
+        let again = self.clone();
+        let spawned = std::thread::Builder::new().name("origin-open".into()).spawn(move || {
+            let opened = (again.open)().map(Arc::new).map_err(|e| {
+                crate::say_err!("origin: opening the store failed: {e:#}");
+                format!("Origin could not open its store: {e:#}")
+            });
+            *again.ended.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
+            again.running.store(false, Ordering::SeqCst);
+            again.tx.send_replace(Some(opened));
+        });
+        if let Err(e) = spawned {
+            self.running.store(false, Ordering::SeqCst);
+            self.tx.send_replace(Some(Err(format!("Origin could not open its store: no thread could be started ({e})"))));
+            return Err(e.into());
+        }
+        Ok(())
+    }
 }
 
 impl Opening {
     /// An archive already open.
     pub fn ready(archive: Arc<Archive>) -> Opening {
         let (_tx, rx) = tokio::sync::watch::channel(Some(Ok(archive)));
-        Opening { rx, started: std::time::Instant::now() }
+        Opening { rx, started: std::time::Instant::now(), again: None }
     }
 
-    /// Runs `open` on a thread of its own; its failure is what every tool call then answers.
-    pub fn start(open: impl FnOnce() -> anyhow::Result<Archive> + Send + 'static) -> anyhow::Result<Opening> {
+    /// Runs `open` on a thread of its own; its failure is what tool calls then answer, until
+    /// an attempt made at a later call (at most every [`OPEN_RETRY_AFTER`]) opens the store.
+    pub fn start(open: impl Fn() -> anyhow::Result<Archive> + Send + Sync + 'static) -> anyhow::Result<Opening> {
         let (tx, rx) = tokio::sync::watch::channel(None);
-        std::thread::Builder::new().name("origin-open".into()).spawn(move || {
-            let opened = open().map(Arc::new).map_err(|e| {
-                crate::say_err!("origin: opening the store failed: {e:#}");
-                format!("Origin could not open its store: {e:#}")
-            });
-            tx.send_replace(Some(opened));
-        })?;
-        Ok(Opening { rx, started: std::time::Instant::now() })
+        let again = Arc::new(Again {
+            open: Box::new(open),
+            tx,
+            running: std::sync::atomic::AtomicBool::new(false),
+            ended: std::sync::Mutex::new(std::time::Instant::now()),
+        });
+        again.attempt()?;
+        Ok(Opening { rx, started: std::time::Instant::now(), again: Some(again) })
     }
 
     /// A pending opening and the sender that completes it (for tests).
     #[cfg(test)]
     fn pending() -> (tokio::sync::watch::Sender<Opened>, Opening) {
         let (tx, rx) = tokio::sync::watch::channel(None);
-        (tx, Opening { rx, started: std::time::Instant::now() })
+        (tx, Opening { rx, started: std::time::Instant::now(), again: None })
+    }
+
+    /// Why the store could not be opened, if its last attempt failed.
+    pub fn failure(&self) -> Option<String> {
+        match &*self.rx.borrow() {
+            Some(Err(e)) => Some(e.clone()),
+            _ => None,
+        }
     }
 
     /// The archive if it is open now.
@@ -390,8 +443,16 @@ impl Opening {
         }
     }
 
-    /// The archive, waiting for it at most `wait`; the error is the tool error to answer.
+    /// The archive, waiting for it at most `wait`; the error is the tool error to answer. A
+    /// store that could not be opened is tried again first (see [`Again`]).
     pub async fn archive(&self, wait: std::time::Duration) -> Result<Arc<Archive>, ToolError> {
+        if let Some(again) = &self.again
+            && self.failure().is_some()
+            && again.ended.lock().unwrap_or_else(|p| p.into_inner()).elapsed() >= OPEN_RETRY_AFTER
+        {
+            // A thread that cannot be started leaves the failure saying so.
+            let _ = again.attempt();
+        }
         let mut rx = self.rx.clone();
         let waited = tokio::time::timeout(wait, rx.wait_for(Option::is_some)).await;
         match waited {
@@ -986,7 +1047,8 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
         let (opening, merges) = (opening.clone(), merges.clone());
         tokio::spawn(async move {
             let mut rx = opening.rx.clone();
-            if rx.wait_for(Option::is_some).await.is_err() {
+            // Once open (a failed attempt may be followed by one that opens it).
+            if rx.wait_for(|o| matches!(o, Some(Ok(_)))).await.is_err() {
                 return;
             }
             if let Some(archive) = opening.now() {
@@ -1038,7 +1100,10 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                 crate::say_err!("origin: saving the projections snapshot failed ({e}); the next start rebuilds it from the journal");
             }
         }
-        None => crate::say_err!("origin: the client left before the store finished opening; the next start goes on from what was saved"),
+        None => match opening.failure() {
+            Some(why) => crate::say_err!("origin: the session ends with the store not open ({why})"),
+            None => crate::say_err!("origin: the client left before the store finished opening; the next start goes on from what was saved"),
+        },
     }
     // The handler stays installed: a SIGTERM during the work above did not cut it short.
     drop(terminated);
@@ -1129,6 +1194,38 @@ mod tests {
             drop(tx);
             let e = err(opening.archive(std::time::Duration::from_secs(30)).await, "sender gone");
             assert!(e.0.contains("stopped opening"), "{}", e.0);
+        });
+    }
+
+    /// A store that could not be opened is tried again at a later call (not sooner than
+    /// `OPEN_RETRY_AFTER` after the attempt that failed), and opens once it can.
+    #[test]
+    fn a_store_that_could_not_be_opened_is_tried_again_at_a_later_call() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().to_path_buf();
+        let attempts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let opening = {
+            let attempts = attempts.clone();
+            Opening::start(move || {
+                if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                    anyhow::bail!("its lock file is not readable");
+                }
+                Archive::open(&home, None, None, origin_projections::Verify::WhenNeeded)
+            })
+            .expect("start")
+        };
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async {
+            let e = err(opening.archive(std::time::Duration::from_secs(30)).await, "the first attempt fails");
+            assert_eq!(e.0, "Origin could not open its store: its lock file is not readable");
+            let e = err(opening.archive(std::time::Duration::from_secs(30)).await, "too soon to try again");
+            assert!(e.0.contains("not readable"), "{}", e.0);
+            assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 1);
+            tokio::time::sleep(OPEN_RETRY_AFTER).await;
+            let archive = opening.archive(std::time::Duration::from_secs(30)).await;
+            assert!(archive.is_ok(), "opened at the next call");
+            assert!(opening.now().is_some() && opening.failure().is_none());
+            assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
         });
     }
 
