@@ -31,8 +31,9 @@ pub enum Error {
         reason: String,
     },
     /// An earlier write or fsync failed; the kernel may have dropped pages, so nothing more is
-    /// written until the journal is reopened and recovered.
-    #[error("journal refuses writes until reopened: an earlier write failed ({cause})")]
+    /// written until the journal is reopened and recovered (or, for a write that could not be
+    /// cut off, until the tail is judged again a moment later: the cause says which).
+    #[error("journal refuses writes: an earlier write failed ({cause})")]
     Poisoned {
         /// The failure that poisoned the journal.
         cause: String,

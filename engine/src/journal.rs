@@ -612,7 +612,13 @@ impl Journal {
                     self.publish_append(end_pos + buf.len() as u64 - FRAME_OVERHEAD as u64, next_offset, &mut sparse);
                     self.write_view().active.sealed_next = Some(next_offset);
                     self.advance_to_successor(TailMode::Repair)?;
+                    let sealed_at = next_offset;
                     (file, path, end_pos, next_offset, last_sparse) = self.active_state();
+                    // The segment just started is empty (no compaction runs under the store's
+                    // lock; a view read again would have to be caught up before writing).
+                    if next_offset != sealed_at || end_pos != SEGMENT_HEADER_SIZE {
+                        return Err(Error::corrupt(&path, end_pos, format!("the segment after the seal at offset {sealed_at} is not the empty one just started")));
+                    }
                     buf.clear();
                 }
                 let pos = end_pos + buf.len() as u64;
@@ -647,7 +653,8 @@ impl Journal {
     }
 
     /// Writes `buf` at `pos` and syncs it. On failure the bytes are cut off again; if that is
-    /// impossible, or the sync failed, the journal refuses writes until reopened.
+    /// impossible, the journal refuses writes for [`REFUSAL_RETRY_AFTER`]; if the sync failed,
+    /// until reopened.
     fn write_and_sync(&self, file: &dyn VfsFile, path: &Path, pos: u64, buf: &[u8]) -> Result<()> {
         if let Err(e) = file.write_all_at(buf, pos) {
             if let Err(t) = file.set_len(pos) {
@@ -665,15 +672,17 @@ impl Journal {
                 Ok(()) => "the unsynced bytes were cut off".to_owned(),
                 Err(t) => format!("cutting off the unsynced bytes failed too ({t})"),
             };
-            self.refuse(Error::Poisoned { cause: format!("fdatasync of {} failed ({e}); {cut}", path.display()) });
+            self.refuse(Error::Poisoned { cause: format!("fdatasync of {} failed ({e}); {cut}; until the store is opened again", path.display()) });
             return Err(Error::io("fdatasync", path, e));
         }
         Ok(())
     }
 
+    /// Refuses writes for good (in this handle): replaces a refusal that would have been
+    /// lifted, never one for good.
     fn refuse(&self, e: Error) {
         let mut r = guard(&self.refusal);
-        if r.is_none() {
+        if r.as_ref().is_none_or(|r| r.since.is_some()) {
             *r = Some(Refusal { error: e, since: None });
         }
     }
@@ -764,8 +773,20 @@ impl Journal {
                             let mut torn = TornTail { segment: path.clone(), position: pos, size_bytes, copy: None };
                             if mode == TailMode::Repair {
                                 let keep = &buf[rel..rel + (size_bytes.min(TORN_TAIL_COPY_SIZE_MAX) as usize)];
-                                torn.copy = Some(set_aside(&*self.vfs, &self.dir, &path, pos, keep)?);
-                                file.set_len(pos).map_err(|e| Error::io("truncate", &path, e))?;
+                                let copy = set_aside(&*self.vfs, &self.dir, &path, pos, keep)?;
+                                if let Err(e) = file.set_len(pos) {
+                                    // Nothing was cut: the copy is not kept (a segment that stays
+                                    // unwritable would leave one per append), and writes wait.
+                                    let _ = self.vfs.remove_file(&copy);
+                                    let cause = format!(
+                                        "cutting a torn tail at {} byte {pos} failed ({e}); writes are tried again after {} s",
+                                        path.display(),
+                                        REFUSAL_RETRY_AFTER.as_secs()
+                                    );
+                                    self.refuse_for_now(Error::Poisoned { cause });
+                                    return Err(Error::io("truncate", &path, e));
+                                }
+                                torn.copy = Some(copy);
                                 file.sync_data().map_err(|e| Error::io("fdatasync", &path, e))?;
                             }
                             guard(&self.report).torn_tails.push(torn);

@@ -367,18 +367,28 @@ struct Again {
     running: std::sync::atomic::AtomicBool,
     /// When the last attempt ended.
     ended: std::sync::Mutex<std::time::Instant>,
+    /// When the attempt under way (or the last) began.
+    began: std::sync::Mutex<std::time::Instant>,
 }
 
 /// The least time between two attempts to open the store.
 pub const OPEN_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Again {
-    /// Starts an attempt on a thread of its own, unless one is under way.
-    fn attempt(self: &Arc<Again>) -> anyhow::Result<()> {
+    /// Starts an attempt on a thread of its own, unless one is under way, or (`after_failure`)
+    /// the last attempt did not fail: two calls that saw the same failure start one attempt,
+    /// and neither replaces a store another attempt opened meanwhile.
+    fn attempt(self: &Arc<Again>, after_failure: bool) -> anyhow::Result<()> {
         use std::sync::atomic::Ordering;
         if self.running.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
+        // An attempt that ended published its outcome before it let `running` go.
+        if after_failure && !matches!(&*self.tx.borrow(), Some(Err(_))) {
+            self.running.store(false, Ordering::SeqCst);
+            return Ok(());
+        }
+        *self.began.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
         self.tx.send_replace(None);
         let again = self.clone();
         let spawned = std::thread::Builder::new().name("origin-open".into()).spawn(move || {
@@ -387,12 +397,12 @@ impl Again {
                 format!("Origin could not open its store: {e:#}")
             });
             *again.ended.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
-            again.running.store(false, Ordering::SeqCst);
             again.tx.send_replace(Some(opened));
+            again.running.store(false, Ordering::SeqCst);
         });
         if let Err(e) = spawned {
-            self.running.store(false, Ordering::SeqCst);
             self.tx.send_replace(Some(Err(format!("Origin could not open its store: no thread could be started ({e})"))));
+            self.running.store(false, Ordering::SeqCst);
             return Err(e.into());
         }
         Ok(())
@@ -415,8 +425,9 @@ impl Opening {
             tx,
             running: std::sync::atomic::AtomicBool::new(false),
             ended: std::sync::Mutex::new(std::time::Instant::now()),
+            began: std::sync::Mutex::new(std::time::Instant::now()),
         });
-        again.attempt()?;
+        again.attempt(false)?;
         Ok(Opening { rx, started: std::time::Instant::now(), again: Some(again) })
     }
 
@@ -451,7 +462,7 @@ impl Opening {
             && again.ended.lock().unwrap_or_else(|p| p.into_inner()).elapsed() >= OPEN_RETRY_AFTER
         {
             // A thread that cannot be started leaves the failure saying so.
-            let _ = again.attempt();
+            let _ = again.attempt(true);
         }
         let mut rx = self.rx.clone();
         let waited = tokio::time::timeout(wait, rx.wait_for(Option::is_some)).await;
@@ -465,7 +476,7 @@ impl Opening {
             Err(_) => Err(ToolError::new(format!(
                 "Origin is still opening its store ({} s so far): a first start builds its index of the agents' \
                  history, a minute or two per million events. Try this call again shortly.",
-                self.started.elapsed().as_secs()
+                self.again.as_ref().map_or(self.started, |a| *a.began.lock().unwrap_or_else(|p| p.into_inner())).elapsed().as_secs()
             ))),
         }
     }
