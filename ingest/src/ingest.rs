@@ -140,8 +140,58 @@ pub struct Ingester {
     snapshot_use: Mutex<Option<SnapshotUse>>,
     /// The offset the snapshot file reflects, when this ingester loaded or wrote it.
     saved_to: Mutex<Option<u64>>,
-    /// Compressed logs as this process last decoded them ([`Ingester::zstd_unchanged`]).
+    /// Compressed logs as this process last read them ([`ZstdSeen`]).
     zstd_seen: Mutex<HashMap<PathBuf, ZstdSeen>>,
+}
+
+/// Files Origin knows under one path found again under another spelling of it (the agents'
+/// folder reached through a symbolic link, or with `..`): the same file (device and inode)
+/// as one the cursors name, under a path that still names it, is read under that first name,
+/// rather than read again whole under the new one. The files the cursors name are
+/// looked at (one `stat` each) only when a run finds a file they do not name; a file found
+/// twice in one run is read under the first spelling found.
+#[derive(Default)]
+struct Aliases {
+    /// (device, inode) → the log file key or memory file path the cursors know it by.
+    logs: Option<HashMap<(u64, u64), String>>,
+    memory: Option<HashMap<(u64, u64), String>>,
+}
+
+/// A file's device and inode, if it can be looked at.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+impl Aliases {
+    /// The key the cursors know `file` by, when it is not its own (another spelling of its
+    /// path that still names it).
+    fn log_known_as(&mut self, cursors: &Cursors, file: &LogFile) -> Option<String> {
+        if file.format == FileFormat::Export || cursors.files.contains_key(&(file.source.id().to_owned(), file.key.clone())) {
+            return None;
+        }
+        let id = file_id(&file.path)?;
+        let known = self.logs.get_or_insert_with(|| {
+            cursors.files.keys().filter_map(|(_, key)| file_id(Path::new(key)).map(|id| (id, key.clone()))).collect()
+        });
+        // A file found twice in one run, under two spellings, is read under the first.
+        let first = known.entry(id).or_insert_with(|| file.key.clone());
+        (*first != file.key).then(|| first.clone())
+    }
+
+    /// The path the cursors know the memory file at `path` by, when it is not this one.
+    fn memory_known_as(&mut self, cursors: &Cursors, path: &Path) -> Option<String> {
+        let name = path.to_string_lossy();
+        if cursors.memory.contains_key(name.as_ref()) {
+            return None;
+        }
+        let id = file_id(path)?;
+        let known = self.memory.get_or_insert_with(|| {
+            cursors.memory.keys().filter_map(|p| file_id(Path::new(p)).map(|id| (id, p.clone()))).collect()
+        });
+        let first = known.entry(id).or_insert_with(|| name.clone().into_owned());
+        (*first != name).then(|| first.clone())
+    }
 }
 
 /// A compressed log as a run of this process left it: the file's size and modification time
@@ -379,11 +429,20 @@ impl Ingester {
         });
         progress(Progress::Found { files: total.0, total_bytes: total.1 });
         let mut work: Vec<(usize, LogFile)> = Vec::new();
+        let mut aliases = Aliases::default();
         for (ai, (source, files, problems)) in found.into_iter().enumerate() {
             let run = summary.sources.entry(source.id()).or_default();
             run.files_found = files.len() as u64;
             run.problems.extend(problems);
-            work.extend(files.into_iter().filter(|f| only.is_none_or(|o| o.contains(&f.path))).map(|f| (ai, f)));
+            let files = files.into_iter().filter(|f| only.is_none_or(|o| o.contains(&f.path)));
+            // A file known by another spelling of its path is read under that name.
+            let files: Vec<LogFile> = files
+                .map(|f| match aliases.log_known_as(&cursors, &f) {
+                    Some(known) => LogFile { path: PathBuf::from(&known), key: known, ..f },
+                    None => f,
+                })
+                .collect();
+            work.extend(files.into_iter().map(|f| (ai, f)));
         }
         // Files are independent (one cursor each, under the ingest lock): read them on every
         // core. Each worker applies its own records to a copy of the cursors; afterwards the
@@ -409,10 +468,14 @@ impl Ingester {
                                     run.problems.push(format!("skipped {}: {e}", file.key));
                                     run.unread.push(file.path.clone());
                                 }
-                                Err(FileError::Mirror(e)) => run.problems.push(format!(
-                                    "{}: its lines were stored, but its mirror could not be written ({e}); it is written at the next run",
-                                    file.key
-                                )),
+                                Err(FileError::Mirror(e)) => {
+                                    run.problems.push(format!(
+                                        "{}: its lines were stored, but its mirror could not be written ({e}); it is tried again at the next run",
+                                        file.key
+                                    ));
+                                    // Looked at again by the watch too (lines may be left to read).
+                                    run.unread.push(file.path.clone());
+                                }
                             }
                         }
                         Ok(runs)
@@ -433,7 +496,10 @@ impl Ingester {
             let mut unlisted = Vec::new();
             let files = adapter.memory_files(&self.homes, &projects, &mut unlisted);
             run.problems.extend(unlisted);
-            for m in files {
+            for mut m in files {
+                if let Some(known) = aliases.memory_known_as(&cursors, &m.path) {
+                    m.path = PathBuf::from(known);
+                }
                 match self.import_memory(&mut cursors, &m) {
                     Ok(true) => run.memory_versions += 1,
                     Ok(false) => {}
@@ -506,10 +572,7 @@ impl Ingester {
                 Some(Err(why)) => return Err(FileError::Io(io::Error::new(io::ErrorKind::FileTooLarge, why))),
                 Some(Ok(end)) if cursors.files.get(&key).is_some_and(|c| c.byte_end == end) => {
                     let cur = cursors.files.get(&key).cloned().unwrap_or_default();
-                    return self.repair_mirror(&cur).map_err(|e| match e {
-                        FileError::Io(e) => FileError::Mirror(e),
-                        e => e,
-                    });
+                    return self.repair_mirror(&cur).map_err(mirror_problem);
                 }
                 _ => {}
             }
@@ -518,7 +581,8 @@ impl Ingester {
             // decoded); anything else (an open that failed for want of descriptors, a journal
             // that refused the append) is tried again at the next run.
             let outcome = match &result {
-                Ok(()) | Err(FileError::Mirror(_)) => Some(Ok(cursors.files.get(&key).map_or(0, |c| c.byte_end))),
+                // A run that stopped early (its mirror not written) left lines to read.
+                Ok(()) => Some(Ok(cursors.files.get(&key).map_or(0, |c| c.byte_end))),
                 Err(FileError::Io(e)) if e.kind() == io::ErrorKind::FileTooLarge => Some(Err(e.to_string())),
                 Err(_) => None,
             };
@@ -573,10 +637,7 @@ impl Ingester {
         if len == cur.byte_end && same_version {
             // Nothing new; its mirror is made whole all the same (a write that failed at an
             // earlier run is made good now, not when the log next grows).
-            return self.repair_mirror(&cur).map_err(|e| match e {
-                FileError::Io(e) => FileError::Mirror(e),
-                e => e,
-            });
+            return self.repair_mirror(&cur).map_err(mirror_problem);
         }
         adapter.begin(file, &mut state);
         self.repair_mirror(&cur)?;
@@ -868,6 +929,15 @@ enum FileError {
     /// The file's lines were stored, but its mirror could not be written.
     Mirror(io::Error),
     Journal(origin_engine::Error),
+}
+
+/// A failure to make an unchanged log's mirror whole (its lines are stored): said as a
+/// problem of the mirror, never the end of the run (a record that cannot be read is named).
+fn mirror_problem(e: FileError) -> FileError {
+    match e {
+        FileError::Io(e) | FileError::Mirror(e) => FileError::Mirror(e),
+        FileError::Journal(e) => FileError::Mirror(io::Error::other(format!("its records cannot be read: {e}"))),
+    }
 }
 
 impl From<io::Error> for FileError {

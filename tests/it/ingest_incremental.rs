@@ -162,6 +162,35 @@ fn an_agents_home_given_relative_then_absolute_is_read_once() {
     assert!(counts.values().all(|&n| n == 1), "each event once: {counts:?}");
 }
 
+/// The agents' folder reached through a symbolic link (another spelling of the same files'
+/// paths): its logs and memory files are the ones already read, not new ones read again whole
+/// (five spellings of one home gave five copies of every memory item as current entries).
+#[test]
+fn an_agents_home_reached_through_a_link_is_not_read_again() {
+    let w = World::new();
+    std::fs::write(w.log("a.jsonl"), format!("{}\n{}\n", line("l1", "first"), line("l2", "second"))).expect("write");
+    std::fs::write(w.home().join(".claude/CLAUDE.md"), "# Rules\n\n- Run the tests before a commit.\n").expect("write memory");
+    let first = run(&w);
+    assert_eq!((first.sources["claude-code"].events, first.sources["claude-code"].memory_versions), (2, 1), "{first:?}");
+    let link = w.dir.path().join("link");
+    std::os::unix::fs::symlink(w.home(), &link).expect("symlink");
+    let j = Journal::open(w.store().join("journal"), Options::default()).expect("open journal");
+    let through_link = Ingester::new(Arc::new(j), &w.store(), Homes::under(&link));
+    let again = through_link.run(None, &mut |_| {}).expect("ingest");
+    let r = &again.sources["claude-code"];
+    assert_eq!((r.events, r.memory_versions), (0, 0), "nothing read again: {again:?}");
+    // What is new is read, under the name the file was first read by.
+    let mut f = std::fs::OpenOptions::new().append(true).open(w.log("a.jsonl")).expect("open");
+    std::io::Write::write_all(&mut f, format!("{}\n", line("l3", "third")).as_bytes()).expect("append");
+    let more = through_link.run(None, &mut |_| {}).expect("ingest");
+    assert_eq!(more.sources["claude-code"].events, 1);
+    let counts = event_counts(&w.store());
+    assert_eq!(counts.len(), 3, "{counts:?}");
+    assert!(counts.values().all(|&n| n == 1), "{counts:?}");
+    let keys: std::collections::BTreeSet<String> = ingested(&w.store()).iter().map(|r| r.path.clone()).collect();
+    assert_eq!(keys.len(), 1, "one name for the log: {keys:?}");
+}
+
 #[test]
 fn a_log_the_agent_deletes_keeps_its_mirror() {
     let w = World::new();
