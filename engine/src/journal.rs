@@ -1664,6 +1664,44 @@ mod tests {
         }
     }
 
+    /// The bytes a failed write left that cannot be cut when the tail is judged again (the
+    /// segment still unwritable) are not copied aside at each attempt: no copy is kept until
+    /// the cut succeeds, writes waiting a second between attempts; then exactly one.
+    #[test]
+    fn a_torn_tail_that_cannot_be_cut_keeps_no_copy_and_writes_wait() {
+        use crate::sim::Fault;
+        let mut torn_seen = 0;
+        for seed in 0..4 {
+            let fs = SimFs::new(70 + seed);
+            let dir = Path::new("/t/journal");
+            let j = Journal::open_with(Arc::new(fs.clone()), dir, Options::default()).expect("open");
+            j.append(vec![NewRecord::scratch(vec![1; 3000])]).expect("append");
+            fs.inject(fs.ops(), Fault::DiskFull);
+            fs.deny("set_len", 2);
+            assert!(j.append(vec![NewRecord::scratch(vec![2; 3000])]).is_err(), "the write fails");
+            let copies = || fs.list_dir(&dir.join(RECOVERED_DIR_NAME)).map(|v| v.len()).unwrap_or(0);
+            std::thread::sleep(REFUSAL_RETRY_AFTER);
+            match j.append(vec![NewRecord::scratch(vec![3; 3000])]) {
+                Err(e) => {
+                    // Its bytes reached the file: the cut fails again, no copy is kept.
+                    torn_seen += 1;
+                    assert!(e.to_string().contains("truncate"), "seed {seed}: {e}");
+                    assert_eq!(copies(), 0, "seed {seed}: no copy kept of bytes not cut");
+                    let again = j.append(vec![NewRecord::scratch(vec![4; 3000])]).expect_err("waits a second");
+                    assert!(again.to_string().contains("cutting a torn tail"), "seed {seed}: {again}");
+                    std::thread::sleep(REFUSAL_RETRY_AFTER);
+                    assert_eq!(j.append(vec![NewRecord::scratch(vec![5; 3000])]).expect("goes on"), 1..2);
+                    assert_eq!(copies(), 1, "seed {seed}: one copy of the bytes cut");
+                }
+                // No byte of it reached the file: nothing to cut.
+                Ok(r) => assert_eq!(r, 1..2, "seed {seed}"),
+            }
+            drop(j);
+            assert!(crate::verify::verify(&fs, dir).expect("verify").is_clean(), "seed {seed}");
+        }
+        assert!(torn_seen > 0, "no seed left bytes of the failed write");
+    }
+
     #[test]
     fn a_second_handle_sees_records_the_first_appended() {
         let fs = SimFs::new(2);

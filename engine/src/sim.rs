@@ -51,6 +51,8 @@ struct State {
     durable: BTreeMap<PathBuf, BTreeMap<String, NodeRef>>,
     ops: u64,
     faults: HashMap<u64, Fault>,
+    /// Calls of a kind that fail with [`Fault::Denied`], and how many more of them ([`SimFs::deny`]).
+    denied: HashMap<&'static str, u32>,
     /// The kind of each mutating call made (`create`, `write`, `sync_data`, ...), in order.
     kinds: Vec<&'static str>,
     crashed: bool,
@@ -111,7 +113,14 @@ impl State {
         let op = self.ops;
         self.ops += 1;
         self.kinds.push(kind);
-        let fault = self.faults.get(&op).copied();
+        let mut fault = self.faults.get(&op).copied();
+        if fault.is_none()
+            && let Some(n) = self.denied.get_mut(kind)
+            && *n > 0
+        {
+            *n -= 1;
+            fault = Some(Fault::Denied);
+        }
         if fault == Some(Fault::PowerCut) {
             self.crashed = true;
         }
@@ -136,6 +145,7 @@ impl SimFs {
             durable: BTreeMap::new(),
             ops: 0,
             faults: HashMap::new(),
+            denied: HashMap::new(),
             kinds: Vec::new(),
             crashed: false,
             rng: seed,
@@ -147,6 +157,12 @@ impl SimFs {
     /// Injects `fault` at mutating call number `op` (0-based, counted from now on too).
     pub fn inject(&self, op: u64, fault: Fault) {
         lock(&self.state).faults.insert(op, fault);
+    }
+
+    /// Makes the next `count` calls of `kind` (`write` or `set_len`) fail with
+    /// [`Fault::Denied`], whenever they come.
+    pub fn deny(&self, kind: &'static str, count: u32) {
+        lock(&self.state).denied.insert(kind, count);
     }
 
     /// How many mutating calls have been made.
@@ -174,6 +190,7 @@ impl SimFs {
             durable: BTreeMap::new(),
             ops: 0,
             faults: HashMap::new(),
+            denied: HashMap::new(),
             kinds: Vec::new(),
             crashed: false,
             rng: seed,
