@@ -23,6 +23,17 @@ fn json(out: Output) -> Value {
     serde_json::from_slice(&out.stdout).expect("json")
 }
 
+/// The journal's segment files in the store at `home`, in offset order.
+fn segment_files(home: &Path) -> Vec<PathBuf> {
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(home.join("journal"))
+        .expect("journal")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .collect();
+    segments.sort();
+    segments
+}
+
 /// Ingests the sample agents' logs the tests carry into the store at `home`.
 fn ingest_sample(home: &Path) {
     let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home");
@@ -330,12 +341,7 @@ fn the_command_that_cuts_a_torn_tail_says_so_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path();
     ingest_sample(home);
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(home.join("journal"))
-        .expect("journal")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
-        .collect();
-    segments.sort();
+    let segments = segment_files(home);
     let last = segments.last().expect("a segment");
     let before = std::fs::metadata(last).expect("segment").len();
     let mut bytes = std::fs::read(last).expect("segment");
@@ -549,12 +555,7 @@ fn verify_says_whether_the_damage_found_refuses_writes() {
     let home = dir.path();
     let stress = |records: &str| origin(home, &["journal", "stress", "--records", records, "--size", "300", "--segment-size", "16384", "--quiet"]);
     assert!(stress("200").status.success());
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(home.join("journal"))
-        .expect("journal")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
-        .collect();
-    segments.sort();
+    let segments = segment_files(home);
     assert!(segments.len() >= 3, "{segments:?}");
     let flip = |segment: &Path| {
         let mut bytes = std::fs::read(segment).expect("read");
