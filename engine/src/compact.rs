@@ -43,36 +43,20 @@ pub fn compact(vfs: Arc<dyn Vfs>, dir: &Path, segment_size_bytes_max: u64) -> Re
     }
     let lock_path = dir.join(LOCK_FILE_NAME);
     let _lock = vfs.lock(&lock_path, LockMode::Exclusive).map_err(|e| Error::io("lock", &lock_path, e))?;
-    // What an interrupted compaction left is removed first, as a read-write open removes it:
-    // its unfinished merged file, and segments a merged one renamed into place covers.
-    let names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
-    let mut tidied = false;
-    for name in names.iter().filter(|n| n.ends_with(".compact")) {
-        let p = dir.join(name);
-        vfs.remove_file(&p).map_err(|e| Error::io("remove leftover", &p, e))?;
-        tidied = true;
-    }
-    let mut before = walk_inner(&*vfs, dir, false, |_| Ok(()))?;
-    if !before.leftovers.is_empty() && before.damage.is_empty() {
-        for path in &before.leftovers {
-            vfs.remove_file(path).map_err(|e| Error::io("remove leftover", path, e))?;
-            let idx = path.with_extension("idx");
-            if vfs.exists(&idx).unwrap_or(false) {
-                vfs.remove_file(&idx).map_err(|e| Error::io("remove leftover", &idx, e))?;
-            }
-        }
-        tidied = true;
-        before = walk_inner(&*vfs, dir, false, |_| Ok(()))?;
-    }
-    if tidied {
-        vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
-    }
+    // What an interrupted compaction left is removed first, as a read-write open removes it
+    // (this holds the same exclusive lock).
+    let refused = |segment: PathBuf, position: u64, reason: &str| Error::Corrupt {
+        segment,
+        position,
+        reason: format!("{reason} (compaction refuses a damaged journal: run `origin journal salvage`)"),
+    };
+    crate::journal::tidy(&*vfs, dir).map_err(|e| match e {
+        Error::Corrupt { segment, position, reason } => refused(segment, position, &reason),
+        e => e,
+    })?;
+    let before = walk_inner(&*vfs, dir, false, |_| Ok(()))?;
     if let Some(d) = before.damage.first() {
-        return Err(Error::Corrupt {
-            segment: d.segment.clone(),
-            position: d.position,
-            reason: format!("{} (compaction refuses a damaged journal: run `origin journal salvage`)", d.reason),
-        });
+        return Err(refused(d.segment.clone(), d.position, &d.reason));
     }
     let mut report = CompactReport {
         segments_before: before.segments.len(),

@@ -1234,6 +1234,14 @@ pub(crate) fn find_seal(bytes: &[u8], path: &Path) -> Result<(u64, u64)> {
     }
 }
 
+/// Removes, as a read-write open does, what an interrupted compaction or a crash left in the
+/// journal in `dir` (unfinished `.tmp` and `.compact` files, segments a merged one covers, a
+/// last segment whose creation was cut short), for a caller holding the store's exclusive
+/// lock (`journal compact`).
+pub(crate) fn tidy(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    load_view(vfs, dir, &Options::default(), true, &mut OpenReport::default(), &mut Vec::new()).map(drop)
+}
+
 /// The segments of the journal in `dir` as a view: every sealed segment mapped (its index
 /// loaded, or built from its frames), the last one to be read on from its header. `tidy` (a
 /// writer's open, under the store's exclusive lock): files an interrupted compaction or a crash

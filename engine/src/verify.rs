@@ -118,7 +118,7 @@ pub(crate) fn walk_inner(
     // holds the exclusive lock, replaces and removes files: a listing taken while it runs, or
     // before it, would name files gone by the time they are read). Every segment but the last
     // is mapped then, the last opened: what they hold stays readable, removed or not.
-    let (bases, mut maps, last_file) = {
+    let (bases, maps, last_file) = {
         let _lock = if lock_last { Some(lock()?) } else { None };
         let names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
         let mut bases: Vec<u64> = names.iter().filter_map(|n| parse_segment_file_name(n)).collect();
@@ -130,12 +130,14 @@ pub(crate) fn walk_inner(
         for &base in sealed {
             let path = dir.join(crate::segment::segment_file_name(base));
             let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
-            maps.push(Some(file.map().map_err(|e| Error::io("map", &path, e))?));
+            maps.push(file.map().map_err(|e| Error::io("map", &path, e))?);
         }
         let path = dir.join(crate::segment::segment_file_name(last));
         let last_file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
         (bases, maps, last_file)
     };
+    // Each map is let go once its segment is walked.
+    let mut maps = maps.into_iter();
     let mut report = VerifyReport { dir: dir.to_path_buf(), ..Default::default() };
     // Every journal starts at offset 0 (see `Journal::open`).
     let mut expected: u64 = 0;
@@ -157,8 +159,7 @@ pub(crate) fn walk_inner(
             };
             &bytes
         } else {
-            // Let go of each map once walked.
-            mapped = maps[i].take().ok_or_else(|| Error::Invalid(format!("segment {} walked twice", path.display())))?;
+            mapped = maps.next().ok_or_else(|| Error::Invalid(format!("segment {} was not mapped", path.display())))?;
             &mapped
         };
         report.bytes += data.len() as u64;

@@ -570,11 +570,12 @@ impl Ingester {
             let seen = guard(&self.zstd_seen).get(&file.path).cloned().filter(|z| z.size == size && z.modified == modified);
             match seen.map(|z| z.outcome) {
                 Some(Err(why)) => return Err(FileError::Io(io::Error::new(io::ErrorKind::FileTooLarge, why))),
-                Some(Ok(end)) if cursors.files.get(&key).is_some_and(|c| c.byte_end == end) => {
-                    let cur = cursors.files.get(&key).cloned().unwrap_or_default();
-                    return self.repair_mirror(&cur).map_err(mirror_problem);
+                Some(Ok(end)) => {
+                    if let Some(cur) = cursors.files.get(&key).filter(|c| c.byte_end == end) {
+                        return self.repair_mirror(cur).map_err(mirror_problem);
+                    }
                 }
-                _ => {}
+                None => {}
             }
             let result = self.ingest_decoded(cursors, adapter, file, run, progress, window_buf);
             // Kept: where it was read to, or a refusal its bytes alone decide (too large once
