@@ -144,16 +144,29 @@ pub struct Ingester {
     zstd_seen: Mutex<HashMap<PathBuf, ZstdSeen>>,
 }
 
-/// Files Origin knows under one path found again under another spelling of it (the agents'
-/// folder reached through a symbolic link, or with `..`): the same file (device and inode)
-/// as one the cursors name, under a path that still names it, is read under that first name,
-/// rather than read again whole under the new one. The files the cursors name are
-/// looked at (one `stat` each) only when a run finds a file they do not name; a file found
-/// twice in one run is read under the first spelling found.
+/// Files Origin knows under one name found again under another, read under the first name
+/// rather than read again whole under the new one:
+/// - another spelling of a path that still names the file (the agents' folder reached through
+///   a symbolic link, or with `..`): the same file (device and inode) as one the cursors name;
+/// - a log its agent moved (Codex archives a rollout into `archived_sessions/`, compresses a
+///   cold one to `….jsonl.zst` and deletes the plain file, and writes it plain again when the
+///   thread is resumed): a file the cursors do not name, with the file name (less `.zst`) of a
+///   log of the same agent whose path no longer exists, and that log's beginning (the first
+///   bytes its cursor hashed). Read under the old name, only its new lines are read, and its
+///   mirror stays one file; its records name the old path, where the lines were first read.
+///
+/// The files the cursors name are looked at only when a run finds a file they do not name; a
+/// file found twice in one run is read under the first spelling found, and a moved log is
+/// taken up by one file per run.
 #[derive(Default)]
 struct Aliases {
-    /// (device, inode) → the log file key or memory file path the cursors know it by.
-    logs: Option<HashMap<(u64, u64), String>>,
+    /// (device, inode) → the key the cursors know the log file by, and the path to read it at.
+    logs: Option<HashMap<(u64, u64), (String, PathBuf)>>,
+    /// (source, file name less `.zst`) → the keys of the logs the cursors know by that name.
+    names: Option<HashMap<(String, String), Vec<String>>>,
+    /// Keys of moved logs a file of this run is read under.
+    taken: HashSet<String>,
+    /// (device, inode) → the memory file path the cursors know it by.
     memory: Option<HashMap<(u64, u64), String>>,
 }
 
@@ -163,20 +176,86 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// A log's file name less `.zst`: what stays when its agent moves or compresses it.
+fn log_name(key: &str) -> &str {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    name.strip_suffix(".zst").unwrap_or(name)
+}
+
+/// The first `n` bytes of a log file as its lines read (decoded when compressed), fewer when
+/// it is shorter.
+fn log_head(file: &LogFile, n: u64) -> io::Result<Vec<u8>> {
+    let f = File::open(&file.path)?;
+    let mut out = Vec::new();
+    match file.format {
+        FileFormat::ZstdLines => zstd::Decoder::new(f)?.take(n).read_to_end(&mut out)?,
+        FileFormat::Lines | FileFormat::Export => f.take(n).read_to_end(&mut out)?,
+    };
+    Ok(out)
+}
+
 impl Aliases {
-    /// The key the cursors know `file` by, when it is not its own (another spelling of its
-    /// path that still names it).
-    fn log_known_as(&mut self, cursors: &Cursors, file: &LogFile) -> Option<String> {
+    /// `file` as it is to be read: under the name the cursors know it by, when that is not its
+    /// own.
+    fn log_read_as(&mut self, cursors: &Cursors, file: LogFile) -> LogFile {
         if file.format == FileFormat::Export || cursors.files.contains_key(&(file.source.id().to_owned(), file.key.clone())) {
-            return None;
+            return file;
         }
-        let id = file_id(&file.path)?;
+        let id = file_id(&file.path);
         let known = self.logs.get_or_insert_with(|| {
-            cursors.files.keys().filter_map(|(_, key)| file_id(Path::new(key)).map(|id| (id, key.clone()))).collect()
+            cursors.files.keys().filter_map(|(_, key)| file_id(Path::new(key)).map(|id| (id, (key.clone(), PathBuf::from(key))))).collect()
         });
+        if let Some((key, path)) = id.and_then(|id| known.get(&id)) {
+            return LogFile { key: key.clone(), path: path.clone(), ..file };
+        }
+        let file = match self.moved_from(cursors, &file) {
+            Some(old) => LogFile { key: old, ..file },
+            None => file,
+        };
         // A file found twice in one run, under two spellings, is read under the first.
-        let first = known.entry(id).or_insert_with(|| file.key.clone());
-        (*first != file.key).then(|| first.clone())
+        if let (Some(id), Some(known)) = (id, self.logs.as_mut()) {
+            known.insert(id, (file.key.clone(), file.path.clone()));
+        }
+        file
+    }
+
+    /// The key of the log `file` is, moved by its agent: of the candidates (same agent, same
+    /// name, path gone, same beginning), the one read furthest.
+    fn moved_from(&mut self, cursors: &Cursors, file: &LogFile) -> Option<String> {
+        let source = file.source.id();
+        let names = self.names.get_or_insert_with(|| {
+            let mut names: HashMap<(String, String), Vec<String>> = HashMap::new();
+            for (s, key) in cursors.files.keys() {
+                names.entry((s.clone(), log_name(key).to_owned())).or_default().push(key.clone());
+            }
+            names
+        });
+        let candidates = names.get(&(source.to_owned(), log_name(&file.key).to_owned()))?;
+        let mut head: Option<Vec<u8>> = None;
+        let mut best: Option<(&String, &FileCursor)> = None;
+        for key in candidates {
+            let gone = matches!(std::fs::symlink_metadata(key), Err(e) if e.kind() == io::ErrorKind::NotFound);
+            let Some(cur) = cursors.files.get(&(source.to_owned(), key.clone())) else { continue };
+            if !gone || cur.byte_end == 0 || self.taken.contains(key) {
+                continue;
+            }
+            if head.is_none() {
+                // A file that cannot be read is not anyone's: its run says why.
+                head = Some(log_head(file, PREFIX_HASH_BYTES).ok()?);
+            }
+            let head = head.as_deref().unwrap_or_default();
+            let n = cur.byte_end.min(PREFIX_HASH_BYTES) as usize;
+            if head.len() < n || u64::from(crc32fast::hash(&head[..n])) != cur.prefix_hash {
+                continue;
+            }
+            let further = |b: &FileCursor| (b.byte_end, b.offsets.last().copied());
+            if best.is_none_or(|(_, b)| further(cur) > further(b)) {
+                best = Some((key, cur));
+            }
+        }
+        let (key, _) = best?;
+        self.taken.insert(key.clone());
+        Some(key.clone())
     }
 
     /// The path the cursors know the memory file at `path` by, when it is not this one.
@@ -435,13 +514,9 @@ impl Ingester {
             run.files_found = files.len() as u64;
             run.problems.extend(problems);
             let files = files.into_iter().filter(|f| only.is_none_or(|o| o.contains(&f.path)));
-            // A file known by another spelling of its path is read under that name.
-            let files: Vec<LogFile> = files
-                .map(|f| match aliases.log_known_as(&cursors, &f) {
-                    Some(known) => LogFile { path: PathBuf::from(&known), key: known, ..f },
-                    None => f,
-                })
-                .collect();
+            // A file known by another name (another spelling of its path, or moved by its
+            // agent) is read under that name.
+            let files: Vec<LogFile> = files.map(|f| aliases.log_read_as(&cursors, f)).collect();
             work.extend(files.into_iter().map(|f| (ai, f)));
         }
         // Files are independent (one cursor each, under the ingest lock): read them on every

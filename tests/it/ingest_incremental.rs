@@ -426,3 +426,130 @@ fn a_rewound_grok_transcript_keeps_the_ids_of_the_lines_it_kept() {
         assert_eq!(event_text(&w, &format!("{p}:{line}")), text, "{line}");
     }
 }
+
+/// A Codex home in a temporary folder, its store, and the lines of a fixture rollout.
+struct CodexWorld {
+    dir: tempfile::TempDir,
+    lines: Vec<String>,
+}
+
+const ROLLOUT: &str = "rollout-2026-10-20T16-05-40-019a0f40-1b55-7a32-8c07-93d2e6f1b4a8.jsonl";
+
+impl CodexWorld {
+    fn new() -> CodexWorld {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home/.codex/sessions/2026/10/20").join(ROLLOUT);
+        let text = std::fs::read_to_string(fixture).expect("fixture");
+        let lines = text.lines().map(str::to_owned).collect();
+        CodexWorld { dir, lines }
+    }
+    /// `folder` below `.codex`, made.
+    fn folder(&self, folder: &str) -> PathBuf {
+        let path = self.dir.path().join("home/.codex").join(folder);
+        std::fs::create_dir_all(&path).expect("mkdir");
+        path
+    }
+    /// The rollout's first `n` lines, each with its newline.
+    fn first(&self, n: usize) -> String {
+        self.lines[..n].iter().map(|l| format!("{l}\n")).collect()
+    }
+    fn store(&self) -> PathBuf {
+        self.dir.path().join("store")
+    }
+    fn run(&self) -> origin_ingest::SourceRun {
+        let j = Journal::open(self.store().join("journal"), Options::default()).expect("open journal");
+        let summary = Ingester::new(Arc::new(j), &self.store(), Homes::under(&self.dir.path().join("home"))).run(None, &mut |_| {}).expect("ingest");
+        let codex = summary.sources["codex"].clone();
+        assert!(codex.problems.is_empty(), "{:?}", codex.problems);
+        codex
+    }
+    /// The log keys the store's records name, and every event's count.
+    fn keys_and_counts(&self) -> (std::collections::BTreeSet<String>, HashMap<String, usize>) {
+        (ingested(&self.store()).iter().map(|r| r.path.clone()).collect(), event_counts(&self.store()))
+    }
+    /// The bytes of the mirror the store's cursors name for the rollout (one key).
+    fn mirror(&self) -> Vec<u8> {
+        let j = Journal::open(self.store().join("journal"), Options::default()).expect("open journal");
+        let ing = Ingester::new(Arc::new(j), &self.store(), Homes::under(&self.dir.path().join("home")));
+        let cursors = ing.cursors().expect("cursors");
+        let mut rollouts = cursors.files.iter().filter(|((_, key), _)| key.contains("rollout-"));
+        let (_, cur) = rollouts.next().expect("a rollout's cursor");
+        assert!(rollouts.next().is_none(), "one cursor for the rollout");
+        ing.mirrors().read(&cur.mirror).expect("mirror")
+    }
+}
+
+fn zstd_of(text: &str) -> Vec<u8> {
+    zstd::encode_all(text.as_bytes(), 3).expect("compress")
+}
+
+/// Codex moves its rollouts: compresses a cold one to `….jsonl.zst` and deletes the plain file,
+/// archives one into `archived_sessions/`, and writes it plain again when the thread resumes.
+/// Each time the log is read under the name it was first read by: only new lines are read, the
+/// records name one file, every event is stored once, and the one mirror holds every line.
+#[test]
+fn a_log_its_agent_moves_or_compresses_is_read_under_its_first_name() {
+    let w = CodexWorld::new();
+    let day = w.folder("sessions/2026/10/20");
+    let plain = day.join(ROLLOUT);
+    std::fs::write(&plain, w.first(8)).expect("write");
+    let first = w.run();
+    assert!(first.events > 0, "{first:?}");
+    let (keys, counts) = w.keys_and_counts();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+
+    // Compressed when cold, the plain file deleted.
+    let zst = day.join(format!("{ROLLOUT}.zst"));
+    std::fs::write(&zst, zstd_of(&w.first(8))).expect("write zst");
+    std::fs::remove_file(&plain).expect("delete plain");
+    let compressed = w.run();
+    assert_eq!((compressed.events, compressed.lines), (0, 0), "nothing read again: {compressed:?}");
+    assert_eq!(w.keys_and_counts(), (keys.clone(), counts.clone()));
+
+    // Archived, still compressed.
+    let archived = w.folder("archived_sessions").join(format!("{ROLLOUT}.zst"));
+    std::fs::rename(&zst, &archived).expect("archive");
+    let moved = w.run();
+    assert_eq!((moved.events, moved.lines), (0, 0), "nothing read again: {moved:?}");
+    assert_eq!(w.keys_and_counts(), (keys.clone(), counts.clone()));
+
+    // Resumed: written plain again with the thread's new lines, where the archive keeps it.
+    std::fs::remove_file(&archived).expect("delete zst");
+    std::fs::write(w.folder("archived_sessions").join(ROLLOUT), w.first(11)).expect("write resumed");
+    let resumed = w.run();
+    assert_eq!(resumed.lines, 3, "only the new lines: {resumed:?}");
+    let (keys_after, counts_after) = w.keys_and_counts();
+    assert_eq!(keys_after, keys, "the records name the file first read");
+    assert!(counts_after.len() > counts.len(), "the new lines' events: {counts_after:?}");
+    assert!(counts_after.values().all(|&n| n == 1), "every event once: {counts_after:?}");
+    assert_eq!(String::from_utf8(w.mirror()).expect("utf-8"), w.first(11), "one mirror holds every line");
+}
+
+/// What is not a moved log is read as its own: a file of the same name whose beginning is
+/// another's, and a copy whose first path still names a file.
+#[test]
+fn a_log_of_a_known_name_is_read_as_its_own_unless_it_is_the_known_one_moved() {
+    let w = CodexWorld::new();
+    let day = w.folder("sessions/2026/10/20");
+    std::fs::write(day.join(ROLLOUT), w.first(8)).expect("write");
+    let first = w.run();
+    // A copy in the archive, the first still there: its own.
+    std::fs::write(w.folder("archived_sessions").join(ROLLOUT), w.first(8)).expect("copy");
+    let copy = w.run();
+    assert_eq!(copy.lines, 8, "a copy is read: {copy:?}");
+    assert_eq!(w.keys_and_counts().0.len(), 2);
+
+    let w = CodexWorld::new();
+    let day = w.folder("sessions/2026/10/20");
+    std::fs::write(day.join(ROLLOUT), w.first(8)).expect("write");
+    w.run();
+    // The first gone; a file of its name in another folder beginning otherwise: its own.
+    std::fs::remove_file(day.join(ROLLOUT)).expect("delete");
+    let other: String = w.first(11).replacen("Find every place", "Find each place", 1);
+    assert_ne!(other, w.first(11));
+    std::fs::write(w.folder("sessions/2026/10/21").join(ROLLOUT), &other).expect("write other");
+    let read = w.run();
+    assert_eq!(read.lines, 11, "another log of that name is read whole: {read:?}");
+    assert_eq!(w.keys_and_counts().0.len(), 2);
+    assert_eq!(first.lines, 8);
+}
