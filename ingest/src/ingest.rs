@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -15,6 +14,7 @@ use origin_engine::{Journal, NewRecord};
 use serde_json::Value;
 
 use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, State};
+use crate::bytes::Bytes;
 use crate::cursor::{memory_hash, Cursors, FileCursor};
 use crate::limits::{BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL};
 use crate::memory;
@@ -23,7 +23,7 @@ use crate::snapshot::{self, SnapshotUse};
 use crate::source::{Homes, Source};
 
 /// Bytes of a file version's beginning whose hash tells a rewritten file from a grown one.
-const PREFIX_HASH_BYTES: u64 = 4096;
+const PREFIX_HASH_BYTES: u64 = crate::bytes::HEAD_BYTES;
 /// Bytes read from a log file per step.
 const WINDOW_BYTES: u64 = 32 * 1024 * 1024;
 /// State key: byte where the line that a record ended inside of began.
@@ -312,55 +312,6 @@ pub fn new_entry_id() -> String {
     format!("ent_{}", random_hex(8))
 }
 
-/// The bytes of a log file version, on disk or in memory.
-enum Bytes {
-    Disk(File, u64),
-    Mem(Vec<u8>),
-}
-
-impl Bytes {
-    fn len(&self) -> u64 {
-        match self {
-            Bytes::Disk(_, n) => *n,
-            Bytes::Mem(v) => v.len() as u64,
-        }
-    }
-
-    fn read(&self, pos: u64, len: u64) -> io::Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        self.read_into(pos, len, &mut buf)?;
-        Ok(buf)
-    }
-
-    /// Reads `len` bytes at `pos` into `buf` (reused: it grows, and is zeroed, only past its
-    /// largest size so far).
-    fn read_into(&self, pos: u64, len: u64, buf: &mut Vec<u8>) -> io::Result<()> {
-        match self {
-            Bytes::Disk(f, _) => {
-                buf.resize(len as usize, 0);
-                let mut done = 0;
-                while done < buf.len() {
-                    let n = f.read_at(&mut buf[done..], pos + done as u64)?;
-                    if n == 0 {
-                        // The file shrank while being read: what was read so far is still whole.
-                        buf.truncate(done);
-                        break;
-                    }
-                    done += n;
-                }
-                Ok(())
-            }
-            Bytes::Mem(v) => {
-                let start = (pos as usize).min(v.len());
-                let end = ((pos + len) as usize).min(v.len());
-                buf.clear();
-                buf.extend_from_slice(&v[start..end]);
-                Ok(())
-            }
-        }
-    }
-}
-
 impl Ingester {
     /// An ingester for the store at `origin_home`, whose journal is `journal`, reading the
     /// agents' folders in `homes`.
@@ -609,15 +560,7 @@ impl Ingester {
                 let len = f.metadata()?.len();
                 Ok(Bytes::Disk(f, len))
             }
-            FileFormat::ZstdLines => {
-                let f = File::open(&file.path)?;
-                let mut out = Vec::new();
-                zstd::Decoder::new(f)?.take(DECODED_LOG_SIZE_BYTES_MAX + 1).read_to_end(&mut out)?;
-                if out.len() as u64 > DECODED_LOG_SIZE_BYTES_MAX {
-                    return Err(io::Error::new(io::ErrorKind::FileTooLarge, format!("decompresses to more than {DECODED_LOG_SIZE_BYTES_MAX} bytes")));
-                }
-                Ok(Bytes::Mem(out))
-            }
+            FileFormat::ZstdLines => Bytes::zstd(&file.path, DECODED_LOG_SIZE_BYTES_MAX),
             FileFormat::Export => {
                 let out = adapter.export(file)?;
                 if out.len() as u64 > DECODED_LOG_SIZE_BYTES_MAX {
@@ -795,7 +738,7 @@ impl Ingester {
                 // The current line does not fit in a window. Record its bytes so far (raw only)
                 // once its newline is in the file; until then it waits like any last line.
                 if !giant {
-                    if !newline_after(&bytes, window_end, len)? {
+                    if !bytes.newline_after(window_end, len, WINDOW_BYTES)? {
                         self.mirrors.write_tail(&cur.mirror, &bytes.read(pos, len - pos)?).map_err(FileError::Io)?;
                         break;
                     }
@@ -1039,20 +982,6 @@ impl Batch {
 }
 
 /// True if a newline occurs in `bytes[from..len]`.
-fn newline_after(bytes: &Bytes, mut from: u64, len: u64) -> io::Result<bool> {
-    while from < len {
-        let w = bytes.read(from, (len - from).min(WINDOW_BYTES))?;
-        if w.is_empty() {
-            return Ok(false);
-        }
-        if memchr::memchr(b'\n', &w).is_some() {
-            return Ok(true);
-        }
-        from += w.len() as u64;
-    }
-    Ok(false)
-}
-
 fn extend_head(mut head: Vec<u8>, more: &[u8]) -> Vec<u8> {
     let room = (PREFIX_HASH_BYTES as usize).saturating_sub(head.len());
     head.extend_from_slice(&more[..room.min(more.len())]);

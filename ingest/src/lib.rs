@@ -13,6 +13,7 @@
 //! panic, never a reason to stop other files.
 
 pub mod adapter;
+pub mod bytes;
 pub mod cursor;
 pub mod freshness;
 pub mod ingest;

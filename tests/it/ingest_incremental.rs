@@ -553,3 +553,50 @@ fn a_log_of_a_known_name_is_read_as_its_own_unless_it_is_the_known_one_moved() {
     assert_eq!(w.keys_and_counts().0.len(), 2);
     assert_eq!(first.lines, 8);
 }
+
+/// A Codex user message line saying `text`.
+fn codex_user(text: &str) -> String {
+    format!(
+        r#"{{"timestamp":"2026-10-20T14:05:40.016Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":{}}}]}}}}"#,
+        serde_json::to_string(text).expect("json")
+    )
+}
+
+/// A Codex tool output line of about `n` bytes.
+fn codex_output(n: usize) -> String {
+    let output: String = (0..n).map(|i| if i % 97 == 96 { '\n' } else { (b'a' + (i % 23) as u8) as char }).collect();
+    format!(
+        r#"{{"timestamp":"2026-10-20T14:05:42.316Z","type":"response_item","payload":{{"type":"function_call_output","call_id":"c1","output":{}}}}}"#,
+        serde_json::to_string(&output).expect("json")
+    )
+}
+
+/// A compressed log larger than ingest's read window, decoded as it is read: its lines of a
+/// megabyte or more cross the windows' edges, one line longer than a window is kept raw and
+/// counted as cut, and the mirror gives back every decoded byte. Written again with more lines
+/// (as Codex does when a thread resumes and goes cold again), only those are read.
+#[test]
+fn a_compressed_log_larger_than_a_read_window_is_read_whole_and_then_only_its_new_lines() {
+    let w = CodexWorld::new();
+    let day = w.folder("sessions/2026/10/20");
+    let mut lines = vec![w.lines[0].clone(), codex_user("before the long outputs")];
+    lines.extend((0..20).map(|i| codex_output(1_000_000 + i * 7_919)));
+    lines.push(codex_output(33 * 1024 * 1024));
+    lines.push(codex_user("after the longest output"));
+    let text = |lines: &[String]| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let zst = day.join(format!("{ROLLOUT}.zst"));
+    std::fs::write(&zst, zstd_of(&text(&lines))).expect("write");
+    let first = w.run();
+    assert_eq!((first.lines, first.cut), (lines.len() as u64, 1), "{first:?}");
+    assert_eq!(first.events, 22, "the two messages and the twenty outputs: {first:?}");
+    assert_eq!(w.mirror(), text(&lines).into_bytes(), "the mirror holds every decoded byte");
+    let after = ingested(&w.store()).into_iter().flat_map(|r| r.events).find(|e| e.text == "after the longest output").expect("the last message");
+    assert_eq!(after.line, lines.len() as u64, "its line number counts every line before it");
+
+    lines.push(codex_user("resumed, then cold again"));
+    lines.push(codex_output(2_000_000));
+    std::fs::write(&zst, zstd_of(&text(&lines))).expect("write again");
+    let again = w.run();
+    assert_eq!((again.lines, again.events), (2, 2), "only the new lines: {again:?}");
+    assert_eq!(w.mirror(), text(&lines).into_bytes());
+}
