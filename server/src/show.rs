@@ -67,6 +67,11 @@ pub fn body_summary(body: &Body) -> String {
     }
 }
 
+/// `1 entry`, `2 entries`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// A tool result for a person: entries and events as short blocks, anything else as
 /// indented JSON.
 pub fn readable(v: &Value) -> String {
@@ -77,20 +82,30 @@ pub fn readable(v: &Value) -> String {
     };
     let field = |o: &Value, k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     if let (Some(entries), Some(events)) = (v.get("entries").and_then(Value::as_array), v.get("events").and_then(Value::as_array)) {
-        line(&mut out, format!("{} entries, {} events", entries.len(), events.len()));
+        // A partial match (`"match": "partial"`) lacks some of the query's words: said on its
+        // line and counted in the heading, so that no reader takes it for a full match.
+        let partial = |e: &Value| e.get("match").and_then(Value::as_str) == Some("partial");
+        let mark = |e: &Value| if partial(e) { "  (partial match: not every word)" } else { "" };
+        let partials = entries.iter().chain(events).filter(|e| partial(e)).count();
+        let mut heading = format!("{}, {}", count(entries.len(), "entry", "entries"), count(events.len(), "event", "events"));
+        if partials > 0 {
+            let all = entries.len() + events.len() - partials;
+            heading.push_str(&format!(" ({all} with every word, {partials} partial)"));
+        }
+        line(&mut out, heading);
         for e in entries {
-            line(&mut out, format!("\n{}  {}  {}  {}", field(e, "id"), field(e, "kind"), field(e, "created"), field(e, "author")));
+            line(&mut out, format!("\n{}  {}  {}  {}{}", field(e, "id"), field(e, "kind"), field(e, "created"), field(e, "author"), mark(e)));
             line(&mut out, format!("  {}", field(e, "text")));
         }
         for e in events {
             let text = e.get("snippet").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| field(e, "text"));
-            line(&mut out, format!("\n{}  {}  {} {}", field(e, "id"), field(e, "time"), field(e, "role"), field(e, "kind")));
+            line(&mut out, format!("\n{}  {}  {} {}{}", field(e, "id"), field(e, "time"), field(e, "role"), field(e, "kind"), mark(e)));
             line(&mut out, format!("  {}", text.replace('\n', " ")));
         }
         return out;
     }
     if let Some(sessions) = v.get("sessions").and_then(Value::as_array) {
-        line(&mut out, format!("{} sessions", sessions.len()));
+        line(&mut out, count(sessions.len(), "session", "sessions"));
         for s in sessions {
             let title = s.get("title").and_then(Value::as_str).or_else(|| s.get("prompt").and_then(Value::as_str)).unwrap_or("(untitled)");
             line(
@@ -121,5 +136,26 @@ mod tests {
         assert_eq!(bytes(1536), "1.5 KiB");
         assert_eq!(bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
         assert_eq!(time(1_760_951_550_123), "2025-10-20T09:12:30.123Z");
+    }
+
+    /// Partial matches are told apart from full ones in what a person reads (the JSON says
+    /// `"match"`), and counts read as English.
+    #[test]
+    fn a_search_for_a_person_marks_partial_matches() {
+        let event = |id: &str, m: &str| json!({"id": id, "time": "t", "role": "user", "kind": "message", "snippet": "the [redis] cache", "match": m});
+        let v = json!({
+            "entries": [{"id": "ent_1", "kind": "memory", "created": "c", "author": "a", "text": "redis", "match": "partial"}],
+            "events": [event("e1", "all"), event("e2", "partial")],
+        });
+        let out = readable(&v);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "1 entry, 2 events (1 with every word, 2 partial)", "{out}");
+        let marked: Vec<&str> = lines.iter().filter(|l| l.ends_with("(partial match: not every word)")).copied().collect();
+        assert_eq!(marked.len(), 2, "{out}");
+        assert!(marked[0].starts_with("ent_1") && marked[1].starts_with("e2"), "{out}");
+        let full = readable(&json!({"entries": [], "events": [event("e1", "all")]}));
+        assert_eq!(full.lines().next(), Some("0 entries, 1 event"), "{full}");
+        assert!(!full.contains("partial"), "{full}");
+        assert_eq!(readable(&json!({"sessions": [{"session": "s"}]})).lines().next(), Some("1 session"));
     }
 }
