@@ -148,20 +148,26 @@ pub struct Ingester {
 /// rather than read again whole under the new one:
 /// - another spelling of a path that still names the file (the agents' folder reached through
 ///   a symbolic link, or with `..`): the same file (device and inode) as one the cursors name;
-/// - a log its agent moved (Codex archives a rollout into `archived_sessions/`, compresses a
-///   cold one to `….jsonl.zst` and deletes the plain file, and writes it plain again when the
-///   thread is resumed): a file the cursors do not name, with the file name (less `.zst`) of a
-///   log of the same agent whose path no longer exists, and that log's beginning (the first
-///   bytes its cursor hashed). Read under the old name, only its new lines are read, and its
-///   mirror stays one file; its records name the old path, where the lines were first read.
+/// - a log its agent moved, for agents that move logs under the same file name
+///   ([`Adapter::logs_move`]: Codex compresses a cold rollout to `….jsonl.zst` and deletes the
+///   plain file, archives rollouts into `archived_sessions/`, and writes one plain again beside
+///   its `.zst` when the thread resumes): a file the cursors do not name, with the file name
+///   (less `.zst`) of a log of the same agent whose path no longer exists (or is the `.zst`
+///   twin that discovery passes over while the plain file exists), and that log's beginning
+///   (the first bytes its cursor hashed). Read under the old name, only its new lines are
+///   read, and its mirror stays one file (a later version's too); its records name the path
+///   where the log was first read.
 ///
-/// The files the cursors name are looked at only when a run finds a file they do not name; a
-/// file found twice in one run is read under the first spelling found, and a moved log is
-/// taken up by one file per run.
+/// A moved log is looked for by its name first (one look at each known path of that name, and
+/// its first 4 KiB read); the files the cursors name are looked at (one `stat` each) only when a
+/// run finds a file they do not name that is not a moved log. A file found twice in one run is
+/// read under the first spelling found, and a moved log is taken up by one file per run.
 #[derive(Default)]
 struct Aliases {
     /// (device, inode) → the key the cursors know the log file by, and the path to read it at.
     logs: Option<HashMap<(u64, u64), (String, PathBuf)>>,
+    /// (device, inode) → how this run reads a file it found that the cursors do not name.
+    decided: HashMap<(u64, u64), (String, PathBuf)>,
     /// (source, file name less `.zst`) → the keys of the logs the cursors know by that name.
     names: Option<HashMap<(String, String), Vec<String>>>,
     /// Keys of moved logs a file of this run is read under.
@@ -196,31 +202,37 @@ fn log_head(file: &LogFile, n: u64) -> io::Result<Vec<u8>> {
 
 impl Aliases {
     /// `file` as it is to be read: under the name the cursors know it by, when that is not its
-    /// own.
-    fn log_read_as(&mut self, cursors: &Cursors, file: LogFile) -> LogFile {
+    /// own. `moves`: its agent moves logs ([`Adapter::logs_move`]).
+    fn log_read_as(&mut self, cursors: &Cursors, file: LogFile, moves: bool) -> LogFile {
         if file.format == FileFormat::Export || cursors.files.contains_key(&(file.source.id().to_owned(), file.key.clone())) {
             return file;
         }
         let id = file_id(&file.path);
-        let known = self.logs.get_or_insert_with(|| {
-            cursors.files.keys().filter_map(|(_, key)| file_id(Path::new(key)).map(|id| (id, (key.clone(), PathBuf::from(key))))).collect()
-        });
-        if let Some((key, path)) = id.and_then(|id| known.get(&id)) {
+        // A file found twice in one run, under two spellings, is read under the first.
+        if let Some((key, path)) = id.and_then(|id| self.decided.get(&id)) {
             return LogFile { key: key.clone(), path: path.clone(), ..file };
         }
-        let file = match self.moved_from(cursors, &file) {
+        let file = match moves.then(|| self.moved_from(cursors, &file)).flatten() {
             Some(old) => LogFile { key: old, ..file },
-            None => file,
+            None => {
+                let known = self.logs.get_or_insert_with(|| {
+                    cursors.files.keys().filter_map(|(_, key)| file_id(Path::new(key)).map(|id| (id, (key.clone(), PathBuf::from(key))))).collect()
+                });
+                match id.and_then(|id| known.get(&id)) {
+                    Some((key, path)) => LogFile { key: key.clone(), path: path.clone(), ..file },
+                    None => file,
+                }
+            }
         };
-        // A file found twice in one run, under two spellings, is read under the first.
-        if let (Some(id), Some(known)) = (id, self.logs.as_mut()) {
-            known.insert(id, (file.key.clone(), file.path.clone()));
+        if let Some(id) = id {
+            self.decided.insert(id, (file.key.clone(), file.path.clone()));
         }
         file
     }
 
     /// The key of the log `file` is, moved by its agent: of the candidates (same agent, same
-    /// name, path gone, same beginning), the one read furthest.
+    /// name, path gone or the `.zst` twin discovery passes over, same beginning), the one read
+    /// furthest.
     fn moved_from(&mut self, cursors: &Cursors, file: &LogFile) -> Option<String> {
         let source = file.source.id();
         let names = self.names.get_or_insert_with(|| {
@@ -231,12 +243,16 @@ impl Aliases {
             names
         });
         let candidates = names.get(&(source.to_owned(), log_name(&file.key).to_owned()))?;
+        let twin = format!("{}.zst", file.key);
         let mut head: Option<Vec<u8>> = None;
         let mut best: Option<(&String, &FileCursor)> = None;
         for key in candidates {
-            let gone = matches!(std::fs::symlink_metadata(key), Err(e) if e.kind() == io::ErrorKind::NotFound);
             let Some(cur) = cursors.files.get(&(source.to_owned(), key.clone())) else { continue };
-            if !gone || cur.byte_end == 0 || self.taken.contains(key) {
+            if cur.byte_end == 0 || self.taken.contains(key) {
+                continue;
+            }
+            let gone = matches!(std::fs::symlink_metadata(key), Err(e) if e.kind() == io::ErrorKind::NotFound);
+            if !gone && *key != twin {
                 continue;
             }
             if head.is_none() {
@@ -467,7 +483,8 @@ impl Ingester {
             let files = files.into_iter().filter(|f| only.is_none_or(|o| o.contains(&f.path)));
             // A file known by another name (another spelling of its path, or moved by its
             // agent) is read under that name.
-            let files: Vec<LogFile> = files.map(|f| aliases.log_read_as(&cursors, f)).collect();
+            let moves = self.adapters[ai].logs_move();
+            let files: Vec<LogFile> = files.map(|f| aliases.log_read_as(&cursors, f, moves)).collect();
             work.extend(files.into_iter().map(|f| (ai, f)));
         }
         // Files are independent (one cursor each, under the ingest lock): read them on every
@@ -491,13 +508,13 @@ impl Ingester {
                                 Ok(()) => {}
                                 Err(FileError::Journal(e)) => return Err(e.into()),
                                 Err(FileError::Io(e)) => {
-                                    run.problems.push(format!("skipped {}: {e}", file.key));
+                                    run.problems.push(format!("skipped {}: {e}", file.shown()));
                                     run.unread.push(file.path.clone());
                                 }
                                 Err(FileError::Mirror(e)) => {
                                     run.problems.push(format!(
                                         "{}: its lines were stored, but its mirror could not be written ({e}); it is tried again at the next run",
-                                        file.key
+                                        file.shown()
                                     ));
                                     // Looked at again by the watch too (lines may be left to read).
                                     run.unread.push(file.path.clone());
@@ -553,14 +570,16 @@ impl Ingester {
             .collect()
     }
 
-    fn open_bytes(&self, adapter: &dyn Adapter, file: &LogFile) -> io::Result<Bytes> {
+    /// The bytes of `file`; `keep`: a position whose byte a compressed log keeps from its first
+    /// pass (the byte before the cursor: an unchanged file is then decoded once).
+    fn open_bytes(&self, adapter: &dyn Adapter, file: &LogFile, keep: Option<u64>) -> io::Result<Bytes> {
         match file.format {
             FileFormat::Lines => {
                 let f = File::open(&file.path)?;
                 let len = f.metadata()?.len();
                 Ok(Bytes::Disk(f, len))
             }
-            FileFormat::ZstdLines => Bytes::zstd(&file.path, DECODED_LOG_SIZE_BYTES_MAX),
+            FileFormat::ZstdLines => Bytes::zstd(&file.path, DECODED_LOG_SIZE_BYTES_MAX, keep),
             FileFormat::Export => {
                 let out = adapter.export(file)?;
                 if out.len() as u64 > DECODED_LOG_SIZE_BYTES_MAX {
@@ -628,9 +647,9 @@ impl Ingester {
     ) -> Result<(), FileError> {
         let source = file.source.id();
         let key = (source.to_owned(), file.key.clone());
-        let bytes = self.open_bytes(adapter, file)?;
-        let len = bytes.len();
         let mut cur = cursors.files.get(&key).cloned().unwrap_or_default();
+        let bytes = self.open_bytes(adapter, file, cur.byte_end.checked_sub(1))?;
+        let len = bytes.len();
         let mut state: State = serde_json::from_slice(&cur.state).unwrap_or_default();
         let partial = state.get(PARTIAL_LINE_KEY).and_then(Value::as_u64);
         let same_version = cur.version > 0 && len >= cur.byte_end && {
@@ -645,7 +664,13 @@ impl Ingester {
                 let kept = self.kept_lines(&cur, &bytes);
                 crate::adapter::line_refs_after(&state, kept, version)
             });
-            let base = format!("{source}/{}", file.mirror);
+            // A later version is mirrored beside the first, wherever the file is read from now
+            // (a log moved by its agent, or reached under another spelling, keeps its mirrors).
+            let base = match cur.version {
+                0 => format!("{source}/{}", file.mirror),
+                1 => cur.mirror.clone(),
+                n => cur.mirror.strip_suffix(&format!(".v{n}")).unwrap_or(&cur.mirror).to_owned(),
+            };
             let mirror = if version == 1 { base } else { format!("{base}.v{version}") };
             cur = FileCursor { version, line_end: 1, mirror, ..FileCursor::default() };
             state = State::new();
@@ -981,7 +1006,7 @@ impl Batch {
     }
 }
 
-/// True if a newline occurs in `bytes[from..len]`.
+/// `head` (a version's first bytes, as far as they are kept to hash) with `more` after it.
 fn extend_head(mut head: Vec<u8>, more: &[u8]) -> Vec<u8> {
     let room = (PREFIX_HASH_BYTES as usize).saturating_sub(head.len());
     head.extend_from_slice(&more[..room.min(more.len())]);

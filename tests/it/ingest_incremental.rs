@@ -600,3 +600,50 @@ fn a_compressed_log_larger_than_a_read_window_is_read_whole_and_then_only_its_ne
     assert_eq!((again.lines, again.events), (2, 2), "only the new lines: {again:?}");
     assert_eq!(w.mirror(), text(&lines).into_bytes());
 }
+
+/// Grok names every transcript `chat_history.jsonl`, and each begins with the same system
+/// prompt (often longer than the 4 KiB a cursor hashes): a new session's transcript is not a
+/// deleted session's moved, and is read as its own, whole.
+#[test]
+fn a_new_grok_session_is_not_taken_for_a_deleted_one_of_the_same_file_name() {
+    let w = World::new();
+    let system = format!(r#"{{"type":"system","content":"{}"}}"#, "You are Grok. ".repeat(400));
+    let a = grok_chat(&w, "sess-a");
+    write_lines(&a, &[system.clone(), grok_user("apples", 0), grok_assistant("pears")]);
+    run(&w);
+    std::fs::remove_dir_all(a.parent().expect("folder")).expect("delete session a");
+    let b = grok_chat(&w, "sess-b");
+    write_lines(&b, &[system, grok_user("bananas", 0), grok_assistant("plums")]);
+    let read = run(&w);
+    assert_eq!(read.sources["grok"].lines, 3, "session b read whole: {read:?}");
+    let records = ingested(&w.store());
+    let b_key = b.to_string_lossy().into_owned();
+    assert!(records.iter().any(|r| r.path == b_key), "b's lines are recorded under b's path");
+    assert!(records.iter().filter(|r| r.path != b_key).all(|r| r.events.iter().all(|e| !e.text.contains("bananas"))), "none under a's");
+}
+
+/// A rollout first read compressed (cold when Origin first saw it) that Codex writes plain
+/// again beside its `.zst` when the thread resumes (discovery then reads the plain file and
+/// passes over the `.zst`): read on under the `.zst`'s name, only its new lines.
+#[test]
+fn a_rollout_first_read_compressed_then_written_plain_beside_it_is_read_on() {
+    let w = CodexWorld::new();
+    let day = w.folder("sessions/2026/10/20");
+    std::fs::write(day.join(format!("{ROLLOUT}.zst")), zstd_of(&w.first(8))).expect("write zst");
+    let first = w.run();
+    assert_eq!(first.lines, 8, "{first:?}");
+    let (keys, counts) = w.keys_and_counts();
+    std::fs::write(day.join(ROLLOUT), w.first(11)).expect("write plain beside it");
+    let resumed = w.run();
+    assert_eq!(resumed.lines, 3, "only the new lines: {resumed:?}");
+    let (keys_after, counts_after) = w.keys_and_counts();
+    assert_eq!(keys_after, keys, "one name for the rollout");
+    assert!(counts_after.len() > counts.len() && counts_after.values().all(|&n| n == 1), "{counts_after:?}");
+    assert_eq!(String::from_utf8(w.mirror()).expect("utf-8"), w.first(11));
+    // Compressed again, the plain file deleted: its own name again, nothing new.
+    std::fs::write(day.join(format!("{ROLLOUT}.zst")), zstd_of(&w.first(11))).expect("write zst again");
+    std::fs::remove_file(day.join(ROLLOUT)).expect("delete plain");
+    let cold = w.run();
+    assert_eq!(cold.lines, 0, "{cold:?}");
+    assert_eq!(w.keys_and_counts(), (keys_after, counts_after));
+}

@@ -351,6 +351,10 @@ impl Adapter for Codex {
         Source::Codex
     }
 
+    fn logs_move(&self) -> bool {
+        true
+    }
+
     fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
         let root = &homes.codex;
         let mut problems = Vec::new();

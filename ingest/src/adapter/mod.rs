@@ -47,6 +47,16 @@ pub struct LogFile {
 }
 
 impl LogFile {
+    /// The file as a person is told about it: its path, or for an export its key (the
+    /// database and the session). A log read under a name it no longer has (moved by its
+    /// agent) is named where it is now.
+    pub fn shown(&self) -> String {
+        match self.format {
+            FileFormat::Export => self.key.clone(),
+            FileFormat::Lines | FileFormat::ZstdLines => self.path.display().to_string(),
+        }
+    }
+
     /// A plain log file of lines, mirrored under its path relative to `root` (the agent's log
     /// folder).
     pub fn lines(source: Source, root: &std::path::Path, path: PathBuf) -> LogFile {
@@ -135,6 +145,15 @@ pub trait Adapter: Send + Sync {
     /// The log files under this machine's folders for the agent. Unreadable folders are
     /// skipped and described in the returned problems (never a panic).
     fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>);
+
+    /// Whether the agent moves its logs to other paths under the same file name, which names
+    /// the log (Codex: a rollout compressed, archived, written plain again on resume, its
+    /// thread id in its name). Such a file, unknown under its own path, is looked for among
+    /// the known logs of its name whose paths are gone ([`crate::ingest`], `Aliases`). Not
+    /// for agents whose file names repeat from log to log (Grok's `chat_history.jsonl`).
+    fn logs_move(&self) -> bool {
+        false
+    }
 
     /// Called before new lines of `file` are parsed in a run: a chance to read side files
     /// (titles, timestamps) into `state`.
