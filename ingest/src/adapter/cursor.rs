@@ -40,10 +40,13 @@
 //! runs of `-` collapsed, since the rule for repeated separators and non-ASCII is unconfirmed):
 //! (1) in `begin`, directories below the home that holds `.cursor`, walked guided by the slug
 //! (bounded; symbolic links not followed; more than one match → left unresolved); (2) otherwise
-//! absolute paths in tool-call inputs (`working_directory`, `path`, ...) and their ancestors.
-//! Once resolved, events carry it as `cwd` (and `project` = its last component) and the session
-//! gets one change with the project; events parsed before that carry none. Projects outside
-//! the home with no absolute path in any tool call stay unresolved (`project: null`).
+//! absolute paths and their ancestors: in `begin`, those the transcript's first 8 MiB write as
+//! a JSON string or after a space (so the lines before the first tool call naming one, the
+//! first prompt among them, carry the project), then those of tool-call inputs
+//! (`working_directory`, `path`, ...) as lines are read. Once resolved, events carry it as
+//! `cwd` (and `project` = its last component) and the session gets one change with the
+//! project; events parsed before that carry none. Projects outside the home with no absolute
+//! path in the transcript stay unresolved (`project: null`).
 //!
 //! **Legacy `.txt`.** Headers `user:` / `assistant:` (alone on a line), `[Thinking] text` (one
 //! line), `[Tool call] Name` with indented `key: value` arguments (a value's further lines are
@@ -89,6 +92,9 @@ const ROLE: &str = "role";
 
 /// Directory entries the slug resolver may look at for one file.
 const RESOLVE_ENTRIES_MAX: usize = 20_000;
+/// Bytes of a transcript looked through for the project's path before its lines are read,
+/// when the folder slug names no directory below the home.
+const PRESCAN_BYTES_MAX: u64 = 8 * 1024 * 1024;
 
 const TRANSCRIPTS: &str = "agent-transcripts";
 
@@ -396,6 +402,35 @@ fn session_change(state: &mut State, place: &Place, prompt: Option<String>) -> O
 }
 
 /// Absolute-path-looking string values of a tool input.
+/// The first `n` bytes of the file at `path`.
+fn read_head(path: &Path, n: u64) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(std::fs::File::open(path)?, n), &mut out)?;
+    Ok(out)
+}
+
+/// The absolute paths written in `text` as a JSON string's value or after a space (a legacy
+/// transcript's `key: value`): a `/` after `"` or a space, up to the next quote, space,
+/// backslash or bracket. Candidates only: [`learn_cwd`] keeps the one whose slug is the
+/// transcript folder's.
+fn absolute_paths(text: &[u8]) -> Vec<&str> {
+    let ends = |b: u8| matches!(b, b'"' | b'\'' | b'`' | b'\\' | b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'<' | b'>' | b',' | b';') || b.is_ascii_whitespace();
+    let mut out = Vec::new();
+    let mut i = 1;
+    while i < text.len() {
+        if text[i] == b'/' && matches!(text[i - 1], b'"' | b' ') {
+            let len = text[i..].iter().position(|&b| ends(b)).unwrap_or(text.len() - i);
+            if let Ok(p) = std::str::from_utf8(&text[i..i + len]) {
+                out.push(p);
+            }
+            i += len.max(1);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
 fn input_paths(input: &Value) -> Vec<&str> {
     match input {
         Value::Object(m) => m.values().filter_map(Value::as_str).filter(|s| s.starts_with('/')).collect(),
@@ -791,6 +826,14 @@ impl Adapter for Cursor {
                 }
             }
         }
+        if !state.contains_key(CWD) {
+            // Not below the home (or the logs come from another machine): the absolute paths
+            // the transcript holds, looked for before its lines are read, so that the lines
+            // before the first tool call naming one (the first prompt) carry the project too.
+            if let Ok(head) = read_head(&file.path, PRESCAN_BYTES_MAX) {
+                learn_cwd(state, &place, absolute_paths(&head));
+            }
+        }
     }
 
     fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
@@ -1014,11 +1057,13 @@ mod tests {
         assert!(demo.iter().all(|s| s["session"] == DEMO && s["parent"].is_null()));
         assert_eq!(demo.iter().filter(|s| s["project"] == "demo-app").count(), 1);
         let sub = sessions(SUB);
-        // Line 1 announces the parent and the task prompt; line 2's tool path gives the project.
-        assert_eq!(sub.len(), 2);
+        // Line 1 announces the parent, the task prompt and the project (line 2's tool path,
+        // found before the lines are read: the project folder is not below the fixture's home).
+        assert_eq!(sub.len(), 1);
         assert!(sub.iter().all(|s| s["session"] == SUB && s["parent"] == DEMO));
-        assert_eq!((&sub[0]["first_prompt"], &sub[0]["project"]), (&json!("List every component under src/web that clears its rows while a query refetches; give file:line."), &Value::Null));
-        assert_eq!((&sub[1]["first_prompt"], &sub[1]["project"]), (&Value::Null, &json!("demo-app")));
+        assert_eq!((&sub[0]["first_prompt"], &sub[0]["project"]), (&json!("List every component under src/web that clears its rows while a query refetches; give file:line."), &json!("demo-app")));
+        let first = &run(&fixture(SUB))["events"][0];
+        assert_eq!((&first["line"], &first["project"]), (&json!(1), &json!("demo-app")), "the first line's event carries the project");
         // The lossy slug `ledger-sync` comes back as `ledger_sync` from the paths the agent used.
         let ledger = sessions(LEDGER);
         assert!(ledger.iter().any(|s| s["project"] == "ledger_sync"));
