@@ -13,7 +13,7 @@ use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, Even
 use origin_engine::{Journal, NewRecord};
 use serde_json::Value;
 
-use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, State};
+use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, Project, State};
 use crate::bytes::Bytes;
 use crate::cursor::{memory_hash, Cursors, FileCursor};
 use crate::limits::{BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL};
@@ -533,7 +533,7 @@ impl Ingester {
             }
         }
         cursors.catch_up(&self.journal)?;
-        let projects = self.project_dirs(&cursors);
+        let projects = self.projects(&cursors);
         for adapter in &self.adapters {
             let run = summary.sources.entry(adapter.source().id()).or_default();
             let mut unlisted = Vec::new();
@@ -557,16 +557,19 @@ impl Ingester {
         Ok(summary)
     }
 
-    /// Project folders on this machine for the working directories seen in events.
-    fn project_dirs(&self, cursors: &Cursors) -> Vec<PathBuf> {
+    /// The projects of the working directories seen in events, with their folders on this
+    /// machine where they exist.
+    fn projects(&self, cursors: &Cursors) -> Vec<Project> {
         cursors
             .cwds
             .iter()
-            .map(|cwd| match &self.recorded_home {
-                Some(rec) if cwd.starts_with(rec.as_str()) => self.homes.home.join(cwd[rec.len()..].trim_start_matches('/')),
-                _ => PathBuf::from(cwd),
+            .map(|cwd| {
+                let here = match &self.recorded_home {
+                    Some(rec) if cwd.starts_with(rec.as_str()) => self.homes.home.join(cwd[rec.len()..].trim_start_matches('/')),
+                    _ => PathBuf::from(cwd),
+                };
+                Project { cwd: PathBuf::from(cwd), dir: here.is_dir().then_some(here) }
             })
-            .filter(|p| p.is_dir())
             .collect()
     }
 
@@ -1074,7 +1077,7 @@ mod tests {
         fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
             Claude.parse_line(file, state, line, line_no)
         }
-        fn memory_files(&self, _homes: &Homes, _projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile> {
+        fn memory_files(&self, _homes: &Homes, _projects: &[Project], problems: &mut Vec<String>) -> Vec<MemoryFile> {
             problems.extend(self.unlisted.iter().cloned());
             Vec::new()
         }

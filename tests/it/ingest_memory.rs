@@ -109,3 +109,29 @@ fn a_later_memory_file_supersedes_changed_items_and_corrections_made_in_origin()
     assert_eq!(v3.len(), 3);
     assert!(v3[2].ended.contains(&tests_item.root), "removed item ended: {:?}", v3[2].ended);
 }
+
+/// Logs recorded under another home (`--recorded-home`, as the shipped samples are): the memory
+/// an agent keeps by project in its own folder is found by the project's path as the logs
+/// write it, with or without the project's folder here. Claude's auto memory lives under the
+/// escaped recorded path; Grok's repository memory is matched to the project by name, though
+/// the project's folder is not in this home.
+#[test]
+fn memory_kept_by_project_is_found_for_logs_recorded_under_another_home() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    copy_tree(&fixtures().join("agent-home"), &home);
+    assert!(!home.join("work/weather-api").exists(), "the Grok project's folder is not in the sample home");
+    let store = dir.path().join("store");
+    let journal = Arc::new(Journal::open(store.join("journal"), Options::default()).expect("open"));
+    let ing = Ingester::new(journal.clone(), &store, Homes::under(&home)).with_recorded_home("/home/dev");
+    let summary = ing.run(None, &mut |_| {}).expect("ingest");
+    assert!(summary.sources.values().all(|r| r.problems.is_empty()), "{summary:?}");
+    let all = imported(&journal);
+    let auto: Vec<&Imported> = all.iter().filter(|i| i.path.contains("/.claude/projects/-home-dev-demo-app/memory/")).collect();
+    assert!(auto.iter().any(|i| i.path.ends_with("project_healthz.md")), "Claude's auto memory: {:?}", all.iter().map(|i| &i.path).collect::<Vec<_>>());
+    assert!(auto.iter().flat_map(|i| &i.entries).all(|e| e.project.as_deref() == Some("demo-app")), "{auto:?}");
+    let grok: Vec<&Imported> = all.iter().filter(|i| i.path.contains("/.grok/memory/weather-api-7d2f0c1e/")).collect();
+    assert!(!grok.is_empty());
+    assert!(grok.iter().flat_map(|i| &i.entries).all(|e| e.project.as_deref() == Some("weather-api")), "{grok:?}");
+}

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use origin_engine::record::{EventKind, Role, SessionChange};
 use serde_json::Value;
 
-use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::json::{Json, Shape};
 use crate::source::{Homes, Source};
 use crate::text::{content_text_json as content_text, event, first_prompt, parse_time, project_of};
@@ -357,25 +357,27 @@ impl Adapter for Claude {
         Line::Parsed(out)
     }
 
-    fn memory_files(&self, homes: &Homes, projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile> {
+    fn memory_files(&self, homes: &Homes, projects: &[Project], problems: &mut Vec<String>) -> Vec<MemoryFile> {
         let mut out = Vec::new();
         let md = |p: &Path| p.extension().is_some_and(|e| e == "md");
         let user = |path: PathBuf| MemoryFile { source: Source::ClaudeCode, path, scope: MemoryScope::User, project: None };
         out.push(user(homes.claude.join("CLAUDE.md")));
         out.extend(walk::files(&homes.claude.join("rules"), &md, problems).into_iter().map(user));
-        for dir in projects {
-            let project = Some(dir.to_string_lossy().into_owned());
+        for p in projects {
+            let Some(dir) = &p.dir else { continue };
+            let project = p.name();
             let mk = |path: PathBuf| MemoryFile { source: Source::ClaudeCode, path, scope: MemoryScope::Project, project: project.clone() };
             for name in ["CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md"] {
                 out.push(mk(dir.join(name)));
             }
             out.extend(walk::files(&dir.join(".claude/rules"), &md, problems).into_iter().map(mk));
         }
-        // Auto memory lives under the escaped path of the project's git root, which a session's
-        // cwd may be below: the nearest folder, the cwd's own or an ancestor's, that has one.
+        // Auto memory lives under the escaped path of the project's git root (as the logs write
+        // it, whether or not the folder is here), which a session's cwd may be below: the
+        // nearest folder, the cwd's own or an ancestor's, that has one.
         let mut found = std::collections::BTreeSet::new();
-        for dir in projects {
-            let Some((root, memory)) = dir.ancestors().find_map(|a| {
+        for p in projects {
+            let Some((root, memory)) = p.cwd.ancestors().find_map(|a| {
                 let escaped: String = a.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
                 let memory = homes.claude.join("projects").join(escaped).join("memory");
                 memory.is_dir().then_some((a, memory))

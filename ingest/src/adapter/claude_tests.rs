@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::{Claude, PENDING_SUMMARIES};
-use crate::adapter::{golden, Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, State};
+use crate::adapter::{golden, Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Project, State};
 use crate::source::{Homes, Source};
 
 const MAIN: &str = "-home-dev-demo-app/4e1d7a2c-9b3f-4c6e-8d21-7f0a5b3c9e12.jsonl";
@@ -358,7 +358,7 @@ fn claude_memory_files_lists_user_project_and_auto_memory() {
     let project_dir = home.join("demo-app");
     let project = project_dir.to_string_lossy().into_owned();
     assert_eq!(
-        Claude.memory_files(&homes, std::slice::from_ref(&project_dir), &mut Vec::new()),
+        Claude.memory_files(&homes, &[Project::here(project_dir.clone())], &mut Vec::new()),
         [mem(homes.claude.join("CLAUDE.md"), MemoryScope::User, None), mem(project_dir.join("CLAUDE.md"), MemoryScope::Project, Some(&project))]
     );
 
@@ -366,7 +366,7 @@ fn claude_memory_files_lists_user_project_and_auto_memory() {
     // stands for (`/home/dev/demo-app`, as the records' cwd name it) finds it.
     let auto = homes.claude.join("projects/-home-dev-demo-app/memory");
     assert_eq!(
-        Claude.memory_files(&homes, &[PathBuf::from("/home/dev/demo-app")], &mut Vec::new()),
+        Claude.memory_files(&homes, &[Project { cwd: PathBuf::from("/home/dev/demo-app"), dir: None }], &mut Vec::new()),
         [
             mem(homes.claude.join("CLAUDE.md"), MemoryScope::User, None),
             mem(auto.join("MEMORY.md"), MemoryScope::Project, Some("/home/dev/demo-app")),
@@ -566,7 +566,7 @@ fn claude_auto_memory_is_found_from_a_cwd_below_the_git_root_and_user_topics_are
     std::fs::write(memory.join("user_role.md"), "---\nname: Role\ntype: user\n---\nThe user is a backend engineer.\n").expect("write");
     let got = |projects: &[PathBuf]| -> Vec<(String, MemoryScope, Option<String>)> {
         Claude
-            .memory_files(&homes, projects, &mut Vec::new())
+            .memory_files(&homes, &projects.iter().cloned().map(Project::here).collect::<Vec<_>>(), &mut Vec::new())
             .into_iter()
             .filter(|m| m.path.starts_with(&memory))
             .map(|m| (m.path.file_name().expect("name").to_string_lossy().into_owned(), m.scope, m.project))

@@ -68,7 +68,7 @@ use std::path::{Path, PathBuf};
 use origin_engine::record::{EventKind, Role, SessionChange};
 use serde_json::Value;
 
-use super::{line_ref, Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{line_ref, Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::source::{Homes, Source};
 use crate::json::{Json, Shape};
 use crate::text::{event, first_prompt, parse_time, project_of};
@@ -462,7 +462,7 @@ impl Adapter for Codex {
         Line::Parsed(out)
     }
 
-    fn memory_files(&self, homes: &Homes, projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile> {
+    fn memory_files(&self, homes: &Homes, projects: &[Project], problems: &mut Vec<String>) -> Vec<MemoryFile> {
         let mut out = Vec::new();
         let agents = |dir: &Path| {
             let o = dir.join("AGENTS.override.md");
@@ -473,8 +473,10 @@ impl Adapter for Codex {
         let memories = homes.codex.join("memories");
         let top_md = |p: &Path| p.extension().is_some_and(|e| e == "md") && p.parent() == Some(memories.as_path());
         out.extend(walk::files(&memories, &top_md, problems).into_iter().map(user));
-        for dir in projects {
-            out.push(MemoryFile { source: Source::Codex, path: agents(dir), scope: MemoryScope::Project, project: Some(dir.to_string_lossy().into_owned()) });
+        for p in projects {
+            if let Some(dir) = &p.dir {
+                out.push(MemoryFile { source: Source::Codex, path: agents(dir), scope: MemoryScope::Project, project: p.name() });
+            }
         }
         out.retain(|m| m.path.is_file());
         out
@@ -838,7 +840,7 @@ mod tests {
         for p in [h.codex.join("AGENTS.md"), h.codex.join("AGENTS.override.md"), with_override.join("AGENTS.md"), with_override.join("AGENTS.override.md"), plain.join("AGENTS.md")] {
             std::fs::write(p, "- rule\n").expect("write");
         }
-        let got = Codex.memory_files(&h, &[with_override.clone(), plain.clone(), empty], &mut Vec::new());
+        let got = Codex.memory_files(&h, &[Project::here(with_override.clone()), Project::here(plain.clone()), Project::here(empty)], &mut Vec::new());
         let got: Vec<(PathBuf, MemoryScope, Option<String>)> = got.into_iter().map(|m| (m.path, m.scope, m.project)).collect();
         assert_eq!(
             got,

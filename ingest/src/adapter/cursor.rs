@@ -70,7 +70,7 @@ use origin_engine::record::{EventKind, Role, SessionChange};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::{line_ref, Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{line_ref, Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::limits::{cut_marker, EVENT_TEXT_CHARS_MAX, WALK_DEPTH_MAX};
 use crate::source::{Homes, Source};
 use crate::text::{str_of, content_text, event, first_prompt, project_of};
@@ -845,11 +845,12 @@ impl Adapter for Cursor {
         }
     }
 
-    fn memory_files(&self, _homes: &Homes, projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile> {
+    fn memory_files(&self, _homes: &Homes, projects: &[Project], problems: &mut Vec<String>) -> Vec<MemoryFile> {
         let mut out = Vec::new();
         let mdc = |p: &Path| p.extension().is_some_and(|e| e == "mdc");
-        for dir in projects {
-            let project = Some(dir.to_string_lossy().into_owned());
+        for p in projects {
+            let Some(dir) = &p.dir else { continue };
+            let project = p.name();
             let mk = |path: PathBuf| MemoryFile { source: Source::Cursor, path, scope: MemoryScope::Project, project: project.clone() };
             out.extend(walk::files(&dir.join(".cursor/rules"), &mdc, problems).into_iter().map(mk));
             out.push(mk(dir.join(".cursorrules")));
@@ -1199,7 +1200,7 @@ mod tests {
     fn memory_files_are_rules_cursorrules_and_agents_md() {
         let home = golden::fixture_home();
         let projects = [home.join("demo-app"), home.join("src/ledger_sync"), home.join("nowhere")];
-        let got = Cursor.memory_files(&homes(), &projects, &mut Vec::new());
+        let got = Cursor.memory_files(&homes(), &projects.clone().map(Project::here), &mut Vec::new());
         let want = [
             (home.join("demo-app/.cursor/rules/testing.mdc"), &projects[0]),
             (home.join("demo-app/.cursor/rules/web-hooks.mdc"), &projects[0]),
@@ -1218,7 +1219,7 @@ mod tests {
             std::fs::create_dir_all(dir.join(f).parent().expect("parent")).expect("mkdir");
             std::fs::write(dir.join(f), "x").expect("write");
         }
-        let got: Vec<PathBuf> = Cursor.memory_files(&homes(), std::slice::from_ref(&dir), &mut Vec::new()).into_iter().map(|m| m.path).collect();
+        let got: Vec<PathBuf> = Cursor.memory_files(&homes(), &[Project::here(dir.clone())], &mut Vec::new()).into_iter().map(|m| m.path).collect();
         assert_eq!(got, vec![dir.join(".cursor/rules/a.mdc"), dir.join(".cursor/rules/sub/b.mdc"), dir.join("AGENTS.md")]);
     }
 

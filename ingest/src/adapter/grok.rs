@@ -40,7 +40,7 @@ use origin_engine::record::{EventKind, Role, SessionChange};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{line_ref, Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{line_ref, Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::limits::LINE_SIZE_BYTES_MAX;
 use crate::source::{Homes, Source};
 use crate::text::{str_of, event, first_prompt, parse_time, project_of};
@@ -320,15 +320,15 @@ fn slug(s: &str) -> String {
 
 /// The project directory a `memory/<slug>-<hash8>` folder belongs to, when exactly one of
 /// `projects` has that slug.
-fn memory_project(folder: &str, projects: &[PathBuf]) -> Option<String> {
+fn memory_project(folder: &str, projects: &[Project]) -> Option<String> {
     let (name, hash) = folder.rsplit_once('-')?;
     if hash.len() != 8 || !hash.chars().all(|c| c.is_ascii_hexdigit()) {
         return None;
     }
     let want = slug(name);
-    let mut hits = projects.iter().filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| slug(n) == want));
+    let mut hits = projects.iter().filter(|p| p.cwd.file_name().and_then(|n| n.to_str()).is_some_and(|n| slug(n) == want));
     let hit = hits.next()?;
-    hits.next().is_none().then(|| hit.to_string_lossy().into_owned())
+    hits.next().is_none().then(|| hit.name()).flatten()
 }
 
 impl Adapter for Grok {
@@ -528,7 +528,7 @@ impl Adapter for Grok {
         Line::Parsed(out)
     }
 
-    fn memory_files(&self, homes: &Homes, projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile> {
+    fn memory_files(&self, homes: &Homes, projects: &[Project], problems: &mut Vec<String>) -> Vec<MemoryFile> {
         let mut out = Vec::new();
         let md = |p: &Path| p.extension().is_some_and(|e| e == "md");
         let user = |path: PathBuf| MemoryFile { source: Source::Grok, path, scope: MemoryScope::User, project: None };
@@ -548,8 +548,9 @@ impl Adapter for Grok {
             let folder = first.and_then(|c| c.as_os_str().to_str()).unwrap_or_default();
             out.push(MemoryFile { source: Source::Grok, path, scope: MemoryScope::Project, project: memory_project(folder, projects) });
         }
-        for dir in projects {
-            let project = Some(dir.to_string_lossy().into_owned());
+        for p in projects {
+            let Some(dir) = &p.dir else { continue };
+            let project = p.name();
             let mk = |path: PathBuf| MemoryFile { source: Source::Grok, path, scope: MemoryScope::Project, project: project.clone() };
             for name in ["AGENTS.md", "AGENT.md"] {
                 out.push(mk(dir.join(name)));
@@ -834,7 +835,7 @@ mod tests {
         write(&weather.join(".grok/rules/tests.md"), "- tests\n");
         let other = projects_root.path().join("other");
         std::fs::create_dir_all(&other).expect("mkdir");
-        let files = Grok.memory_files(&homes(), &[weather.clone(), other], &mut Vec::new());
+        let files = Grok.memory_files(&homes(), &[Project::here(weather.clone()), Project::here(other)], &mut Vec::new());
         let grok = homes().grok;
         let got: Vec<(String, MemoryScope, Option<String>)> = files
             .iter()
@@ -869,9 +870,9 @@ mod tests {
         assert_eq!(percent_decode("100%"), Some("100%".into()));
         assert_eq!(percent_decode("%FF"), None);
         assert_eq!(slug("Ledger_Sync"), "ledger-sync");
-        assert_eq!(memory_project("ledger-sync-0badf00d", &[PathBuf::from("/x/ledger_sync")]), Some("/x/ledger_sync".into()));
-        assert_eq!(memory_project("ledger-sync-0badf00d", &[PathBuf::from("/x/ledger_sync"), PathBuf::from("/y/ledger-sync")]), None);
-        assert_eq!(memory_project("ledger-sync", &[PathBuf::from("/x/ledger_sync")]), None);
+        assert_eq!(memory_project("ledger-sync-0badf00d", &[Project::here(PathBuf::from("/x/ledger_sync"))]), Some("/x/ledger_sync".into()));
+        assert_eq!(memory_project("ledger-sync-0badf00d", &[Project::here(PathBuf::from("/x/ledger_sync")), Project::here(PathBuf::from("/y/ledger-sync"))]), None);
+        assert_eq!(memory_project("ledger-sync", &[Project::here(PathBuf::from("/x/ledger_sync"))]), None);
     }
 
     fn json_value() -> impl Strategy<Value = Value> {

@@ -168,10 +168,11 @@ pub trait Adapter: Send + Sync {
         Err(io::Error::new(io::ErrorKind::Unsupported, format!("{} is not an exported log", file.key)))
     }
 
-    /// The agent's native memory files (user-level, and project-level for the given project
-    /// directories). Only files that exist. Folders that could not be listed are added to
+    /// The agent's native memory files (user-level, and project-level for the projects the
+    /// logs name, read in their folders here or, for files the agent keeps by project in its
+    /// own folder, found by the project's path as the logs write it). Only files that exist. Folders that could not be listed are added to
     /// `problems`, for the user to be told.
-    fn memory_files(&self, homes: &Homes, projects: &[PathBuf], problems: &mut Vec<String>) -> Vec<MemoryFile>;
+    fn memory_files(&self, homes: &Homes, projects: &[Project], problems: &mut Vec<String>) -> Vec<MemoryFile>;
 }
 
 /// Whose memory a native memory file holds.
@@ -188,6 +189,29 @@ pub struct MemoryFile {
     pub scope: MemoryScope,
     /// The project it belongs to (its directory), for project scope.
     pub project: Option<String>,
+}
+
+/// A project the logs name: its working directory as the logs write it, and its folder on
+/// this machine when there is one (the same path; for logs recorded under another home, the
+/// same place below this machine's home).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Project {
+    /// The working directory as the logs write it.
+    pub cwd: PathBuf,
+    /// Its folder here, if it exists.
+    pub dir: Option<PathBuf>,
+}
+
+impl Project {
+    /// A project whose folder is `dir`, on this machine as in the logs.
+    pub fn here(dir: PathBuf) -> Project {
+        Project { cwd: dir.clone(), dir: Some(dir) }
+    }
+
+    /// The project as memory files name it: its working directory as the logs write it.
+    pub fn name(&self) -> Option<String> {
+        Some(self.cwd.to_string_lossy().into_owned())
+    }
 }
 
 /// Every adapter.

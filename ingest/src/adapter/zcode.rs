@@ -30,7 +30,7 @@
 
 use std::collections::HashSet;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use origin_engine::record::{EventKind, Role, SessionChange};
@@ -39,7 +39,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, State};
+use super::{Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::limits::{DECODED_LOG_SIZE_BYTES_MAX, FILES_PER_SOURCE_MAX};
 use crate::source::{Homes, Source};
 use crate::text::{str_of, event, first_prompt, project_of};
@@ -406,16 +406,11 @@ impl Adapter for Zcode {
         Line::Parsed(out)
     }
 
-    fn memory_files(&self, _homes: &Homes, projects: &[PathBuf], _problems: &mut Vec<String>) -> Vec<MemoryFile> {
+    fn memory_files(&self, _homes: &Homes, projects: &[Project], _problems: &mut Vec<String>) -> Vec<MemoryFile> {
         // ZCode injects the project's AGENTS.md; its own memory feature's files are not known.
         projects
             .iter()
-            .map(|dir| MemoryFile {
-                source: Source::Zcode,
-                path: dir.join("AGENTS.md"),
-                scope: MemoryScope::Project,
-                project: Some(dir.to_string_lossy().into_owned()),
-            })
+            .filter_map(|p| Some(MemoryFile { source: Source::Zcode, path: p.dir.as_ref()?.join("AGENTS.md"), scope: MemoryScope::Project, project: p.name() }))
             .filter(|m| m.path.is_file())
             .collect()
     }
@@ -691,7 +686,7 @@ mod tests {
         std::fs::create_dir_all(&a).expect("mkdir");
         std::fs::create_dir_all(&b).expect("mkdir");
         std::fs::write(a.join("AGENTS.md"), "- x\n").expect("write");
-        let files = Zcode.memory_files(&homes(), &[a.clone(), b], &mut Vec::new());
+        let files = Zcode.memory_files(&homes(), &[Project::here(a.clone()), Project::here(b)], &mut Vec::new());
         assert_eq!(
             files,
             vec![MemoryFile { source: Source::Zcode, path: a.join("AGENTS.md"), scope: MemoryScope::Project, project: Some(a.to_string_lossy().into_owned()) }]
@@ -728,13 +723,13 @@ mod tests {
     proptest! {
         #[test]
         fn zcode_parse_line_never_panics_on_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512), line_no in any::<u64>()) {
-            let file = LogFile { source: Source::Zcode, path: PathBuf::from("/x/db.sqlite"), key: "/x/db.sqlite#session/s".into(), mirror: String::new(), format: FileFormat::Export };
+            let file = LogFile { source: Source::Zcode, path: std::path::PathBuf::from("/x/db.sqlite"), key: "/x/db.sqlite#session/s".into(), mirror: String::new(), format: FileFormat::Export };
             let _ = Zcode.parse_line(&file, &mut State::new(), &bytes, line_no);
         }
 
         #[test]
         fn zcode_parse_line_never_panics_on_odd_json(v in json_value(), line_no in any::<u64>()) {
-            let file = LogFile { source: Source::Zcode, path: PathBuf::from("/x/db.sqlite"), key: "/x/db.sqlite#session/s".into(), mirror: String::new(), format: FileFormat::Export };
+            let file = LogFile { source: Source::Zcode, path: std::path::PathBuf::from("/x/db.sqlite"), key: "/x/db.sqlite#session/s".into(), mirror: String::new(), format: FileFormat::Export };
             let _ = Zcode.parse_line(&file, &mut State::new(), v.to_string().as_bytes(), line_no);
         }
 
@@ -751,7 +746,7 @@ mod tests {
                 "message": {"role": role, "time_created": mtime},
                 "session": {"id": sid, "directory": dir, "title": title, "parent_id": parent, "task_type": task, "version": version},
             });
-            let file = LogFile { source: Source::Zcode, path: PathBuf::from("/x/db.sqlite"), key: "/x/db.sqlite#session/s".into(), mirror: String::new(), format: FileFormat::Export };
+            let file = LogFile { source: Source::Zcode, path: std::path::PathBuf::from("/x/db.sqlite"), key: "/x/db.sqlite#session/s".into(), mirror: String::new(), format: FileFormat::Export };
             let mut state = State::new();
             let _ = Zcode.parse_line(&file, &mut state, line.to_string().as_bytes(), line_no);
             let _ = Zcode.parse_line(&file, &mut state, line.to_string().as_bytes(), line_no);
