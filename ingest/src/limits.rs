@@ -6,6 +6,10 @@ pub const LINE_SIZE_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// An event's text longer than this many characters is cut at ingest, with a marker saying
 /// how many characters were cut (the raw line keeps everything).
 pub const EVENT_TEXT_CHARS_MAX: usize = 50_000;
+/// Of an event's text cut at ingest, the characters kept from its end (the rest of the
+/// [`EVENT_TEXT_CHARS_MAX`] from its beginning, the marker between them): what a long tool
+/// output says last (a test run's result, a build's errors) stays searchable.
+pub const EVENT_TEXT_TAIL_CHARS: usize = 10_000;
 /// Raw bytes of lines after which a journal record is closed. A record holds at most this plus
 /// one parsed line (raw and parsed text together stay far below the journal's 16 MiB payload
 /// limit); a line longer than a read window is split into records of this size.

@@ -6,7 +6,7 @@ use std::path::Path;
 use origin_engine::record::{Event, EventKind, Role};
 use serde_json::Value;
 
-use crate::limits::{cut_marker, EVENT_TEXT_CHARS_MAX, FIRST_PROMPT_CHARS_MAX};
+use crate::limits::{cut_marker, EVENT_TEXT_CHARS_MAX, EVENT_TEXT_TAIL_CHARS, FIRST_PROMPT_CHARS_MAX};
 
 /// The string at `key` of a JSON object, if it is one.
 pub fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -51,10 +51,52 @@ pub fn content_text_json(v: &crate::json::Json<'_>) -> String {
     }
 }
 
-/// Cuts `text` to the event text limit; returns the text (with a marker if cut) and how many
+/// Characters a cut may move to end (or start) at a line's end.
+const CUT_AT_LINE_CHARS_MAX: usize = 1_000;
+
+/// Cuts `text` to the event text limit, keeping its beginning and its last
+/// [`EVENT_TEXT_TAIL_CHARS`] with the marker between them; returns the text and how many
 /// characters were cut.
 pub fn cut_text(text: String) -> (String, u64) {
-    cut_chars(text, EVENT_TEXT_CHARS_MAX)
+    cut_middle(text, EVENT_TEXT_CHARS_MAX, EVENT_TEXT_TAIL_CHARS)
+}
+
+/// Cuts `text` to at most `max` characters: its first `max - tail` and its last `tail`, with
+/// the marker between them when anything was cut. Where a line ends at most
+/// [`CUT_AT_LINE_CHARS_MAX`] characters before the beginning's end (or after the end's
+/// beginning), the cut is made there, so that whole lines are kept.
+pub fn cut_middle(text: String, max: usize, tail: usize) -> (String, u64) {
+    if text.len() <= max {
+        return (text, 0);
+    }
+    let chars = text.chars().count();
+    if chars <= max {
+        return (text, 0);
+    }
+    let tail = tail.min(max);
+    let mut head_end = text.char_indices().nth(max - tail).map_or(text.len(), |(b, _)| b);
+    let mut tail_start = text.char_indices().nth(chars - tail).map_or(text.len(), |(b, _)| b);
+    if tail > 0 {
+        let near = |s: &str, from_end: bool| -> Option<usize> {
+            let window: Vec<(usize, char)> = if from_end { s.char_indices().rev().take(CUT_AT_LINE_CHARS_MAX).collect() } else { s.char_indices().take(CUT_AT_LINE_CHARS_MAX).collect() };
+            window.into_iter().find(|&(_, c)| c == '\n').map(|(b, _)| b + 1)
+        };
+        if let Some(b) = near(&text[..head_end], true) {
+            head_end = b;
+        }
+        if let Some(b) = near(&text[tail_start..], false) {
+            tail_start += b;
+        }
+    }
+    let cut = text[head_end..tail_start].chars().count() as u64;
+    let mut out = String::with_capacity(head_end + (text.len() - tail_start) + 48);
+    out.push_str(&text[..head_end]);
+    out.push_str(&cut_marker(cut));
+    if tail > 0 {
+        out.push(' ');
+        out.push_str(&text[tail_start..]);
+    }
+    (out, cut)
 }
 
 /// Cuts `text` to `max` characters, with a marker when anything was cut.
@@ -132,6 +174,32 @@ mod tests {
         let raw = serde_json::to_vec(&v).expect("bytes");
         let j = crate::json::Json::parse(&raw, crate::json::Shape { skip: &[], raw: &[] }).expect("json");
         assert_eq!(content_text_json(&j), "see the chart\n[image]\nplain");
+    }
+
+    /// A long text keeps its beginning and its end, the marker between them counting what
+    /// was cut; the kept characters are the limit's.
+    #[test]
+    fn a_cut_text_keeps_its_beginning_and_its_end() {
+        let text: String = (0..120).map(|i| char::from_u32(0x4e00 + i).expect("han")).collect();
+        let (cut, n) = cut_middle(text.clone(), 100, 30);
+        assert_eq!(n, 20);
+        let head: String = text.chars().take(70).collect();
+        let tail: String = text.chars().skip(90).collect();
+        assert_eq!(cut, format!("{head}{} {tail}", cut_marker(20)));
+        assert_eq!(cut_middle(text.clone(), 120, 30), (text.clone(), 0));
+        let (no_tail, n) = cut_middle(text.clone(), 100, 0);
+        assert_eq!((no_tail, n), cut_chars(text, 100));
+        let long = format!("{} test result: ok. 972 passed", "x".repeat(EVENT_TEXT_CHARS_MAX));
+        let (kept, n) = cut_text(long);
+        assert!(kept.ends_with("test result: ok. 972 passed") && n > 0, "the end stays");
+        assert_eq!(kept.chars().count(), EVENT_TEXT_CHARS_MAX + cut_marker(n).chars().count() + 1);
+        // Lines: cut where one ends, near the limit's place.
+        let lines: String = (0..30).map(|i| format!("line {i:02} ok\n")).collect();
+        let (kept, n) = cut_middle(lines.clone(), 100, 40);
+        let (head, tail) = kept.split_once(&format!("{} ", cut_marker(n))).expect("marker");
+        assert!(head.ends_with('\n') && lines.starts_with(head) && lines.ends_with(tail) && tail.starts_with("line "), "{kept}");
+        assert_eq!(head.chars().count() + tail.chars().count() + n as usize, lines.chars().count());
+        assert!(head.chars().count() <= 60 && tail.chars().count() <= 40);
     }
 
     #[test]

@@ -619,7 +619,8 @@ mod tests {
         let line = json!({"timestamp": "2026-10-22T07:00:00Z", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c", "output": big}});
         let p = parsed(Codex.parse_line(&f, &mut state, line.to_string().as_bytes(), 7));
         assert_eq!(p.events[0].text_cut_chars, 10_000);
-        assert!(p.events[0].text.ends_with("…[10000 characters cut at ingest]"));
+        let (head, tail) = p.events[0].text.split_once(" …[10000 characters cut at ingest] ").expect("the marker between its beginning and its end");
+        assert_eq!((head.chars().count(), tail.chars().count()), (40_000, 10_000));
     }
 
     #[test]

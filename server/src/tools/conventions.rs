@@ -139,17 +139,22 @@ pub fn cut(text: &str, max: usize) -> String {
 }
 
 /// [`cut`] of an event's text, `cut_at_ingest` characters of which were cut when it was stored
-/// (its text then ends with ingest's marker, [`origin_ingest::limits::cut_marker`]): the note
-/// counts every character of the event not shown, those too, and not the marker's own.
+/// (its text then holds ingest's marker, [`origin_ingest::limits::cut_marker`], at its end or
+/// before the end it kept): what is shown is taken from before the marker, and the note
+/// counts every character of the event not shown (the kept end and those cut at ingest too),
+/// and not the marker's own.
 pub fn cut_event(text: &str, cut_at_ingest: u64, max: usize) -> String {
     if cut_at_ingest == 0 {
         return cut(text, max);
     }
-    // Without the marker at its end (an adapter wrote it elsewhere), the text is cut as it is,
-    // and the characters cut at ingest are still counted.
+    // Without the marker (an adapter wrote another), the text is cut as it is, and the
+    // characters cut at ingest are still counted.
     let marker = origin_ingest::limits::cut_marker(cut_at_ingest);
-    let kept = text.strip_suffix(marker.as_str()).unwrap_or(text);
-    cut_noting(kept, max, cut_at_ingest)
+    let (kept, end) = match text.rfind(marker.as_str()) {
+        Some(at) => (&text[..at], text[at + marker.len()..].strip_prefix(' ').unwrap_or(&text[at + marker.len()..])),
+        None => (text, ""),
+    };
+    cut_noting(kept, max, cut_at_ingest + end.chars().count() as u64)
 }
 
 /// `text` cut to at most `max` characters at a grapheme cluster's boundary, with a note of the
@@ -272,9 +277,13 @@ mod tests {
         assert_eq!(cut_event(&stored, 9_000, 400), format!("{}…[9600 characters cut]", "x".repeat(400)));
         // Shorter than the tool's limit: the text whole, and what ingest cut.
         assert_eq!(cut_event(&stored, 9_000, 5_000), format!("{}…[9000 characters cut]", "x".repeat(1_000)));
-        // A marker not at the end (an adapter wrote more after it): cut as it is, ingest's count added.
-        let odd = format!("{stored}tail");
-        assert_eq!(cut_event(&odd, 9_000, 400), format!("{}…[{} characters cut]", "x".repeat(400), 600 + marker.chars().count() + 4 + 9_000));
+        // Without ingest's marker (an adapter wrote another): cut as it is, ingest's count added.
+        let odd = format!("{}[cut]tail", "x".repeat(1_000));
+        assert_eq!(cut_event(&odd, 9_000, 400), format!("{}…[{} characters cut]", "x".repeat(400), 600 + 9 + 9_000));
         assert_eq!(cut_event("short", 0, 400), "short");
+        // The marker before the end ingest kept: shown from before it, the end counted.
+        let middle = format!("{}{marker} {}", "x".repeat(1_000), "y".repeat(300));
+        assert_eq!(cut_event(&middle, 9_000, 400), format!("{}…[9900 characters cut]", "x".repeat(400)));
+        assert_eq!(cut_event(&middle, 9_000, 5_000), format!("{}…[9300 characters cut]", "x".repeat(1_000)));
     }
 }
