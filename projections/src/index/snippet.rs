@@ -8,7 +8,7 @@
 
 use super::limits::{SNIPPET_CHARS_MAX, SNIPPET_CONTEXT_BEFORE_CHARS};
 use super::query::Query;
-use super::stem::{STEM_PREFIX, Stems, stem_first_char};
+use super::stem::{STEM_PREFIX, Stems, is_stop_word, stem_first_char};
 use super::token::{TextForm, TokenKind, for_each_token_of};
 use unicode_segmentation::{GraphemeCursor, UnicodeSegmentation};
 
@@ -161,8 +161,12 @@ fn marks(text: &str, form: TextForm, query: &Query) -> Vec<(usize, usize)> {
     let mut marks = Vec::new();
     let mut clauses_found = 0;
     let mut spans: Vec<(usize, usize)> = Vec::new();
+    // Marks of clauses that are a stop word alone: shown only in a full match (a partial
+    // match's score sets stop words aside, and `[the]` in its snippet says nothing).
+    let mut stop_marks = Vec::new();
     for (clause, which) in query.clauses.iter().zip(&query.clause_terms) {
         let Some(&first) = which.first() else { continue };
+        let stop = matches!(clause.terms.as_slice(), [(t, _)] if is_stop_word(t));
         let mut found_any = false;
         for &(position, _, _, _) in found.iter().filter(|f| f.1 == first) {
             spans.clear();
@@ -174,11 +178,14 @@ fn marks(text: &str, form: TextForm, query: &Query) -> Vec<(usize, usize)> {
                 None => false,
             });
             if whole {
-                marks.extend_from_slice(&spans);
+                if stop { &mut stop_marks } else { &mut marks }.extend_from_slice(&spans);
                 found_any = true;
             }
         }
         clauses_found += usize::from(found_any);
+    }
+    if clauses_found == query.clauses.len() {
+        marks.extend(stop_marks);
     }
     // A full match shows its clauses; otherwise the words that match by stem show too. A
     // word's stem begins with the word's first character without its accents
@@ -268,6 +275,7 @@ mod tests {
             }
         };
         let mut clauses_found = 0;
+        let mut stop_marks = Vec::new();
         for clause in &query.clauses {
             let Some((first_term, _)) = clause.terms.first() else { continue };
             let mut found_any = false;
@@ -281,11 +289,18 @@ mod tests {
                     })
                     .collect();
                 if let Some(found) = found {
-                    marks.extend(found);
+                    if clause.terms.len() == 1 && is_stop_word(first_term) {
+                        stop_marks.extend(found);
+                    } else {
+                        marks.extend(found);
+                    }
                     found_any = true;
                 }
             }
             clauses_found += usize::from(found_any);
+        }
+        if clauses_found == query.clauses.len() {
+            marks.extend(stop_marks);
         }
         // A full match shows its clauses; otherwise the words that match by stem show too.
         if clauses_found < query.clauses.len() {
@@ -321,6 +336,15 @@ mod tests {
         assert_eq!(snip("\n\thello world", "zebra"), "hello world");
         let long = format!("\n{} the match", "word ".repeat(100));
         assert!(snip(&long, "match").starts_with('…'), "cut text is still marked");
+    }
+
+    /// A stop word of the query is bracketed in a full match, not in a partial one (whose score
+    /// sets it aside); a phrase holding one is bracketed whole either way.
+    #[test]
+    fn index_snippet_brackets_stop_words_only_in_full_matches() {
+        assert_eq!(snip("how the cache is warmed", "how is the cache warmed"), "[how] [the] [cache] [is] [warmed]");
+        assert_eq!(snip("how the cache is warmed", "how is the cache cooled"), "how the [cache] is warmed");
+        assert_eq!(snip("the cache of the tree", "\"the cache\" pruned"), "[the] [cache] of the tree");
     }
 
     #[test]
