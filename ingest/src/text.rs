@@ -84,7 +84,9 @@ pub fn cut_middle(text: String, max: usize, tail: usize) -> (String, u64) {
         if let Some(b) = near(&text[..head_end], true) {
             head_end = b;
         }
-        if let Some(b) = near(&text[tail_start..], false) {
+        if !text[..tail_start].ends_with('\n')
+            && let Some(b) = near(&text[tail_start..], false)
+        {
             tail_start += b;
         }
     }
@@ -200,6 +202,9 @@ mod tests {
         assert!(head.ends_with('\n') && lines.starts_with(head) && lines.ends_with(tail) && tail.starts_with("line "), "{kept}");
         assert_eq!(head.chars().count() + tail.chars().count() + n as usize, lines.chars().count());
         assert!(head.chars().count() <= 60 && tail.chars().count() <= 40);
+        // The end's first line begins where the end does: kept whole, not passed over.
+        let (kept, _) = cut_middle(lines.clone(), 110, 44);
+        assert!(kept.ends_with(&lines[lines.len() - 44..]), "{kept}");
     }
 
     #[test]

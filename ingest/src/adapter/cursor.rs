@@ -40,13 +40,13 @@
 //! runs of `-` collapsed, since the rule for repeated separators and non-ASCII is unconfirmed):
 //! (1) in `begin`, directories below the home that holds `.cursor`, walked guided by the slug
 //! (bounded; symbolic links not followed; more than one match → left unresolved); (2) otherwise
-//! absolute paths and their ancestors: in `begin`, those the transcript's first 8 MiB write as
-//! a JSON string or after a space (so the lines before the first tool call naming one, the
-//! first prompt among them, carry the project), then those of tool-call inputs
-//! (`working_directory`, `path`, ...) as lines are read. Once resolved, events carry it as
-//! `cwd` (and `project` = its last component) and the session gets one change with the
-//! project; events parsed before that carry none. Projects outside the home with no absolute
-//! path in the transcript stay unresolved (`project: null`).
+//! absolute paths and their ancestors: in `begin`, those of the transcript's first 8 MiB,
+//! written as a tool's argument first, then in prose (so the lines before the first tool call
+//! naming one, the first prompt among them, carry the project; each byte is looked at once,
+//! over the runs), then those of tool-call inputs (`working_directory`, `path`, ...) as lines
+//! are read. Once resolved, events carry it as `cwd` (and `project` = its last component) and
+//! the session gets one change with the project; events parsed before that carry none.
+//! Projects outside the home with no such path stay unresolved (`project: null`).
 //!
 //! **Legacy `.txt`.** Headers `user:` / `assistant:` (alone on a line), `[Thinking] text` (one
 //! line), `[Tool call] Name` with indented `key: value` arguments (a value's further lines are
@@ -95,6 +95,8 @@ const RESOLVE_ENTRIES_MAX: usize = 20_000;
 /// Bytes of a transcript looked through for the project's path before its lines are read,
 /// when the folder slug names no directory below the home.
 const PRESCAN_BYTES_MAX: u64 = 8 * 1024 * 1024;
+/// State key: the bytes of the transcript looked through for the project's path so far.
+const PRESCANNED_TO: &str = "prescanned_to";
 
 const TRANSCRIPTS: &str = "agent-transcripts";
 
@@ -197,6 +199,8 @@ fn learn_cwd<'a>(state: &mut State, place: &Place, paths: impl IntoIterator<Item
             continue;
         }
         if let Some(hit) = Path::new(p).ancestors().find(|a| a != &Path::new("/") && norm_slug(&a.to_string_lossy()) == slug) {
+            // As a folder is written: without a trailing `/`.
+            let hit: PathBuf = hit.components().collect();
             state.insert(CWD.into(), Value::String(hit.to_string_lossy().into_owned()));
             return;
         }
@@ -401,36 +405,74 @@ fn session_change(state: &mut State, place: &Place, prompt: Option<String>) -> O
     changed.then(|| SessionChange { session: place.session.clone(), project, title: None, first_prompt: prompt, parent: place.parent.clone() })
 }
 
-/// Absolute-path-looking string values of a tool input.
-/// The first `n` bytes of the file at `path`.
-fn read_head(path: &Path, n: u64) -> std::io::Result<Vec<u8>> {
+/// Looks for the project's path in the transcript before its new lines are read (rule (2) of
+/// the module's "Project", for a folder not resolved below the home): so that the lines before
+/// the first tool call naming it (the first prompt among them) carry the project too. The
+/// first [`PRESCAN_BYTES_MAX`] bytes of the file are looked at once each, over the runs (the
+/// state keeps where the look stopped, at a line's end): paths written as a tool's argument
+/// first, then paths in prose.
+fn prescan(path: &Path, place: &Place, state: &mut State) {
+    let from = state.get(PRESCANNED_TO).and_then(Value::as_u64).unwrap_or(0);
+    if from >= PRESCAN_BYTES_MAX {
+        return;
+    }
+    let Ok(bytes) = read_range(path, from, PRESCAN_BYTES_MAX - from) else { return };
+    // Whole lines only, unless the look ends here (a line cut there is looked at as it is).
+    let end = if from + bytes.len() as u64 >= PRESCAN_BYTES_MAX { bytes.len() } else { bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) };
+    let (arguments, prose) = absolute_paths(&bytes[..end]);
+    learn_cwd(state, place, arguments);
+    learn_cwd(state, place, prose);
+    if state.contains_key(CWD) {
+        state.remove(PRESCANNED_TO);
+    } else if end > 0 {
+        state.insert(PRESCANNED_TO.into(), Value::from(from + end as u64));
+    }
+}
+
+/// Up to `n` bytes of the file at `path` from byte `from`.
+fn read_range(path: &Path, from: u64, n: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    f.seek(SeekFrom::Start(from))?;
     let mut out = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(std::fs::File::open(path)?, n), &mut out)?;
+    f.take(n).read_to_end(&mut out)?;
     Ok(out)
 }
 
-/// The absolute paths written in `text` as a JSON string's value or after a space (a legacy
-/// transcript's `key: value`): a `/` after `"` or a space, up to the next quote, space,
-/// backslash or bracket. Candidates only: [`learn_cwd`] keeps the one whose slug is the
-/// transcript folder's.
-fn absolute_paths(text: &[u8]) -> Vec<&str> {
+/// The absolute paths written in `text`: a `/` after `"` or a space, up to the next quote,
+/// white space, backslash, bracket, comma or semicolon. Those written as a tool's argument
+/// come first: a JSON string that is the path whole (`"path":"/home/dev/app/x.rs"`), or a
+/// legacy transcript's `key: /path` line; the rest (paths in prose) second, less the
+/// punctuation a sentence puts after them (`lives in /home/dev/app.`). Candidates only:
+/// [`learn_cwd`] keeps the first whose slug is the transcript folder's.
+fn absolute_paths(text: &[u8]) -> (Vec<&str>, Vec<&str>) {
     let ends = |b: u8| matches!(b, b'"' | b'\'' | b'`' | b'\\' | b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'<' | b'>' | b',' | b';') || b.is_ascii_whitespace();
-    let mut out = Vec::new();
+    let (mut arguments, mut prose) = (Vec::new(), Vec::new());
     let mut i = 1;
     while i < text.len() {
         if text[i] == b'/' && matches!(text[i - 1], b'"' | b' ') {
             let len = text[i..].iter().position(|&b| ends(b)).unwrap_or(text.len() - i);
+            let after = text.get(i + len).copied();
+            let whole = match text[i - 1] {
+                b'"' => after == Some(b'"'),
+                _ => i >= 2 && text[i - 2] == b':' && matches!(after, None | Some(b'\n' | b'\r')),
+            };
             if let Ok(p) = std::str::from_utf8(&text[i..i + len]) {
-                out.push(p);
+                if whole {
+                    arguments.push(p);
+                } else {
+                    prose.push(p.trim_end_matches(['.', ':', '!', '?', '*']));
+                }
             }
             i += len.max(1);
         } else {
             i += 1;
         }
     }
-    out
+    (arguments, prose)
 }
 
+/// Absolute-path-looking string values of a tool input.
 fn input_paths(input: &Value) -> Vec<&str> {
     match input {
         Value::Object(m) => m.values().filter_map(Value::as_str).filter(|s| s.starts_with('/')).collect(),
@@ -827,12 +869,7 @@ impl Adapter for Cursor {
             }
         }
         if !state.contains_key(CWD) {
-            // Not below the home (or the logs come from another machine): the absolute paths
-            // the transcript holds, looked for before its lines are read, so that the lines
-            // before the first tool call naming one (the first prompt) carry the project too.
-            if let Ok(head) = read_head(&file.path, PRESCAN_BYTES_MAX) {
-                learn_cwd(state, &place, absolute_paths(&head));
-            }
+            prescan(&file.path, &place, state);
         }
     }
 
@@ -1132,6 +1169,53 @@ mod tests {
         assert_eq!(es[0].text_cut_chars, 5, "a newline and one character still fit");
         assert!(es[0].text.ends_with(&format!("a{}", cut_marker(5))));
         assert!(state[BLOCK]["text"].as_str().expect("text").is_empty(), "the new block holds nothing yet");
+    }
+
+    /// The project's path looked for before the lines are read, for a folder not below the
+    /// home: a tool's argument before prose (the slug is lossy: `work/api` and `work-api` give
+    /// one), prose without a sentence's punctuation, no trailing `/`; each byte looked at once.
+    #[test]
+    fn a_project_folder_not_below_the_home_is_found_in_the_transcript_before_its_lines() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let transcript = |id: &str, lines: &[&str]| -> LogFile {
+            let path = tmp.path().join(".cursor/projects/home-dev-work-api/agent-transcripts").join(id).join(format!("{id}.jsonl"));
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+            log_file(&path)
+        };
+        let prompt = |text: &str| format!(r#"{{"role":"user","message":{{"content":[{{"type":"text","text":"<user_query>\n{text}\n</user_query>"}}]}}}}"#);
+        let read = |path: &str| format!(r#"{{"role":"assistant","message":{{"content":[{{"type":"tool_use","name":"Read","input":{{"path":"{path}"}}}}]}}}}"#);
+        let cwd_after_begin = |file: &LogFile| {
+            let mut state = State::new();
+            Cursor.begin(file, &mut state);
+            cwd_of(&state)
+        };
+        let both = transcript("a", &[&prompt("see /home/dev/work/api/client.py first"), &read("/home/dev/work-api/src/retry.rs")]);
+        assert_eq!(cwd_after_begin(&both).as_deref(), Some("/home/dev/work-api"), "the tool's argument first");
+        let prose = transcript("b", &[&prompt("The service lives in /home/dev/work-api. Make it back off.")]);
+        assert_eq!(cwd_after_begin(&prose).as_deref(), Some("/home/dev/work-api"), "without the full stop");
+        let slash = transcript("c", &[&read("/home/dev/work-api/")]);
+        assert_eq!(cwd_after_begin(&slash).as_deref(), Some("/home/dev/work-api"), "without the slash");
+        let legacy = tmp.path().join(".cursor/projects/home-dev-work-api/agent-transcripts/d.txt");
+        std::fs::write(&legacy, "user:\nfix /home/dev/work/api now\n\nassistant:\n[Tool call] Read\n  path: /home/dev/work-api/src/a.rs\n").expect("write");
+        assert_eq!(cwd_after_begin(&log_file(&legacy)).as_deref(), Some("/home/dev/work-api"), "a legacy argument first");
+
+        // Never resolved: the next run looks only at what was added since.
+        let none = transcript("e", &[&prompt("no paths here"), &prompt("none here either")]);
+        let mut state = State::new();
+        Cursor.begin(&none, &mut state);
+        let len = std::fs::metadata(&none.path).expect("stat").len();
+        assert_eq!((cwd_of(&state), state[PRESCANNED_TO].as_u64()), (None, Some(len)));
+        let mut f = std::fs::OpenOptions::new().append(true).open(&none.path).expect("open");
+        std::io::Write::write_all(&mut f, format!("{}\n{{\"role\":\"user\",\"mess", read("/home/dev/work-api/b.rs")).as_bytes()).expect("append");
+        Cursor.begin(&none, &mut state);
+        assert_eq!(cwd_of(&state).as_deref(), Some("/home/dev/work-api"), "found in what was added");
+        assert!(state.get(PRESCANNED_TO).is_none());
+        // A path before where the last look stopped is not looked at again.
+        let mut state = State::new();
+        state.insert(PRESCANNED_TO.into(), Value::from(len + read("/home/dev/work-api/b.rs").len() as u64 + 1));
+        Cursor.begin(&none, &mut state);
+        assert_eq!(cwd_of(&state), None);
     }
 
     #[test]

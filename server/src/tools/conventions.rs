@@ -149,8 +149,18 @@ pub fn cut_event(text: &str, cut_at_ingest: u64, max: usize) -> String {
     }
     // Without the marker (an adapter wrote another), the text is cut as it is, and the
     // characters cut at ingest are still counted.
+    // Ingest's marker: at the end (events stored before the end was kept), or the last one
+    // within the beginning ingest keeps (the same words in the text itself come before it, or
+    // in the end, past that beginning).
     let marker = origin_ingest::limits::cut_marker(cut_at_ingest);
-    let (kept, end) = match text.rfind(marker.as_str()) {
+    let head_max = origin_ingest::limits::EVENT_TEXT_CHARS_MAX - origin_ingest::limits::EVENT_TEXT_TAIL_CHARS;
+    let head_end = text.char_indices().nth(head_max).map_or(text.len(), |(b, _)| b);
+    let at = if text.ends_with(marker.as_str()) {
+        Some(text.len() - marker.len())
+    } else {
+        text.match_indices(marker.as_str()).map(|(at, _)| at).take_while(|&at| at <= head_end).last()
+    };
+    let (kept, end) = match at {
         Some(at) => (&text[..at], text[at + marker.len()..].strip_prefix(' ').unwrap_or(&text[at + marker.len()..])),
         None => (text, ""),
     };
@@ -285,5 +295,12 @@ mod tests {
         let middle = format!("{}{marker} {}", "x".repeat(1_000), "y".repeat(300));
         assert_eq!(cut_event(&middle, 9_000, 400), format!("{}…[9900 characters cut]", "x".repeat(400)));
         assert_eq!(cut_event(&middle, 9_000, 5_000), format!("{}…[9300 characters cut]", "x".repeat(1_000)));
+        // The marker's words inside the text (in the beginning, and in the end it kept) are text.
+        let quoted = format!("{}{marker}{}{marker} {}{marker}y", "x".repeat(100), "x".repeat(39_000), "y".repeat(9_000));
+        let m = marker.chars().count();
+        let end = 9_000 + m + 1;
+        assert_eq!(cut_event(&quoted, 9_000, 50_000), format!("{}{marker}{}…[{} characters cut]", "x".repeat(100), "x".repeat(39_000), 9_000 + end));
+        let first: String = quoted.chars().take(400).collect();
+        assert_eq!(cut_event(&quoted, 9_000, 400), format!("{first}…[{} characters cut]", (100 + m + 39_000 - 400) + 9_000 + end));
     }
 }
