@@ -321,6 +321,11 @@ async fn malformed_arguments_are_tool_errors_naming_the_argument() {
         let msg = err(&r);
         assert!(msg.contains(&format!("`{arg}`")), "{tool} {args}: {msg} does not name `{arg}`");
     }
+    // A search range whose end comes before its start holds nothing: said, naming both.
+    let backwards = err(&call(&c, "search", json!({ "query": "release", "since": "2026-10-02T00:00:00Z", "until": "2026-10-01T00:00:00Z" })).await);
+    assert!(backwards.starts_with("Invalid input: `until` (2026-") && backwards.contains(") is before `since` (2026-"), "{backwards}");
+    // Timeline's is not a range of times: sessions started before `until`, active since `since`.
+    ok(&call(&c, "timeline", json!({ "since": "2026-10-02T00:00:00Z", "until": "2026-10-01T00:00:00Z" })).await);
     let unknown = err(&call(&c, "recall", json!({})).await);
     assert!(unknown.contains("recall"), "{unknown}");
     // Queries within the length the tool takes that the index cannot search: worded after the

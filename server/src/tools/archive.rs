@@ -894,6 +894,17 @@ impl Archive {
         let kind = a.kind.as_deref().map(parse_kind).transpose()?;
         let since = self.time_arg("since", &a.since)?;
         let until = self.time_arg("until", &a.until)?;
+        // Search's range holds times (entries written, events happened): one whose end comes
+        // before its start holds none, and is an argument mixed up rather than an empty answer.
+        // (Timeline's is not: a session started before `until` may be active since `since`.)
+        if let (Some(s), Some(u)) = (since, until)
+            && u < s
+        {
+            return Err(ToolError::invalid(
+                "until",
+                format!("({}) is before `since` ({}): no entry was written and no event happened in that range", self.time(u), self.time(s)),
+            ));
+        }
         let source = source_arg(&a.source)?;
         let query_text = a.query.as_deref().map(str::trim).filter(|q| !q.is_empty());
         if let Some(q) = query_text {
