@@ -85,12 +85,12 @@ pub fn readable(v: &Value) -> String {
         // A partial match (`"match": "partial"`) lacks some of the query's words: said on its
         // line and counted in the heading, so that no reader takes it for a full match.
         let partial = |e: &Value| e.get("match").and_then(Value::as_str) == Some("partial");
-        let mark = |e: &Value| if partial(e) { "  (partial match: not every word)" } else { "" };
+        let mark = |e: &Value| if partial(e) { "  (partial match)" } else { "" };
         let partials = entries.iter().chain(events).filter(|e| partial(e)).count();
         let mut heading = format!("{}, {}", count(entries.len(), "entry", "entries"), count(events.len(), "event", "events"));
         if partials > 0 {
-            let all = entries.len() + events.len() - partials;
-            heading.push_str(&format!(" ({all} with every word, {partials} partial)"));
+            let them = if partials == 1 { "1 partial match".to_owned() } else { format!("{partials} partial matches") };
+            heading.push_str(&format!(" ({them}: a word missing, or only in another form)"));
         }
         line(&mut out, heading);
         for e in entries {
@@ -149,8 +149,8 @@ mod tests {
         });
         let out = readable(&v);
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[0], "1 entry, 2 events (1 with every word, 2 partial)", "{out}");
-        let marked: Vec<&str> = lines.iter().filter(|l| l.ends_with("(partial match: not every word)")).copied().collect();
+        assert_eq!(lines[0], "1 entry, 2 events (2 partial matches: a word missing, or only in another form)", "{out}");
+        let marked: Vec<&str> = lines.iter().filter(|l| l.ends_with("(partial match)")).copied().collect();
         assert_eq!(marked.len(), 2, "{out}");
         assert!(marked[0].starts_with("ent_1") && marked[1].starts_with("e2"), "{out}");
         let full = readable(&json!({"entries": [], "events": [event("e1", "all")]}));
