@@ -683,8 +683,17 @@ impl Ingester {
             }
         }
         if len == cur.byte_end && same_version {
-            // Nothing new; its mirror is made whole all the same (a write that failed at an
-            // earlier run is made good now, not when the log next grows).
+            // No new line; what its side files say may be new (a title written after the last
+            // line), recorded without lines.
+            let changes = adapter.side_changes(file, &mut state);
+            if !changes.is_empty() {
+                self.repair_mirror(&cur)?;
+                let head = bytes.read(0, cur.byte_end.min(PREFIX_HASH_BYTES))?;
+                let batch = Batch { sessions: changes, ..Batch::new(cur.byte_end, cur.line_end) };
+                self.append_batch(cursors, file, &mut cur, &mut state, partial, batch, &[], &head, run)?;
+            }
+            // Its mirror is made whole all the same (a write that failed at an earlier run is
+            // made good now, not when the log next grows).
             return self.repair_mirror(&cur).map_err(mirror_problem);
         }
         adapter.begin(file, &mut state);

@@ -647,3 +647,42 @@ fn a_rollout_first_read_compressed_then_written_plain_beside_it_is_read_on() {
     assert_eq!(cold.lines, 0, "{cold:?}");
     assert_eq!(w.keys_and_counts(), (keys_after, counts_after));
 }
+
+/// Grok writes a session's title into `summary.json`, often after the transcript's last line:
+/// it is recorded at the next run (a record of no lines, carrying the session's change), and a
+/// run with nothing changed records nothing.
+#[test]
+fn a_grok_title_written_after_the_last_line_is_recorded() {
+    let w = World::new();
+    let chat = grok_chat(&w, "sess-t");
+    write_lines(&chat, &[grok_user("why does the cache miss", 0), grok_assistant("the key has the port")]);
+    let summary = chat.with_file_name("summary.json");
+    std::fs::write(&summary, r#"{"info":{"id":"sess-t","cwd":"/w/p"}}"#).expect("write summary");
+    run(&w);
+    let title = |w: &World| {
+        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
+        let mut state = origin_projections::State::new();
+        state.catch_up(&j).expect("state");
+        state.session("grok", "sess-t").expect("the session").title
+    };
+    assert_eq!(title(&w), None);
+    let records = ingested(&w.store()).len();
+    std::fs::write(&summary, r#"{"info":{"id":"sess-t","cwd":"/w/p"},"generated_title":"Cache key without the port"}"#).expect("write title");
+    let again = run(&w);
+    assert_eq!((again.sources["grok"].lines, again.sources["grok"].events), (0, 0), "{again:?}");
+    assert_eq!(title(&w).as_deref(), Some("Cache key without the port"));
+    let all = ingested(&w.store());
+    assert_eq!(all.len(), records + 1);
+    let last = all.last().expect("a record");
+    assert_eq!((last.line_start, last.line_end, last.byte_start == last.byte_end), (3, 3, true));
+    run(&w);
+    assert_eq!(ingested(&w.store()).len(), records + 1, "nothing new, nothing recorded");
+    // The log and its mirror are as they were: the next line is read as ever.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&chat).expect("open");
+    std::io::Write::write_all(&mut f, format!("{}\n", grok_user("and the host?", 1)).as_bytes()).expect("append");
+    let more = run(&w);
+    assert_eq!(more.sources["grok"].lines, 1);
+    let mirror = w.ingester().mirrors().read(&ingested(&w.store())[0].mirror).expect("mirror");
+    assert_eq!(mirror, std::fs::read(&chat).expect("read log"), "the mirror gives back the log");
+    assert_eq!(title(&w).as_deref(), Some("Cache key without the port"));
+}

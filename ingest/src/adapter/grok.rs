@@ -109,6 +109,105 @@ fn percent_decode(s: &str) -> Option<String> {
 /// Adapter state key: a batch has read this session's `summary.json`.
 const SUMMARY_READ: &str = "summary_read";
 
+/// State key: `summary.json`'s size and time of change when `begin` last read it.
+const SUMMARY_SEEN: &str = "summary_seen";
+
+/// `summary.json`'s size and time of change (ms), if it is there.
+fn summary_seen(path: &Path) -> Option<Value> {
+    let m = std::fs::metadata(path).ok()?;
+    let changed = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as u64;
+    Some(Value::from(vec![m.len(), changed]))
+}
+
+/// The session's id: `summary.json`'s as `begin` read it, else the folder's name.
+fn session_of(file: &LogFile, state: &State) -> String {
+    match state.get("session").and_then(Value::as_str) {
+        Some(s) => s.to_owned(),
+        None => file.path.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+    }
+}
+
+/// The session's change when its project, title or parent differ from what was last said (or
+/// it has its first prompt), the state marked as having said it.
+fn told_change(state: &mut State, session: String, first: Option<String>) -> Option<SessionChange> {
+    let project = state.get("cwd").and_then(Value::as_str).and_then(project_of);
+    let title = state.get("title").and_then(Value::as_str).map(str::to_owned);
+    let parent = state.get("parent").and_then(Value::as_str).map(str::to_owned);
+    let told = Value::from(vec![
+        project.clone().map_or(Value::Null, Value::String),
+        title.clone().map_or(Value::Null, Value::String),
+        parent.clone().map_or(Value::Null, Value::String),
+    ]);
+    if first.is_none() && state.get("told") == Some(&told) {
+        return None;
+    }
+    state.insert("told".into(), told);
+    Some(SessionChange { session, project, title, first_prompt: first, parent })
+}
+
+/// What `summary.json` says into the state: session id, cwd, title, branch, times, parent (and
+/// its size and time of change). One that cannot be read leaves what an earlier read learnt.
+fn read_summary(file: &LogFile, state: &mut State) {
+    let Some(dir) = file.path.parent() else { return };
+    let group = dir.parent();
+    let summary_path = dir.join("summary.json");
+    // Its size and time of change before it is read (a change while it is read is seen later).
+    let seen = summary_seen(&summary_path);
+    let summary: Value = match read_small(&summary_path).map(|b| serde_json::from_slice::<Value>(&b)) {
+        Some(Ok(v)) => {
+            state.insert(SUMMARY_READ.into(), Value::Bool(true));
+            match seen {
+                Some(seen) => state.insert(SUMMARY_SEEN.into(), seen),
+                None => state.remove(SUMMARY_SEEN),
+            };
+            v
+        }
+        // There but unreadable, too large or half written (Grok rewrites it as the session
+        // goes): what an earlier batch learnt from it stands, rather than the fallbacks
+        // (the folder's name for the session, the file's time for every event).
+        _ if state.contains_key(SUMMARY_READ) && summary_path.exists() => return,
+        _ => {
+            state.remove(SUMMARY_SEEN);
+            Value::Null
+        }
+    };
+    let info = summary.get("info").unwrap_or(&Value::Null);
+    let nonempty = |s: Option<&str>| s.map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+    let session = nonempty(str_of(info, "id"))
+        .or_else(|| nonempty(str_of(&summary, "id")))
+        .or_else(|| dir.file_name().and_then(|n| n.to_str()).map(str::to_owned));
+    let cwd = nonempty(str_of(info, "cwd")).or_else(|| nonempty(str_of(&summary, "cwd"))).or_else(|| group.and_then(group_cwd));
+    let title = nonempty(str_of(&summary, "generated_title"))
+        .or_else(|| nonempty(str_of(&summary, "title")))
+        .or_else(|| nonempty(str_of(&summary, "session_summary")));
+    let mut set = |key: &str, v: Option<Value>| match v {
+        Some(v) => {
+            state.insert(key.into(), v);
+        }
+        None => {
+            state.remove(key);
+        }
+    };
+    set("session", session.clone().map(Value::String));
+    set("cwd", cwd.map(Value::String));
+    set("title", title.map(Value::String));
+    set("branch", nonempty(str_of(&summary, "head_branch")).map(Value::String));
+    let created = str_of(&summary, "created_at").and_then(parse_time);
+    let updated = str_of(&summary, "updated_at").and_then(parse_time);
+    set("created_ms", created.map(Value::from));
+    set("updated_ms", updated.map(Value::from));
+    let mtime = || {
+        let m = std::fs::metadata(&file.path).ok()?.modified().ok()?;
+        Some(m.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64)
+    };
+    set("mtime_ms", if created.or(updated).is_none() { mtime().map(Value::from) } else { None });
+    let parent = match (group, session.as_deref()) {
+        (Some(g), Some(s)) => parent_of(g, dir, s),
+        _ => None,
+    };
+    set("parent", parent.map(Value::String));
+}
+
 fn read_small(path: &Path) -> Option<Vec<u8>> {
     let f = std::fs::File::open(path).ok()?;
     let mut buf = Vec::new();
@@ -349,60 +448,20 @@ impl Adapter for Grok {
         (files, problems)
     }
 
+    fn side_changes(&self, file: &LogFile, state: &mut State) -> Vec<SessionChange> {
+        let Some(dir) = file.path.parent() else { return Vec::new() };
+        if state.get(SUMMARY_SEEN) == summary_seen(&dir.join("summary.json")).as_ref() {
+            return Vec::new();
+        }
+        // `summary.json` alone (small): the update times and turns matter to lines only.
+        read_summary(file, state);
+        let session = session_of(file, state);
+        told_change(state, session, None).into_iter().collect()
+    }
+
     fn begin(&self, file: &LogFile, state: &mut State) {
         let Some(dir) = file.path.parent() else { return };
-        let group = dir.parent();
-        let summary_path = dir.join("summary.json");
-        let summary: Value = match read_small(&summary_path).map(|b| serde_json::from_slice::<Value>(&b)) {
-            Some(Ok(v)) => {
-                state.insert(SUMMARY_READ.into(), Value::Bool(true));
-                v
-            }
-            // There but unreadable, too large or half written (Grok rewrites it as the session
-            // goes): what an earlier batch learnt from it stands, rather than the fallbacks
-            // (the folder's name for the session, the file's time for every event).
-            _ if state.contains_key(SUMMARY_READ) && summary_path.exists() => {
-                read_updates(&dir.join("updates.jsonl"), state);
-                scan_turns(&file.path, state);
-                return;
-            }
-            _ => Value::Null,
-        };
-        let info = summary.get("info").unwrap_or(&Value::Null);
-        let nonempty = |s: Option<&str>| s.map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
-        let session = nonempty(str_of(info, "id"))
-            .or_else(|| nonempty(str_of(&summary, "id")))
-            .or_else(|| dir.file_name().and_then(|n| n.to_str()).map(str::to_owned));
-        let cwd = nonempty(str_of(info, "cwd")).or_else(|| nonempty(str_of(&summary, "cwd"))).or_else(|| group.and_then(group_cwd));
-        let title = nonempty(str_of(&summary, "generated_title"))
-            .or_else(|| nonempty(str_of(&summary, "title")))
-            .or_else(|| nonempty(str_of(&summary, "session_summary")));
-        let mut set = |key: &str, v: Option<Value>| match v {
-            Some(v) => {
-                state.insert(key.into(), v);
-            }
-            None => {
-                state.remove(key);
-            }
-        };
-        set("session", session.clone().map(Value::String));
-        set("cwd", cwd.map(Value::String));
-        set("title", title.map(Value::String));
-        set("branch", nonempty(str_of(&summary, "head_branch")).map(Value::String));
-        let created = str_of(&summary, "created_at").and_then(parse_time);
-        let updated = str_of(&summary, "updated_at").and_then(parse_time);
-        set("created_ms", created.map(Value::from));
-        set("updated_ms", updated.map(Value::from));
-        let mtime = || {
-            let m = std::fs::metadata(&file.path).ok()?.modified().ok()?;
-            Some(m.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64)
-        };
-        set("mtime_ms", if created.or(updated).is_none() { mtime().map(Value::from) } else { None });
-        let parent = match (group, session.as_deref()) {
-            (Some(g), Some(s)) => parent_of(g, dir, s),
-            _ => None,
-        };
-        set("parent", parent.map(Value::String));
+        read_summary(file, state);
         read_updates(&dir.join("updates.jsonl"), state);
         scan_turns(&file.path, state);
     }
@@ -420,10 +479,7 @@ impl Adapter for Grok {
             (None, Some(r)) => r,
             (None, None) => return Line::Malformed("no type".into()),
         };
-        let session = match state.get("session").and_then(Value::as_str) {
-            Some(s) => s.to_owned(),
-            None => file.path.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-        };
+        let session = session_of(file, state);
         let prompt_index = v.get("prompt_index").and_then(Value::as_u64);
         if let (Some(k), true) = (prompt_index, ty == "user") {
             state.insert("turn".into(), Value::from(k));
@@ -506,14 +562,6 @@ impl Adapter for Grok {
         }
 
         // Session properties: whenever they differ from what was last said, and the first prompt.
-        let project = cwd.as_deref().and_then(project_of);
-        let title = state.get("title").and_then(Value::as_str).map(str::to_owned);
-        let parent = state.get("parent").and_then(Value::as_str).map(str::to_owned);
-        let told = Value::from(vec![
-            project.clone().map_or(Value::Null, Value::String),
-            title.clone().map_or(Value::Null, Value::String),
-            parent.clone().map_or(Value::Null, Value::String),
-        ]);
         let first = match prompt {
             Some(p) if !state.contains_key("first_prompt") => {
                 state.insert("first_prompt".into(), Value::Bool(true));
@@ -521,10 +569,7 @@ impl Adapter for Grok {
             }
             _ => None,
         };
-        if first.is_some() || state.get("told") != Some(&told) {
-            state.insert("told".into(), told);
-            out.sessions.push(SessionChange { session, project, title, first_prompt: first, parent });
-        }
+        out.sessions.extend(told_change(state, session, first));
         Line::Parsed(out)
     }
 
@@ -627,14 +672,23 @@ mod tests {
         assert_eq!(p.events[0].text, r#"web_search {"query":"q","max":3,"lang":"en"}"#);
     }
 
+    /// [`golden::run`] with `summary.json`'s time of change (a checkout's) named, not written.
+    fn golden_run(file: &LogFile) -> Value {
+        let mut v = golden::run(&Grok, file);
+        if let Some(seen) = v["state"].get_mut(SUMMARY_SEEN) {
+            seen[1] = json!("<summary.json mtime>");
+        }
+        v
+    }
+
     #[test]
     fn grok_golden_weather_api() {
-        golden::check("grok-weather-api.json", &golden::run(&Grok, &fixture(WEATHER)));
+        golden::check("grok-weather-api.json", &golden_run(&fixture(WEATHER)));
     }
 
     #[test]
     fn grok_golden_inventory_sync() {
-        golden::check("grok-inventory-sync.json", &golden::run(&Grok, &fixture(INVENTORY)));
+        golden::check("grok-inventory-sync.json", &golden_run(&fixture(INVENTORY)));
     }
 
     #[test]

@@ -155,6 +155,13 @@ pub trait Adapter: Send + Sync {
         false
     }
 
+    /// Called when `file` has no new lines in a run: what its side files say now that no line
+    /// has said yet (a title written after the transcript's last line), as session changes,
+    /// `state` updated to match. Looked at cheaply (a side file's size and time of change).
+    fn side_changes(&self, _file: &LogFile, _state: &mut State) -> Vec<SessionChange> {
+        Vec::new()
+    }
+
     /// Called before new lines of `file` are parsed in a run: a chance to read side files
     /// (titles, timestamps) into `state`.
     fn begin(&self, _file: &LogFile, _state: &mut State) {}
