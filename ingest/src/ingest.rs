@@ -142,6 +142,9 @@ pub struct Ingester {
     saved_to: Mutex<Option<u64>>,
     /// Compressed logs as this process last read them ([`ZstdSeen`]).
     zstd_seen: Mutex<HashMap<PathBuf, ZstdSeen>>,
+    /// Per log, the stamp of its side files ([`Adapter::side_stamp`]) this process last looked
+    /// at with no new line in the log.
+    side_seen: Mutex<HashMap<PathBuf, Value>>,
 }
 
 /// Files Origin knows under one name found again under another, read under the first name
@@ -345,6 +348,7 @@ impl Ingester {
             snapshot_use: Mutex::new(None),
             saved_to: Mutex::new(None),
             zstd_seen: Mutex::new(HashMap::new()),
+            side_seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -683,18 +687,24 @@ impl Ingester {
             }
         }
         if len == cur.byte_end && same_version {
+            // Its mirror is made whole all the same (a write that failed at an earlier run is
+            // made good now, not when the log next grows).
+            self.repair_mirror(&cur).map_err(mirror_problem)?;
             // No new line; what its side files say may be new (a title written after the last
-            // line), recorded without lines.
+            // line), recorded without lines: looked at once per change of their stamp in this
+            // process (a side file rewritten with nothing new is not read at every run).
+            let Some(stamp) = adapter.side_stamp(file) else { return Ok(()) };
+            if guard(&self.side_seen).get(&file.path) == Some(&stamp) {
+                return Ok(());
+            }
             let changes = adapter.side_changes(file, &mut state);
             if !changes.is_empty() {
-                self.repair_mirror(&cur)?;
                 let head = bytes.read(0, cur.byte_end.min(PREFIX_HASH_BYTES))?;
                 let batch = Batch { sessions: changes, ..Batch::new(cur.byte_end, cur.line_end) };
                 self.append_batch(cursors, file, &mut cur, &mut state, partial, batch, &[], &head, run)?;
             }
-            // Its mirror is made whole all the same (a write that failed at an earlier run is
-            // made good now, not when the log next grows).
-            return self.repair_mirror(&cur).map_err(mirror_problem);
+            guard(&self.side_seen).insert(file.path.clone(), stamp);
+            return Ok(());
         }
         adapter.begin(file, &mut state);
         self.repair_mirror(&cur)?;

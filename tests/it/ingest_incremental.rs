@@ -685,4 +685,13 @@ fn a_grok_title_written_after_the_last_line_is_recorded() {
     let mirror = w.ingester().mirrors().read(&ingested(&w.store())[0].mirror).expect("mirror");
     assert_eq!(mirror, std::fs::read(&chat).expect("read log"), "the mirror gives back the log");
     assert_eq!(title(&w).as_deref(), Some("Cache key without the port"));
+    // A new title read before a batch whose lines said nothing (one malformed line): said at
+    // the next run, though `summary.json` has not changed since it was read.
+    std::fs::write(&summary, r#"{"info":{"id":"sess-t","cwd":"/w/p"},"generated_title":"Host and port"}"#).expect("write title");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&chat).expect("open");
+    std::io::Write::write_all(&mut f, b"{not json\n").expect("append");
+    let malformed = run(&w);
+    assert_eq!(malformed.sources["grok"].malformed, 1, "{malformed:?}");
+    run(&w);
+    assert_eq!(title(&w).as_deref(), Some("Host and port"));
 }

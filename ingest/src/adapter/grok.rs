@@ -145,9 +145,12 @@ fn told_change(state: &mut State, session: String, first: Option<String>) -> Opt
     Some(SessionChange { session, project, title, first_prompt: first, parent })
 }
 
-/// What `summary.json` says into the state: session id, cwd, title, branch, times, parent (and
-/// its size and time of change). One that cannot be read leaves what an earlier read learnt.
-fn read_summary(file: &LogFile, state: &mut State) {
+/// What `summary.json` says into the state: session id, cwd, title, branch, times (and its size
+/// and time of change), and the session's parent (looked for in the sibling sessions' folders)
+/// when `find_parent` or the session id changed. One that cannot be read leaves what an earlier
+/// read learnt.
+fn read_summary(file: &LogFile, state: &mut State, find_parent: bool) {
+    let session_before = state.get("session").cloned();
     let Some(dir) = file.path.parent() else { return };
     let group = dir.parent();
     let summary_path = dir.join("summary.json");
@@ -201,11 +204,16 @@ fn read_summary(file: &LogFile, state: &mut State) {
         Some(m.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64)
     };
     set("mtime_ms", if created.or(updated).is_none() { mtime().map(Value::from) } else { None });
-    let parent = match (group, session.as_deref()) {
-        (Some(g), Some(s)) => parent_of(g, dir, s),
-        _ => None,
-    };
-    set("parent", parent.map(Value::String));
+    if find_parent || state.get("session") != session_before.as_ref() {
+        let parent = match (group, session.as_deref()) {
+            (Some(g), Some(s)) => parent_of(g, dir, s),
+            _ => None,
+        };
+        match parent {
+            Some(p) => state.insert("parent".into(), Value::String(p)),
+            None => state.remove("parent"),
+        };
+    }
 }
 
 fn read_small(path: &Path) -> Option<Vec<u8>> {
@@ -448,20 +456,26 @@ impl Adapter for Grok {
         (files, problems)
     }
 
+    fn side_stamp(&self, file: &LogFile) -> Option<Value> {
+        summary_seen(&file.path.parent()?.join("summary.json"))
+    }
+
     fn side_changes(&self, file: &LogFile, state: &mut State) -> Vec<SessionChange> {
         let Some(dir) = file.path.parent() else { return Vec::new() };
-        if state.get(SUMMARY_SEEN) == summary_seen(&dir.join("summary.json")).as_ref() {
-            return Vec::new();
+        if state.get(SUMMARY_SEEN) != summary_seen(&dir.join("summary.json")).as_ref() {
+            // `summary.json` alone (small; the parent as it was): the update times and turns
+            // matter to lines only.
+            read_summary(file, state, false);
         }
-        // `summary.json` alone (small): the update times and turns matter to lines only.
-        read_summary(file, state);
+        // What the state holds and was not said yet (a title read before a batch whose lines
+        // said nothing, all malformed or cut), as well as what was just read.
         let session = session_of(file, state);
         told_change(state, session, None).into_iter().collect()
     }
 
     fn begin(&self, file: &LogFile, state: &mut State) {
         let Some(dir) = file.path.parent() else { return };
-        read_summary(file, state);
+        read_summary(file, state, true);
         read_updates(&dir.join("updates.jsonl"), state);
         scan_turns(&file.path, state);
     }

@@ -155,9 +155,16 @@ pub trait Adapter: Send + Sync {
         false
     }
 
-    /// Called when `file` has no new lines in a run: what its side files say now that no line
-    /// has said yet (a title written after the transcript's last line), as session changes,
-    /// `state` updated to match. Looked at cheaply (a side file's size and time of change).
+    /// A cheap stamp of `file`'s side files (their sizes and times of change), None when it
+    /// has none: ingest asks for [`Adapter::side_changes`] only when a log with no new line has
+    /// a stamp this process has not looked at yet.
+    fn side_stamp(&self, _file: &LogFile) -> Option<Value> {
+        None
+    }
+
+    /// Called when `file` has no new lines in a run and a side file may have changed: what its
+    /// side files say that no line has said yet (a title written after the transcript's last
+    /// line), as session changes, `state` updated to match.
     fn side_changes(&self, _file: &LogFile, _state: &mut State) -> Vec<SessionChange> {
         Vec::new()
     }
