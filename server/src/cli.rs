@@ -12,8 +12,8 @@ use crate::journal_cmd;
 #[derive(Debug, Parser)]
 #[command(name = "origin", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
-    /// Where the store lives.
-    #[arg(long, env = "ORIGIN_HOME", global = true, value_name = "DIR")]
+    /// Where the store lives [default: $ORIGIN_HOME, else ~/.origin]
+    #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
     /// The command.
     #[command(subcommand)]
@@ -158,11 +158,17 @@ pub enum JournalCommand {
 
 /// The store's home: `--home`, `ORIGIN_HOME`, or `~/.origin`, made absolute against the
 /// current folder (the paths the tools give, `mirror_file` among them, are then whole). An
-/// empty `HOME` is not a home (its `.origin` would be the current folder's).
+/// empty `HOME` is not a home (its `.origin` would be the current folder's), and an empty
+/// `ORIGIN_HOME` names no folder (read here, not by the argument parser, which took it for
+/// `--home` given without a value, even beside a `--home` that was).
 pub fn home(cli_home: Option<PathBuf>) -> Result<PathBuf> {
-    let home = match cli_home {
-        Some(h) => h,
-        None => {
+    let home = match (cli_home, std::env::var_os("ORIGIN_HOME")) {
+        (Some(h), _) => h,
+        (None, Some(h)) if h.is_empty() => {
+            anyhow::bail!("ORIGIN_HOME is set but empty: set it to the store's folder, unset it (the store is then ~/.origin), or pass --home DIR")
+        }
+        (None, Some(h)) => PathBuf::from(h),
+        (None, None) => {
             let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).context("neither ORIGIN_HOME nor HOME is set (or it is empty): pass --home DIR")?;
             PathBuf::from(home).join(".origin")
         }

@@ -544,6 +544,13 @@ fn a_relative_store_home_is_made_absolute_and_an_empty_home_is_refused() {
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("HOME is set (or it is empty)"), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!dir.path().join(".origin").exists(), "no store made in the current folder");
+    // An empty ORIGIN_HOME is named as such (the parser said `--home` lacked a value); with
+    // `--home` given it does not matter.
+    let empty = Command::new(origin_bin()).current_dir(dir.path()).args(["status"]).env("ORIGIN_HOME", "").output().expect("run origin");
+    assert_eq!(empty.status.code(), Some(3), "{empty:?}");
+    assert!(String::from_utf8_lossy(&empty.stderr).starts_with("origin: ORIGIN_HOME is set but empty"), "{}", String::from_utf8_lossy(&empty.stderr));
+    let given = Command::new(origin_bin()).current_dir(dir.path()).args(["--home", "store", "status"]).env("ORIGIN_HOME", "").output().expect("run origin");
+    assert!(given.status.success(), "{}", String::from_utf8_lossy(&given.stderr));
 }
 
 /// `origin journal verify`'s verdict says what damage does: in a sealed segment's records, a

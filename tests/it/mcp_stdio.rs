@@ -1129,3 +1129,24 @@ async fn an_entry_cites_each_event_once() {
     assert_eq!((items[0]["event_id"].as_str(), items[0]["quote"].as_str()), (Some(event_id.as_str()), Some(other.as_str())), "{traced}");
     c.cancel().await.expect("close");
 }
+
+/// A server whose standard output cannot be written (a full disk: `/dev/full`) says what it
+/// was doing and the I/O error, not the protocol layer's internal type names, and exits 3.
+#[test]
+fn a_server_that_cannot_write_its_answers_says_so_plainly() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let mut cmd = server_command(dir.path()).into_std();
+    let mut child = cmd.stdin(std::process::Stdio::piped()).stdout(full).stderr(std::process::Stdio::piped()).spawn().expect("spawn origin mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"raw\",\"version\":\"1\"}}}\n")
+        .expect("write");
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("origin: the connection to the client failed when sending initialize response (No space left on device"), "{stderr}");
+    assert!(!stderr.contains("rmcp::"), "{stderr}");
+}

@@ -985,6 +985,25 @@ const PROTOCOL_LINE_BYTES_MAX: usize = rmcp::transport::async_rw::DEFAULT_MAX_LI
 /// passed over and said on stderr.
 const LINE_BYTES_MAX: usize = PROTOCOL_LINE_BYTES_MAX - 64 * 1024;
 
+/// Why the session could not begin, as a person reads it: for a failed write or read (standard
+/// output full or closed), what it was doing and the I/O error, without the protocol layer's
+/// internal type names; else as the error says itself.
+fn session_error(e: &rmcp::service::ServerInitializeError) -> anyhow::Error {
+    match e {
+        rmcp::service::ServerInitializeError::TransportError { error, context } => {
+            let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&*error.error);
+            while let Some(err) = cause {
+                if let Some(io) = err.downcast_ref::<std::io::Error>() {
+                    return anyhow::anyhow!("the connection to the client failed when {context} ({io})");
+                }
+                cause = err.source();
+            }
+            anyhow::anyhow!("the connection to the client failed when {context}: {}", error.error)
+        }
+        other => anyhow::anyhow!("the session with the client could not begin: {other}"),
+    }
+}
+
 /// Serves MCP on stdin/stdout until the client closes it, then ingests once more (5 s at most).
 /// The store opens in the background (see [`Opening`]); ingest and merges start once it is open.
 pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
@@ -1072,7 +1091,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
         Ok(service) => service,
         Err(e) => {
             stop_reader(reader).await;
-            return Err(e.into());
+            return Err(session_error(&e));
         }
     };
     // SIGTERM ends the session as the end of stdin does, so that what follows still runs:
