@@ -674,8 +674,7 @@ impl Ingester {
             // A later version is mirrored beside the first, wherever the file is read from now
             // (a log moved by its agent, or reached under another spelling, keeps its mirrors).
             let base = match cur.version {
-                _ if cur.mirror.is_empty() => format!("{source}/{}", file.mirror),
-                0 => format!("{source}/{}", file.mirror),
+                _ if cur.version == 0 || cur.mirror.is_empty() => format!("{source}/{}", file.mirror),
                 1 => cur.mirror.clone(),
                 n => cur.mirror.strip_suffix(&format!(".v{n}")).unwrap_or(&cur.mirror).to_owned(),
             };

@@ -77,15 +77,13 @@ pub fn cut_middle(text: String, max: usize, tail: usize) -> (String, u64) {
     let mut head_end = text.char_indices().nth(max - tail).map_or(text.len(), |(b, _)| b);
     let mut tail_start = text.char_indices().nth(chars - tail).map_or(text.len(), |(b, _)| b);
     if tail > 0 {
-        let near = |s: &str, from_end: bool| -> Option<usize> {
-            let window: Vec<(usize, char)> = if from_end { s.char_indices().rev().take(CUT_AT_LINE_CHARS_MAX).collect() } else { s.char_indices().take(CUT_AT_LINE_CHARS_MAX).collect() };
-            window.into_iter().find(|&(_, c)| c == '\n').map(|(b, _)| b + 1)
-        };
-        if let Some(b) = near(&text[..head_end], true) {
+        // The byte after a line's end within the limit's characters of the place.
+        let line_end = |(b, c): (usize, char)| (c == '\n').then_some(b + 1);
+        if let Some(b) = text[..head_end].char_indices().rev().take(CUT_AT_LINE_CHARS_MAX).find_map(line_end) {
             head_end = b;
         }
         if !text[..tail_start].ends_with('\n')
-            && let Some(b) = near(&text[tail_start..], false)
+            && let Some(b) = text[tail_start..].char_indices().take(CUT_AT_LINE_CHARS_MAX).find_map(line_end)
         {
             tail_start += b;
         }

@@ -376,11 +376,16 @@ impl Adapter for Claude {
         // it, whether or not the folder is here), which a session's cwd may be below: the
         // nearest folder, the cwd's own or an ancestor's, that has one.
         let mut found = std::collections::BTreeSet::new();
+        // Each folder looked at once: the cwds share their ancestors (the home, its parents).
+        let mut looked: std::collections::HashMap<&Path, Option<PathBuf>> = std::collections::HashMap::new();
         for p in projects {
             let Some((root, memory)) = p.cwd.ancestors().find_map(|a| {
-                let escaped: String = a.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
-                let memory = homes.claude.join("projects").join(escaped).join("memory");
-                memory.is_dir().then_some((a, memory))
+                let memory = looked.entry(a).or_insert_with(|| {
+                    let escaped: String = a.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+                    let memory = homes.claude.join("projects").join(escaped).join("memory");
+                    memory.is_dir().then_some(memory)
+                });
+                memory.clone().map(|m| (a, m))
             }) else {
                 continue;
             };

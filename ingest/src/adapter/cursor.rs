@@ -416,6 +416,7 @@ fn prescan(path: &Path, place: &Place, state: &mut State) {
     if from >= PRESCAN_BYTES_MAX {
         return;
     }
+    // A transcript that cannot be read is said when its lines are read.
     let Ok(bytes) = read_range(path, from, PRESCAN_BYTES_MAX - from) else { return };
     // Whole lines only, unless the look ends here (a line cut there is looked at as it is).
     let end = if from + bytes.len() as u64 >= PRESCAN_BYTES_MAX { bytes.len() } else { bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) };
