@@ -601,6 +601,51 @@ fn a_compressed_log_larger_than_a_read_window_is_read_whole_and_then_only_its_ne
     assert_eq!(w.mirror(), text(&lines).into_bytes());
 }
 
+/// A Codex fork begins with its own header, then its parent's lines copied, each stamped
+/// again: the copies are not indexed again, so every event of the parent is stored once, under
+/// the parent's session, and the fork's own lines under the fork's. A copied line too long to
+/// parse (kept raw, never given to the adapter) keeps the places of the copies after it; the
+/// fork read over two runs, and compressed between them, leaves out the same lines.
+#[test]
+fn a_codex_fork_stores_only_what_it_adds_to_the_history_it_copied() {
+    const FORK: &str = "019a1400-0c2d-7e5f-8a9b-0c1d2e3f4a5b";
+    let w = CodexWorld::new();
+    let mut parent: Vec<String> = w.lines[..11].to_vec();
+    parent.insert(4, codex_output(5 * 1024 * 1024));
+    let text = |lines: &[String]| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    std::fs::write(w.folder("sessions/2026/10/20").join(ROLLOUT), text(&parent)).expect("write parent");
+    let parent_id = &ROLLOUT[ROLLOUT.len() - 42..ROLLOUT.len() - 6];
+    let header = format!(
+        r#"{{"timestamp":"2026-10-21T08:00:00.000Z","type":"session_meta","payload":{{"id":"{FORK}","timestamp":"2026-10-21T08:00:00.000Z","cwd":"/home/dev/demo-app","forked_from_id":"{parent_id}","cli_version":"0.160.0","source":"cli"}}}}"#
+    );
+    let mut fork = vec![header];
+    for (i, l) in parent.iter().enumerate() {
+        let rest = &l[l.find(r#"","type":""#).expect("a rollout line")..];
+        fork.push(format!(r#"{{"timestamp":"2026-10-21T08:00:00.{:03}Z{rest}"#, i + 1));
+    }
+    let own = [codex_user("the fork's own first question"), codex_user("the fork's own second question")];
+    let fork_path = w.folder("sessions/2026/10/21").join(format!("rollout-2026-10-21T10-00-00-{FORK}.jsonl"));
+    // The first run sees the fork halfway through its copy and one line of its own.
+    std::fs::write(&fork_path, text(&fork[..7])).expect("write fork");
+    w.run();
+    std::fs::write(&fork_path, text(&[&fork[..], &own[..1]].concat())).expect("write fork");
+    w.run();
+    // Then compressed when cold, with its second line of its own.
+    std::fs::remove_file(&fork_path).expect("delete plain");
+    std::fs::write(fork_path.with_extension("jsonl.zst"), zstd_of(&text(&[&fork[..], &own[..]].concat()))).expect("write zst");
+    w.run();
+
+    let events: Vec<origin_engine::record::Event> = ingested(&w.store()).into_iter().flat_map(|r| r.events).collect();
+    let mut by_text: HashMap<&str, Vec<&str>> = HashMap::new();
+    for e in &events {
+        by_text.entry(e.text.as_str()).or_default().push(e.session.as_str());
+    }
+    let in_fork: Vec<&str> = events.iter().filter(|e| e.session == FORK).map(|e| e.text.as_str()).collect();
+    assert_eq!(in_fork, vec!["the fork's own first question", "the fork's own second question"]);
+    assert!(events.iter().filter(|e| e.session != FORK).count() >= 5, "the parent's events: {by_text:?}");
+    assert!(by_text.values().all(|s| s.len() == 1), "every event once: {by_text:?}");
+}
+
 /// Grok names every transcript `chat_history.jsonl`, and each begins with the same system
 /// prompt (often longer than the 4 KiB a cursor hashes): a new session's transcript is not a
 /// deleted session's moved, and is read as its own, whole.

@@ -12,8 +12,9 @@
 //!   (`source.subagent.thread_spawn.parent_thread_id`). A later `session_meta` with the same id
 //!   (a resume) refreshes cwd/branch/version; one with another id is the parent's header copied
 //!   into a fork and is ignored. A fork's `forked_from_id` is not a parent (only sub-agents are
-//!   children) and the history a fork copies is not de-duplicated: it is indexed again under the
-//!   fork's own thread id (ids never collide; the copied lines cannot be told apart reliably).
+//!   children); the lines a fork copies from its parent's rollout after its header give nothing
+//!   (`fork.rs`: each line compared with the parent's line at the same place), so the history
+//!   before a fork is indexed once, in the parent's session.
 //! - `turn_context`: no event; its `cwd` replaces the kept one (events after it carry it).
 //! - `response_item` `message`: `user` → user/message, or user/meta when any text part is
 //!   injected context (Codex's own rule: `# AGENTS.md instructions for`, `<environment_context>`,
@@ -68,6 +69,7 @@ use std::path::{Path, PathBuf};
 use origin_engine::record::{EventKind, Role, SessionChange};
 use serde_json::Value;
 
+use super::fork;
 use super::{line_ref, Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::source::{Homes, Source};
 use crate::json::{Json, Shape};
@@ -315,7 +317,7 @@ fn index_line(v: &Json<'_>) -> Line {
 }
 
 /// A `session_meta` line: state and the session's project and parent.
-fn session_meta(file: &LogFile, state: &mut State, p: &Json<'_>) -> Line {
+fn session_meta(file: &LogFile, state: &mut State, p: &Json<'_>, line_no: u64) -> Line {
     let mut out = Parsed::default();
     let seen = state.get("meta_seen").and_then(Value::as_bool).unwrap_or(false);
     let id = str_of(p, "id").filter(|s| !s.is_empty()).map(str::to_owned);
@@ -333,6 +335,9 @@ fn session_meta(file: &LogFile, state: &mut State, p: &Json<'_>) -> Line {
     state.insert("session".into(), Value::String(session.clone()));
     state.insert("meta_seen".into(), Value::Bool(true));
     refresh(state, p);
+    if let Some(from) = str_of(p, "forked_from_id").filter(|f| !f.is_empty() && !f.eq_ignore_ascii_case(&session)) {
+        fork::begin(state, &file.path, from, line_no);
+    }
     let parent = p.pointer("/source/subagent/thread_spawn/parent_thread_id").and_then(Json::as_str).map(str::to_owned);
     out.sessions.push(SessionChange { session, project: state_str(state, "cwd").and_then(project_of), title: None, first_prompt: None, parent });
     Line::Parsed(out)
@@ -388,6 +393,9 @@ impl Adapter for Codex {
     }
 
     fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
+        if fork::is_copy(state, line, line_no) {
+            return Line::Parsed(Parsed::default());
+        }
         let v = match Json::parse(line, CODEX_SHAPE) {
             Ok(v @ Json::Object(_)) => v,
             Ok(_) => return Line::Malformed("not a JSON object".into()),
@@ -407,7 +415,7 @@ impl Adapter for Codex {
             return Line::Malformed(format!("{ty} line without a payload object"));
         };
         let item = match ty {
-            "session_meta" => return session_meta(file, state, p),
+            "session_meta" => return session_meta(file, state, p, line_no),
             "turn_context" => {
                 if let Some(cwd) = str_of(p, "cwd") {
                     state.insert("cwd".into(), Value::String(cwd.to_owned()));
@@ -774,6 +782,139 @@ mod tests {
         let mut state = State::new();
         assert!(matches!(Codex.parse_line(&nameless, &mut state, tc.to_string().as_bytes(), 1), Line::Parsed(_)));
         assert!(matches!(Codex.parse_line(&nameless, &mut state, user.to_string().as_bytes(), 2), Line::Malformed(_)));
+    }
+
+    const F: &str = "019a1400-0c2d-7e5f-8a9b-0c1d2e3f4a5b";
+
+    /// The fixture's thread A as a Codex home of its own below `dir`, and a fork of it made at
+    /// its line `upto` (its own header, A's first `upto` lines stamped again, then three lines
+    /// of its own), in another day's folder. Returns the fork's file and A's path.
+    fn forked_home(dir: &Path, upto: usize) -> (LogFile, PathBuf) {
+        let a = file(A).path;
+        let root = dir.join(".codex");
+        let a_dir = root.join("sessions/2026/10/20");
+        std::fs::create_dir_all(&a_dir).unwrap();
+        let parent = a_dir.join(a.file_name().unwrap());
+        std::fs::copy(&a, &parent).unwrap();
+        let own = json!({"timestamp": "2026-10-22T09:00:00.000Z", "type": "session_meta", "payload": {"id": F, "timestamp": "2026-10-22T09:00:00.000Z", "cwd": "/home/dev/demo-app", "forked_from_id": A, "cli_version": "0.160.0", "source": "cli"}});
+        let mut lines = vec![own.to_string()];
+        // Codex copies the lines it could load (not A's torn twelfth), each as it was but for
+        // its time.
+        for (i, l) in std::fs::read_to_string(&a).unwrap().lines().take(upto).enumerate() {
+            if serde_json::from_str::<Value>(l).is_err() {
+                continue;
+            }
+            let rest = &l[l.find("\",\"type\"").unwrap()..];
+            lines.push(format!("{{\"timestamp\":\"2026-10-22T09:00:00.{:03}Z{rest}", i + 1));
+        }
+        lines.push(json!({"timestamp": "2026-10-22T09:00:05.000Z", "type": "turn_context", "payload": {"turn_id": "t-fork", "cwd": "/home/dev/demo-app"}}).to_string());
+        lines.push(json!({"timestamp": "2026-10-22T09:00:05.100Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Try the export with a streaming writer instead"}]}}).to_string());
+        lines.push(json!({"timestamp": "2026-10-22T09:00:09.000Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Switched the export to a streaming writer."}]}}).to_string());
+        let f_dir = root.join("sessions/2026/10/22");
+        std::fs::create_dir_all(&f_dir).unwrap();
+        let path = f_dir.join(format!("rollout-2026-10-22T11-00-00-{F}.jsonl"));
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let f = LogFile { source: Source::Codex, key: path.to_string_lossy().into_owned(), mirror: format!("sessions/2026/10/22/{}", path.file_name().unwrap().to_string_lossy()), path, format: FileFormat::Lines };
+        (f, parent)
+    }
+
+    fn texts(v: &Value) -> Vec<String> {
+        events(v).iter().map(|e| e["text"].as_str().unwrap().to_owned()).collect()
+    }
+
+    #[test]
+    fn codex_a_fork_indexes_its_own_lines_not_the_history_it_copied() {
+        let whole = run(A);
+        let a_lines = std::fs::read_to_string(file(A).path).unwrap().lines().count();
+        assert!(events(&whole).len() >= 10, "the parent gives events: {whole}");
+        let dir = tempfile::tempdir().unwrap();
+        let (fork, parent) = forked_home(dir.path(), a_lines);
+        let got = golden::run(&Codex, &fork);
+        let own = vec!["Try the export with a streaming writer instead".to_owned(), "Switched the export to a streaming writer.".to_owned()];
+        assert_eq!(texts(&got), own, "{got}");
+        // Its own lines keep their places in its ids; its first prompt is its own; the
+        // parent's title, copied, is not the fork's.
+        let ids: Vec<&str> = events(&got).iter().map(|e| e["id"].as_str().unwrap()).collect();
+        // (Its header, A's lines but the torn one, its turn_context, then these two.)
+        assert_eq!(ids, vec![format!("codex:{F}:{}", a_lines + 2), format!("codex:{F}:{}", a_lines + 3)]);
+        let sessions = got["sessions"].as_array().unwrap();
+        assert!(sessions.iter().all(|s| s["title"].is_null()), "{sessions:?}");
+        assert_eq!(sessions.iter().filter_map(|s| s["first_prompt"].as_str()).collect::<Vec<_>>(), vec!["Try the export with a streaming writer instead"]);
+        assert!(got["malformed"].as_array().unwrap().is_empty(), "{got}");
+
+        // A fork made halfway through: only the lines it copied are left out.
+        let dir = tempfile::tempdir().unwrap();
+        let (half, _) = forked_home(dir.path(), 12);
+        assert_eq!(texts(&golden::run(&Codex, &half)), own);
+
+        // The parent compressed (Codex's cold rollouts), the plain file gone: found all the same.
+        let zst = parent.with_extension("jsonl.zst");
+        std::fs::write(&zst, zstd::encode_all(std::fs::read(&parent).unwrap().as_slice(), 3).unwrap()).unwrap();
+        std::fs::remove_file(&parent).unwrap();
+        let (fork, _) = (LogFile { ..fork.clone() }, ());
+        assert_eq!(texts(&golden::run(&Codex, &fork)), own);
+
+        // The parent gone: the copies are read as the fork's lines, as before (listed twice,
+        // never lost).
+        std::fs::remove_file(&zst).unwrap();
+        let alone = golden::run(&Codex, &fork);
+        let mut want = texts(&whole);
+        want.extend(own.clone());
+        assert_eq!(texts(&alone), want);
+    }
+
+    #[test]
+    fn codex_a_fork_line_that_differs_from_its_parents_ends_the_copy_for_good() {
+        let a_lines = std::fs::read_to_string(file(A).path).unwrap().lines().count();
+        let dir = tempfile::tempdir().unwrap();
+        let (fork, _) = forked_home(dir.path(), a_lines);
+        // The fork's copy of A's sixth line (its first prompt) says something else: that line
+        // and every one after it are the fork's own, though the later ones equal A's.
+        let text = std::fs::read_to_string(&fork.path).unwrap();
+        let changed = text.replacen("Add a CSV export", "Add an XLSX export", 1);
+        assert_ne!(changed, text);
+        std::fs::write(&fork.path, changed).unwrap();
+        let got = golden::run(&Codex, &fork);
+        let whole = run(A);
+        let from_sixth: Vec<String> = events(&whole).iter().filter(|e| e["line"].as_u64().unwrap() >= 6).map(|e| e["text"].as_str().unwrap().replacen("Add a CSV export", "Add an XLSX export", 1)).collect();
+        let mut want = from_sixth;
+        want.push("Try the export with a streaming writer instead".to_owned());
+        want.push("Switched the export to a streaming writer.".to_owned());
+        assert_eq!(texts(&got), want);
+    }
+
+    #[test]
+    fn codex_a_fork_read_over_several_runs_and_processes_leaves_out_the_same_lines() {
+        let a_lines = std::fs::read_to_string(file(A).path).unwrap().lines().count();
+        let dir = tempfile::tempdir().unwrap();
+        let (fork, parent) = forked_home(dir.path(), a_lines);
+        let text = std::fs::read_to_string(&fork.path).unwrap();
+        let mut state = State::new();
+        let mut got = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            // A run ends (the state saved, the process gone) every five lines.
+            if i % 5 == 4 {
+                state = serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
+                fork::forget_cached();
+            }
+            got.extend(parsed(Codex.parse_line(&fork, &mut state, line.as_bytes(), i as u64 + 1)).events.into_iter().map(|e| e.text));
+        }
+        assert_eq!(got, vec!["Try the export with a streaming writer instead", "Switched the export to a streaming writer."]);
+        assert_eq!(state.get(fork::COPIES_KEY), Some(&Value::from(a_lines as u64 - 1)));
+        assert!(!state.contains_key(fork::PARENT_KEY), "the copy ended: {state:?}");
+
+        // A parent read while it was shorter than the fork's copy (it went on after an earlier
+        // fork): read again when the copy runs past what was read.
+        let dir = tempfile::tempdir().unwrap();
+        let (short, parent2) = forked_home(dir.path(), 6);
+        let full = std::fs::read(&parent2).unwrap();
+        let six: Vec<&[u8]> = full.split_inclusive(|&b| b == b'\n').take(6).collect();
+        std::fs::write(&parent2, six.concat()).unwrap();
+        assert_eq!(texts(&golden::run(&Codex, &short)).len(), 2);
+        std::fs::write(&parent2, &full).unwrap();
+        let (longer, _) = forked_home(dir.path(), a_lines);
+        assert_eq!(texts(&golden::run(&Codex, &longer)).len(), 2);
+        drop(parent);
     }
 
     #[test]

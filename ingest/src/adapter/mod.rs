@@ -12,6 +12,7 @@ use crate::source::{Homes, Source};
 pub mod claude;
 pub mod codex;
 pub mod cursor;
+mod fork;
 #[cfg(test)]
 pub mod golden;
 pub mod grok;
