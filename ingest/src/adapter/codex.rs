@@ -13,8 +13,9 @@
 //!   (a resume) refreshes cwd/branch/version; one with another id is the parent's header copied
 //!   into a fork and is ignored. A fork's `forked_from_id` is not a parent (only sub-agents are
 //!   children); the lines a fork copies from its parent's rollout after its header give nothing
-//!   (`fork.rs`: each line compared with the parent's line at the same place), so the history
-//!   before a fork is indexed once, in the parent's session.
+//!   when the parent's rollout is found (`fork.rs`: each line compared, less its time, with the
+//!   parent's line at the same place), so the history before a fork is indexed once, in the
+//!   parent's session; without the parent's rollout they are read as the fork's lines.
 //! - `turn_context`: no event; its `cwd` replaces the kept one (events after it carry it).
 //! - `response_item` `message`: `user` → user/message, or user/meta when any text part is
 //!   injected context (Codex's own rule: `# AGENTS.md instructions for`, `<environment_context>`,
@@ -385,6 +386,7 @@ impl Adapter for Codex {
                 });
             }
         }
+        fork::listed(root, files.iter().filter_map(|f| Some((thread_id_of(&f.path)?, f.path.clone()))));
         let index = root.join(SESSION_INDEX);
         if index.is_file() {
             files.push(LogFile { source: Source::Codex, key: index.to_string_lossy().into_owned(), mirror: SESSION_INDEX.into(), path: index, format: FileFormat::Lines });
@@ -393,7 +395,7 @@ impl Adapter for Codex {
     }
 
     fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
-        if fork::is_copy(state, line, line_no) {
+        if fork::is_copy(state, &file.path, line, line_no) {
             return Line::Parsed(Parsed::default());
         }
         let v = match Json::parse(line, CODEX_SHAPE) {
@@ -787,9 +789,12 @@ mod tests {
     const F: &str = "019a1400-0c2d-7e5f-8a9b-0c1d2e3f4a5b";
 
     /// The fixture's thread A as a Codex home of its own below `dir`, and a fork of it made at
-    /// its line `upto` (its own header, A's first `upto` lines stamped again, then three lines
-    /// of its own), in another day's folder. Returns the fork's file and A's path.
-    fn forked_home(dir: &Path, upto: usize) -> (LogFile, PathBuf) {
+    /// its line `upto` (its own header, A's first `upto` lines copied as Codex copies them,
+    /// then three lines of its own), in another day's folder. Codex copies the lines it loads,
+    /// each as it was but for its time: not A's torn twelfth line, and, unless `newer` (a
+    /// version that knows them), not its record of a type older versions do not know nor its
+    /// legacy ghost snapshot. Returns the fork's file and A's path.
+    fn forked_home(dir: &Path, upto: usize, newer: bool) -> (LogFile, PathBuf) {
         let a = file(A).path;
         let root = dir.join(".codex");
         let a_dir = root.join("sessions/2026/10/20");
@@ -798,14 +803,26 @@ mod tests {
         std::fs::copy(&a, &parent).unwrap();
         let own = json!({"timestamp": "2026-10-22T09:00:00.000Z", "type": "session_meta", "payload": {"id": F, "timestamp": "2026-10-22T09:00:00.000Z", "cwd": "/home/dev/demo-app", "forked_from_id": A, "cli_version": "0.160.0", "source": "cli"}});
         let mut lines = vec![own.to_string()];
-        // Codex copies the lines it could load (not A's torn twelfth), each as it was but for
-        // its time.
+        let (mut unknown, mut ghost) = (0, 0);
         for (i, l) in std::fs::read_to_string(&a).unwrap().lines().take(upto).enumerate() {
-            if serde_json::from_str::<Value>(l).is_err() {
-                continue;
+            let Ok(v) = serde_json::from_str::<Value>(l) else { continue };
+            if v["type"] == "rollout_annotation" {
+                unknown += 1;
+                if !newer {
+                    continue;
+                }
+            }
+            if v["payload"]["type"] == "ghost_snapshot" {
+                ghost += 1;
+                if !newer {
+                    continue;
+                }
             }
             let rest = &l[l.find("\",\"type\"").unwrap()..];
             lines.push(format!("{{\"timestamp\":\"2026-10-22T09:00:00.{:03}Z{rest}", i + 1));
+        }
+        if upto > 14 {
+            assert_eq!((unknown, ghost), (1, 1), "the fixture's lines Codex may leave out");
         }
         lines.push(json!({"timestamp": "2026-10-22T09:00:05.000Z", "type": "turn_context", "payload": {"turn_id": "t-fork", "cwd": "/home/dev/demo-app"}}).to_string());
         lines.push(json!({"timestamp": "2026-10-22T09:00:05.100Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Try the export with a streaming writer instead"}]}}).to_string());
@@ -822,52 +839,62 @@ mod tests {
         events(v).iter().map(|e| e["text"].as_str().unwrap().to_owned()).collect()
     }
 
+    fn own_texts() -> Vec<String> {
+        vec!["Try the export with a streaming writer instead".to_owned(), "Switched the export to a streaming writer.".to_owned()]
+    }
+
+    fn line_count(path: &Path) -> u64 {
+        std::fs::read_to_string(path).unwrap().lines().count() as u64
+    }
+
     #[test]
     fn codex_a_fork_indexes_its_own_lines_not_the_history_it_copied() {
         let whole = run(A);
-        let a_lines = std::fs::read_to_string(file(A).path).unwrap().lines().count();
+        let a_lines = line_count(&file(A).path) as usize;
         assert!(events(&whole).len() >= 10, "the parent gives events: {whole}");
-        let dir = tempfile::tempdir().unwrap();
-        let (fork, parent) = forked_home(dir.path(), a_lines);
-        let got = golden::run(&Codex, &fork);
-        let own = vec!["Try the export with a streaming writer instead".to_owned(), "Switched the export to a streaming writer.".to_owned()];
-        assert_eq!(texts(&got), own, "{got}");
-        // Its own lines keep their places in its ids; its first prompt is its own; the
-        // parent's title, copied, is not the fork's.
-        let ids: Vec<&str> = events(&got).iter().map(|e| e["id"].as_str().unwrap()).collect();
-        // (Its header, A's lines but the torn one, its turn_context, then these two.)
-        assert_eq!(ids, vec![format!("codex:{F}:{}", a_lines + 2), format!("codex:{F}:{}", a_lines + 3)]);
-        let sessions = got["sessions"].as_array().unwrap();
-        assert!(sessions.iter().all(|s| s["title"].is_null()), "{sessions:?}");
-        assert_eq!(sessions.iter().filter_map(|s| s["first_prompt"].as_str()).collect::<Vec<_>>(), vec!["Try the export with a streaming writer instead"]);
-        assert!(got["malformed"].as_array().unwrap().is_empty(), "{got}");
+        for newer in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let (fork, _) = forked_home(dir.path(), a_lines, newer);
+            let got = golden::run(&Codex, &fork);
+            assert_eq!(texts(&got), own_texts(), "{got}");
+            // Its own lines keep their places in its ids; its first prompt is its own; the
+            // parent's title, copied, is not the fork's.
+            let n = line_count(&fork.path);
+            let ids: Vec<&str> = events(&got).iter().map(|e| e["id"].as_str().unwrap()).collect();
+            assert_eq!(ids, vec![format!("codex:{F}:{}", n - 1), format!("codex:{F}:{n}")]);
+            let sessions = got["sessions"].as_array().unwrap();
+            assert!(sessions.iter().all(|s| s["title"].is_null()), "{sessions:?}");
+            assert_eq!(sessions.iter().filter_map(|s| s["first_prompt"].as_str()).collect::<Vec<_>>(), vec!["Try the export with a streaming writer instead"]);
+            assert!(got["malformed"].as_array().unwrap().is_empty(), "{got}");
+        }
 
         // A fork made halfway through: only the lines it copied are left out.
         let dir = tempfile::tempdir().unwrap();
-        let (half, _) = forked_home(dir.path(), 12);
-        assert_eq!(texts(&golden::run(&Codex, &half)), own);
+        let (half, _) = forked_home(dir.path(), 12, false);
+        assert_eq!(texts(&golden::run(&Codex, &half)), own_texts());
 
         // The parent compressed (Codex's cold rollouts), the plain file gone: found all the same.
+        let dir = tempfile::tempdir().unwrap();
+        let (fork, parent) = forked_home(dir.path(), a_lines, false);
         let zst = parent.with_extension("jsonl.zst");
         std::fs::write(&zst, zstd::encode_all(std::fs::read(&parent).unwrap().as_slice(), 3).unwrap()).unwrap();
         std::fs::remove_file(&parent).unwrap();
-        let (fork, _) = (LogFile { ..fork.clone() }, ());
-        assert_eq!(texts(&golden::run(&Codex, &fork)), own);
+        assert_eq!(texts(&golden::run(&Codex, &fork)), own_texts());
 
         // The parent gone: the copies are read as the fork's lines, as before (listed twice,
         // never lost).
         std::fs::remove_file(&zst).unwrap();
         let alone = golden::run(&Codex, &fork);
         let mut want = texts(&whole);
-        want.extend(own.clone());
+        want.extend(own_texts());
         assert_eq!(texts(&alone), want);
     }
 
     #[test]
     fn codex_a_fork_line_that_differs_from_its_parents_ends_the_copy_for_good() {
-        let a_lines = std::fs::read_to_string(file(A).path).unwrap().lines().count();
+        let a_lines = line_count(&file(A).path) as usize;
         let dir = tempfile::tempdir().unwrap();
-        let (fork, _) = forked_home(dir.path(), a_lines);
+        let (fork, _) = forked_home(dir.path(), a_lines, false);
         // The fork's copy of A's sixth line (its first prompt) says something else: that line
         // and every one after it are the fork's own, though the later ones equal A's.
         let text = std::fs::read_to_string(&fork.path).unwrap();
@@ -878,43 +905,70 @@ mod tests {
         let whole = run(A);
         let from_sixth: Vec<String> = events(&whole).iter().filter(|e| e["line"].as_u64().unwrap() >= 6).map(|e| e["text"].as_str().unwrap().replacen("Add a CSV export", "Add an XLSX export", 1)).collect();
         let mut want = from_sixth;
-        want.push("Try the export with a streaming writer instead".to_owned());
-        want.push("Switched the export to a streaming writer.".to_owned());
+        want.extend(own_texts());
         assert_eq!(texts(&got), want);
+    }
+
+    /// Parses `fork`'s lines with `state`, a run ending (the state saved, the process gone)
+    /// after every `every` lines, `between` called then with the number of lines read; the
+    /// events' texts.
+    fn in_runs(fork: &LogFile, state: &mut State, every: usize, between: &mut dyn FnMut(usize)) -> Vec<String> {
+        let text = std::fs::read_to_string(&fork.path).unwrap();
+        let mut got = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if i > 0 && i % every == 0 {
+                *state = serde_json::from_str(&serde_json::to_string(&*state).unwrap()).unwrap();
+                fork::forget_cached();
+                between(i);
+            }
+            got.extend(parsed(Codex.parse_line(fork, state, line.as_bytes(), i as u64 + 1)).events.into_iter().map(|e| e.text));
+        }
+        got
     }
 
     #[test]
     fn codex_a_fork_read_over_several_runs_and_processes_leaves_out_the_same_lines() {
-        let a_lines = std::fs::read_to_string(file(A).path).unwrap().lines().count();
+        let a_lines = line_count(&file(A).path) as usize;
         let dir = tempfile::tempdir().unwrap();
-        let (fork, parent) = forked_home(dir.path(), a_lines);
-        let text = std::fs::read_to_string(&fork.path).unwrap();
+        let (fork, parent) = forked_home(dir.path(), a_lines, false);
         let mut state = State::new();
-        let mut got = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            // A run ends (the state saved, the process gone) every five lines.
-            if i % 5 == 4 {
-                state = serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
-                fork::forget_cached();
-            }
-            got.extend(parsed(Codex.parse_line(&fork, &mut state, line.as_bytes(), i as u64 + 1)).events.into_iter().map(|e| e.text));
-        }
-        assert_eq!(got, vec!["Try the export with a streaming writer instead", "Switched the export to a streaming writer."]);
-        assert_eq!(state.get(fork::COPIES_KEY), Some(&Value::from(a_lines as u64 - 1)));
+        assert_eq!(in_runs(&fork, &mut state, 5, &mut |_| {}), own_texts());
+        assert_eq!(state.get(fork::COPIES_KEY), Some(&Value::from(line_count(&fork.path) - 4)));
         assert!(!state.contains_key(fork::PARENT_KEY), "the copy ended: {state:?}");
+
+        // The parent compressed when cold, then archived, between the runs: found again by
+        // its id.
+        let dir = tempfile::tempdir().unwrap();
+        let (fork, parent2) = forked_home(dir.path(), a_lines, false);
+        let archived = dir.path().join(".codex/archived_sessions");
+        let mut state = State::new();
+        let got = in_runs(&fork, &mut state, 7, &mut |read| match read {
+            7 => {
+                let zst = parent2.with_extension("jsonl.zst");
+                std::fs::write(&zst, zstd::encode_all(std::fs::read(&parent2).unwrap().as_slice(), 3).unwrap()).unwrap();
+                std::fs::remove_file(&parent2).unwrap();
+            }
+            14 => {
+                std::fs::create_dir_all(&archived).unwrap();
+                let zst = parent2.with_extension("jsonl.zst");
+                std::fs::rename(&zst, archived.join(zst.file_name().unwrap())).unwrap();
+            }
+            _ => {}
+        });
+        assert_eq!(got, own_texts());
 
         // A parent read while it was shorter than the fork's copy (it went on after an earlier
         // fork): read again when the copy runs past what was read.
         let dir = tempfile::tempdir().unwrap();
-        let (short, parent2) = forked_home(dir.path(), 6);
-        let full = std::fs::read(&parent2).unwrap();
+        let (short, parent3) = forked_home(dir.path(), 6, false);
+        let full = std::fs::read(&parent3).unwrap();
         let six: Vec<&[u8]> = full.split_inclusive(|&b| b == b'\n').take(6).collect();
-        std::fs::write(&parent2, six.concat()).unwrap();
-        assert_eq!(texts(&golden::run(&Codex, &short)).len(), 2);
-        std::fs::write(&parent2, &full).unwrap();
-        let (longer, _) = forked_home(dir.path(), a_lines);
-        assert_eq!(texts(&golden::run(&Codex, &longer)).len(), 2);
-        drop(parent);
+        std::fs::write(&parent3, six.concat()).unwrap();
+        assert_eq!(texts(&golden::run(&Codex, &short)), own_texts());
+        std::fs::write(&parent3, &full).unwrap();
+        let (longer, _) = forked_home(dir.path(), a_lines, false);
+        assert_eq!(texts(&golden::run(&Codex, &longer)), own_texts());
+        assert!(parent.is_file());
     }
 
     #[test]

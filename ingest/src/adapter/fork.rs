@@ -1,70 +1,105 @@
 //! The history a Codex fork copies from its parent.
 //!
 //! A forked rollout (`session_meta.forked_from_id`; a sub-agent spawned with its parent's
-//! history too) begins with its own header, then the parent's rollout lines copied as they
-//! were, each stamped again with the time of the fork: the parent's header first, then its
-//! turns, up to where the fork was made. Indexing those lines again would list every message
-//! before the fork twice (once per fork: an agent that forks sub-agents copies the same
-//! history into each), under the fork's session.
+//! history too) begins with its own header, then the parent's rollout lines that Codex loaded,
+//! copied as they were but each stamped again with the time of the fork: the parent's header
+//! first, then its turns, up to where the fork was made. Indexing those lines again would list
+//! every message before the fork twice (once per fork: an agent that forks sub-agents copies
+//! the same history into each), under the fork's session.
 //!
 //! A line of a fork is taken for a copy when it is, less its `timestamp`, the line of its
-//! parent's rollout at the same place (the fork's line `base + k` against the parent's line
-//! `k`, `base` being the line of the fork's own header; a parent's line that is not a JSON
-//! object, which Codex cannot have loaded and copied, is passed over and moves the places
-//! after it by one): the copies are the run of such lines right after the header, and the
-//! first line that differs ends it for good. A copy gives no
-//! event and changes nothing (a copied `turn_context` or title is the parent's); the mirror
-//! still keeps it, as it keeps every line. What is compared is only ever the line at its own
-//! place, so a line the fork wrote itself is taken for a copy only if it is exactly the
-//! parent's line there. When the parent's rollout is not found (deleted, or never on this
-//! machine) or cannot be read, the copies are read as lines of the fork, as before: an answer
-//! listed twice, never one lost.
+//! parent's rollout at the same place: the fork's line `base + k` against the parent's line
+//! `k`, `base` being the line of the fork's own header, the places after a parent's line that
+//! Codex did not copy moved by one. Codex does not copy a line it cannot load (not a JSON
+//! object), which is always passed over; it may leave out a record of a type some of its
+//! versions do not know (other than `session_meta`, `response_item`, `turn_context`,
+//! `event_msg`, `compacted`) and a legacy ghost snapshot, which are passed over when the
+//! fork's line is not them. The copies are the run of such lines right after the header; the
+//! first line that is not one ends it for good. A copy gives no event and changes nothing (a
+//! copied `turn_context` or title is the parent's); the mirror still keeps it, as it keeps
+//! every line. Only the line at its own place is compared, so a line the fork wrote itself is
+//! taken for a copy only if it is exactly the parent's line there (a turn's lines carry its
+//! turn id; a user's message would have to be the parent's next one, word for word).
 //!
-//! The parent is looked for by its thread id in file names: in the fork's own folder first
-//! (a fork is most often made the day its parent ran), then below `sessions/` and
-//! `archived_sessions/`; its plain file before its `.zst`. Its lines' prints are kept for the
-//! process (the last [`CACHED_MAX`] parents), and read again when a fork's copy runs past
-//! them and the parent has changed since.
+//! The copies are read as lines of the fork, as before this module (the history listed
+//! twice, nothing lost), when the parent's rollout is not found (deleted, never on this
+//! machine, or a fork of a fork whose middle rollout is gone), cannot be read, or decodes to
+//! more than ingest reads (ingest then reads none of it either); and from the first place the
+//! parent has not written yet (Codex writes a rollout behind the conversation: a sub-agent
+//! forked in the middle of a turn may copy lines its parent's file does not hold yet).
 //!
-//! State kept in the fork's file state while its copy is open: [`PARENT_KEY`] (the parent's
-//! rollout), [`BASE_KEY`] and [`SHIFT_KEY`]; [`COPIES_KEY`] counts the lines taken for copies.
+//! The parent is found by its thread id among the rollouts discovery listed in this run
+//! ([`listed`]; its plain file before its `.zst`), or, when it has moved since (compressed
+//! when cold, archived), in the fork's folder and then below `sessions/` and
+//! `archived_sessions/`. What its lines are is kept for the process (the last [`CACHED_MAX`]
+//! parents), each line held at most up to the size ingest parses, and read again when a fork's
+//! copy runs past what was read and the parent has changed since.
+//!
+//! State kept in the fork's file state while its copy is open: [`FROM_KEY`] (the parent's
+//! thread id), [`PARENT_KEY`] (its rollout as last found), [`BASE_KEY`] and [`SHIFT_KEY`];
+//! [`COPIES_KEY`] counts the lines taken for copies.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_128;
 
 use super::State;
-use crate::limits::DECODED_LOG_SIZE_BYTES_MAX;
+use crate::limits::{DECODED_LOG_SIZE_BYTES_MAX, LINE_SIZE_BYTES_MAX};
 use crate::walk;
 
-/// State key: the parent's rollout, while the fork's lines may still be copies.
+/// State key: the parent's thread id, while the fork's lines may still be copies.
+pub const FROM_KEY: &str = "fork_from";
+/// State key: the parent's rollout as last found.
 pub const PARENT_KEY: &str = "fork_parent";
 /// State key: the line of the fork's own header (the parent's line `k` is the fork's `base + k`).
 pub const BASE_KEY: &str = "fork_base";
-/// State key: how many of the parent's lines before the place compared were passed over (not
-/// JSON objects).
+/// State key: how many of the parent's lines before the place compared were passed over.
 pub const SHIFT_KEY: &str = "fork_shift";
 /// State key: how many of the fork's lines were taken for copies.
 pub const COPIES_KEY: &str = "fork_copies";
 
-/// Parents whose prints a process keeps.
+/// Parents whose lines a process keeps.
 const CACHED_MAX: usize = 8;
 
-/// A parent's rollout as last read: its path, size and time of change, its lines' prints.
+/// What a line of the parent's rollout is to the comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kept {
+    /// A line Codex copies: its print.
+    Line(u128),
+    /// A line Codex may have left out when it loaded the parent (a record type some of its
+    /// versions do not know, a legacy ghost snapshot): its print; passed over when the fork's
+    /// line is not it.
+    Droppable(u128),
+    /// A line Codex cannot load (not a JSON object): always passed over.
+    Unloadable,
+    /// A line longer than ingest gives an adapter: the fork's copy of it is not given either;
+    /// a fork's line that is given here is not its copy.
+    Long,
+}
+
+/// A parent's rollout as last read: its path, size and time of change, what its lines are.
 struct Parent {
     path: PathBuf,
     stamp: (u64, Option<SystemTime>),
-    /// Per line, its print, or None for a line that is not a JSON object.
-    prints: Arc<Vec<Option<u128>>>,
+    lines: Arc<Vec<Kept>>,
 }
 
 static CACHE: Mutex<Vec<Parent>> = Mutex::new(Vec::new());
+
+/// Per Codex home (the folder holding `sessions/`), its rollouts by thread id, as its last
+/// discovery listed them.
+static LISTED: Mutex<Vec<(PathBuf, HashMap<String, PathBuf>)>> = Mutex::new(Vec::new());
+
+fn lock<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// A line's print: its bytes less a leading `{"timestamp":"…",` (what a copy writes again)
 /// and a trailing `\r`.
@@ -77,34 +112,71 @@ fn print(line: &[u8]) -> u128 {
     xxh3_128(rest)
 }
 
+/// Notes the rollouts discovery listed below Codex home `root`, by thread id (lower case),
+/// for the forks of this run to find their parents in.
+pub fn listed(root: &Path, rollouts: impl Iterator<Item = (String, PathBuf)>) {
+    let mut by_id: HashMap<String, PathBuf> = HashMap::new();
+    for (id, path) in rollouts {
+        // Its plain file before its `.zst` (discovery lists one of them; both, only in a
+        // race with Codex).
+        let plain = path.extension().is_some_and(|e| e == "jsonl");
+        match by_id.get(&id) {
+            Some(had) if !plain || had.extension().is_some_and(|e| e == "jsonl") => {}
+            _ => {
+                by_id.insert(id, path);
+            }
+        }
+    }
+    let mut l = lock(&LISTED);
+    l.retain(|(r, _)| r != root);
+    l.push((root.to_path_buf(), by_id));
+}
+
 /// Called at a fork's own header (line `line_no`): notes its parent's rollout, if found, so
 /// that the lines after the header are compared with the parent's.
 pub fn begin(state: &mut State, fork: &Path, parent: &str, line_no: u64) {
-    if let Some(path) = parent_rollout(fork, parent) {
+    let parent = parent.to_ascii_lowercase();
+    if let Some(path) = parent_rollout(fork, &parent) {
+        state.insert(FROM_KEY.into(), Value::String(parent));
         state.insert(PARENT_KEY.into(), Value::String(path.to_string_lossy().into_owned()));
         state.insert(BASE_KEY.into(), Value::from(line_no));
         state.insert(COPIES_KEY.into(), Value::from(0u64));
     }
 }
 
-/// True if line `line_no` of a fork is a copy of its parent's line at the same place (see the
-/// module documentation); the first line that is not ends the copy.
-pub fn is_copy(state: &mut State, line: &[u8], line_no: u64) -> bool {
-    let Some(parent) = state.get(PARENT_KEY).and_then(Value::as_str) else { return false };
+/// True if line `line_no` of fork `fork` is a copy of its parent's line at the same place
+/// (see the module documentation); the first line that is not ends the copy.
+pub fn is_copy(state: &mut State, fork: &Path, line: &[u8], line_no: u64) -> bool {
+    let Some(mut parent) = state.get(PARENT_KEY).and_then(Value::as_str).map(PathBuf::from) else { return false };
     let base = state.get(BASE_KEY).and_then(Value::as_u64).unwrap_or(u64::MAX);
     let mut shift = state.get(SHIFT_KEY).and_then(Value::as_u64).unwrap_or(0);
     let mut copy = false;
     if let Some(k) = line_no.checked_sub(base).filter(|&k| k >= 1) {
-        let path = Path::new(parent);
         let mine = print(line);
+        let mut moved = false;
         loop {
-            match usize::try_from(k - 1 + shift).ok().and_then(|at| parent_print(path, at)) {
-                Some(Some(p)) => {
+            let Ok(at) = usize::try_from(k - 1 + shift) else { break };
+            match parent_line(&parent, at) {
+                Ok(Some(Kept::Line(p))) => {
                     copy = p == mine;
                     break;
                 }
-                Some(None) => shift += 1,
-                None => break,
+                Ok(Some(Kept::Droppable(p))) if p == mine => {
+                    copy = true;
+                    break;
+                }
+                Ok(Some(Kept::Droppable(_) | Kept::Unloadable)) => shift += 1,
+                Ok(Some(Kept::Long) | None) => break,
+                // Moved since (compressed when cold, archived): found again by its id, once.
+                Err(e) if e.kind() == io::ErrorKind::NotFound && !moved => {
+                    moved = true;
+                    let again = state.get(FROM_KEY).and_then(Value::as_str).and_then(|id| parent_rollout(fork, id));
+                    match again {
+                        Some(p) if p != parent => parent = p,
+                        _ => break,
+                    }
+                }
+                Err(_) => break,
             }
         }
     }
@@ -112,84 +184,145 @@ pub fn is_copy(state: &mut State, line: &[u8], line_no: u64) -> bool {
         let n = state.get(COPIES_KEY).and_then(Value::as_u64).unwrap_or(0);
         state.insert(COPIES_KEY.into(), Value::from(n + 1));
         state.insert(SHIFT_KEY.into(), Value::from(shift));
+        state.insert(PARENT_KEY.into(), Value::String(parent.to_string_lossy().into_owned()));
     } else {
-        state.remove(PARENT_KEY);
-        state.remove(BASE_KEY);
-        state.remove(SHIFT_KEY);
+        for key in [FROM_KEY, PARENT_KEY, BASE_KEY, SHIFT_KEY] {
+            state.remove(key);
+        }
     }
     copy
 }
 
-/// Forgets every parent's prints read by this process (for tests: a later process).
+/// Forgets every parent's lines read by this process, and what discovery listed (for tests:
+/// a later process).
 #[cfg(test)]
 pub fn forget_cached() {
-    cache().clear();
+    lock(&CACHE).clear();
+    lock(&LISTED).clear();
 }
 
-fn cache() -> std::sync::MutexGuard<'static, Vec<Parent>> {
-    CACHE.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The parent's line `index` (0-based): its print, or None when it is not a JSON object;
-/// None when the parent has no such line or cannot be read. The parent is read again when its
-/// prints kept here end before `index` and it has changed since.
-fn parent_print(path: &Path, index: usize) -> Option<Option<u128>> {
-    if let Some(r) = cache().iter().find(|r| r.path == path)
-        && let Some(&p) = r.prints.get(index)
+/// What the parent's line `index` (0-based) is; None when the parent has no such line. The
+/// parent is read again when the lines kept here end before `index` and it has changed since.
+fn parent_line(path: &Path, index: usize) -> io::Result<Option<Kept>> {
+    if let Some(r) = lock(&CACHE).iter().find(|r| r.path == path)
+        && let Some(&k) = r.lines.get(index)
     {
-        return Some(p);
+        return Ok(Some(k));
     }
-    let meta = std::fs::metadata(path).ok()?;
+    let meta = std::fs::metadata(path)?;
     let stamp = (meta.len(), meta.modified().ok());
-    if let Some(r) = cache().iter().find(|r| r.path == path && r.stamp == stamp) {
-        return r.prints.get(index).copied();
+    if let Some(r) = lock(&CACHE).iter().find(|r| r.path == path && r.stamp == stamp) {
+        return Ok(r.lines.get(index).copied());
     }
-    let prints = Arc::new(read_prints(path).ok()?);
-    let got = prints.get(index).copied();
-    let mut c = cache();
+    let lines = Arc::new(read_lines(path)?);
+    let got = lines.get(index).copied();
+    let mut c = lock(&CACHE);
     c.retain(|r| r.path != path);
     if c.len() >= CACHED_MAX {
         c.remove(0);
     }
-    c.push(Parent { path: path.to_path_buf(), stamp, prints });
-    got
+    c.push(Parent { path: path.to_path_buf(), stamp, lines });
+    Ok(got)
 }
 
-/// Per complete line of a rollout (a `.zst` decoded, up to the size ingest reads), its print,
-/// or None when it is not a JSON object.
-fn read_prints(path: &Path) -> io::Result<Vec<Option<u128>>> {
+/// What each complete line of a rollout is (a `.zst` decoded): each line held at most up to
+/// the size ingest parses. A `.zst` that decodes to more than ingest reads is an error, as it
+/// is to ingest (which then reads none of the parent: its copies are not copies of anything
+/// stored).
+fn read_lines(path: &Path) -> io::Result<Vec<Kept>> {
+    read_lines_within(path, DECODED_LOG_SIZE_BYTES_MAX)
+}
+
+/// [`read_lines`] with a `.zst` refused past `decoded_max` bytes.
+fn read_lines_within(path: &Path, decoded_max: u64) -> io::Result<Vec<Kept>> {
     let file = File::open(path)?;
-    let decoded: Box<dyn Read> = if path.extension().is_some_and(|e| e == "zst") { Box::new(zstd::Decoder::new(file)?) } else { Box::new(file) };
-    let mut r = BufReader::with_capacity(1 << 16, decoded.take(DECODED_LOG_SIZE_BYTES_MAX));
-    let (mut out, mut line) = (Vec::new(), Vec::new());
+    let zst = path.extension().is_some_and(|e| e == "zst");
+    let decoded: Box<dyn Read> = if zst { Box::new(zstd::Decoder::new(file)?.take(decoded_max + 1)) } else { Box::new(file) };
+    let mut r = BufReader::with_capacity(1 << 16, decoded);
+    let (mut out, mut line, mut long, mut total) = (Vec::new(), Vec::new(), false, 0u64);
     loop {
-        line.clear();
-        r.read_until(b'\n', &mut line)?;
-        // The end, or a last line not yet whole.
-        if line.pop() != Some(b'\n') {
+        let buf = r.fill_buf()?;
+        // The end; a last line without its newline is not whole yet.
+        if buf.is_empty() {
             return Ok(out);
         }
-        let object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') && serde_json::from_slice::<IgnoredAny>(&line).is_ok();
-        out.push(object.then(|| print(&line)));
+        let (used, end) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (i + 1, Some(i)),
+            None => (buf.len(), None),
+        };
+        if !long {
+            line.extend_from_slice(&buf[..end.unwrap_or(used)]);
+            if line.len() > LINE_SIZE_BYTES_MAX {
+                (long, line) = (true, Vec::new());
+            }
+        }
+        r.consume(used);
+        total += used as u64;
+        if zst && total > decoded_max {
+            return Err(io::Error::new(io::ErrorKind::FileTooLarge, format!("{} decodes to more than {decoded_max} bytes", path.display())));
+        }
+        if end.is_some() {
+            out.push(if long { Kept::Long } else { kept(&line) });
+            long = false;
+            line.clear();
+        }
     }
 }
 
-/// The rollout of thread `parent`, found by its file name near the fork's rollout `fork`.
+/// The record types every Codex version loads (others are left out by a version that does
+/// not know them).
+const LOADED_TYPES: &[&str] = &["session_meta", "response_item", "turn_context", "event_msg", "compacted"];
+
+/// What a parent's line (at most [`LINE_SIZE_BYTES_MAX`]) is to the comparison.
+fn kept(line: &[u8]) -> Kept {
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "type", borrow)]
+        ty: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow)]
+        payload: Option<PayloadHead<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct PayloadHead<'a> {
+        #[serde(rename = "type", borrow)]
+        ty: Option<std::borrow::Cow<'a, str>>,
+    }
+    let object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    let Some(head) = object.then(|| serde_json::from_slice::<Head<'_>>(line).ok()).flatten() else { return Kept::Unloadable };
+    let ty = head.ty.as_deref().unwrap_or("");
+    let ghost = ty == "response_item" && head.payload.and_then(|p| p.ty).as_deref() == Some("ghost_snapshot");
+    if LOADED_TYPES.contains(&ty) && !ghost { Kept::Line(print(line)) } else { Kept::Droppable(print(line)) }
+}
+
+/// The rollout of thread `parent` (lower case) of the Codex home of the fork's rollout `fork`:
+/// as its discovery listed it (a parent it did not list is not looked for further); without
+/// one (a fork read on its own), in the fork's folder, then below the home.
 fn parent_rollout(fork: &Path, parent: &str) -> Option<PathBuf> {
-    let parent = parent.to_ascii_lowercase();
+    let root = fork.ancestors().find(|a| a.file_name().is_some_and(|n| n == "sessions" || n == "archived_sessions")).and_then(Path::parent);
+    if let Some(root) = root
+        && let Some(found) = lock(&LISTED).iter().find(|(r, _)| r == root).map(|(_, by_id)| by_id.get(parent).cloned())
+    {
+        // Moved since it was listed: looked for below the home.
+        if found.as_deref().is_none_or(Path::is_file) {
+            return found;
+        }
+    }
     let (plain, zst) = (format!("-{parent}.jsonl"), format!("-{parent}.jsonl.zst"));
     let is_it = |p: &Path| {
-        p.file_name().and_then(|n| n.to_str()).map(str::to_ascii_lowercase).is_some_and(|n| n.starts_with("rollout-") && (n.ends_with(&plain) || n.ends_with(&zst)))
+        p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            let id_end = |suffix: &str| n.len() >= suffix.len() && n.is_char_boundary(n.len() - suffix.len()) && n[n.len() - suffix.len()..].eq_ignore_ascii_case(suffix);
+            n.starts_with("rollout-") && ((n.ends_with(".jsonl") && id_end(&plain)) || (n.ends_with(".jsonl.zst") && id_end(&zst)))
+        })
     };
     // Its plain file when both are there (Codex writing a resumed thread plain again).
     let pick = |found: Vec<PathBuf>| found.iter().find(|p| p.extension().is_some_and(|e| e == "jsonl")).or(found.first()).cloned();
     let here = fork.parent().and_then(|d| std::fs::read_dir(d).ok()).map(|entries| {
-        entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_file() && is_it(p)).collect::<Vec<_>>()
+        entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| is_it(p) && p.is_file()).collect::<Vec<_>>()
     });
     if let Some(found) = here.and_then(pick) {
         return Some(found);
     }
-    let root = fork.ancestors().find(|a| a.file_name().is_some_and(|n| n == "sessions" || n == "archived_sessions"))?.parent()?;
+    let root = root?;
     // Folders that cannot be listed were said by discovery.
     let mut problems = Vec::new();
     let mut found = walk::files(&root.join("sessions"), &is_it, &mut problems);
@@ -213,5 +346,41 @@ mod tests {
         // A line of another shape is compared whole.
         assert_ne!(print(br#"{"type":"x","timestamp":"1"}"#), print(br#"{"type":"x","timestamp":"2"}"#));
         assert_ne!(print(b"{\"timestamp\":\"1\"}"), print(b"{\"timestamp\":\"2\"}"));
+    }
+
+    #[test]
+    fn a_parents_lines_are_told_apart_as_codex_loads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = format!(r#"{{"timestamp":"t","type":"response_item","payload":{{"type":"function_call_output","output":"{}"}}}}"#, "x".repeat(LINE_SIZE_BYTES_MAX));
+        let lines = [
+            r#"{"timestamp":"t","type":"session_meta","payload":{"id":"p"}}"#.to_owned(),
+            r#"{"timestamp":"t","type":"world_state","payload":{}}"#.to_owned(),
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"ghost_snapshot"}}"#.to_owned(),
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"message"}"#.to_owned(),
+            r#"["not", "an object"]"#.to_owned(),
+            long.clone(),
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"token_count"}}"#.to_owned(),
+        ];
+        let text = lines.iter().map(|l| format!("{l}\n")).collect::<String>() + r#"{"timestamp":"t","type":"event_"#;
+        let plain = dir.path().join("p.jsonl");
+        std::fs::write(&plain, &text).unwrap();
+        let want = vec![
+            Kept::Line(print(lines[0].as_bytes())),
+            Kept::Droppable(print(lines[1].as_bytes())),
+            Kept::Droppable(print(lines[2].as_bytes())),
+            Kept::Unloadable,
+            Kept::Unloadable,
+            Kept::Long,
+            Kept::Line(print(lines[6].as_bytes())),
+        ];
+        assert_eq!(read_lines(&plain).unwrap(), want, "the last line, not whole yet, is not one");
+        let zst = dir.path().join("p.jsonl.zst");
+        std::fs::write(&zst, zstd::encode_all(text.as_bytes(), 1).unwrap()).unwrap();
+        assert_eq!(read_lines(&zst).unwrap(), want);
+        // A `.zst` decoding to more than ingest reads is refused, as ingest refuses it.
+        let size = text.len() as u64;
+        assert_eq!(read_lines_within(&zst, size).unwrap(), want);
+        assert_eq!(read_lines_within(&zst, size - 1).unwrap_err().kind(), io::ErrorKind::FileTooLarge);
+        assert_eq!(read_lines_within(&plain, 10).unwrap(), want, "a plain log has no such bound");
     }
 }
