@@ -48,7 +48,7 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 use serde_json::Value;
-use xxhash_rust::xxh3::xxh3_128;
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::State;
 use crate::limits::{DECODED_LOG_SIZE_BYTES_MAX, LINE_SIZE_BYTES_MAX};
@@ -72,11 +72,11 @@ const CACHED_MAX: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kept {
     /// A line Codex copies: its print.
-    Line(u128),
+    Line(u64),
     /// A line Codex may have left out when it loaded the parent (a record type some of its
     /// versions do not know, a legacy ghost snapshot): its print; passed over when the fork's
     /// line is not it.
-    Droppable(u128),
+    Droppable(u64),
     /// A line Codex cannot load (not a JSON object): always passed over.
     Unloadable,
     /// A line longer than ingest gives an adapter: the fork's copy of it is not given either;
@@ -101,15 +101,17 @@ fn lock<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A line's print: its bytes less a leading `{"timestamp":"…",` (what a copy writes again)
-/// and a trailing `\r`.
-fn print(line: &[u8]) -> u128 {
+/// A line's print: the 64-bit hash of its bytes less a leading `{"timestamp":"…",` (what a
+/// copy writes again) and a trailing `\r`. Each comparison is of two lines at one place, so
+/// a line taken for another by its hash is a chance of one in 2^64 per line; 8 bytes a line
+/// keep a parent of a million lines in 16 MB.
+fn print(line: &[u8]) -> u64 {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let rest = line
         .strip_prefix(b"{\"timestamp\":\"")
         .and_then(|r| memchr::memchr(b'"', r).and_then(|end| r[end + 1..].strip_prefix(b",")))
         .unwrap_or(line);
-    xxh3_128(rest)
+    xxh3_64(rest)
 }
 
 /// Notes the rollouts discovery listed below Codex home `root`, by thread id (lower case),
