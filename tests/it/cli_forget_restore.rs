@@ -581,3 +581,73 @@ fn verify_says_whether_the_damage_found_refuses_writes() {
     assert!(said.contains("2 damaged region(s), in the last segment: writes are refused"), "{said}");
     assert!(!stress("1").status.success(), "writes refused");
 }
+
+/// One Claude Code line of session `session`: a user's or the assistant's message.
+fn claude_message(uuid: &str, parent: Option<&str>, session: &str, time: &str, role: &str, text: &str) -> String {
+    let content = if role == "user" { serde_json::json!(text) } else { serde_json::json!([{ "type": "text", "text": text }]) };
+    serde_json::json!({
+        "type": role, "uuid": uuid, "parentUuid": parent, "sessionId": session, "cwd": "/home/dev/p",
+        "timestamp": time, "message": { "role": role, "content": content }
+    })
+    .to_string()
+}
+
+/// Claude Code resumes a session in a new file that begins with the lines of the one it
+/// resumes, uuids and times as they were: the conversation stays in the session where it was
+/// said (with its count and title), found once by search; the resumed session lists what was
+/// said in it. Read in one run or in two.
+#[test]
+fn a_resumed_claude_session_does_not_take_the_conversation_it_copies() {
+    const S1: &str = "aaaaaaaa-0000-4000-8000-000000000001";
+    const S2: &str = "bbbbbbbb-0000-4000-8000-000000000002";
+    let first = [
+        claude_message("u-1", None, S1, "2026-10-20T09:00:00.000Z", "user", "how do we rotate the signing keys"),
+        claude_message("u-2", Some("u-1"), S1, "2026-10-20T09:00:05.000Z", "assistant", "Rotate them with the keyring tool, then redeploy."),
+        serde_json::json!({"type": "custom-title", "customTitle": "Key rotation", "sessionId": S1}).to_string(),
+    ];
+    let resumed = [
+        claude_message("u-1", None, S2, "2026-10-20T09:00:00.000Z", "user", "how do we rotate the signing keys"),
+        claude_message("u-2", Some("u-1"), S2, "2026-10-20T09:00:05.000Z", "assistant", "Rotate them with the keyring tool, then redeploy."),
+        claude_message("u-3", Some("u-2"), S2, "2026-10-21T10:00:00.000Z", "user", "and the staging environment too"),
+    ];
+    for runs in [1, 2] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
+        let project = agents.join(".claude/projects/-home-dev-p");
+        std::fs::create_dir_all(&project).expect("mkdir");
+        let write = |session: &str, lines: &[String]| std::fs::write(project.join(format!("{session}.jsonl")), lines.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+        let ingest = || {
+            let out = origin(&home, &["ingest", "--agents-home", agents.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        };
+        write(S1, &first);
+        if runs == 2 {
+            ingest();
+        }
+        write(S2, &resumed);
+        ingest();
+        let found = json(origin(&home, &["search", "signing keys", "--json"]));
+        let sessions: Vec<&str> = found["events"].as_array().expect("events").iter().map(|e| e["session"].as_str().expect("session")).collect();
+        if runs == 2 {
+            assert_eq!(sessions, vec![S1], "found once, where it was said: {found}");
+        } else {
+            assert_eq!(sessions.len(), 1, "found once: {found}");
+        }
+        let listed = json(origin(&home, &["timeline", "--since", "2000-01-01", "--json"]));
+        let by_id = |id: &str| listed["sessions"].as_array().expect("sessions").iter().find(|s| s["session"] == id).cloned();
+        if runs == 2 {
+            let s1 = by_id(S1).expect("the first session is listed");
+            assert_eq!((s1["events"].as_u64(), s1["title"].as_str()), (Some(2), Some("Key rotation")), "{listed}");
+            let s2 = by_id(S2).expect("the resumed session is listed");
+            assert_eq!(s2["events"].as_u64(), Some(1), "{listed}");
+            let own = json(origin(&home, &["timeline", "--session", S2, "--json"]));
+            let texts: Vec<&str> = own["events"].as_array().expect("events").iter().map(|e| e["text"].as_str().expect("text")).collect();
+            assert_eq!(texts, vec!["and the staging environment too"], "{own}");
+        } else {
+            // Read in one run, the two files' lines reach the journal in either order: each
+            // event is in one of the two sessions, and every line is counted once.
+            let count = |id: &str| by_id(id).and_then(|s| s["events"].as_u64()).unwrap_or(0);
+            assert_eq!(count(S1) + count(S2), 3, "{listed}");
+        }
+    }
+}

@@ -4,7 +4,10 @@
 //! the last `custom-title`, else the last `ai-title`, else the last legacy `summary` whose
 //! `leafUuid` is a line of the file (read after it, or among the last 8 conversation lines
 //! before it; a file resumed from others starts with their summaries, whose leaves it does not
-//! hold).
+//! hold). A resumed session's file begins with the lines of the session it resumes, uuids and
+//! times as they were: they give the same event ids, and the state keeps each such event in
+//! the session it was first read in (`projections/src/state`, `put_rec`); the resumed
+//! session's first prompt is the copied one (its conversation's first).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -361,12 +361,23 @@ impl Events {
 
     /// Puts an event: a new number, or the number of the event with the same id, whose
     /// record it replaces (returned).
+    #[cfg(test)]
     pub(crate) fn put(&mut self, id: &str, rec: EventRec) -> (u32, Option<EventRec>) {
+        self.put_unless(id, rec, |_| false).unwrap_or_else(|| unreachable!("a put that keeps nothing puts"))
+    }
+
+    /// [`Events::put`], unless an event with the same id is held whose record `keep` says
+    /// stays: then nothing changes and None is returned.
+    pub(crate) fn put_unless(&mut self, id: &str, rec: EventRec, keep: impl Fn(&EventRec) -> bool) -> Option<(u32, Option<EventRec>)> {
         if let Some(b) = self.base.as_deref()
             && let Some(n) = b.find(id.as_bytes())
         {
-            let old = self.replaced.insert(n, rec).unwrap_or_else(|| b.rec(n));
-            return (n, Some(old));
+            let old = self.replaced.get(&n).copied().unwrap_or_else(|| b.rec(n));
+            if keep(&old) {
+                return None;
+            }
+            self.replaced.insert(n, rec);
+            return Some((n, Some(old)));
         }
         // One hash and one probe: the id is found, or its slot taken, in one pass.
         let base_len = self.base_len();
@@ -375,7 +386,11 @@ impl Events {
         match table.entry(hash_id(id.as_bytes()), |&n| id_in(text, ends, n - base_len) == id, |&m| hash_id(id_in(text, ends, m - base_len).as_bytes())) {
             hashbrown::hash_table::Entry::Occupied(e) => {
                 let n = *e.get();
-                (n, Some(std::mem::replace(&mut recs[(n - base_len) as usize], rec)))
+                let held = &mut recs[(n - base_len) as usize];
+                if keep(held) {
+                    return None;
+                }
+                Some((n, Some(std::mem::replace(held, rec))))
             }
             hashbrown::hash_table::Entry::Vacant(e) => {
                 let n = u32::try_from(base_len as usize + recs.len()).unwrap_or_else(|_| panic!("more than 2^32 events in one state"));
@@ -383,7 +398,7 @@ impl Events {
                 id_text.push_str(id);
                 id_ends.push(id_text.len());
                 recs.push(rec);
-                (n, None)
+                Some((n, None))
             }
         }
     }

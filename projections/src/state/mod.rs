@@ -34,7 +34,9 @@
 //!   last visible event; a session without visible events is not listed. Its prompt is shown
 //!   only without a title, and not when the event it came from is hidden.
 //! - **Events** are kept as locators (record offset, index); a later event with the same id
-//!   replaces the earlier (a re-ingested file version). Text is decoded on demand.
+//!   replaces the earlier (a re-ingested file version) unless the earlier is in another
+//!   session (the later is a copy: a resumed Claude Code session repeats the lines of the one
+//!   it resumes, ids and all), which keeps it. Text is decoded on demand.
 
 mod bytes;
 mod digest;
@@ -312,9 +314,14 @@ impl State {
         self.put_rec(&e.id, rec, e.project.as_deref());
     }
 
-    /// Puts an event's record, replacing an earlier one with the same id.
+    /// Puts an event's record, replacing an earlier one with the same id in the same session
+    /// (a file's version read again). An event held in another session stays there: the later
+    /// record is a copy (Claude Code's resumed session begins with the lines of the one it
+    /// resumes, uuids and times as they were), which must not take the event, and with it the
+    /// session's conversation, away from where it was first said.
     pub(crate) fn put_rec(&mut self, id: &str, rec: EventRec, project: Option<&str>) {
-        let (n, old) = self.events.put(id, rec);
+        let copy = |held: &EventRec| held.session != NO_SESSION && rec.session != NO_SESSION && held.session != rec.session;
+        let Some((n, old)) = self.events.put_unless(id, rec, copy) else { return };
         if let Some(old) = old {
             self.detach(id, n, &old);
         }

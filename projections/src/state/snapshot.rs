@@ -27,8 +27,10 @@ pub const SNAPSHOT_MAGIC: [u8; 8] = *b"ORGNSNAP";
 /// The snapshot format this build writes and the only one it reads; any other is rebuilt.
 /// (2: sources, sessions and events by number, events naming their session by number. 3: the
 /// events' ids as one text, checked as UTF-8 at once. 4: events' ends, fixed-width records and
-/// an id table, read in place by a loaded state.)
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 4;
+/// an id table, read in place by a loaded state. 5: the bytes of 4, from a state in which an
+/// event held in one session is not moved to another by a later copy of it: a snapshot of 4
+/// may hold events so moved, and is rebuilt.)
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 5;
 /// Size of the header ([`origin_engine::snapshot`], shared with ingest's cursor snapshot).
 pub const SNAPSHOT_HEADER_SIZE: usize = origin_engine::snapshot::SNAPSHOT_HEADER_SIZE;
 

@@ -621,13 +621,57 @@ fn imported_ended_roots_end_validity_and_leave_listings() {
 fn reingested_event_replaces_the_earlier_with_the_same_id() {
     let (_fs, j, s) = build(&[
         ingested(vec![msg("e1", "s1", 10, "old text"), msg("e2", "s1", 11, "other")], vec![]),
-        ingested(vec![msg("e1", "s2", 20, "new text")], vec![]),
+        ingested(vec![msg("e1", "s1", 20, "new text")], vec![]),
     ]);
-    assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 1);
-    assert_eq!(s.session(SOURCE, "s2").unwrap().event_count, 1);
+    assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 2);
     let e = s.event_body(&j, &eid("e1")).unwrap().found().unwrap();
-    assert_eq!((e.text.as_str(), e.session.as_str()), ("new text", "s2"));
+    assert_eq!((e.text.as_str(), e.session.as_str(), e.time_unix_ms), ("new text", "s1", 20));
     assert!(matches!(s.event_body(&j, &eid("nope")).unwrap(), Lookup::Unknown));
+}
+
+/// A later event with the id of one held in another session is a copy (a resumed Claude Code
+/// session repeats the lines of the one it resumes, ids and times as they were): the event
+/// stays where it was first said, with its session's count, start and title; the session of
+/// the copy counts only its own events. In whichever order later records come, and from a
+/// loaded snapshot alike.
+#[test]
+fn an_event_copied_into_another_session_stays_in_the_first() {
+    let resumed = ingested(
+        vec![msg("e1", "s2", 10, "first question"), msg("e2", "s2", 11, "first answer"), msg("e3", "s2", 40, "a new question")],
+        vec![SessionChange { session: "s2".into(), project: None, title: None, first_prompt: Some("first question".into()), parent: None }],
+    );
+    let (fs, j, s) = build(&[
+        ingested(
+            vec![msg("e1", "s1", 10, "first question"), msg("e2", "s1", 11, "first answer")],
+            vec![SessionChange { session: "s1".into(), project: None, title: Some("The first session".into()), first_prompt: None, parent: None }],
+        ),
+        resumed.clone(),
+    ]);
+    let check = |s: &State| {
+        let s1 = s.session(SOURCE, "s1").unwrap();
+        assert_eq!((s1.event_count, s1.title.as_deref(), s1.started_unix_ms), (2, Some("The first session"), 10));
+        let s2 = s.session(SOURCE, "s2").unwrap();
+        assert_eq!((s2.event_count, s2.started_unix_ms), (1, 40));
+        assert_eq!(s.event_body(&j, &eid("e1")).unwrap().found().unwrap().session, "s1");
+        let listed = |session: &str| s.session_events(None, session, false, 50).into_iter().map(|m| m.id).collect::<Vec<_>>();
+        assert_eq!((listed("s1"), listed("s2")), (vec![eid("e1"), eid("e2")], vec![eid("e3")]));
+    };
+    check(&s);
+    // The copy read again (a second run, another process): still a copy.
+    append(&j, &[resumed]);
+    let (mut s, _) = State::open(&j, &fs, &snap_path()).unwrap();
+    check(&s);
+    // From a loaded snapshot: the events held in its file stay too.
+    s.save_snapshot(&j, &fs, &snap_path()).unwrap();
+    let (mut loaded, opened) = State::open(&j, &fs, &snap_path()).unwrap();
+    assert!(matches!(opened.snapshot, SnapshotUse::Loaded { .. }), "{opened:?}");
+    append(&j, &[ingested(vec![msg("e2", "s3", 60, "first answer")], vec![])]);
+    loaded.catch_up(&j).unwrap();
+    s.catch_up(&j).unwrap();
+    check(&loaded);
+    assert!(loaded.session(SOURCE, "s3").is_none(), "a session of copies only is not listed");
+    assert_eq!(loaded.digest(), State::replay(&j, Until::End).unwrap().digest());
+    assert_eq!(s.digest(), loaded.digest());
 }
 
 /// The events of a loaded snapshot are read from its file, not copied into memory; one
@@ -644,8 +688,9 @@ fn events_of_a_loaded_snapshot_stay_in_its_file_and_are_replaced_and_added_to_in
     let heap = |s: &State, part: &str| s.heap_bytes().iter().filter(|(p, _)| *p == part).map(|(_, b)| b).sum::<usize>();
     assert_eq!((heap(&s, "event ids' text"), heap(&s, "event locators")), (0, 0));
     let before: Vec<String> = s.events.ids().map(str::to_owned).collect();
-    // e2 again, later and in another session; e4 new.
-    append(&j, &[ingested(vec![msg("e2", "s2", 30, "two again"), msg("e4", "s1", 31, "four")], vec![])]);
+    // e2 again, later (a version of its file read again); e3 copied into another session,
+    // where it does not move; e4 new.
+    append(&j, &[ingested(vec![msg("e2", "s1", 30, "two again"), msg("e3", "s1", 32, "three"), msg("e4", "s1", 31, "four")], vec![])]);
     s.catch_up(&j).unwrap();
     assert_eq!(s.events.len(), 4);
     assert_eq!(s.events.ids().take(3).collect::<Vec<_>>(), before);
@@ -654,8 +699,8 @@ fn events_of_a_loaded_snapshot_stay_in_its_file_and_are_replaced_and_added_to_in
     assert_eq!(s.events.id(3), eid("e4"));
     assert_eq!(s.event_body(&j, &eid("e2")).unwrap().found().unwrap().text, "two again");
     let listed = |s: &State, session: &str| s.session_events(None, session, false, 50).into_iter().map(|m| m.id).collect::<Vec<_>>();
-    assert_eq!(listed(&s, "s1"), [eid("e1"), eid("e4")]);
-    assert_eq!(listed(&s, "s2"), [eid("e3"), eid("e2")]);
+    assert_eq!(listed(&s, "s1"), [eid("e1"), eid("e2"), eid("e4")]);
+    assert_eq!(listed(&s, "s2"), [eid("e3")]);
     let full = State::replay(&j, Until::End).unwrap();
     assert_eq!(s.digest(), full.digest());
     // Saved with a snapshot's events and the later ones, and loaded again.
