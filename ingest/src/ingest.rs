@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, Project, State};
 use crate::bytes::Bytes;
 use crate::cursor::{memory_hash, Cursors, FileCursor};
-use crate::limits::{BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL};
+use crate::limits::{BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL, SPLIT_LINE_BYTES_MIN};
 use crate::memory;
 use crate::mirror::Mirrors;
 use crate::snapshot::{self, SnapshotUse};
@@ -735,6 +735,33 @@ impl Ingester {
             let mut complete_any = false;
             while let Some(nl) = memchr::memchr(b'\n', &window[cursor_in_window..]) {
                 let end = cursor_in_window + nl + 1;
+                if !giant && end - 1 - ls > SPLIT_LINE_BYTES_MIN {
+                    // A long line: the lines before it recorded, then its bytes but its last
+                    // chunk in records that end no line (as a giant's are); the last chunk
+                    // closes it below, with the lines after it.
+                    if ls > raw_from {
+                        pos = window_start + ls as u64;
+                        let raw = &window[raw_from..ls];
+                        head = extend_head(head, raw);
+                        let done = std::mem::replace(&mut batch, Batch::new(pos, line_no));
+                        self.append_batch(cursors, file, &mut cur, &mut state, None, done, raw, &head, run)?;
+                    }
+                    let line_at = window_start + ls as u64;
+                    let last = end - BATCH_RAW_BYTES_MAX;
+                    let mut at = ls;
+                    while at < last {
+                        let to = (at + BATCH_RAW_BYTES_MAX).min(last);
+                        let chunk = &window[at..to];
+                        head = extend_head(head, chunk);
+                        let b = Batch::new(window_start + at as u64, line_no);
+                        self.append_batch(cursors, file, &mut cur, &mut state, Some(line_at), b, chunk, &head, run)?;
+                        at = to;
+                    }
+                    read_any = true;
+                    pos = window_start + last as u64;
+                    raw_from = last;
+                    batch = Batch::new(pos, line_no);
+                }
                 let line = &window[ls..end - 1];
                 let parsed = if giant || line.len() > LINE_SIZE_BYTES_MAX {
                     // Kept whole in the raw bytes, not parsed: counted as cut.

@@ -14,6 +14,12 @@ pub const EVENT_TEXT_TAIL_CHARS: usize = 10_000;
 /// one parsed line (raw and parsed text together stay far below the journal's 16 MiB payload
 /// limit); a line longer than a read window is split into records of this size.
 pub const BATCH_RAW_BYTES_MAX: usize = 2 * 1024 * 1024;
+/// A complete line longer than this is recorded as a line longer than a read window is: its
+/// bytes but its last [`BATCH_RAW_BYTES_MAX`] in records of that size that end no line, then
+/// the rest with the lines after it. Whole in one record, a line of incompressible bytes (an
+/// image pasted into a prompt, base64 in the line) was more than a record may store (16 MiB),
+/// and every run failed at it. Above [`LINE_SIZE_BYTES_MAX`], so such a line is never parsed.
+pub const SPLIT_LINE_BYTES_MIN: usize = 8 * 1024 * 1024;
 /// A compressed or exported log larger than this (decompressed) is skipped and reported.
 pub const DECODED_LOG_SIZE_BYTES_MAX: u64 = 1024 * 1024 * 1024;
 /// Native memory files larger than this are skipped and reported.

@@ -103,6 +103,99 @@ fn half_a_line_waits_until_its_newline_arrives_then_is_read_once() {
     assert_eq!(ing.mirrors().read(&mirror).expect("mirror"), std::fs::read(w.log("x.jsonl")).expect("read"));
 }
 
+/// Bytes no compressor shrinks, as base64 (an image pasted into a prompt): `n` characters.
+fn incompressible_base64(n: usize) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ALPHABET[(x >> 58) as usize] as char
+        })
+        .collect()
+}
+
+/// A line of 24 MB that does not compress (a large image pasted into a prompt) fits a read
+/// window, and whole in one record it was more than a record may store: every run failed at
+/// it. It is recorded in chunks, as a line longer than a window is (counted as cut, not
+/// parsed); the lines around it are read, each record stays within what the journal stores,
+/// the mirror gives back the file, and the next run reads only what follows.
+#[test]
+fn a_long_line_that_does_not_compress_is_recorded_in_chunks_and_the_run_goes_on() {
+    let w = World::new();
+    let long = line("big", &format!("data:image/png;base64,{}", incompressible_base64(24_000_000)));
+    let text = format!("{}\n{long}\n{}\n", line("before", "the line before"), line("after", "the line after"));
+    std::fs::write(w.log("big.jsonl"), &text).expect("write");
+    let first = run(&w);
+    let claude = &first.sources["claude-code"];
+    assert_eq!((claude.lines, claude.events, claude.cut, claude.malformed), (3, 2, 1, 0), "{claude:?}");
+    let records = ingested(&w.store());
+    assert!(records.len() >= 12, "the long line in chunks: {} records", records.len());
+    for r in &records {
+        assert!(r.raw_zstd.len() <= 4 * 1024 * 1024, "a record stores {} bytes of raw lines", r.raw_zstd.len());
+    }
+    let after = records.iter().flat_map(|r| &r.events).find(|e| e.id == "claude-code:after").expect("the line after");
+    assert_eq!((after.line, after.text.as_str()), (3, "the line after"));
+    let ing = w.ingester();
+    let mirror = ing.cursors().expect("cursors").files.values().next().expect("a cursor").mirror.clone();
+    assert_eq!(ing.mirrors().read(&mirror).expect("mirror"), text.as_bytes(), "the mirror gives back the file");
+    drop(ing);
+    let mut f = std::fs::OpenOptions::new().append(true).open(w.log("big.jsonl")).expect("open");
+    std::io::Write::write_all(&mut f, format!("{}\n", line("later", "a later line")).as_bytes()).expect("append");
+    let second = run(&w);
+    assert_eq!((second.sources["claude-code"].lines, second.sources["claude-code"].events), (1, 1));
+    assert!(event_counts(&w.store()).values().all(|&n| n == 1));
+}
+
+/// `origin ingest` killed (SIGKILL) later and later while it reads a file with a long line it
+/// records in chunks, then let finish: each run goes on from the record last written (from a
+/// chunk of the line, when a kill fell between them: how often is printed), every event is
+/// stored once, and the mirror gives back the file.
+#[test]
+fn an_ingest_killed_while_it_reads_a_long_line_goes_on_at_the_next_run() {
+    let w = World::new();
+    let long = line("big", &format!("data:image/png;base64,{}", incompressible_base64(24_000_000)));
+    let text = format!("{}\n{long}\n{}\n", line("before", "the line before"), line("after", "the line after"));
+    std::fs::write(w.log("big.jsonl"), &text).expect("write");
+    let ingest = || {
+        let mut c = std::process::Command::new(origin_tests::origin_bin());
+        c.arg("--home").arg(w.store()).args(["ingest", "--agents-home"]).arg(w.home());
+        c.env("HOME", "/nonexistent-origin-test-home").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        c
+    };
+    let records = || if w.store().join("journal").exists() { ingested(&w.store()) } else { Vec::new() };
+    // Killed later and later, until a run got to the end of the file.
+    let (mut killed, mut killed_inside) = (0, 0);
+    for ms in (15u64..1500).step_by(15) {
+        let mut child = ingest().spawn().expect("spawn origin");
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        killed += 1;
+        let recs = records();
+        // Killed with the line's chunks begun and not ended.
+        if recs.last().is_some_and(|r| r.line_end == r.line_start && r.byte_end > r.byte_start) {
+            killed_inside += 1;
+        }
+        if recs.iter().any(|r| r.events.iter().any(|e| e.id == "claude-code:after")) {
+            break;
+        }
+    }
+    let status = ingest().status().expect("run origin");
+    assert!(status.success());
+    let counts = event_counts(&w.store());
+    assert_eq!((counts.get("claude-code:before"), counts.get("claude-code:after")), (Some(&1), Some(&1)), "{counts:?}");
+    let records = ingested(&w.store());
+    assert_eq!(records.iter().map(|r| r.line_end - r.line_start).sum::<u64>(), 3, "every line recorded once");
+    assert_eq!(records.iter().map(|r| r.cut_lines).sum::<u64>(), 1);
+    let ing = w.ingester();
+    let mirror = ing.cursors().expect("cursors").files.values().next().expect("a cursor").mirror.clone();
+    assert_eq!(ing.mirrors().read(&mirror).expect("mirror"), text.as_bytes(), "the mirror gives back the file");
+    eprintln!("killed {killed} times, {killed_inside} of them with the line's chunks begun and not ended");
+}
+
 #[test]
 fn a_file_that_shrinks_starts_a_new_version_and_keeps_the_old_mirror() {
     let w = World::new();
