@@ -16,7 +16,9 @@ use serde_json::Value;
 use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, Project, State};
 use crate::bytes::Bytes;
 use crate::cursor::{memory_hash, Cursors, FileCursor};
-use crate::limits::{BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL, SPLIT_LINE_BYTES_MIN};
+use crate::limits::{
+    BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, LINE_EVENTS_TEXT_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL, SPLIT_LINE_BYTES_MIN,
+};
 use crate::memory;
 use crate::mirror::Mirrors;
 use crate::snapshot::{self, SnapshotUse};
@@ -28,6 +30,10 @@ const PREFIX_HASH_BYTES: u64 = crate::bytes::HEAD_BYTES;
 const WINDOW_BYTES: u64 = 32 * 1024 * 1024;
 /// State key: byte where the line that a record ended inside of began.
 const PARTIAL_LINE_KEY: &str = "_partial_line_start";
+/// State key in the one record that ends a line recorded in pieces (see
+/// [`SPLIT_LINE_BYTES_MIN`]): where that line, the record's first, began (before the record's
+/// bytes), for `sources` to read it whole from the mirror.
+pub const FIRST_LINE_START_KEY: &str = "_first_line_start";
 /// Most bytes of a rewritten file compared with its previous version for the lines it kept.
 const KEPT_COMPARE_BYTES_MAX: u64 = 64 * 1024 * 1024;
 
@@ -658,6 +664,8 @@ impl Ingester {
         let bytes = self.open_bytes(adapter, file, cur.byte_end.checked_sub(1))?;
         let len = bytes.len();
         let mut state: State = serde_json::from_slice(&cur.state).unwrap_or_default();
+        // Said only by the record that ends a line recorded in pieces.
+        state.remove(FIRST_LINE_START_KEY);
         let partial = state.get(PARTIAL_LINE_KEY).and_then(Value::as_u64);
         let same_version = cur.version > 0 && len >= cur.byte_end && {
             let head = bytes.read(0, cur.byte_end.min(PREFIX_HASH_BYTES))?;
@@ -713,11 +721,23 @@ impl Ingester {
         let mut pos = cur.byte_end;
         let mut line_no = cur.line_end;
         // A line longer than a read window ("giant") is recorded in chunks as it is read and
-        // never parsed; `partial` says a previous run stopped inside one.
-        let mut giant = same_version && partial.is_some();
-        let mut giant_start = if giant { partial.unwrap_or(pos) } else { pos };
+        // never parsed. `partial` says a previous run stopped inside a line recorded in pieces
+        // (a giant, or a long line): it is read again from where it began, its bytes recorded
+        // from where the run stopped; if it is no giant it is parsed whole.
+        // (A giant recorded further than a window from its start goes on as one.)
+        let resumed = partial.filter(|&p| same_version && p < pos);
+        let mut giant = resumed.is_some_and(|p| pos - p >= WINDOW_BYTES);
+        let mut giant_start = match resumed {
+            Some(p) if giant => p,
+            _ => pos,
+        };
         // Where the line being read began.
-        let mut line_start = pos;
+        let mut line_start = match resumed {
+            Some(p) if !giant => p,
+            _ => pos,
+        };
+        // Where a line recorded in pieces began, until the record that ends it is appended.
+        let mut first_line_start: Option<u64> = None;
         let mut read_any = false;
         while pos < len {
             let window_start = if giant { pos } else { line_start };
@@ -735,20 +755,22 @@ impl Ingester {
             let mut complete_any = false;
             while let Some(nl) = memchr::memchr(b'\n', &window[cursor_in_window..]) {
                 let end = cursor_in_window + nl + 1;
-                if !giant && end - 1 - ls > SPLIT_LINE_BYTES_MIN {
+                let line_at = window_start + ls as u64;
+                if !giant && end - 1 - ls > SPLIT_LINE_BYTES_MIN && end - raw_from > BATCH_RAW_BYTES_MAX {
                     // A long line: the lines before it recorded, then its bytes but its last
                     // chunk in records that end no line (as a giant's are); the last chunk
                     // closes it below, with the lines after it.
                     if ls > raw_from {
-                        pos = window_start + ls as u64;
+                        pos = line_at;
                         let raw = &window[raw_from..ls];
                         head = extend_head(head, raw);
                         let done = std::mem::replace(&mut batch, Batch::new(pos, line_no));
-                        self.append_batch(cursors, file, &mut cur, &mut state, None, done, raw, &head, run)?;
+                        let appended = self.append_lines(cursors, file, &mut cur, &mut state, &mut first_line_start, done, raw, &head, run);
+                        appended?;
+                        raw_from = ls;
                     }
-                    let line_at = window_start + ls as u64;
                     let last = end - BATCH_RAW_BYTES_MAX;
-                    let mut at = ls;
+                    let mut at = raw_from;
                     while at < last {
                         let to = (at + BATCH_RAW_BYTES_MAX).min(last);
                         let chunk = &window[at..to];
@@ -762,6 +784,10 @@ impl Ingester {
                     raw_from = last;
                     batch = Batch::new(pos, line_no);
                 }
+                // The record that ends a line it holds only the end of says where it began.
+                if line_at < window_start + raw_from as u64 {
+                    first_line_start = Some(line_at);
+                }
                 let line = &window[ls..end - 1];
                 let parsed = if giant || line.len() > LINE_SIZE_BYTES_MAX {
                     // Kept whole in the raw bytes, not parsed: counted as cut.
@@ -772,6 +798,11 @@ impl Ingester {
                     Some(adapter.parse_line(file, &mut state, line, line_no))
                 };
                 match parsed {
+                    // Texts more than a record holds: the line is counted as cut.
+                    Some(Line::Parsed(p)) if p.events.iter().map(|e| e.text.len()).sum::<usize>() > LINE_EVENTS_TEXT_BYTES_MAX => {
+                        batch.cut += 1;
+                        batch.sessions.extend(p.sessions);
+                    }
                     Some(Line::Parsed(p)) => {
                         batch.events.extend(p.events);
                         batch.sessions.extend(p.sessions);
@@ -789,7 +820,7 @@ impl Ingester {
                     let raw = &window[raw_from..end];
                     head = extend_head(head, raw);
                     let done = std::mem::replace(&mut batch, Batch::new(pos, line_no));
-                    self.append_batch(cursors, file, &mut cur, &mut state, None, done, raw, &head, run)?;
+                    self.append_lines(cursors, file, &mut cur, &mut state, &mut first_line_start, done, raw, &head, run)?;
                     raw_from = end;
                     read_any = true;
                 }
@@ -798,7 +829,7 @@ impl Ingester {
                 pos = window_start + cursor_in_window as u64;
                 let raw = &window[raw_from..cursor_in_window];
                 head = extend_head(head, raw);
-                self.append_batch(cursors, file, &mut cur, &mut state, None, batch, raw, &head, run)?;
+                self.append_lines(cursors, file, &mut cur, &mut state, &mut first_line_start, batch, raw, &head, run)?;
                 read_any = true;
             }
             let rest = &window[cursor_in_window..];
@@ -836,6 +867,30 @@ impl Ingester {
             run.files_read += 1;
         }
         Ok(())
+    }
+
+    /// [`Ingester::append_batch`] of a batch that ends its last line: when its first line began
+    /// before its bytes (a line recorded in pieces), its state says where
+    /// ([`FIRST_LINE_START_KEY`]), in this record only.
+    #[allow(clippy::too_many_arguments)]
+    fn append_lines(
+        &self,
+        cursors: &mut Cursors,
+        file: &LogFile,
+        cur: &mut FileCursor,
+        state: &mut State,
+        first_line_start: &mut Option<u64>,
+        batch: Batch,
+        raw: &[u8],
+        head: &[u8],
+        run: &mut SourceRun,
+    ) -> Result<(), FileError> {
+        if let Some(at) = first_line_start.take() {
+            state.insert(FIRST_LINE_START_KEY.into(), Value::from(at));
+        }
+        let appended = self.append_batch(cursors, file, cur, state, None, batch, raw, head, run);
+        state.remove(FIRST_LINE_START_KEY);
+        appended
     }
 
     /// Appends one batch as a record, then updates cursors and the mirror.

@@ -1,8 +1,13 @@
 //! Every bound ingest enforces, in one place.
 
 /// A log line longer than this is not parsed: its bytes are kept whole in the journal and the
-/// mirror, and it is counted as cut (`origin status` shows it).
-pub const LINE_SIZE_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// mirror, and it is counted as cut (`origin status` shows it). Ingest's read window: a line
+/// longer is a "giant", recorded in pieces as it is read. (4 MiB until 2026-12-06: a prompt
+/// sent with a screenshot, its base64 in the line, was never read.)
+pub const LINE_SIZE_BYTES_MAX: usize = 32 * 1024 * 1024;
+/// A line whose events' texts add up to more than this many bytes gives none of them, and is
+/// counted as cut: a record holds one line's events whole, and stores at most 16 MiB.
+pub const LINE_EVENTS_TEXT_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// An event's text longer than this many characters is cut at ingest, with a marker saying
 /// how many characters were cut (the raw line keeps everything).
 pub const EVENT_TEXT_CHARS_MAX: usize = 50_000;
@@ -16,10 +21,10 @@ pub const EVENT_TEXT_TAIL_CHARS: usize = 10_000;
 pub const BATCH_RAW_BYTES_MAX: usize = 2 * 1024 * 1024;
 /// A complete line longer than this is recorded as a line longer than a read window is: its
 /// bytes but its last [`BATCH_RAW_BYTES_MAX`] in records of that size that end no line, then
-/// the rest with the lines after it. Whole in one record, a line of incompressible bytes (an
-/// image pasted into a prompt, base64 in the line) was more than a record may store (16 MiB),
-/// and every run failed at it. Above [`LINE_SIZE_BYTES_MAX`], so such a line is never parsed.
-pub const SPLIT_LINE_BYTES_MIN: usize = 8 * 1024 * 1024;
+/// the rest, with the line's events, in the record that ends it. Whole in one record, a line
+/// of incompressible bytes (an image pasted into a prompt, base64 in the line) could be more
+/// than a record may store (16 MiB), and every run failed at it.
+pub const SPLIT_LINE_BYTES_MIN: usize = 4 * 1024 * 1024;
 /// A compressed or exported log larger than this (decompressed) is skipped and reported.
 pub const DECODED_LOG_SIZE_BYTES_MAX: u64 = 1024 * 1024 * 1024;
 /// Native memory files larger than this are skipped and reported.

@@ -104,6 +104,16 @@ impl Mirrors {
         Ok(out)
     }
 
+    /// The mirror's `.zst` bytes `from..from + len`, decompressed (those before `from` decoded
+    /// and passed over, never held); fewer if it ends first.
+    pub fn read_range(&self, mirror: &str, from: u64, len: u64) -> io::Result<Vec<u8>> {
+        let mut decoded = zstd::Decoder::new(File::open(self.zst(mirror))?)?;
+        io::copy(&mut (&mut decoded).take(from), &mut io::sink())?;
+        let mut out = Vec::new();
+        decoded.take(len).read_to_end(&mut out)?;
+        Ok(out)
+    }
+
     /// The mirror's bytes: the `.zst` decompressed, then the `.tail`.
     pub fn read(&self, mirror: &str) -> io::Result<Vec<u8>> {
         let mut out = zstd::decode_all(File::open(self.zst(mirror))?)?;

@@ -651,3 +651,27 @@ fn a_resumed_claude_session_does_not_take_the_conversation_it_copies() {
         }
     }
 }
+
+/// The words typed beside a screenshot pasted into a prompt (a line of 24 MB, recorded in
+/// pieces) are found, and `sources` gives the line from its beginning, read from the mirror.
+#[test]
+fn sources_of_a_line_recorded_in_pieces_give_it_from_its_beginning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
+    let project = agents.join(".claude/projects/-home-dev-p");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let before = claude_message("u-0", None, "s1", "2026-10-20T08:59:00.000Z", "user", "a line before");
+    let long = crate::ingest_incremental::prompt_with_image("big", 24_000_000, "why is the okapi chart in this screenshot upside down");
+    std::fs::write(project.join("s1.jsonl"), format!("{before}\n{long}\n")).expect("write");
+    let out = origin(&home, &["ingest", "--agents-home", agents.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let found = json(origin(&home, &["search", "okapi chart", "--json"]));
+    assert_eq!(found["events"][0]["id"], "claude-code:big:1", "{found}");
+    let src = json(origin(&home, &["sources", "claude-code:big:1", "--json"]));
+    let item = &src[0];
+    assert_eq!(item["line"], 2, "{src}");
+    let raw = item["raw"].as_str().expect("raw");
+    let shown: String = long.chars().take(4000).collect();
+    assert!(raw.starts_with(&shown), "the line from its beginning: {}", &raw[..raw.len().min(120)]);
+    assert!(raw.len() < long.len(), "cut to 4,000 characters");
+}

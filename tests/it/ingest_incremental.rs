@@ -117,35 +117,62 @@ fn incompressible_base64(n: usize) -> String {
         .collect()
 }
 
-/// A line of 24 MB that does not compress (a large image pasted into a prompt) fits a read
-/// window, and whole in one record it was more than a record may store: every run failed at
-/// it. It is recorded in chunks, as a line longer than a window is (counted as cut, not
-/// parsed); the lines around it are read, each record stays within what the journal stores,
-/// the mirror gives back the file, and the next run reads only what follows.
+/// A Claude Code prompt with a screenshot pasted into it: the image's base64 in the line.
+pub fn prompt_with_image(uuid: &str, base64_chars: usize, text: &str) -> String {
+    serde_json::json!({
+        "type": "user", "uuid": uuid, "sessionId": "s1", "cwd": "/home/dev/p", "timestamp": "2026-10-20T09:00:00.000Z",
+        "message": { "role": "user", "content": [
+            { "type": "image", "source": { "type": "base64", "media_type": "image/png", "data": incompressible_base64(base64_chars) } },
+            { "type": "text", "text": text }
+        ] }
+    })
+    .to_string()
+}
+
+/// A prompt of 24 MB that does not compress (a large screenshot pasted into it) fits a read
+/// window; whole in one record it was more than a record may store, and every run failed at
+/// it. It is recorded in pieces, the record that ends it holding its events and where it
+/// began; the lines around it are read, each record stays within what the journal stores, the
+/// mirror gives back the file, and the next run reads only what follows. The words typed
+/// beside the image are read (a line over 4 MiB was not parsed until now); a line whose
+/// events' texts are more than a record holds is counted as cut.
 #[test]
-fn a_long_line_that_does_not_compress_is_recorded_in_chunks_and_the_run_goes_on() {
+fn a_long_line_that_does_not_compress_is_recorded_in_pieces_and_read() {
     let w = World::new();
-    let long = line("big", &format!("data:image/png;base64,{}", incompressible_base64(24_000_000)));
-    let text = format!("{}\n{long}\n{}\n", line("before", "the line before"), line("after", "the line after"));
+    let long = prompt_with_image("big", 24_000_000, "why is the okapi chart in this screenshot upside down");
+    let first_line = line("before", "the line before");
+    let text = format!("{first_line}\n{long}\n{}\n", line("after", "the line after"));
     std::fs::write(w.log("big.jsonl"), &text).expect("write");
     let first = run(&w);
     let claude = &first.sources["claude-code"];
-    assert_eq!((claude.lines, claude.events, claude.cut, claude.malformed), (3, 2, 1, 0), "{claude:?}");
+    assert_eq!((claude.lines, claude.events, claude.cut, claude.malformed), (3, 4, 0, 0), "{claude:?}");
     let records = ingested(&w.store());
-    assert!(records.len() >= 12, "the long line in chunks: {} records", records.len());
+    assert!(records.len() >= 12, "the long line in pieces: {} records", records.len());
     for r in &records {
         assert!(r.raw_zstd.len() <= 4 * 1024 * 1024, "a record stores {} bytes of raw lines", r.raw_zstd.len());
     }
+    let typed = records.iter().find(|r| r.events.iter().any(|e| e.id == "claude-code:big:1")).expect("the words typed beside the image");
+    let e = typed.events.iter().find(|e| e.id == "claude-code:big:1").expect("event");
+    assert_eq!((e.line, e.text.as_str()), (2, "why is the okapi chart in this screenshot upside down"));
+    let said: serde_json::Value = serde_json::from_slice(&typed.state).expect("state");
+    assert_eq!(said[origin_ingest::ingest::FIRST_LINE_START_KEY].as_u64(), Some(first_line.len() as u64 + 1), "where the line began");
+    assert!(records.iter().filter(|r| r.state != typed.state).all(|r| !String::from_utf8_lossy(&r.state).contains(origin_ingest::ingest::FIRST_LINE_START_KEY)));
+    let image = records.iter().flat_map(|r| &r.events).find(|e| e.id == "claude-code:big").expect("the image");
+    assert_eq!(image.text, "[image]");
     let after = records.iter().flat_map(|r| &r.events).find(|e| e.id == "claude-code:after").expect("the line after");
     assert_eq!((after.line, after.text.as_str()), (3, "the line after"));
     let ing = w.ingester();
     let mirror = ing.cursors().expect("cursors").files.values().next().expect("a cursor").mirror.clone();
     assert_eq!(ing.mirrors().read(&mirror).expect("mirror"), text.as_bytes(), "the mirror gives back the file");
     drop(ing);
+    // A line of 5 MB whose texts add up to more than a record holds: cut, the run goes on.
+    let blocks: Vec<serde_json::Value> = (0..120).map(|i| serde_json::json!({ "type": "text", "text": format!("{i} {}", incompressible_base64(45_000)) })).collect();
+    let wordy = serde_json::json!({ "type": "assistant", "uuid": "wordy", "sessionId": "s1", "cwd": "/home/dev/p", "timestamp": "2026-10-20T09:01:00.000Z", "message": { "role": "assistant", "content": blocks } });
     let mut f = std::fs::OpenOptions::new().append(true).open(w.log("big.jsonl")).expect("open");
-    std::io::Write::write_all(&mut f, format!("{}\n", line("later", "a later line")).as_bytes()).expect("append");
+    std::io::Write::write_all(&mut f, format!("{wordy}\n{}\n", line("later", "a later line")).as_bytes()).expect("append");
     let second = run(&w);
-    assert_eq!((second.sources["claude-code"].lines, second.sources["claude-code"].events), (1, 1));
+    let claude = &second.sources["claude-code"];
+    assert_eq!((claude.lines, claude.events, claude.cut), (2, 1, 1), "{claude:?}");
     assert!(event_counts(&w.store()).values().all(|&n| n == 1));
 }
 
@@ -156,7 +183,7 @@ fn a_long_line_that_does_not_compress_is_recorded_in_chunks_and_the_run_goes_on(
 #[test]
 fn an_ingest_killed_while_it_reads_a_long_line_goes_on_at_the_next_run() {
     let w = World::new();
-    let long = line("big", &format!("data:image/png;base64,{}", incompressible_base64(24_000_000)));
+    let long = prompt_with_image("big", 24_000_000, "why is the okapi chart in this screenshot upside down");
     let text = format!("{}\n{long}\n{}\n", line("before", "the line before"), line("after", "the line after"));
     std::fs::write(w.log("big.jsonl"), &text).expect("write");
     let ingest = || {
@@ -189,7 +216,7 @@ fn an_ingest_killed_while_it_reads_a_long_line_goes_on_at_the_next_run() {
     assert_eq!((counts.get("claude-code:before"), counts.get("claude-code:after")), (Some(&1), Some(&1)), "{counts:?}");
     let records = ingested(&w.store());
     assert_eq!(records.iter().map(|r| r.line_end - r.line_start).sum::<u64>(), 3, "every line recorded once");
-    assert_eq!(records.iter().map(|r| r.cut_lines).sum::<u64>(), 1);
+    assert_eq!(event_counts(&w.store()).get("claude-code:big:1"), Some(&1), "the words typed beside the image");
     let ing = w.ingester();
     let mirror = ing.cursors().expect("cursors").files.values().next().expect("a cursor").mirror.clone();
     assert_eq!(ing.mirrors().read(&mirror).expect("mirror"), text.as_bytes(), "the mirror gives back the file");

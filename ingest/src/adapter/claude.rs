@@ -25,10 +25,11 @@ use crate::walk;
 pub struct Claude;
 
 /// What a line is parsed into: `toolUseResult` repeats a tool's output (often its whole text)
-/// in another shape, and `signature` (of thinking) and `usage` are never read, so they are
-/// left out; a tool call's `input` is kept as the JSON text the agent wrote, which is its
-/// event text.
-const CLAUDE_SHAPE: Shape<'static> = Shape { skip: &["toolUseResult", "signature", "usage"], raw: &["input"] };
+/// in another shape, `signature` (of thinking) and `usage` are never read, and `data` is an
+/// image's or a document's base64 (megabytes in a prompt with a screenshot; a document block
+/// is kept as its JSON, without it), so they are left out; a tool call's `input` is kept as
+/// the JSON text the agent wrote, which is its event text.
+const CLAUDE_SHAPE: Shape<'static> = Shape { skip: &["toolUseResult", "signature", "usage", "data"], raw: &["input"] };
 
 /// The session's title so far: last `custom-title` > last `ai-title` > last `summary` whose
 /// `leafUuid` is in the file.

@@ -1138,11 +1138,29 @@ impl Archive {
                 .checked_sub(h.line_start)
                 .and_then(|want| raw_bytes.split(|&c| c == b'\n').nth(usize::try_from(want).ok()?))
                 .ok_or_else(|| store_failed(format!("line {} is not among the lines of record {}", e.line, meta.offset)))?;
+            // A long line recorded in pieces (its record holds only its end): read whole from
+            // the mirror, from where the record says it began.
+            let began = (e.line == h.line_start)
+                .then(|| serde_json::from_slice::<Value>(&h.state).ok())
+                .flatten()
+                .and_then(|s| s.get(origin_ingest::ingest::FIRST_LINE_START_KEY).and_then(Value::as_u64))
+                .filter(|&at| at < h.byte_start);
+            let whole = match began {
+                Some(at) => {
+                    let len = h.byte_start - at + raw_line.len() as u64;
+                    let line = mirrors.read_range(&h.mirror, at, len).map_err(store_error)?;
+                    if line.len() as u64 != len || line.contains(&b'\n') {
+                        return Err(store_failed(format!("the mirror {} does not hold line {} where record {} says it began", h.mirror, e.line, meta.offset)));
+                    }
+                    line
+                }
+                None => raw_line.to_vec(),
+            };
             (
                 h.path.clone(),
                 Value::String(mirrors.display_path(&h.mirror).to_string_lossy().into_owned()),
                 e.line,
-                String::from_utf8_lossy(raw_line).into_owned(),
+                String::from_utf8_lossy(&whole).into_owned(),
                 e.time_unix_ms,
             )
         } else {
