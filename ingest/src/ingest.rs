@@ -789,6 +789,8 @@ impl Ingester {
                     first_line_start = Some(line_at);
                 }
                 let line = &window[ls..end - 1];
+                // A byte order mark before a file's first line is no part of it.
+                let line = if line_at == 0 { line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line) } else { line };
                 let parsed = if giant || line.len() > LINE_SIZE_BYTES_MAX {
                     // Kept whole in the raw bytes, not parsed: counted as cut.
                     giant = false;

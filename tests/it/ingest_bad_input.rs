@@ -71,6 +71,23 @@ fn a_fifty_megabyte_line_is_kept_whole_counted_as_cut_and_the_rest_is_read() {
     assert!(back == std::fs::read(&path).expect("read"), "the mirror gives back all bytes");
 }
 
+/// A byte order mark before a file's first line (an editor's, or a tool's that wrote the log
+/// again) does not make that line malformed; the mirror keeps it.
+#[test]
+fn a_byte_order_mark_before_the_first_line_is_passed_over() {
+    let w = World::new();
+    let text = format!("\u{FEFF}{}\n{}\n", line("m1", "the first line"), line("m2", "the second"));
+    std::fs::write(w.log("bom.jsonl"), &text).expect("write");
+    let summary = w.ingester().run(None, &mut |_| {}).expect("ingest");
+    let s = &summary.sources["claude-code"];
+    assert_eq!((s.lines, s.events, s.malformed), (2, 2, 0), "{s:?}");
+    let counts = event_counts(&w.store());
+    assert_eq!(counts.get("claude-code:m1"), Some(&1));
+    let recs = ingested(&w.store());
+    let ing = w.ingester();
+    assert_eq!(ing.mirrors().read(&recs[0].mirror).expect("mirror"), text.as_bytes(), "the mirror keeps the mark");
+}
+
 #[test]
 fn an_unreadable_entry_does_not_stop_the_other_files() {
     let w = World::new();
