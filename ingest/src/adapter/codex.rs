@@ -46,6 +46,10 @@
 //!   not know: no event, not malformed.
 //! - Not a JSON object, no `type`, a known record without a payload object, or an indexed record
 //!   without a valid `timestamp` or any session id: malformed.
+//! - A rollout written before that envelope (Codex builds of 2025): its first line
+//!   `{id, timestamp, instructions}` gives the session (and no event), its bare items
+//!   (`{"type": "message", …}`) are read as `response_item` payloads, all at the header's time
+//!   (they carry none), and its `{"record_type": "state"}` lines give nothing.
 //!
 //! The session is `session_meta.id`, else the UUID at the end of the file name (a file whose
 //! header was lost); it is kept in the state with cwd, branch and version, so later batches of
@@ -344,6 +348,52 @@ fn session_meta(file: &LogFile, state: &mut State, p: &Json<'_>, line_no: u64) -
     Line::Parsed(out)
 }
 
+/// The event of an indexed item of line `line_no`, said at `time`.
+fn item_event(file: &LogFile, state: &mut State, line_no: u64, time: i64, item: (Role, EventKind, String, bool)) -> Line {
+    let mut out = Parsed::default();
+    let Some(session) = session_of(file, state) else {
+        return Line::Malformed("no session id: no session_meta yet and no thread id in the file name".into());
+    };
+    let (role, kind, text, prompt) = item;
+    let cwd = state_str(state, "cwd");
+    if prompt && !state.contains_key("first_prompt") {
+        out.sessions.push(SessionChange { session: session.clone(), project: cwd.and_then(project_of), title: None, first_prompt: Some(first_prompt(&text)), parent: None });
+    }
+    let mut e = event(format!("codex:{session}:{}", line_ref(state, line_no)), time, &session, cwd, role, kind, text, line_no);
+    e.git_branch = state_str(state, "branch").map(str::to_owned);
+    e.agent_version = state_str(state, "version").map(str::to_owned);
+    out.events.push(e);
+    if prompt {
+        state.insert("first_prompt".into(), Value::Bool(true));
+    }
+    Line::Parsed(out)
+}
+
+/// State key of a rollout written before the envelope: its header's time (ms), which its items
+/// carry (they have none of their own).
+const LEGACY_TIME_KEY: &str = "legacy_time";
+
+/// A line without a `type`: in a rollout written before the `{timestamp, type, payload}`
+/// envelope (Codex builds of 2025), its header `{id, timestamp, instructions}` (the session,
+/// and the time its items are given) or a `{"record_type": "state"}` line (nothing to index);
+/// otherwise malformed.
+fn legacy_line(file: &LogFile, state: &mut State, v: &Json<'_>) -> Line {
+    if v.get("record_type").is_some() {
+        return Line::Parsed(Parsed::default());
+    }
+    let header = (!state.contains_key("meta_seen")).then(|| str_of(v, "timestamp").and_then(parse_time)).flatten();
+    let Some(time) = header else { return Line::Malformed("no type".into()) };
+    let Some(session) = str_of(v, "id").filter(|s| !s.is_empty()).map(str::to_owned).or_else(|| thread_id_of(&file.path)) else {
+        return Line::Malformed("no type".into());
+    };
+    state.insert("session".into(), Value::String(session.clone()));
+    state.insert("meta_seen".into(), Value::Bool(true));
+    state.insert(LEGACY_TIME_KEY.into(), Value::from(time));
+    let mut out = Parsed::default();
+    out.sessions.push(SessionChange { session, project: None, title: None, first_prompt: None, parent: None });
+    Line::Parsed(out)
+}
+
 fn refresh(state: &mut State, p: &Json<'_>) {
     if let Some(cwd) = str_of(p, "cwd") {
         state.insert("cwd".into(), Value::String(cwd.to_owned()));
@@ -406,10 +456,16 @@ impl Adapter for Codex {
         if is_index(file) {
             return index_line(&v);
         }
-        let Some(ty) = str_of(&v, "type") else { return Line::Malformed("no type".into()) };
+        let Some(ty) = str_of(&v, "type") else { return legacy_line(file, state, &v) };
         let mut out = Parsed::default();
         match ty {
             "session_meta" | "turn_context" | "response_item" | "compacted" | "event_msg" => {}
+            // A bare item of a rollout written before the envelope, timed by its header.
+            _ if state.contains_key(LEGACY_TIME_KEY) && v.get("payload").is_none() => {
+                let Some(item) = response_item(&v) else { return Line::Parsed(out) };
+                let time = state.get(LEGACY_TIME_KEY).and_then(Value::as_i64).unwrap_or_default();
+                return item_event(file, state, line_no, time, item);
+            }
             // world_state and types this build does not know: nothing to index, nothing wrong.
             _ => return Line::Parsed(out),
         }
@@ -454,22 +510,7 @@ impl Adapter for Codex {
         let Some(time) = str_of(&v, "timestamp").and_then(parse_time) else {
             return Line::Malformed(format!("{ty} line without a valid timestamp"));
         };
-        let Some(session) = session_of(file, state) else {
-            return Line::Malformed("no session id: no session_meta yet and no thread id in the file name".into());
-        };
-        let (role, kind, text, prompt) = item;
-        let cwd = state_str(state, "cwd");
-        if prompt && !state.contains_key("first_prompt") {
-            out.sessions.push(SessionChange { session: session.clone(), project: cwd.and_then(project_of), title: None, first_prompt: Some(first_prompt(&text)), parent: None });
-        }
-        let mut e = event(format!("codex:{session}:{}", line_ref(state, line_no)), time, &session, cwd, role, kind, text, line_no);
-        e.git_branch = state_str(state, "branch").map(str::to_owned);
-        e.agent_version = state_str(state, "version").map(str::to_owned);
-        out.events.push(e);
-        if prompt {
-            state.insert("first_prompt".into(), Value::Bool(true));
-        }
-        Line::Parsed(out)
+        item_event(file, state, line_no, time, item)
     }
 
     fn memory_files(&self, homes: &Homes, projects: &[Project], problems: &mut Vec<String>) -> Vec<MemoryFile> {
@@ -969,6 +1010,51 @@ mod tests {
         let (longer, _) = forked_home(dir.path(), a_lines, false);
         assert_eq!(texts(&golden::run(&Codex, &longer)), own_texts());
         assert!(parent.is_file());
+    }
+
+    /// A rollout written before the `{timestamp, type, payload}` envelope (Codex builds of
+    /// 2025): its header gives the session and the time, its bare items are read as response
+    /// items are, its state lines give nothing; a line without a type anywhere else is still
+    /// malformed.
+    #[test]
+    fn codex_a_rollout_written_before_the_envelope_is_read() {
+        const T: &str = "5973b6c0-94b8-487b-a530-2aeb6098ae0e";
+        let f = synthetic(&format!("rollout-2025-05-07T17-24-21-{T}.jsonl"));
+        let lines = [
+            json!({"id": T, "timestamp": "2025-05-07T17:24:21.123Z", "instructions": null}),
+            json!({"record_type": "state"}),
+            json!({"type": "message", "id": null, "role": "user", "content": [{"type": "input_text", "text": "Port the scheduler to tokio"}]}),
+            json!({"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"cargo\",\"test\"]}", "call_id": "c1"}),
+            json!({"type": "function_call_output", "call_id": "c1", "output": "test result: ok"}),
+            json!({"type": "message", "id": null, "role": "assistant", "content": [{"type": "output_text", "text": "Ported the scheduler."}]}),
+            json!({"record_type": "state"}),
+            json!({"id": "x", "timestamp": "2025-05-07T17:30:00Z"}),
+        ];
+        let mut state = State::new();
+        let (mut events, mut sessions, mut malformed) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, l) in lines.iter().enumerate() {
+            match Codex.parse_line(&f, &mut state, l.to_string().as_bytes(), i as u64 + 1) {
+                Line::Parsed(p) => {
+                    events.extend(p.events);
+                    sessions.extend(p.sessions);
+                }
+                Line::Malformed(r) => malformed.push((i + 1, r)),
+            }
+        }
+        let got: Vec<(String, Role, EventKind, &str, i64)> = events.iter().map(|e| (e.id.clone(), e.role, e.kind, e.text.as_str(), e.time_unix_ms)).collect();
+        let t = parse_time("2025-05-07T17:24:21.123Z").unwrap();
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!((got[0].0.as_str(), got[0].1, got[0].2, got[0].3, got[0].4), (format!("codex:{T}:3").as_str(), Role::User, EventKind::Message, "Port the scheduler to tokio", t));
+        assert_eq!((got[1].2, got[2].2, got[3].3), (EventKind::ToolUse, EventKind::ToolResult, "Ported the scheduler."));
+        assert!(sessions.iter().any(|s| s.first_prompt.as_deref() == Some("Port the scheduler to tokio")), "{sessions:?}");
+        assert_eq!(malformed.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![8], "a second header is not one");
+        // A line without a type in a rollout of today is malformed, and bare items are not read.
+        let mut state = State::new();
+        let own = json!({"timestamp": "2026-10-22T07:00:00Z", "type": "session_meta", "payload": {"id": B, "cwd": "/home/dev/demo-app"}});
+        let f = synthetic(&format!("rollout-2026-10-22T09-00-00-{B}.jsonl"));
+        assert!(matches!(Codex.parse_line(&f, &mut state, own.to_string().as_bytes(), 1), Line::Parsed(_)));
+        assert!(matches!(Codex.parse_line(&f, &mut state, lines[0].to_string().as_bytes(), 2), Line::Malformed(_)));
+        assert_eq!(parsed(Codex.parse_line(&f, &mut state, lines[2].to_string().as_bytes(), 3)), Parsed::default());
     }
 
     #[test]
