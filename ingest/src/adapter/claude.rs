@@ -98,6 +98,23 @@ fn persisted_output(log: &Path, text: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&std::fs::read(&path).ok()?).into_owned())
 }
 
+/// The whole output a line's `toolUseResult` keeps (a command's `stdout`, then its `stderr`;
+/// else its `content` text), read only for a tool result whose text is a `<persisted-output>`
+/// preview whose file is gone (cleaned up, or the log copied from another machine without it):
+/// `toolUseResult` is otherwise left out of parsing ([`CLAUDE_SHAPE`]).
+fn full_result(line: &[u8]) -> Option<String> {
+    let v = Json::parse(line, Shape { skip: &["signature", "usage", "data"], raw: &["input"] }).ok()?;
+    let r = v.get("toolUseResult")?;
+    if let Some(out) = r.str_of("stdout") {
+        let err = r.str_of("stderr").filter(|e| !e.trim().is_empty());
+        return Some(match err {
+            Some(e) => format!("{out}\n{e}"),
+            None => out.to_owned(),
+        });
+    }
+    r.str_of("content").map(str::to_owned).filter(|c| !c.is_empty())
+}
+
 /// The `type` an auto-memory topic file's front matter gives (`user`, `feedback`, `project`,
 /// `reference`), read from its first 4 KiB; `None` without one.
 fn memory_type(path: &Path) -> Option<String> {
@@ -337,7 +354,8 @@ impl Adapter for Claude {
                                 }
                                 Some("tool_result") => {
                                     let text = content_text(b.member("content"));
-                                    (Role::User, EventKind::ToolResult, persisted_output(&file.path, &text).unwrap_or(text))
+                                    let whole = persisted_output(&file.path, &text).or_else(|| text.starts_with("<persisted-output>").then(|| full_result(line)).flatten());
+                                    (Role::User, EventKind::ToolResult, whole.unwrap_or(text))
                                 }
                                 Some("image") => (role, EventKind::Meta, "[image]".to_owned()),
                                 _ => (role, EventKind::Meta, b.to_string()),

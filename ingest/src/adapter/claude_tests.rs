@@ -550,6 +550,22 @@ fn claude_persisted_output_is_read_from_the_file_the_preview_names() {
         let got = text(project.join(format!("{session}.jsonl")), &saved);
         assert!(got.starts_with("<persisted-output>"), "{saved}: {got}");
     }
+    // The file gone, the line's own `toolUseResult` keeps the whole output: it is read.
+    let gone = format!("/home/dev/.claude/projects/-w-p/{session}/tool-results/gone.txt");
+    let mut v: Value = serde_json::from_str(&line(&gone)).unwrap();
+    v["toolUseResult"] = json!({"stdout": full, "stderr": "warning: unused import", "interrupted": false});
+    let file = LogFile { source: Source::ClaudeCode, key: String::new(), mirror: String::new(), path: project.join(format!("{session}.jsonl")), format: FileFormat::Lines };
+    let Line::Parsed(p) = Claude.parse_line(&file, &mut State::new(), v.to_string().as_bytes(), 1) else { panic!("parsed") };
+    let got = &p.events[0].text;
+    assert!(got.starts_with("test result: FAILED. 760 passed; 1 failed"), "{}", &got[..80]);
+    assert!(got.ends_with("warning: unused import"), "its end kept, with stderr: {}", &got[got.len() - 80..]);
+    // Another tool's result (`content`) alike; a result of neither shape leaves the preview.
+    v["toolUseResult"] = json!({"type": "text", "content": "the whole answer"});
+    let Line::Parsed(p) = Claude.parse_line(&file, &mut State::new(), v.to_string().as_bytes(), 1) else { panic!("parsed") };
+    assert_eq!(p.events[0].text, "the whole answer");
+    v["toolUseResult"] = json!({"filenames": ["a.rs"]});
+    let Line::Parsed(p) = Claude.parse_line(&file, &mut State::new(), v.to_string().as_bytes(), 1) else { panic!("parsed") };
+    assert!(p.events[0].text.starts_with("<persisted-output>"));
 }
 
 #[test]
