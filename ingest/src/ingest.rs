@@ -17,7 +17,7 @@ use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, Project, St
 use crate::bytes::Bytes;
 use crate::cursor::{memory_hash, Cursors, FileCursor};
 use crate::limits::{
-    BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, LINE_EVENTS_TEXT_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL, SPLIT_LINE_BYTES_MIN,
+    BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, BATCH_EVENTS_BYTES_MAX, EVENT_FIXED_BYTES, LINE_EVENTS_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL, SPLIT_LINE_BYTES_MIN,
 };
 use crate::memory;
 use crate::mirror::Mirrors;
@@ -758,8 +758,8 @@ impl Ingester {
                 let line_at = window_start + ls as u64;
                 if !giant && end - 1 - ls > SPLIT_LINE_BYTES_MIN && end - raw_from > BATCH_RAW_BYTES_MAX {
                     // A long line: the lines before it recorded, then its bytes but its last
-                    // chunk in records that end no line (as a giant's are); the last chunk
-                    // closes it below, with the lines after it.
+                    // chunk in records that end no line (as a giant's are); the last chunk, in
+                    // a record of its own, closes it below.
                     if ls > raw_from {
                         pos = line_at;
                         let raw = &window[raw_from..ls];
@@ -800,12 +800,13 @@ impl Ingester {
                     Some(adapter.parse_line(file, &mut state, line, line_no))
                 };
                 match parsed {
-                    // Texts more than a record holds: the line is counted as cut.
-                    Some(Line::Parsed(p)) if p.events.iter().map(|e| e.text.len()).sum::<usize>() > LINE_EVENTS_TEXT_BYTES_MAX => {
+                    // Events more than a record holds: the line is counted as cut.
+                    Some(Line::Parsed(p)) if events_bytes(&p.events) > LINE_EVENTS_BYTES_MAX => {
                         batch.cut += 1;
                         batch.sessions.extend(p.sessions);
                     }
                     Some(Line::Parsed(p)) => {
+                        batch.events_bytes += events_bytes(&p.events);
                         batch.events.extend(p.events);
                         batch.sessions.extend(p.sessions);
                     }
@@ -817,7 +818,7 @@ impl Ingester {
                 cursor_in_window = end;
                 ls = end;
                 complete_any = true;
-                if end - raw_from >= BATCH_RAW_BYTES_MAX {
+                if end - raw_from >= BATCH_RAW_BYTES_MAX || batch.events_bytes >= BATCH_EVENTS_BYTES_MAX {
                     pos = window_start + end as u64;
                     let raw = &window[raw_from..end];
                     head = extend_head(head, raw);
@@ -1101,6 +1102,8 @@ struct Batch {
     line_start: u64,
     lines: u64,
     events: Vec<Event>,
+    /// What `events` take in a record ([`events_bytes`]).
+    events_bytes: usize,
     sessions: Vec<origin_engine::record::SessionChange>,
     malformed: u64,
     cut: u64,
@@ -1108,8 +1111,14 @@ struct Batch {
 
 impl Batch {
     fn new(byte_start: u64, line_start: u64) -> Batch {
-        Batch { byte_start, line_start, lines: 0, events: Vec::new(), sessions: Vec::new(), malformed: 0, cut: 0 }
+        Batch { byte_start, line_start, lines: 0, events: Vec::new(), events_bytes: 0, sessions: Vec::new(), malformed: 0, cut: 0 }
     }
+}
+
+/// What events take in a record, counted high: their strings, and [`EVENT_FIXED_BYTES`] each.
+fn events_bytes(events: &[Event]) -> usize {
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    events.iter().map(|e| EVENT_FIXED_BYTES + e.id.len() + e.session.len() + e.text.len() + opt(&e.project) + opt(&e.cwd) + opt(&e.git_branch) + opt(&e.agent_version)).sum()
 }
 
 /// `head` (a version's first bytes, as far as they are kept to hash) with `more` after it.

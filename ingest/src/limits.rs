@@ -5,9 +5,15 @@
 /// longer is a "giant", recorded in pieces as it is read. (4 MiB until 2026-12-06: a prompt
 /// sent with a screenshot, its base64 in the line, was never read.)
 pub const LINE_SIZE_BYTES_MAX: usize = 32 * 1024 * 1024;
-/// A line whose events' texts add up to more than this many bytes gives none of them, and is
-/// counted as cut: a record holds one line's events whole, and stores at most 16 MiB.
-pub const LINE_EVENTS_TEXT_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// A line whose events take more than this many bytes in a record (their strings and a fixed
+/// [`EVENT_FIXED_BYTES`] each: see [`crate::ingest`], `events_bytes`) gives none of them, and
+/// is counted as cut: a record holds one line's events whole, and stores at most 16 MiB.
+pub const LINE_EVENTS_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// A record's events after which its batch is closed (beside [`BATCH_RAW_BYTES_MAX`] of raw
+/// lines): a record holds at most this, plus one line's events, plus its raw lines.
+pub const BATCH_EVENTS_BYTES_MAX: usize = 2 * 1024 * 1024;
+/// What an event takes in a record beside its strings (numbers, tags, lengths), counted high.
+pub const EVENT_FIXED_BYTES: usize = 64;
 /// An event's text longer than this many characters is cut at ingest, with a marker saying
 /// how many characters were cut (the raw line keeps everything).
 pub const EVENT_TEXT_CHARS_MAX: usize = 50_000;
@@ -15,13 +21,15 @@ pub const EVENT_TEXT_CHARS_MAX: usize = 50_000;
 /// [`EVENT_TEXT_CHARS_MAX`] from its beginning, the marker between them): what a long tool
 /// output says last (a test run's result, a build's errors) stays searchable.
 pub const EVENT_TEXT_TAIL_CHARS: usize = 10_000;
-/// Raw bytes of lines after which a journal record is closed. A record holds at most this plus
-/// one parsed line (raw and parsed text together stay far below the journal's 16 MiB payload
-/// limit); a line longer than a read window is split into records of this size.
+/// Raw bytes of lines after which a journal record is closed (or [`BATCH_EVENTS_BYTES_MAX`] of
+/// their events). A record holds at most this plus one line (at most [`SPLIT_LINE_BYTES_MIN`]
+/// raw, [`LINE_EVENTS_BYTES_MAX`] of events): raw and events together stay below 12 MiB, under
+/// the journal's 16 MiB payload limit; a longer line is recorded in pieces of this size.
 pub const BATCH_RAW_BYTES_MAX: usize = 2 * 1024 * 1024;
 /// A complete line longer than this is recorded as a line longer than a read window is: its
 /// bytes but its last [`BATCH_RAW_BYTES_MAX`] in records of that size that end no line, then
-/// the rest, with the line's events, in the record that ends it. Whole in one record, a line
+/// the rest, with the line's events, in the record that ends it (closed at once: it holds
+/// [`BATCH_RAW_BYTES_MAX`] of raw bytes). Whole in one record, a line
 /// of incompressible bytes (an image pasted into a prompt, base64 in the line) could be more
 /// than a record may store (16 MiB), and every run failed at it.
 pub const SPLIT_LINE_BYTES_MIN: usize = 4 * 1024 * 1024;

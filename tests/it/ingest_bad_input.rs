@@ -71,6 +71,48 @@ fn a_fifty_megabyte_line_is_kept_whole_counted_as_cut_and_the_rest_is_read() {
     assert!(back == std::fs::read(&path).expect("read"), "the mirror gives back all bytes");
 }
 
+/// Lines whose events take far more room than their bytes: one line of 200,000 tiny blocks
+/// (an event each) is counted as cut; lines that each read a persisted output of 150 KB
+/// twenty times give each record only what it can store (it closes on its events' size, not
+/// only on its raw bytes). Every run used to fail at such a record, and the files after it.
+#[test]
+fn lines_whose_events_outgrow_a_record_are_cut_or_spread_over_records() {
+    let w = World::new();
+    let blocks: Vec<serde_json::Value> = (0..200_000).map(|_| serde_json::json!({"type": "x"})).collect();
+    let tiny = serde_json::json!({"type": "assistant", "uuid": "tiny", "sessionId": "s1", "timestamp": "2026-10-20T09:00:00.000Z", "message": {"role": "assistant", "content": blocks}});
+    let session = "5a1e0000-0000-4000-8000-000000000009";
+    let folder = w.log(session);
+    std::fs::create_dir_all(folder.join("tool-results")).expect("mkdir");
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let output: String = (0..150_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (b'a' + (x % 26) as u8) as char
+        })
+        .collect();
+    std::fs::write(folder.join("tool-results/out.txt"), &output).expect("write");
+    let preview = format!("<persisted-output>\nOutput too large. Full output saved to: /home/dev/.claude/projects/-p/{session}/tool-results/out.txt\n\nPreview:\nab");
+    let results: Vec<serde_json::Value> = (0..20).map(|i| serde_json::json!({"type": "tool_result", "tool_use_id": format!("t{i}"), "content": preview})).collect();
+    let mut text = format!("{tiny}\n");
+    for n in 0..14 {
+        let l = serde_json::json!({"type": "user", "uuid": format!("r{n}"), "sessionId": session, "timestamp": "2026-10-20T09:00:00.000Z", "message": {"role": "user", "content": results}});
+        text.push_str(&format!("{l}\n"));
+    }
+    text.push_str(&format!("{}\n", line("last", "the line after them")));
+    std::fs::write(w.log(&format!("{session}.jsonl")), &text).expect("write");
+    let summary = w.ingester().run(None, &mut |_| {}).expect("ingest");
+    let s = &summary.sources["claude-code"];
+    assert_eq!((s.lines, s.cut, s.events), (16, 1, 14 * 20 + 1), "{s:?}");
+    let counts = event_counts(&w.store());
+    assert_eq!(counts.get("claude-code:last"), Some(&1));
+    for r in ingested(&w.store()) {
+        let bytes: usize = r.events.iter().map(|e| e.text.len() + e.id.len() + 64).sum();
+        assert!(bytes < 12 * 1024 * 1024, "a record of {} lines holds {bytes} bytes of events", r.line_end - r.line_start);
+    }
+}
+
 /// A byte order mark before a file's first line (an editor's, or a tool's that wrote the log
 /// again) does not make that line malformed; the mirror keeps it.
 #[test]

@@ -336,6 +336,7 @@ impl Adapter for Claude {
                         push(0, role, kind, s.to_string());
                     }
                     Some(Json::Array(blocks)) => {
+                        let mut result_read = false;
                         for (n, b) in blocks.iter().enumerate() {
                             let (r, kind, text) = match b.str_of("type") {
                                 Some("text") => {
@@ -354,7 +355,9 @@ impl Adapter for Claude {
                                 }
                                 Some("tool_result") => {
                                     let text = content_text(b.member("content"));
-                                    let whole = persisted_output(&file.path, &text).or_else(|| text.starts_with("<persisted-output>").then(|| full_result(line)).flatten());
+                                    // The line's `toolUseResult` is one tool's: read once, for one block.
+                                    let from_line = || (text.starts_with("<persisted-output>") && !std::mem::replace(&mut result_read, true)).then(|| full_result(line)).flatten();
+                                    let whole = persisted_output(&file.path, &text).or_else(from_line);
                                     (Role::User, EventKind::ToolResult, whole.unwrap_or(text))
                                 }
                                 Some("image") => (role, EventKind::Meta, "[image]".to_owned()),

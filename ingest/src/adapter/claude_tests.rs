@@ -566,6 +566,15 @@ fn claude_persisted_output_is_read_from_the_file_the_preview_names() {
     v["toolUseResult"] = json!({"filenames": ["a.rs"]});
     let Line::Parsed(p) = Claude.parse_line(&file, &mut State::new(), v.to_string().as_bytes(), 1) else { panic!("parsed") };
     assert!(p.events[0].text.starts_with("<persisted-output>"));
+    // The line's `toolUseResult` is one tool's: given to one block of the line, read once
+    // (read for every block, a line of many was parsed again for each: hours at 32 MiB).
+    let block = v["message"]["content"][0].clone();
+    v["message"]["content"] = json!([block.clone(), block.clone(), block]);
+    v["toolUseResult"] = json!({"type": "text", "content": "the whole answer"});
+    let Line::Parsed(p) = Claude.parse_line(&file, &mut State::new(), v.to_string().as_bytes(), 1) else { panic!("parsed") };
+    let texts: Vec<&str> = p.events.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(texts[0], "the whole answer");
+    assert!(texts[1..].iter().all(|t| t.starts_with("<persisted-output>")), "{texts:?}");
 }
 
 #[test]
