@@ -707,7 +707,7 @@ impl Ingester {
             let changes = adapter.side_changes(file, &mut state);
             if !changes.is_empty() {
                 let head = bytes.read(0, cur.byte_end.min(PREFIX_HASH_BYTES))?;
-                let batch = Batch { sessions: changes, ..Batch::new(cur.byte_end, cur.line_end) };
+                let batch = Batch { sessions: changes.into_iter().map(crate::text::bounded).collect(), ..Batch::new(cur.byte_end, cur.line_end) };
                 self.append_batch(cursors, file, &mut cur, &mut state, partial, batch, &[], &head, run)?;
             }
             guard(&self.side_seen).insert(file.path.clone(), stamp);
@@ -803,12 +803,12 @@ impl Ingester {
                     // Events more than a record holds: the line is counted as cut.
                     Some(Line::Parsed(p)) if events_bytes(&p.events) > LINE_EVENTS_BYTES_MAX => {
                         batch.cut += 1;
-                        batch.sessions.extend(p.sessions);
+                        batch.sessions.extend(p.sessions.into_iter().map(crate::text::bounded));
                     }
                     Some(Line::Parsed(p)) => {
                         batch.events_bytes += events_bytes(&p.events);
                         batch.events.extend(p.events);
-                        batch.sessions.extend(p.sessions);
+                        batch.sessions.extend(p.sessions.into_iter().map(crate::text::bounded));
                     }
                     Some(Line::Malformed(_)) => batch.malformed += 1,
                     None => {}
@@ -915,6 +915,7 @@ impl Ingester {
             None => state.remove(PARTIAL_LINE_KEY),
         };
         let raw_zstd = compress_raw(raw).map_err(FileError::Io)?;
+        let batch_start = batch.byte_start;
         let byte_end = batch.byte_start + raw.len() as u64;
         let body = Body::Ingested(Ingested {
             source: file.source.id().to_owned(),
@@ -934,7 +935,13 @@ impl Ingester {
             state: serde_json::to_vec(state).unwrap_or_default(),
         });
         let record = NewRecord::new(&body).map_err(FileError::Journal)?;
-        let offsets = self.journal.append(vec![record]).map_err(FileError::Journal)?;
+        // A record the journal refuses before writing anything (more than a record stores:
+        // the bounds above keep ingest's records below it) is this file's problem, said and
+        // tried again at the next run, not every file's.
+        let offsets = self.journal.append(vec![record]).map_err(|e| match e {
+            origin_engine::Error::Invalid(why) => FileError::Io(io::Error::new(io::ErrorKind::InvalidData, format!("a record of its lines at byte {} was refused: {why}", batch_start))),
+            other => FileError::Journal(other),
+        })?;
         let mirror_at = cur.mirror_size;
         cursors.apply(offsets.start, &body);
         let Body::Ingested(b) = &body else { unreachable!("built as Ingested above") };

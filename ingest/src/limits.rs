@@ -41,6 +41,9 @@ pub const MEMORY_FILE_SIZE_BYTES_MAX: u64 = 1024 * 1024;
 pub const FILES_PER_SOURCE_MAX: usize = 200_000;
 /// Deepest directory walk below an agent's folder.
 pub const WALK_DEPTH_MAX: usize = 12;
+/// A session's title, project or parent kept by ingest, in characters (a title 20 MB long, in
+/// a hand-edited log, made a record more than the journal stores at every run).
+pub const SESSION_FIELD_CHARS_MAX: usize = 1_000;
 /// The first prompt kept for a session, in characters.
 pub const FIRST_PROMPT_CHARS_MAX: usize = 500;
 /// A cursor snapshot larger than this is not read (the cursors are rebuilt from the journal),

@@ -6,7 +6,7 @@ use std::path::Path;
 use origin_engine::record::{Event, EventKind, Role};
 use serde_json::Value;
 
-use crate::limits::{cut_marker, EVENT_TEXT_CHARS_MAX, EVENT_TEXT_TAIL_CHARS, FIRST_PROMPT_CHARS_MAX};
+use crate::limits::{cut_marker, EVENT_TEXT_CHARS_MAX, EVENT_TEXT_TAIL_CHARS, FIRST_PROMPT_CHARS_MAX, SESSION_FIELD_CHARS_MAX};
 
 /// The string at `key` of a JSON object, if it is one.
 pub fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -119,6 +119,26 @@ pub fn cut_chars(text: String, max: usize) -> (String, u64) {
 /// A first prompt, cut to the kept length.
 pub fn first_prompt(text: &str) -> String {
     text.chars().take(FIRST_PROMPT_CHARS_MAX).collect()
+}
+
+/// A session's title (or project, or parent) as ingest keeps it: its first
+/// [`SESSION_FIELD_CHARS_MAX`] characters.
+pub fn session_field(text: &str) -> String {
+    text.chars().take(SESSION_FIELD_CHARS_MAX).collect()
+}
+
+/// `change` with every field within what ingest keeps ([`session_field`], [`first_prompt`]).
+pub fn bounded(mut change: origin_engine::record::SessionChange) -> origin_engine::record::SessionChange {
+    let cut = |s: &mut Option<String>, f: fn(&str) -> String| {
+        if let Some(t) = s.as_mut() {
+            *t = f(t);
+        }
+    };
+    cut(&mut change.title, session_field);
+    cut(&mut change.project, session_field);
+    cut(&mut change.parent, session_field);
+    cut(&mut change.first_prompt, first_prompt);
+    change
 }
 
 /// Unix milliseconds of an ISO 8601 / RFC 3339 time (`2026-10-20T09:12:04.118Z`).

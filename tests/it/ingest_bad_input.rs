@@ -113,6 +113,46 @@ fn lines_whose_events_outgrow_a_record_are_cut_or_spread_over_records() {
     }
 }
 
+/// A title of 15 MB (a hand-edited log) is kept cut to 1,000 characters; a line whose session
+/// id alone is more than a record stores is that file's problem, said, while the other files
+/// are read (it stopped every file after it on its worker, at every run).
+#[test]
+fn what_no_record_can_hold_stops_its_own_file_only() {
+    let w = World::new();
+    let noise = base64_noise;
+    let titled = format!(
+        "{}\n{}\n",
+        serde_json::json!({"type": "custom-title", "customTitle": noise(15_000_000), "sessionId": "s1"}),
+        line("t1", "a line after the long title")
+    );
+    std::fs::write(w.log("titled.jsonl"), titled).expect("write");
+    let huge_id = serde_json::json!({"type": "user", "uuid": "h1", "sessionId": noise(20_000_000), "timestamp": "2026-10-20T09:00:00.000Z", "message": {"role": "user", "content": "hello"}});
+    std::fs::write(w.log("huge-id.jsonl"), format!("{huge_id}\n")).expect("write");
+    std::fs::write(w.log("other.jsonl"), format!("{}\n", line("o1", "another file"))).expect("write");
+    let summary = w.ingester().run(None, &mut |_| {}).expect("ingest");
+    let s = &summary.sources["claude-code"];
+    assert_eq!(s.problems.len(), 1, "{s:?}");
+    assert!(s.problems[0].contains("huge-id.jsonl") && s.problems[0].contains("refused"), "{:?}", s.problems);
+    let counts = event_counts(&w.store());
+    assert_eq!((counts.get("claude-code:t1"), counts.get("claude-code:o1")), (Some(&1), Some(&1)), "{counts:?}");
+    let title = ingested(&w.store()).into_iter().flat_map(|r| r.sessions).find_map(|c| c.title).expect("the title");
+    assert_eq!(title.chars().count(), 1_000);
+}
+
+/// `n` base64 characters that do not compress.
+fn base64_noise(n: usize) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x: u64 = 0x6A09_E667_F3BC_C908;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ALPHABET[(x >> 58) as usize] as char
+        })
+        .collect()
+}
+
 /// A byte order mark before a file's first line (an editor's, or a tool's that wrote the log
 /// again) does not make that line malformed; the mirror keeps it.
 #[test]

@@ -22,7 +22,7 @@ use serde_json::Value;
 use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::json::{Json, Shape};
 use crate::source::{Homes, Source};
-use crate::text::{content_text_json as content_text, event, first_prompt, parse_time, project_of};
+use crate::text::{content_text_json as content_text, event, first_prompt, parse_time, project_of, session_field};
 use crate::walk;
 
 /// The Claude Code adapter.
@@ -62,7 +62,7 @@ fn summary_found(state: &mut State, line_no: u64, text: &str) {
     if state.get(SUMMARY_LINE).and_then(Value::as_u64).is_some_and(|l| l > line_no) {
         return;
     }
-    state.insert("summary".into(), Value::String(text.to_owned()));
+    state.insert("summary".into(), Value::String(session_field(text)));
     state.insert(SUMMARY_LINE.into(), Value::from(line_no));
 }
 
@@ -184,7 +184,7 @@ impl Adapter for Claude {
                     "custom-title" | "ai-title" => {
                         let (key, field) = if ty == "custom-title" { ("custom_title", "customTitle") } else { ("ai_title", "aiTitle") };
                         if let Some(t) = v.str_of(field) {
-                            state.insert(key.into(), Value::String(t.to_owned()));
+                            state.insert(key.into(), Value::String(session_field(t)));
                         }
                     }
                     _ => {
@@ -200,7 +200,7 @@ impl Adapter for Claude {
                                 {
                                     let pending = state.entry(PENDING_SUMMARIES).or_insert_with(|| Value::Object(Default::default()));
                                     if let Value::Object(p) = pending {
-                                        p.insert(leaf.to_owned(), serde_json::json!([line_no, text]));
+                                        p.insert(session_field(leaf), serde_json::json!([line_no, session_field(text)]));
                                         while p.len() > PENDING_SUMMARIES_MAX {
                                             let first = p.iter().min_by_key(|(_, v)| v[0].as_u64()).map(|(k, _)| k.clone());
                                             match first {
