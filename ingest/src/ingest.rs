@@ -500,18 +500,21 @@ impl Ingester {
         // Files are independent (one cursor each, under the ingest lock): read them on every
         // core. Each worker applies its own records to a copy of the cursors; afterwards the
         // cursors catch up with the journal, which holds everything every worker appended.
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(INGEST_WORKERS_MAX).min(work.len()).max(1);
+        // The logs of a folder whose new logs may copy the others' lines are read by one worker,
+        // oldest first ([`Adapter::logs_copy_their_folder`]).
+        let groups = self.read_groups(work);
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(INGEST_WORKERS_MAX).min(groups.len()).max(1);
         let base = cursors.clone();
         let progress = Mutex::new(progress);
         let results: Vec<Result<BTreeMap<&'static str, SourceRun>, IngestError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
                 .map(|w| {
-                    let (base, work, progress) = (&base, &work, &progress);
+                    let (base, groups, progress) = (&base, &groups, &progress);
                     scope.spawn(move || -> Result<BTreeMap<&'static str, SourceRun>, IngestError> {
                         let mut local = base.clone();
                         let mut runs: BTreeMap<&'static str, SourceRun> = BTreeMap::new();
                         let mut window_buf = Vec::new();
-                        for (_, (ai, file)) in work.iter().enumerate().filter(|(i, _)| i % workers == w) {
+                        for (ai, file) in groups.iter().enumerate().filter(|(g, _)| g % workers == w).flat_map(|(_, group)| group) {
                             let run = runs.entry(file.source.id()).or_default();
                             let mut report = |p: Progress| (guard(progress))(p);
                             match self.ingest_file(&mut local, self.adapters[*ai].as_ref(), file, run, &mut report, &mut window_buf) {
@@ -894,6 +897,33 @@ impl Ingester {
         let appended = self.append_batch(cursors, file, cur, state, None, batch, raw, head, run);
         state.remove(FIRST_LINE_START_KEY);
         appended
+    }
+
+    /// The files to read, in groups each read in order by one worker: a file on its own, or
+    /// the logs of one folder of an agent whose new logs may copy the others' lines, oldest
+    /// (by time of change) first. Groups are in the order their first file was found.
+    fn read_groups(&self, work: Vec<(usize, LogFile)>) -> Vec<Vec<(usize, LogFile)>> {
+        let mut groups: Vec<Vec<(usize, LogFile)>> = Vec::new();
+        let mut folders: HashMap<(usize, PathBuf), usize> = HashMap::new();
+        for (ai, file) in work {
+            let folder = file.path.parent().filter(|_| self.adapters[ai].logs_copy_their_folder()).map(Path::to_path_buf);
+            match folder.and_then(|f| match folders.get(&(ai, f.clone())) {
+                Some(&g) => Some(g),
+                None => {
+                    folders.insert((ai, f), groups.len());
+                    None
+                }
+            }) {
+                Some(g) => groups[g].push((ai, file)),
+                None => groups.push(vec![(ai, file)]),
+            }
+        }
+        for g in &mut groups {
+            if g.len() > 1 {
+                g.sort_by_cached_key(|(_, f)| std::fs::metadata(&f.path).and_then(|m| m.modified()).ok());
+            }
+        }
+        groups
     }
 
     /// Appends one batch as a record, then updates cursors and the mirror.

@@ -595,11 +595,12 @@ fn claude_message(uuid: &str, parent: Option<&str>, session: &str, time: &str, r
 /// Claude Code resumes a session in a new file that begins with the lines of the one it
 /// resumes, uuids and times as they were: the conversation stays in the session where it was
 /// said (with its count and title), found once by search; the resumed session lists what was
-/// said in it. Read in one run or in two.
+/// said in it. Read in two runs, or both new in one (a folder's logs are read oldest first).
 #[test]
 fn a_resumed_claude_session_does_not_take_the_conversation_it_copies() {
-    const S1: &str = "aaaaaaaa-0000-4000-8000-000000000001";
-    const S2: &str = "bbbbbbbb-0000-4000-8000-000000000002";
+    // The resumed session's file comes first by name.
+    const S1: &str = "bbbbbbbb-0000-4000-8000-000000000001";
+    const S2: &str = "aaaaaaaa-0000-4000-8000-000000000002";
     let first = [
         claude_message("u-1", None, S1, "2026-10-20T09:00:00.000Z", "user", "how do we rotate the signing keys"),
         claude_message("u-2", Some("u-1"), S1, "2026-10-20T09:00:05.000Z", "assistant", "Rotate them with the keyring tool, then redeploy."),
@@ -620,35 +621,31 @@ fn a_resumed_claude_session_does_not_take_the_conversation_it_copies() {
             let out = origin(&home, &["ingest", "--agents-home", agents.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         };
-        write(S1, &first);
         if runs == 2 {
+            write(S1, &first);
             ingest();
+            write(S2, &resumed);
+        } else {
+            // Both new in one run, the resumed file written first on disk (and listed first by
+            // name): the first session's is older by its time of change, and read first.
+            write(S2, &resumed);
+            write(S1, &first);
+            let older = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+            std::fs::File::options().write(true).open(project.join(format!("{S1}.jsonl"))).expect("open").set_modified(older).expect("set mtime");
         }
-        write(S2, &resumed);
         ingest();
         let found = json(origin(&home, &["search", "signing keys", "--json"]));
         let sessions: Vec<&str> = found["events"].as_array().expect("events").iter().map(|e| e["session"].as_str().expect("session")).collect();
-        if runs == 2 {
-            assert_eq!(sessions, vec![S1], "found once, where it was said: {found}");
-        } else {
-            assert_eq!(sessions.len(), 1, "found once: {found}");
-        }
+        assert_eq!(sessions, vec![S1], "found once, where it was said ({runs} runs): {found}");
         let listed = json(origin(&home, &["timeline", "--since", "2000-01-01", "--json"]));
         let by_id = |id: &str| listed["sessions"].as_array().expect("sessions").iter().find(|s| s["session"] == id).cloned();
-        if runs == 2 {
-            let s1 = by_id(S1).expect("the first session is listed");
-            assert_eq!((s1["events"].as_u64(), s1["title"].as_str()), (Some(2), Some("Key rotation")), "{listed}");
-            let s2 = by_id(S2).expect("the resumed session is listed");
-            assert_eq!(s2["events"].as_u64(), Some(1), "{listed}");
-            let own = json(origin(&home, &["timeline", "--session", S2, "--json"]));
-            let texts: Vec<&str> = own["events"].as_array().expect("events").iter().map(|e| e["text"].as_str().expect("text")).collect();
-            assert_eq!(texts, vec!["and the staging environment too"], "{own}");
-        } else {
-            // Read in one run, the two files' lines reach the journal in either order: each
-            // event is in one of the two sessions, and every line is counted once.
-            let count = |id: &str| by_id(id).and_then(|s| s["events"].as_u64()).unwrap_or(0);
-            assert_eq!(count(S1) + count(S2), 3, "{listed}");
-        }
+        let s1 = by_id(S1).expect("the first session is listed");
+        assert_eq!((s1["events"].as_u64(), s1["title"].as_str()), (Some(2), Some("Key rotation")), "{listed}");
+        let s2 = by_id(S2).expect("the resumed session is listed");
+        assert_eq!(s2["events"].as_u64(), Some(1), "{listed}");
+        let own = json(origin(&home, &["timeline", "--session", S2, "--json"]));
+        let texts: Vec<&str> = own["events"].as_array().expect("events").iter().map(|e| e["text"].as_str().expect("text")).collect();
+        assert_eq!(texts, vec!["and the staging environment too"], "{own}");
     }
 }
 

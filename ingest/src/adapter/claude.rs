@@ -158,6 +158,10 @@ impl Adapter for Claude {
         Source::ClaudeCode
     }
 
+    fn logs_copy_their_folder(&self) -> bool {
+        true
+    }
+
     fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
         let root = homes.claude.join("projects");
         let mut problems = Vec::new();

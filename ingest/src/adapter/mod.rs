@@ -156,6 +156,14 @@ pub trait Adapter: Send + Sync {
         false
     }
 
+    /// Whether a new log of the agent may begin with the lines of another in its folder, ids
+    /// and all (Claude Code resumes a session in a new file that copies the one it resumes):
+    /// then a folder's logs are read one after another, oldest first, so that the first
+    /// record of a copied line, which the state keeps, is the original's.
+    fn logs_copy_their_folder(&self) -> bool {
+        false
+    }
+
     /// A cheap stamp of `file`'s side files (their sizes and times of change), None when it
     /// has none: ingest asks for [`Adapter::side_changes`] only when a log with no new line has
     /// a stamp this process has not looked at yet.
