@@ -768,8 +768,7 @@ impl Ingester {
                         let raw = &window[raw_from..ls];
                         head = extend_head(head, raw);
                         let done = std::mem::replace(&mut batch, Batch::new(pos, line_no));
-                        let appended = self.append_lines(cursors, file, &mut cur, &mut state, &mut first_line_start, done, raw, &head, run);
-                        appended?;
+                        self.append_lines(cursors, file, &mut cur, &mut state, &mut first_line_start, done, raw, &head, run)?;
                         raw_from = ls;
                     }
                     let last = end - BATCH_RAW_BYTES_MAX;

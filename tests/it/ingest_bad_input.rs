@@ -119,7 +119,7 @@ fn lines_whose_events_outgrow_a_record_are_cut_or_spread_over_records() {
 #[test]
 fn what_no_record_can_hold_stops_its_own_file_only() {
     let w = World::new();
-    let noise = base64_noise;
+    let noise = crate::ingest_incremental::incompressible_base64;
     let titled = format!(
         "{}\n{}\n",
         serde_json::json!({"type": "custom-title", "customTitle": noise(15_000_000), "sessionId": "s1"}),
@@ -137,20 +137,6 @@ fn what_no_record_can_hold_stops_its_own_file_only() {
     assert_eq!((counts.get("claude-code:t1"), counts.get("claude-code:o1")), (Some(&1), Some(&1)), "{counts:?}");
     let title = ingested(&w.store()).into_iter().flat_map(|r| r.sessions).find_map(|c| c.title).expect("the title");
     assert_eq!(title.chars().count(), 1_000);
-}
-
-/// `n` base64 characters that do not compress.
-fn base64_noise(n: usize) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut x: u64 = 0x6A09_E667_F3BC_C908;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ALPHABET[(x >> 58) as usize] as char
-        })
-        .collect()
 }
 
 /// A byte order mark before a file's first line (an editor's, or a tool's that wrote the log

@@ -104,7 +104,7 @@ fn half_a_line_waits_until_its_newline_arrives_then_is_read_once() {
 }
 
 /// Bytes no compressor shrinks, as base64 (an image pasted into a prompt): `n` characters.
-fn incompressible_base64(n: usize) -> String {
+pub fn incompressible_base64(n: usize) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     (0..n)
