@@ -30,6 +30,10 @@ const PREFIX_HASH_BYTES: u64 = crate::bytes::HEAD_BYTES;
 const WINDOW_BYTES: u64 = 32 * 1024 * 1024;
 /// State key: byte where the line that a record ended inside of began.
 const PARTIAL_LINE_KEY: &str = "_partial_line_start";
+/// State key beside [`PARTIAL_LINE_KEY`]: the CRC-32 of the line's bytes recorded so far, from
+/// where it began to the cursor, checked before a later run reads on inside it (a file
+/// rewritten between with the same beginning is a new version, not the rest of the line).
+const PARTIAL_LINE_CRC_KEY: &str = "_partial_line_crc";
 /// State key in the one record that ends a line recorded in pieces (see
 /// [`SPLIT_LINE_BYTES_MIN`]): where that line, the record's first, began (before the record's
 /// bytes), for `sources` to read it whole from the mirror.
@@ -674,6 +678,10 @@ impl Ingester {
             let head = bytes.read(0, cur.byte_end.min(PREFIX_HASH_BYTES))?;
             let last = if cur.byte_end > 0 { bytes.read(cur.byte_end - 1, 1)? } else { vec![b'\n'] };
             u64::from(crc32fast::hash(&head)) == cur.prefix_hash && (last == b"\n" || partial.is_some())
+        } && match (partial, state.get(PARTIAL_LINE_CRC_KEY).and_then(Value::as_u64)) {
+            // Inside a line recorded in pieces: the bytes recorded of it must still be the file's.
+            (Some(p), Some(crc)) if p < cur.byte_end => crc_of(&bytes, p, cur.byte_end)? == crc,
+            _ => true,
         };
         if !same_version {
             let version = cur.version + 1;
@@ -939,6 +947,24 @@ impl Ingester {
         head: &[u8],
         run: &mut SourceRun,
     ) -> Result<(), FileError> {
+        // The CRC of the bytes recorded of a line in pieces, carried from piece to piece (none
+        // when a store from before it began the line).
+        let crc = partial_line_start.and_then(|p| {
+            let held = state.get(PARTIAL_LINE_KEY).and_then(Value::as_u64) == Some(p);
+            match state.get(PARTIAL_LINE_CRC_KEY).and_then(Value::as_u64) {
+                Some(c) if held => u32::try_from(c).ok(),
+                _ if !held && batch.byte_start == p => Some(0),
+                _ => None,
+            }
+        });
+        match crc {
+            Some(c) => {
+                let mut h = crc32fast::Hasher::new_with_initial(c);
+                h.update(raw);
+                state.insert(PARTIAL_LINE_CRC_KEY.into(), Value::from(h.finalize()))
+            }
+            None => state.remove(PARTIAL_LINE_CRC_KEY),
+        };
         match partial_line_start {
             Some(p) => state.insert(PARTIAL_LINE_KEY.into(), Value::from(p)),
             None => state.remove(PARTIAL_LINE_KEY),
@@ -1149,6 +1175,18 @@ impl Batch {
     fn new(byte_start: u64, line_start: u64) -> Batch {
         Batch { byte_start, line_start, lines: 0, events: Vec::new(), events_bytes: 0, sessions: Vec::new(), malformed: 0, cut: 0 }
     }
+}
+
+/// The CRC-32 of `bytes[from..to]`, read a window at a time.
+fn crc_of(bytes: &Bytes, from: u64, to: u64) -> io::Result<u64> {
+    let mut h = crc32fast::Hasher::new();
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(WINDOW_BYTES);
+        h.update(&bytes.read(at, n)?);
+        at += n;
+    }
+    Ok(u64::from(h.finalize()))
 }
 
 /// What events take in a record, counted high: their strings, and [`EVENT_FIXED_BYTES`] each.

@@ -223,6 +223,85 @@ fn an_ingest_killed_while_it_reads_a_long_line_goes_on_at_the_next_run() {
     eprintln!("killed {killed} times, {killed_inside} of them with the line's chunks begun and not ended");
 }
 
+/// A run that stops inside a long line (the journal refusing its fourth record: the line's
+/// third piece) leaves pieces of it recorded. Unchanged, the file is read on from there: the
+/// line read whole and parsed, every line once, the mirror the file. Rewritten in between with
+/// the same beginning and length but other bytes inside the line, it is a new version of the
+/// file (the bytes recorded of the line are not the file's any more), not the rest of the line.
+#[test]
+fn a_run_stopped_inside_a_long_line_reads_on_only_while_its_recorded_bytes_are_the_files() {
+    use origin_engine::sim::{Fault, SimFs};
+    let long = prompt_with_image("big", 12_000_000, "the words typed beside it");
+    let text = format!("{}\n{long}\n{}\n", line("before", "the line before"), line("after", "the line after"));
+    let ingester = |fs: &SimFs, w: &World| {
+        std::fs::create_dir_all(w.store()).expect("the store's folder");
+        let j = Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options::default()).expect("journal");
+        Ingester::new(Arc::new(j), &w.store(), Homes::under(&w.home()))
+    };
+    // A dry run on a machine of its own finds the journal's call that writes the fourth record.
+    let dry = World::new();
+    std::fs::write(dry.log("big.jsonl"), &text).expect("write");
+    let dry_fs = SimFs::new(7);
+    let ing = ingester(&dry_fs, &dry);
+    let from = dry_fs.ops() as usize;
+    ing.run(None, &mut |_| {}).expect("the dry run");
+    let fourth = from + dry_fs.kinds()[from..].iter().enumerate().filter(|(_, k)| **k == "write").nth(3).expect("a fourth write").0;
+    for rewrite in [false, true] {
+        let w = World::new();
+        std::fs::write(w.log("big.jsonl"), &text).expect("write");
+        let fs = SimFs::new(7);
+        let ing = ingester(&fs, &w);
+        assert_eq!(fs.ops() as usize, from, "the same calls as the dry run");
+        fs.inject(fourth as u64, Fault::Denied);
+        assert!(ing.run(None, &mut |_| {}).is_err(), "the fourth record refused");
+        drop(ing);
+        let stopped = ingested_in(&fs);
+        let last = stopped.last().expect("records");
+        assert!(last.line_end == last.line_start && last.byte_end > last.byte_start, "stopped inside the line: {:?}", stopped.iter().map(|r| (r.line_start, r.line_end, r.byte_start, r.byte_end)).collect::<Vec<_>>());
+        let now = if rewrite {
+            // The same length and beginning (its first 4 KiB), another byte in a piece recorded.
+            let at = text.find('\n').expect("a first line") + 1_000_000;
+            assert!(at < last.byte_end as usize);
+            let mut b = text.clone().into_bytes();
+            b[at] = if b[at] == b'A' { b'B' } else { b'A' };
+            String::from_utf8(b).expect("utf-8")
+        } else {
+            text.clone()
+        };
+        std::fs::write(w.log("big.jsonl"), &now).expect("write");
+        let summary = ingester(&fs, &w).run(None, &mut |_| {}).expect("the next run");
+        let records = ingested_in(&fs);
+        let versions: std::collections::BTreeSet<u32> = records.iter().map(|r| r.file_version).collect();
+        let typed = records.iter().flat_map(|r| &r.events).filter(|e| e.id == "claude-code:big:1").count();
+        if rewrite {
+            assert_eq!(versions, [1, 2].into(), "a new version: {summary:?}");
+            assert_eq!(summary.sources["claude-code"].lines, 3, "the new version read whole");
+        } else {
+            assert_eq!(versions, [1].into(), "read on: {summary:?}");
+            assert_eq!(records.iter().map(|r| r.line_end - r.line_start).sum::<u64>(), 3, "every line once");
+            assert_eq!(typed, 1, "the long line parsed once, whole");
+        }
+        let ing = ingester(&fs, &w);
+        let cursors = ing.cursors().expect("cursors");
+        let (_, cur) = cursors.files.iter().next().expect("a cursor");
+        assert_eq!(ing.mirrors().read(&cur.mirror).expect("mirror"), now.as_bytes(), "the mirror is the file");
+    }
+}
+
+/// Every Ingested record of a journal on a simulated machine, in order.
+fn ingested_in(fs: &origin_engine::sim::SimFs) -> Vec<Ingested> {
+    let j = Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("open");
+    let mut out = Vec::new();
+    j.read_from(0, |r| {
+        if let Ok((_, Body::Ingested(b))) = r.decode() {
+            out.push(b);
+        }
+        Ok(ControlFlow::Continue(()))
+    })
+    .expect("read");
+    out
+}
+
 #[test]
 fn a_file_that_shrinks_starts_a_new_version_and_keeps_the_old_mirror() {
     let w = World::new();
