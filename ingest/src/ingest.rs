@@ -17,7 +17,7 @@ use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, Project, St
 use crate::bytes::Bytes;
 use crate::cursor::{memory_hash, Cursors, FileCursor};
 use crate::limits::{
-    BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, BATCH_EVENTS_BYTES_MAX, EVENT_FIXED_BYTES, LINE_EVENTS_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL, SPLIT_LINE_BYTES_MIN,
+    BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, BATCH_EVENTS_BYTES_MAX, EVENT_FIXED_BYTES, LINE_EVENTS_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL, SPLIT_LINE_BYTES_MIN, STATE_BYTES_MAX,
 };
 use crate::memory;
 use crate::mirror::Mirrors;
@@ -816,9 +816,10 @@ impl Ingester {
                         batch.sessions.extend(p.sessions.into_iter().map(crate::text::bounded));
                     }
                     Some(Line::Parsed(p)) => {
-                        batch.events_bytes += events_bytes(&p.events);
+                        let sessions: Vec<_> = p.sessions.into_iter().map(crate::text::bounded).collect();
+                        batch.events_bytes += events_bytes(&p.events) + sessions_bytes(&sessions);
                         batch.events.extend(p.events);
-                        batch.sessions.extend(p.sessions.into_iter().map(crate::text::bounded));
+                        batch.sessions.extend(sessions);
                     }
                     Some(Line::Malformed(_)) => batch.malformed += 1,
                     None => {}
@@ -989,7 +990,17 @@ impl Ingester {
             cut_lines: batch.cut,
             state: serde_json::to_vec(state).unwrap_or_default(),
         });
-        let record = NewRecord::new(&body).map_err(FileError::Journal)?;
+        if let Body::Ingested(b) = &body
+            && b.state.len() > STATE_BYTES_MAX
+        {
+            return Err(FileError::Io(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("what its agent's reader keeps of it grew to {} bytes (more than {STATE_BYTES_MAX}) at byte {batch_start}", b.state.len()),
+            )));
+        }
+        // A body that does not encode (more than a record's payload may decode to) is this
+        // file's problem, as a record the journal refuses is.
+        let record = NewRecord::new(&body).map_err(|e| FileError::Io(io::Error::new(io::ErrorKind::InvalidData, format!("a record of its lines at byte {batch_start} could not be made: {e}"))))?;
         // A record the journal refuses before writing anything (more than a record stores:
         // the bounds above keep ingest's records below it) is this file's problem, said and
         // tried again at the next run, not every file's.
@@ -1175,6 +1186,12 @@ impl Batch {
     fn new(byte_start: u64, line_start: u64) -> Batch {
         Batch { byte_start, line_start, lines: 0, events: Vec::new(), events_bytes: 0, sessions: Vec::new(), malformed: 0, cut: 0 }
     }
+}
+
+/// What session changes take in a record, counted high.
+fn sessions_bytes(changes: &[origin_engine::record::SessionChange]) -> usize {
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    changes.iter().map(|c| EVENT_FIXED_BYTES + c.session.len() + opt(&c.project) + opt(&c.title) + opt(&c.first_prompt) + opt(&c.parent)).sum()
 }
 
 /// The CRC-32 of `bytes[from..to]`, read a window at a time.

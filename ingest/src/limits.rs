@@ -41,6 +41,15 @@ pub const MEMORY_FILE_SIZE_BYTES_MAX: u64 = 1024 * 1024;
 pub const FILES_PER_SOURCE_MAX: usize = 200_000;
 /// Deepest directory walk below an agent's folder.
 pub const WALK_DEPTH_MAX: usize = 12;
+/// The longest id a log line may give (a uuid, a session or thread id, an agent id), in bytes:
+/// a line with a longer one is malformed. Real ids are tens of bytes; a longer one is kept (an
+/// event whose id the text index cannot hold is stored and left out of search), up to this,
+/// since adapters keep ids in the state every record of the file carries (a few of them).
+pub const LINE_ID_BYTES_MAX: usize = 64 * 1024;
+/// The largest adapter state a record carries, in bytes: a file whose state grows past it is
+/// that file's problem, said at every run (ids are bounded, so only a hand-made log gets
+/// there; beside the rest a record holds, more would come near what the journal stores).
+pub const STATE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// A session's title, project or parent kept by ingest, in characters (a title 20 MB long, in
 /// a hand-edited log, made a record more than the journal stores at every run).
 pub const SESSION_FIELD_CHARS_MAX: usize = 1_000;

@@ -134,6 +134,7 @@ pub fn bounded(mut change: origin_engine::record::SessionChange) -> origin_engin
             *t = f(t);
         }
     };
+    change.session = session_field(&change.session);
     cut(&mut change.title, session_field);
     cut(&mut change.project, session_field);
     cut(&mut change.parent, session_field);

@@ -113,9 +113,12 @@ fn lines_whose_events_outgrow_a_record_are_cut_or_spread_over_records() {
     }
 }
 
-/// A title of 15 MB (a hand-edited log) is kept cut to 1,000 characters; a line whose session
-/// id alone is more than a record stores is that file's problem, said, while the other files
-/// are read (it stopped every file after it on its worker, at every run).
+/// What no record could hold: a title of 15 MB (a hand-edited log) is kept cut to 1,000
+/// characters; a line whose session id is 20 MB is malformed (no agent writes such an id, and
+/// the reader keeps ids in the state every record carries); a reader's state grown past 8 MiB
+/// (a Codex working directory of 9 MB) is that file's problem, said, while the other files are
+/// read (a record the journal refused ended the worker's run: every file after it, at every
+/// run).
 #[test]
 fn what_no_record_can_hold_stops_its_own_file_only() {
     let w = World::new();
@@ -127,15 +130,29 @@ fn what_no_record_can_hold_stops_its_own_file_only() {
     );
     std::fs::write(w.log("titled.jsonl"), titled).expect("write");
     let huge_id = serde_json::json!({"type": "user", "uuid": "h1", "sessionId": noise(20_000_000), "timestamp": "2026-10-20T09:00:00.000Z", "message": {"role": "user", "content": "hello"}});
-    std::fs::write(w.log("huge-id.jsonl"), format!("{huge_id}\n")).expect("write");
+    std::fs::write(w.log("huge-id.jsonl"), format!("{huge_id}\n{}\n", line("h2", "the line after it"))).expect("write");
     std::fs::write(w.log("other.jsonl"), format!("{}\n", line("o1", "another file"))).expect("write");
-    let summary = w.ingester().run(None, &mut |_| {}).expect("ingest");
-    let s = &summary.sources["claude-code"];
-    assert_eq!(s.problems.len(), 1, "{s:?}");
-    assert!(s.problems[0].contains("huge-id.jsonl") && s.problems[0].contains("refused"), "{:?}", s.problems);
+    let thread = "019a1500-0000-7000-8000-000000000001";
+    let rollouts = w.home().join(".codex/sessions/2026/10/20");
+    std::fs::create_dir_all(&rollouts).expect("mkdir");
+    let codex = [
+        serde_json::json!({"timestamp": "2026-10-20T09:00:00Z", "type": "session_meta", "payload": {"id": thread, "cwd": "/home/dev/p"}}),
+        serde_json::json!({"timestamp": "2026-10-20T09:00:01Z", "type": "turn_context", "payload": {"cwd": format!("/{}", noise(9_000_000))}}),
+        serde_json::json!({"timestamp": "2026-10-20T09:00:02Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}}),
+    ];
+    std::fs::write(rollouts.join(format!("rollout-2026-10-20T11-00-00-{thread}.jsonl")), codex.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    for _ in 0..2 {
+        let summary = w.ingester().run(None, &mut |_| {}).expect("ingest");
+        let (claude, codex) = (&summary.sources["claude-code"], &summary.sources["codex"]);
+        assert!(claude.problems.is_empty(), "{claude:?}");
+        assert_eq!(codex.problems.len(), 1, "{codex:?}");
+        assert!(codex.problems[0].contains("grew to") && codex.problems[0].contains(thread), "{:?}", codex.problems);
+    }
     let counts = event_counts(&w.store());
-    assert_eq!((counts.get("claude-code:t1"), counts.get("claude-code:o1")), (Some(&1), Some(&1)), "{counts:?}");
-    let title = ingested(&w.store()).into_iter().flat_map(|r| r.sessions).find_map(|c| c.title).expect("the title");
+    assert_eq!((counts.get("claude-code:t1"), counts.get("claude-code:h2"), counts.get("claude-code:o1")), (Some(&1), Some(&1), Some(&1)), "{counts:?}");
+    let records = ingested(&w.store());
+    assert_eq!(records.iter().filter(|r| r.path.ends_with("huge-id.jsonl")).map(|r| r.malformed_lines).sum::<u64>(), 1);
+    let title = records.into_iter().flat_map(|r| r.sessions).find_map(|c| c.title).expect("the title");
     assert_eq!(title.chars().count(), 1_000);
 }
 

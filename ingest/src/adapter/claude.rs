@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::json::{Json, Shape};
+use crate::limits::LINE_ID_BYTES_MAX;
 use crate::source::{Homes, Source};
 use crate::text::{content_text_json as content_text, event, first_prompt, parse_time, project_of, session_field};
 use crate::walk;
@@ -180,6 +181,9 @@ impl Adapter for Claude {
             Err(e) => return Line::Malformed(format!("invalid JSON: {e}")),
         };
         let Some(ty) = v.str_of("type") else { return Line::Malformed("no type".into()) };
+        if let Some(key) = ["uuid", "sessionId", "agentId", "leafUuid", "parentUuid"].into_iter().find(|k| v.str_of(k).is_some_and(|id| id.len() > LINE_ID_BYTES_MAX)) {
+            return Line::Malformed(format!("{key} longer than {LINE_ID_BYTES_MAX} bytes"));
+        }
         let session = v.str_of("sessionId").map(str::to_owned).or_else(|| state.get("session").and_then(Value::as_str).map(str::to_owned));
         let mut out = Parsed::default();
         match ty {

@@ -76,6 +76,7 @@ use serde_json::Value;
 
 use super::fork;
 use super::{line_ref, Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
+use crate::limits::LINE_ID_BYTES_MAX;
 use crate::source::{Homes, Source};
 use crate::json::{Json, Shape};
 use crate::text::{event, first_prompt, parse_time, project_of};
@@ -455,6 +456,10 @@ impl Adapter for Codex {
         };
         if is_index(file) {
             return index_line(&v);
+        }
+        let payload_id = v.get("payload").and_then(|p| str_of(p, "id")).or_else(|| str_of(&v, "id"));
+        if payload_id.is_some_and(|id| id.len() > LINE_ID_BYTES_MAX) {
+            return Line::Malformed(format!("id longer than {LINE_ID_BYTES_MAX} bytes"));
         }
         let Some(ty) = str_of(&v, "type") else { return legacy_line(file, state, &v) };
         let mut out = Parsed::default();
@@ -1055,6 +1060,22 @@ mod tests {
         assert!(matches!(Codex.parse_line(&f, &mut state, own.to_string().as_bytes(), 1), Line::Parsed(_)));
         assert!(matches!(Codex.parse_line(&f, &mut state, lines[0].to_string().as_bytes(), 2), Line::Malformed(_)));
         assert_eq!(parsed(Codex.parse_line(&f, &mut state, lines[2].to_string().as_bytes(), 3)), Parsed::default());
+    }
+
+    /// An id longer than any agent writes makes its line malformed: readers keep ids in the
+    /// state that every record of the file carries.
+    #[test]
+    fn codex_an_id_longer_than_any_agent_writes_is_malformed() {
+        let f = synthetic(&format!("rollout-2026-10-22T09-00-00-{B}.jsonl"));
+        let long = "x".repeat(LINE_ID_BYTES_MAX + 1);
+        let mut state = State::new();
+        let meta = json!({"timestamp": "2026-10-22T07:00:00Z", "type": "session_meta", "payload": {"id": long, "cwd": "/home/dev/demo-app"}});
+        assert!(matches!(Codex.parse_line(&f, &mut state, meta.to_string().as_bytes(), 1), Line::Malformed(r) if r.contains("longer than")));
+        assert!(state.is_empty(), "{state:?}");
+        let legacy = json!({"id": long, "timestamp": "2025-05-07T17:24:21.123Z"});
+        assert!(matches!(Codex.parse_line(&f, &mut state, legacy.to_string().as_bytes(), 1), Line::Malformed(_)));
+        let fine = json!({"timestamp": "2026-10-22T07:00:00Z", "type": "session_meta", "payload": {"id": B, "cwd": "/home/dev/demo-app"}});
+        assert!(matches!(Codex.parse_line(&f, &mut state, fine.to_string().as_bytes(), 1), Line::Parsed(_)));
     }
 
     #[test]
