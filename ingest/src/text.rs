@@ -127,14 +127,15 @@ pub fn session_field(text: &str) -> String {
     text.chars().take(SESSION_FIELD_CHARS_MAX).collect()
 }
 
-/// `change` with every field within what ingest keeps ([`session_field`], [`first_prompt`]).
+/// `change` with every field within what ingest keeps ([`session_field`], [`first_prompt`]);
+/// its session id as it is (the events name it whole; adapters refuse ids over
+/// [`crate::limits::LINE_ID_BYTES_MAX`]).
 pub fn bounded(mut change: origin_engine::record::SessionChange) -> origin_engine::record::SessionChange {
     let cut = |s: &mut Option<String>, f: fn(&str) -> String| {
         if let Some(t) = s.as_mut() {
             *t = f(t);
         }
     };
-    change.session = session_field(&change.session);
     cut(&mut change.title, session_field);
     cut(&mut change.project, session_field);
     cut(&mut change.parent, session_field);
