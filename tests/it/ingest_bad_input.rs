@@ -156,6 +156,25 @@ fn what_no_record_can_hold_stops_its_own_file_only() {
     assert_eq!(title.chars().count(), 1_000);
 }
 
+/// A session id of 2,000 characters (longer than a title is kept to, within what a line may
+/// give) names one session: its title's change names it whole, as its events do.
+#[test]
+fn a_long_session_id_names_one_session() {
+    let w = World::new();
+    let id = "s".repeat(2_000);
+    let lines = [
+        serde_json::json!({"type": "user", "uuid": "l1", "sessionId": id, "timestamp": "2026-10-20T09:00:00.000Z", "message": {"role": "user", "content": "hello"}}),
+        serde_json::json!({"type": "custom-title", "customTitle": "A long id", "sessionId": id}),
+    ];
+    std::fs::write(w.log("long-id.jsonl"), lines.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    w.ingester().run(None, &mut |_| {}).expect("ingest");
+    let records = ingested(&w.store());
+    let event_session = records.iter().flat_map(|r| &r.events).map(|e| e.session.clone()).next().expect("the event");
+    let titled = records.iter().flat_map(|r| &r.sessions).find(|c| c.title.is_some()).expect("the title");
+    assert_eq!((titled.session.len(), event_session.len()), (2_000, 2_000));
+    assert_eq!(titled.session, event_session);
+}
+
 /// A byte order mark before a file's first line (an editor's, or a tool's that wrote the log
 /// again) does not make that line malformed; the mirror keeps it.
 #[test]
