@@ -46,7 +46,11 @@ pub fn line(uuid: &str, text: &str) -> String {
 
 /// Every Ingested record in the store, in order.
 pub fn ingested(store: &Path) -> Vec<Ingested> {
-    let j = Journal::open(store.join("journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("open");
+    records_of(&Journal::open(store.join("journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("open"))
+}
+
+/// Every Ingested record of journal `j`, in order.
+fn records_of(j: &Journal) -> Vec<Ingested> {
     let mut out = Vec::new();
     j.read_from(0, |r| {
         if let Ok((_, Body::Ingested(b))) = r.decode() {
@@ -290,16 +294,7 @@ fn a_run_stopped_inside_a_long_line_reads_on_only_while_its_recorded_bytes_are_t
 
 /// Every Ingested record of a journal on a simulated machine, in order.
 fn ingested_in(fs: &origin_engine::sim::SimFs) -> Vec<Ingested> {
-    let j = Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("open");
-    let mut out = Vec::new();
-    j.read_from(0, |r| {
-        if let Ok((_, Body::Ingested(b))) = r.decode() {
-            out.push(b);
-        }
-        Ok(ControlFlow::Continue(()))
-    })
-    .expect("read");
-    out
+    records_of(&Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("open"))
 }
 
 #[test]
