@@ -329,9 +329,12 @@ fn session_meta(file: &LogFile, state: &mut State, p: &Json<'_>, line_no: u64) -
     let id = str_of(p, "id").filter(|s| !s.is_empty()).map(str::to_owned);
     if seen {
         // The same thread again (a resume) refreshes what it says; another thread's header is
-        // history copied into a fork and changes nothing.
+        // history copied into a fork and changes nothing (but may name the parent of a missing
+        // parent, whose copied lines are then compared: `fork.rs`).
         if id.is_some() && id.as_deref() == state_str(state, "session") {
             refresh(state, p);
+        } else if let Some(id) = id.as_deref() {
+            fork::missing_parent_header(state, &file.path, id, str_of(p, "forked_from_id"), line_no);
         }
         return Line::Parsed(out);
     }
@@ -953,6 +956,35 @@ mod tests {
         let mut want = from_sixth;
         want.extend(own_texts());
         assert_eq!(texts(&got), want);
+    }
+
+    /// A fork of a fork whose middle rollout is gone: the middle's copied header names its own
+    /// parent, whose copied lines are left out; the middle's own lines, copied here only, are
+    /// read as the fork's. Its parent gone too, everything is read, as before.
+    #[test]
+    fn codex_a_fork_of_a_fork_whose_middle_is_gone_leaves_out_the_first_parents_lines() {
+        const F1: &str = "019a1401-0000-7000-8000-000000000001";
+        let a_lines = line_count(&file(A).path) as usize;
+        let dir = tempfile::tempdir().unwrap();
+        // `forked_home` makes the fork F of A; this test's F2 copies F as its missing middle.
+        let (f, parent) = forked_home(dir.path(), a_lines, false);
+        let f_lines: Vec<String> = std::fs::read_to_string(&f.path).unwrap().lines().map(str::to_owned).collect();
+        let middle_header = f_lines[0].replace(F, F1);
+        let own = json!({"timestamp": "2026-10-23T09:00:00.000Z", "type": "session_meta", "payload": {"id": C, "cwd": "/home/dev/demo-app", "forked_from_id": F1, "source": "cli"}});
+        let mut lines = vec![own.to_string(), middle_header];
+        lines.extend(f_lines[1..].iter().cloned());
+        lines.push(json!({"timestamp": "2026-10-23T09:00:05.000Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "And now in the fork of the fork"}]}}).to_string());
+        std::fs::remove_file(&f.path).unwrap();
+        let path = f.path.with_file_name(format!("rollout-2026-10-23T11-00-00-{C}.jsonl"));
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let f2 = LogFile { path: path.clone(), key: path.to_string_lossy().into_owned(), ..f.clone() };
+        let mut want = own_texts();
+        want.push("And now in the fork of the fork".to_owned());
+        assert_eq!(texts(&golden::run(&Codex, &f2)), want);
+        // The first parent gone as well: everything is the fork's.
+        std::fs::remove_file(&parent).unwrap();
+        fork::forget_cached();
+        assert_eq!(texts(&golden::run(&Codex, &f2)).len(), events(&run(A)).len() + 3);
     }
 
     /// Parses `fork`'s lines with `state`, a run ending (the state saved, the process gone)

@@ -22,8 +22,10 @@
 //! turn id; a user's message would have to be the parent's next one, word for word).
 //!
 //! The copies are read as lines of the fork, as before this module (the history listed
-//! twice, nothing lost), when the parent's rollout is not found (deleted, never on this
-//! machine, or a fork of a fork whose middle rollout is gone), cannot be read, or decodes to
+//! twice, nothing lost), when the parent's rollout is not found (deleted, or never on this
+//! machine: but when the missing parent was itself a fork, its copied header, the fork's next
+//! line, names its parent, whose copied lines are then compared in the same way), cannot be
+//! read, or decodes to
 //! more than ingest reads (ingest then reads none of it either); and from the first place the
 //! parent has not written yet (Codex writes a rollout behind the conversation: a sub-agent
 //! forked in the middle of a turn may copy lines its parent's file does not hold yet).
@@ -37,7 +39,8 @@
 //!
 //! State kept in the fork's file state while its copy is open: [`FROM_KEY`] (the parent's
 //! thread id), [`PARENT_KEY`] (its rollout as last found), [`BASE_KEY`] and [`SHIFT_KEY`];
-//! [`COPIES_KEY`] counts the lines taken for copies.
+//! [`COPIES_KEY`] counts the lines taken for copies; [`MISSING_KEY`] names a parent not found
+//! until the line after the fork's header.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -134,21 +137,49 @@ pub fn listed(root: &Path, rollouts: impl Iterator<Item = (String, PathBuf)>) {
     l.push((root.to_path_buf(), by_id));
 }
 
+/// State key: the parent whose rollout was not found and the line of the fork's header, while
+/// the next line may be that parent's copied header (see [`missing_parent_header`]).
+pub const MISSING_KEY: &str = "fork_missing";
+
 /// Called at a fork's own header (line `line_no`): notes its parent's rollout, if found, so
-/// that the lines after the header are compared with the parent's.
+/// that the lines after the header are compared with the parent's; if not, notes the parent
+/// missing ([`missing_parent_header`]).
 pub fn begin(state: &mut State, fork: &Path, parent: &str, line_no: u64) {
     let parent = parent.to_ascii_lowercase();
-    if let Some(path) = parent_rollout(fork, &parent) {
-        state.insert(FROM_KEY.into(), Value::String(parent));
-        state.insert(PARENT_KEY.into(), Value::String(path.to_string_lossy().into_owned()));
-        state.insert(BASE_KEY.into(), Value::from(line_no));
-        state.insert(COPIES_KEY.into(), Value::from(0u64));
+    match parent_rollout(fork, &parent) {
+        Some(path) => {
+            state.insert(FROM_KEY.into(), Value::String(parent));
+            state.insert(PARENT_KEY.into(), Value::String(path.to_string_lossy().into_owned()));
+            state.insert(BASE_KEY.into(), Value::from(line_no));
+            state.insert(COPIES_KEY.into(), Value::from(0u64));
+        }
+        None => {
+            state.insert(MISSING_KEY.into(), serde_json::json!([parent, line_no]));
+        }
+    }
+}
+
+/// Called at a header of another thread than the fork's (line `line_no`, thread `id`, forked
+/// from `from`): right after the header of a fork whose parent's rollout is gone, it is that
+/// parent's own header, copied, and when that parent was itself a fork, the lines after it are
+/// compared with its parent's (a fork of a fork whose middle rollout is gone: the middle's own
+/// lines, copied here only, are read as the fork's; its parent's are not read again).
+pub fn missing_parent_header(state: &mut State, fork: &Path, id: &str, from: Option<&str>, line_no: u64) {
+    let Some(missing) = state.remove(MISSING_KEY) else { return };
+    let named = missing.get(0).and_then(Value::as_str).is_some_and(|m| m.eq_ignore_ascii_case(id));
+    let next = missing.get(1).and_then(Value::as_u64).is_some_and(|at| at + 1 == line_no);
+    if let (true, true, Some(from)) = (named, next, from.filter(|f| !f.is_empty() && !f.eq_ignore_ascii_case(id))) {
+        begin(state, fork, from, line_no);
     }
 }
 
 /// True if line `line_no` of fork `fork` is a copy of its parent's line at the same place
 /// (see the module documentation); the first line that is not ends the copy.
 pub fn is_copy(state: &mut State, fork: &Path, line: &[u8], line_no: u64) -> bool {
+    // A missing parent's header is looked for on the line after the fork's only.
+    if state.get(MISSING_KEY).and_then(|m| m.get(1)).and_then(Value::as_u64).is_some_and(|at| line_no > at + 1) {
+        state.remove(MISSING_KEY);
+    }
     let Some(mut parent) = state.get(PARENT_KEY).and_then(Value::as_str).map(PathBuf::from) else { return false };
     let base = state.get(BASE_KEY).and_then(Value::as_u64).unwrap_or(u64::MAX);
     let mut shift = state.get(SHIFT_KEY).and_then(Value::as_u64).unwrap_or(0);
