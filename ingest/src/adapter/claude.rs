@@ -208,7 +208,7 @@ impl Adapter for Claude {
                                 {
                                     let pending = state.entry(PENDING_SUMMARIES).or_insert_with(|| Value::Object(Default::default()));
                                     if let Value::Object(p) = pending {
-                                        p.insert(session_field(leaf), serde_json::json!([line_no, session_field(text)]));
+                                        p.insert(leaf.to_owned(), serde_json::json!([line_no, session_field(text)]));
                                         while p.len() > PENDING_SUMMARIES_MAX {
                                             let first = p.iter().min_by_key(|(_, v)| v[0].as_u64()).map(|(k, _)| k.clone());
                                             match first {

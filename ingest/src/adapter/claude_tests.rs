@@ -678,3 +678,22 @@ fn claude_text_no_person_typed_is_meta_and_queued_prompts_are_read_whole() {
     let queued = kinds.iter().find(|(i, _, _)| i == "claude-code:n7").unwrap();
     assert_eq!(queued.2, "also rename the module, see the screenshot\n[image]");
 }
+
+/// A legacy summary waiting for a leaf whose uuid is long (2,000 characters, within what a line
+/// may give) titles the session when that leaf is read: the uuid is kept whole as it waits.
+#[test]
+fn claude_summary_waiting_for_a_long_leaf_titles_when_it_comes() {
+    let file = log_file(LEDGER);
+    let leaf = "u".repeat(2_000);
+    let summary = json!({"type": "summary", "summary": "Long leaf", "leafUuid": leaf}).to_string();
+    let user = json!({"type": "user", "uuid": leaf, "sessionId": "s1", "timestamp": "2026-10-20T09:00:00.000Z", "message": {"role": "user", "content": "hello"}}).to_string();
+    let mut state = State::new();
+    let mut titles = Vec::new();
+    for (i, l) in [summary, user].iter().enumerate() {
+        if let Line::Parsed(p) = Claude.parse_line(&file, &mut state, l.as_bytes(), i as u64 + 1) {
+            titles.extend(p.sessions.into_iter().filter_map(|s| s.title));
+        }
+    }
+    assert_eq!(titles, vec!["Long leaf".to_owned()]);
+    assert!(!state.contains_key(PENDING_SUMMARIES));
+}
