@@ -484,9 +484,20 @@ impl Ingester {
         let mut cursors = self.caught_up()?;
         let mut summary = RunSummary::default();
         let found = self.discover();
-        let total: (u64, u64) = found.iter().flat_map(|(_, f, _)| f).fold((0, 0), |(n, b), f| {
-            (n + 1, b + std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0))
-        });
+        // Every file stated once: its size for the progress bar, its time of change for the
+        // order a folder's logs are read in ([`Ingester::read_groups`]).
+        let mut total: (u64, u64) = (0, 0);
+        let mut modified: HashMap<PathBuf, std::time::SystemTime> = HashMap::new();
+        for (ai, (_, files, _)) in found.iter().enumerate() {
+            let ordered = self.adapters[ai].logs_copy_their_folder();
+            for f in files {
+                let meta = std::fs::metadata(&f.path).ok();
+                total = (total.0 + 1, total.1 + meta.as_ref().map_or(0, |m| m.len()));
+                if let Some(t) = meta.filter(|_| ordered).and_then(|m| m.modified().ok()) {
+                    modified.insert(f.path.clone(), t);
+                }
+            }
+        }
         progress(Progress::Found { files: total.0, total_bytes: total.1 });
         let mut work: Vec<(usize, LogFile)> = Vec::new();
         let mut aliases = Aliases::default();
@@ -506,7 +517,7 @@ impl Ingester {
         // cursors catch up with the journal, which holds everything every worker appended.
         // The logs of a folder whose new logs may copy the others' lines are read by one worker,
         // oldest first ([`Adapter::logs_copy_their_folder`]).
-        let groups = self.read_groups(work);
+        let groups = self.read_groups(work, &modified);
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(INGEST_WORKERS_MAX).min(groups.len()).max(1);
         let base = cursors.clone();
         let progress = Mutex::new(progress);
@@ -810,16 +821,18 @@ impl Ingester {
                     Some(adapter.parse_line(file, &mut state, line, line_no))
                 };
                 match parsed {
-                    // Events more than a record holds: the line is counted as cut.
-                    Some(Line::Parsed(p)) if events_bytes(&p.events) > LINE_EVENTS_BYTES_MAX => {
-                        batch.cut += 1;
-                        batch.sessions.extend(p.sessions.into_iter().map(crate::text::bounded));
-                    }
                     Some(Line::Parsed(p)) => {
                         let sessions: Vec<_> = p.sessions.into_iter().map(crate::text::bounded).collect();
-                        batch.events_bytes += events_bytes(&p.events) + sessions_bytes(&sessions);
-                        batch.events.extend(p.events);
+                        let events = events_bytes(&p.events);
+                        batch.events_bytes += sessions_bytes(&sessions);
                         batch.sessions.extend(sessions);
+                        // Events more than a record holds: the line is counted as cut.
+                        if events > LINE_EVENTS_BYTES_MAX {
+                            batch.cut += 1;
+                        } else {
+                            batch.events_bytes += events;
+                            batch.events.extend(p.events);
+                        }
                     }
                     Some(Line::Malformed(_)) => batch.malformed += 1,
                     None => {}
@@ -909,27 +922,25 @@ impl Ingester {
 
     /// The files to read, in groups each read in order by one worker: a file on its own, or
     /// the logs of one folder of an agent whose new logs may copy the others' lines, oldest
-    /// (by time of change) first. Groups are in the order their first file was found.
-    fn read_groups(&self, work: Vec<(usize, LogFile)>) -> Vec<Vec<(usize, LogFile)>> {
+    /// (by `modified`, the time of change the run found) first. Groups are in the order their
+    /// first file was found.
+    fn read_groups(&self, work: Vec<(usize, LogFile)>, modified: &HashMap<PathBuf, std::time::SystemTime>) -> Vec<Vec<(usize, LogFile)>> {
         let mut groups: Vec<Vec<(usize, LogFile)>> = Vec::new();
         let mut folders: HashMap<(usize, PathBuf), usize> = HashMap::new();
         for (ai, file) in work {
-            let folder = file.path.parent().filter(|_| self.adapters[ai].logs_copy_their_folder()).map(Path::to_path_buf);
-            match folder.and_then(|f| match folders.get(&(ai, f.clone())) {
-                Some(&g) => Some(g),
-                None => {
-                    folders.insert((ai, f), groups.len());
-                    None
+            match file.path.parent().filter(|_| self.adapters[ai].logs_copy_their_folder()) {
+                Some(folder) => {
+                    let g = *folders.entry((ai, folder.to_path_buf())).or_insert_with(|| {
+                        groups.push(Vec::new());
+                        groups.len() - 1
+                    });
+                    groups[g].push((ai, file));
                 }
-            }) {
-                Some(g) => groups[g].push((ai, file)),
                 None => groups.push(vec![(ai, file)]),
             }
         }
-        for g in &mut groups {
-            if g.len() > 1 {
-                g.sort_by_cached_key(|(_, f)| std::fs::metadata(&f.path).and_then(|m| m.modified()).ok());
-            }
+        for g in groups.iter_mut().filter(|g| g.len() > 1) {
+            g.sort_by_key(|(_, f)| modified.get(&f.path).copied());
         }
         groups
     }
@@ -970,8 +981,15 @@ impl Ingester {
             Some(p) => state.insert(PARTIAL_LINE_KEY.into(), Value::from(p)),
             None => state.remove(PARTIAL_LINE_KEY),
         };
-        let raw_zstd = compress_raw(raw).map_err(FileError::Io)?;
         let batch_start = batch.byte_start;
+        let state_json = serde_json::to_vec(state).unwrap_or_default();
+        if state_json.len() > STATE_BYTES_MAX {
+            return Err(FileError::Io(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("what its agent's reader keeps of it grew to {} bytes (more than {STATE_BYTES_MAX}) at byte {batch_start}", state_json.len()),
+            )));
+        }
+        let raw_zstd = compress_raw(raw).map_err(FileError::Io)?;
         let byte_end = batch.byte_start + raw.len() as u64;
         let body = Body::Ingested(Ingested {
             source: file.source.id().to_owned(),
@@ -988,16 +1006,8 @@ impl Ingester {
             sessions: batch.sessions,
             malformed_lines: batch.malformed,
             cut_lines: batch.cut,
-            state: serde_json::to_vec(state).unwrap_or_default(),
+            state: state_json,
         });
-        if let Body::Ingested(b) = &body
-            && b.state.len() > STATE_BYTES_MAX
-        {
-            return Err(FileError::Io(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("what its agent's reader keeps of it grew to {} bytes (more than {STATE_BYTES_MAX}) at byte {batch_start}", b.state.len()),
-            )));
-        }
         // A body that does not encode (more than a record's payload may decode to) is this
         // file's problem, as a record the journal refuses is.
         let record = NewRecord::new(&body).map_err(|e| FileError::Io(io::Error::new(io::ErrorKind::InvalidData, format!("a record of its lines at byte {batch_start} could not be made: {e}"))))?;
