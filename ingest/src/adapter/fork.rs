@@ -34,7 +34,8 @@
 //! ([`listed`]; its plain file before its `.zst`), or, when it has moved since (compressed
 //! when cold, archived), in the fork's folder and then below `sessions/` and
 //! `archived_sessions/`. What its lines are is kept for the process (the last [`CACHED_MAX`]
-//! parents), each line held at most up to the size ingest parses, and read again when a fork's
+//! parents, at most [`PARENT_LINES_MAX`] lines each), each line held at most up to the size
+//! ingest parses, and read again when a fork's
 //! copy runs past what was read and the parent has changed since.
 //!
 //! State kept in the fork's file state while its copy is open: [`FROM_KEY`] (the parent's
@@ -70,6 +71,9 @@ pub const COPIES_KEY: &str = "fork_copies";
 
 /// Parents whose lines a process keeps.
 const CACHED_MAX: usize = 8;
+/// Lines of a parent kept (16 bytes each): a fork's copy longer than this is compared this
+/// far, the rest read as the fork's lines (rollouts run to thousands of lines).
+const PARENT_LINES_MAX: usize = 1_000_000;
 
 /// What a line of the parent's rollout is to the comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -263,11 +267,11 @@ fn parent_line(path: &Path, index: usize) -> io::Result<Option<Kept>> {
 /// is to ingest (which then reads none of the parent: its copies are not copies of anything
 /// stored).
 fn read_lines(path: &Path) -> io::Result<Vec<Kept>> {
-    read_lines_within(path, DECODED_LOG_SIZE_BYTES_MAX)
+    read_lines_within(path, DECODED_LOG_SIZE_BYTES_MAX, PARENT_LINES_MAX)
 }
 
-/// [`read_lines`] with a `.zst` refused past `decoded_max` bytes.
-fn read_lines_within(path: &Path, decoded_max: u64) -> io::Result<Vec<Kept>> {
+/// [`read_lines`] with a `.zst` refused past `decoded_max` bytes, and at most `lines_max` lines.
+fn read_lines_within(path: &Path, decoded_max: u64, lines_max: usize) -> io::Result<Vec<Kept>> {
     let file = File::open(path)?;
     let zst = path.extension().is_some_and(|e| e == "zst");
     let decoded: Box<dyn Read> = if zst { Box::new(zstd::Decoder::new(file)?.take(decoded_max + 1)) } else { Box::new(file) };
@@ -276,7 +280,7 @@ fn read_lines_within(path: &Path, decoded_max: u64) -> io::Result<Vec<Kept>> {
     loop {
         let buf = r.fill_buf()?;
         // The end; a last line without its newline is not whole yet.
-        if buf.is_empty() {
+        if buf.is_empty() || out.len() >= lines_max {
             return Ok(out);
         }
         let (used, end) = match memchr::memchr(b'\n', buf) {
@@ -412,8 +416,10 @@ mod tests {
         assert_eq!(read_lines(&zst).unwrap(), want);
         // A `.zst` decoding to more than ingest reads is refused, as ingest refuses it.
         let size = text.len() as u64;
-        assert_eq!(read_lines_within(&zst, size).unwrap(), want);
-        assert_eq!(read_lines_within(&zst, size - 1).unwrap_err().kind(), io::ErrorKind::FileTooLarge);
-        assert_eq!(read_lines_within(&plain, 10).unwrap(), want, "a plain log has no such bound");
+        assert_eq!(read_lines_within(&zst, size, usize::MAX).unwrap(), want);
+        assert_eq!(read_lines_within(&zst, size - 1, usize::MAX).unwrap_err().kind(), io::ErrorKind::FileTooLarge);
+        assert_eq!(read_lines_within(&plain, 10, usize::MAX).unwrap(), want, "a plain log has no such bound");
+        // At most so many lines kept: a longer copy is compared that far.
+        assert_eq!(read_lines_within(&plain, u64::MAX, 3).unwrap(), want[..3]);
     }
 }
