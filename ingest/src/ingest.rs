@@ -34,10 +34,16 @@ const PARTIAL_LINE_KEY: &str = "_partial_line_start";
 /// where it began to the cursor, checked before a later run reads on inside it (a file
 /// rewritten between with the same beginning is a new version, not the rest of the line).
 const PARTIAL_LINE_CRC_KEY: &str = "_partial_line_crc";
+/// State key beside [`PARTIAL_LINE_KEY`]: the journal offset of the record that holds the
+/// line's first piece (in the records after that one).
+const PARTIAL_LINE_RECORD_KEY: &str = "_partial_line_record";
 /// State key in the one record that ends a line recorded in pieces (see
 /// [`SPLIT_LINE_BYTES_MIN`]): where that line, the record's first, began (before the record's
-/// bytes), for `sources` to read it whole from the mirror.
+/// bytes), for `sources` to read it whole.
 pub const FIRST_LINE_START_KEY: &str = "_first_line_start";
+/// State key beside [`FIRST_LINE_START_KEY`]: the journal offset of the record that holds the
+/// line's first piece, from which `sources` reads the pieces (the mirror when it is absent).
+pub const FIRST_LINE_RECORD_KEY: &str = "_first_line_record";
 /// Most bytes of a rewritten file compared with its previous version for the lines it kept.
 const KEPT_COMPARE_BYTES_MAX: u64 = 64 * 1024 * 1024;
 
@@ -914,9 +920,15 @@ impl Ingester {
     ) -> Result<(), FileError> {
         if let Some(at) = first_line_start.take() {
             state.insert(FIRST_LINE_START_KEY.into(), Value::from(at));
+            if state.get(PARTIAL_LINE_KEY).and_then(Value::as_u64) == Some(at) {
+                if let Some(first) = state.get(PARTIAL_LINE_RECORD_KEY).cloned() {
+                    state.insert(FIRST_LINE_RECORD_KEY.into(), first);
+                }
+            }
         }
         let appended = self.append_batch(cursors, file, cur, state, None, batch, raw, head, run);
         state.remove(FIRST_LINE_START_KEY);
+        state.remove(FIRST_LINE_RECORD_KEY);
         appended
     }
 
@@ -959,16 +971,26 @@ impl Ingester {
         head: &[u8],
         run: &mut SourceRun,
     ) -> Result<(), FileError> {
+        // Whether this record holds a line's first piece, or a later one.
+        let held = partial_line_start.is_some() && state.get(PARTIAL_LINE_KEY).and_then(Value::as_u64) == partial_line_start;
+        let first_piece = !held && partial_line_start == Some(batch.byte_start);
         // The CRC of the bytes recorded of a line in pieces, carried from piece to piece (none
         // when a store from before it began the line).
-        let crc = partial_line_start.and_then(|p| {
-            let held = state.get(PARTIAL_LINE_KEY).and_then(Value::as_u64) == Some(p);
-            match state.get(PARTIAL_LINE_CRC_KEY).and_then(Value::as_u64) {
-                Some(c) if held => u32::try_from(c).ok(),
-                _ if !held && batch.byte_start == p => Some(0),
-                _ => None,
-            }
+        let crc = partial_line_start.and_then(|_| match state.get(PARTIAL_LINE_CRC_KEY).and_then(Value::as_u64) {
+            Some(c) if held => u32::try_from(c).ok(),
+            _ if first_piece => Some(0),
+            _ => None,
         });
+        // Where the line's first piece is: set once that record is appended (below); a run
+        // that stopped right after it finds it as the file's last record.
+        if held && !state.contains_key(PARTIAL_LINE_RECORD_KEY) {
+            if let Some(&last) = cur.offsets.last() {
+                state.insert(PARTIAL_LINE_RECORD_KEY.into(), Value::from(last));
+            }
+        }
+        if !held {
+            state.remove(PARTIAL_LINE_RECORD_KEY);
+        }
         match crc {
             Some(c) => {
                 let mut h = crc32fast::Hasher::new_with_initial(c);
@@ -1020,6 +1042,9 @@ impl Ingester {
         })?;
         let mirror_at = cur.mirror_size;
         cursors.apply(offsets.start, &body);
+        if first_piece {
+            state.insert(PARTIAL_LINE_RECORD_KEY.into(), Value::from(offsets.start));
+        }
         let Body::Ingested(b) = &body else { unreachable!("built as Ingested above") };
         if let Some(c) = cursors.files.get(&(file.source.id().to_owned(), file.key.clone())) {
             *cur = c.clone();

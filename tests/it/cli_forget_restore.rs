@@ -650,7 +650,8 @@ fn a_resumed_claude_session_does_not_take_the_conversation_it_copies() {
 }
 
 /// The words typed beside a screenshot pasted into a prompt (a line of 24 MB, recorded in
-/// pieces) are found, and `sources` gives the line from its beginning, read from the mirror.
+/// pieces) are found, and `sources` gives the line from its beginning, read from the records
+/// of its pieces: the same with the mirrors gone (moved with a replay's original, say).
 #[test]
 fn sources_of_a_line_recorded_in_pieces_give_it_from_its_beginning() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -671,4 +672,7 @@ fn sources_of_a_line_recorded_in_pieces_give_it_from_its_beginning() {
     let shown: String = long.chars().take(4000).collect();
     assert!(raw.starts_with(&shown), "the line from its beginning: {}", &raw[..raw.len().min(120)]);
     assert!(raw.len() < long.len(), "cut to 4,000 characters");
+    std::fs::remove_dir_all(home.join("raw")).expect("the mirrors removed");
+    let again = json(origin(&home, &["sources", "claude-code:big:1", "--json"]));
+    assert_eq!(again, src, "the same from the journal alone");
 }

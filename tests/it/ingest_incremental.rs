@@ -249,15 +249,17 @@ fn a_run_stopped_inside_a_long_line_reads_on_only_while_its_recorded_bytes_are_t
     let ing = ingester(&dry_fs, &dry);
     let from = dry_fs.ops() as usize;
     ing.run(None, &mut |_| {}).expect("the dry run");
-    let fourth = from + dry_fs.kinds()[from..].iter().enumerate().filter(|(_, k)| **k == "write").nth(3).expect("a fourth write").0;
-    for rewrite in [false, true] {
+    let write = |n: usize| from + dry_fs.kinds()[from..].iter().enumerate().filter(|(_, k)| **k == "write").nth(n).expect("so many writes").0;
+    // The fourth record refused (the line's third piece), or the third (its second: the run
+    // stops right after its first piece).
+    for (refused, rewrite) in [(3, false), (3, true), (2, false)] {
         let w = World::new();
         std::fs::write(w.log("big.jsonl"), &text).expect("write");
         let fs = SimFs::new(7);
         let ing = ingester(&fs, &w);
         assert_eq!(fs.ops() as usize, from, "the same calls as the dry run");
-        fs.inject(fourth as u64, Fault::Denied);
-        assert!(ing.run(None, &mut |_| {}).is_err(), "the fourth record refused");
+        fs.inject(write(refused) as u64, Fault::Denied);
+        assert!(ing.run(None, &mut |_| {}).is_err(), "a record refused");
         drop(ing);
         let stopped = ingested_in(&fs);
         let last = stopped.last().expect("records");
@@ -284,6 +286,25 @@ fn a_run_stopped_inside_a_long_line_reads_on_only_while_its_recorded_bytes_are_t
             assert_eq!(versions, [1].into(), "read on: {summary:?}");
             assert_eq!(records.iter().map(|r| r.line_end - r.line_start).sum::<u64>(), 3, "every line once");
             assert_eq!(typed, 1, "the long line parsed once, whole");
+            // The record that ends the line names the one that holds its first piece.
+            let j = Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("open");
+            let mut at = Vec::new();
+            j.read_from(0, |r| {
+                if let Ok((_, Body::Ingested(b))) = r.decode() {
+                    at.push((r.offset, b));
+                }
+                Ok(ControlFlow::Continue(()))
+            })
+            .expect("read");
+            let line_began = text.find('\n').expect("a first line") as u64 + 1;
+            let first_piece = at.iter().find(|(_, b)| b.byte_start == line_began).expect("the first piece").0;
+            let ends: Vec<serde_json::Value> = at.iter().filter(|(_, b)| b.line_end > b.line_start && b.byte_start > line_began).map(|(_, b)| serde_json::from_slice(&b.state).expect("state")).collect();
+            let end = ends.iter().find(|s| s.get(origin_ingest::ingest::FIRST_LINE_START_KEY).is_some()).expect("the record ending the line");
+            assert_eq!(
+                (end[origin_ingest::ingest::FIRST_LINE_START_KEY].as_u64(), end[origin_ingest::ingest::FIRST_LINE_RECORD_KEY].as_u64()),
+                (Some(line_began), Some(first_piece)),
+                "stopped before record {refused}: {end}"
+            );
         }
         let ing = ingester(&fs, &w);
         let cursors = ing.cursors().expect("cursors");

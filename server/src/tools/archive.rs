@@ -29,6 +29,9 @@ pub const GET_EVENT_TEXT_CHARS: usize = 20_000;
 pub const SOURCE_TEXT_CHARS: usize = 500;
 /// See [`SEARCH_TEXT_CHARS`].
 pub const RAW_LINE_CHARS: usize = 4_000;
+/// Most records `sources` reads on from a long line's first piece to its last (its pieces,
+/// other files' records between them): a line in pieces is at most 32 MiB, 17 pieces.
+const LINE_PIECES_RECORDS_MAX: usize = 65_536;
 /// Longest entry text accepted by remember and correct.
 pub const ENTRY_TEXT_CHARS_MAX: usize = 20_000;
 /// Longest quote accepted.
@@ -1139,14 +1142,17 @@ impl Archive {
                 .and_then(|want| raw_bytes.split(|&c| c == b'\n').nth(usize::try_from(want).ok()?))
                 .ok_or_else(|| store_failed(format!("line {} is not among the lines of record {}", e.line, meta.offset)))?;
             // A long line recorded in pieces (its record holds only its end): read whole from
-            // the mirror, from where the record says it began.
-            let began = (e.line == h.line_start)
-                .then(|| serde_json::from_slice::<Value>(&h.state).ok())
-                .flatten()
-                .and_then(|s| s.get(origin_ingest::ingest::FIRST_LINE_START_KEY).and_then(Value::as_u64))
-                .filter(|&at| at < h.byte_start);
-            let whole = match began {
-                Some(at) => {
+            // the records of its pieces, or else the mirror, from where the record says it began.
+            let state = (e.line == h.line_start).then(|| serde_json::from_slice::<Value>(&h.state).ok()).flatten();
+            let key = |k: &str| state.as_ref().and_then(|s| s.get(k)).and_then(Value::as_u64);
+            let began = key(origin_ingest::ingest::FIRST_LINE_START_KEY).filter(|&at| at < h.byte_start);
+            let pieces = began.zip(key(origin_ingest::ingest::FIRST_LINE_RECORD_KEY)).and_then(|(at, first)| self.line_pieces(h, at, first, meta.offset));
+            let whole = match (began, pieces) {
+                (Some(_), Some(mut line)) => {
+                    line.extend_from_slice(raw_line);
+                    line
+                }
+                (Some(at), None) => {
                     let len = h.byte_start - at + raw_line.len() as u64;
                     let line = mirrors.read_range(&h.mirror, at, len).map_err(store_error)?;
                     if line.len() as u64 != len || line.contains(&b'\n') {
@@ -1154,7 +1160,7 @@ impl Archive {
                     }
                     line
                 }
-                None => raw_line.to_vec(),
+                (None, _) => raw_line.to_vec(),
             };
             (
                 h.path.clone(),
@@ -1178,6 +1184,39 @@ impl Archive {
             "line": line,
             "raw": cut(&raw, RAW_LINE_CHARS),
         }))
+    }
+
+    /// The bytes of a line recorded in pieces before the record (at `before`, of head `h`)
+    /// that ends it: the records of `h`'s mirror from `first` on, whose bytes follow each other
+    /// from `at` to where `h`'s begin, raw lines with no newline. `None` when the journal does
+    /// not hold them so (a store from before the pieces' record was kept); the mirror then.
+    fn line_pieces(&self, h: &origin_engine::record::IngestedHead, at: u64, first: u64, before: u64) -> Option<Vec<u8>> {
+        let mut line = Vec::new();
+        let mut next = at;
+        let mut seen = 0usize;
+        let walked = self.journal.read_from(first, |r| {
+            seen += 1;
+            if r.offset >= before || seen > LINE_PIECES_RECORDS_MAX {
+                return Ok(ControlFlow::Break(()));
+            }
+            if r.kind != origin_engine::RecordKind::Ingested as u8 {
+                return Ok(ControlFlow::Continue(()));
+            }
+            let view = origin_engine::codec::IngestedView::open(r.kind_version, r.payload, r.offset)?;
+            let p = view.head();
+            if p.mirror != h.mirror || p.byte_start != next || p.line_end != p.line_start {
+                // Another file's record; or this mirror's, not the next piece: the walk ends.
+                return Ok(if p.mirror == h.mirror { ControlFlow::Break(()) } else { ControlFlow::Continue(()) });
+            }
+            let bytes = zstd::decode_all(view.raw_zstd()).map_err(|e| origin_engine::Error::Decode { offset: r.offset, reason: e.to_string() })?;
+            if bytes.len() as u64 != p.byte_end - p.byte_start || bytes.contains(&b'\n') {
+                return Ok(ControlFlow::Break(()));
+            }
+            line.extend_from_slice(&bytes);
+            next = p.byte_end;
+            Ok(if next == h.byte_start { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+        });
+        (walked.is_ok() && next == h.byte_start).then_some(line)
     }
 
     /// Resolves the sources of remember / correct to citations.
