@@ -824,7 +824,16 @@ impl Ingester {
                     batch.cut += 1;
                     None
                 } else {
-                    Some(adapter.parse_line(file, &mut state, line, line_no))
+                    let parsed = adapter.parse_line(file, &mut state, line, line_no);
+                    // A line whose only fault is a lone surrogate's escape is read with U+FFFD
+                    // in its place (see `json::without_lone_surrogates`); the mirror keeps it.
+                    match parsed {
+                        Line::Malformed(_) => match crate::json::without_lone_surrogates(line) {
+                            Some(fixed) => Some(adapter.parse_line(file, &mut state, &fixed, line_no)),
+                            None => Some(parsed),
+                        },
+                        p => Some(p),
+                    }
                 };
                 match parsed {
                     Some(Line::Parsed(p)) => {

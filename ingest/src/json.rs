@@ -294,6 +294,50 @@ struct Seed<'s> {
     shape: Shape<'s>,
 }
 
+/// `line` with every `\u` escape of a lone UTF-16 surrogate written `\ufffd` (U+FFFD), or
+/// `None` when it has none. JavaScript's `JSON.stringify` writes a string cut between the two
+/// halves of a pair (an emoji in an output cut at a length) with such an escape; `serde_json`,
+/// as the JSON standard's letter allows, refuses the whole text, so a line of an agent written
+/// in JavaScript (Claude Code, ZCode) would be lost for one character. Escapes are read as a
+/// JSON string reads them (`\\ud83d` is a backslash, then letters).
+pub fn without_lone_surrogates(line: &[u8]) -> Option<Vec<u8>> {
+    fn unit(b: &[u8], at: usize) -> Option<u16> {
+        let hex = b.get(at..at + 6)?;
+        if &hex[..2] != b"\\u" {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    }
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(found) = memchr::memchr(b'\\', &line[i..]) {
+        let at = i + found;
+        let Some(u) = unit(line, at) else {
+            // Any other escape: two bytes (`\\` among them).
+            i = at + 2;
+            continue;
+        };
+        let high = (0xD800..0xDC00).contains(&u);
+        let low = (0xDC00..0xE000).contains(&u);
+        if high && unit(line, at + 6).is_some_and(|n| (0xDC00..0xE000).contains(&n)) {
+            i = at + 12;
+            continue;
+        }
+        if high || low {
+            let o = out.get_or_insert_with(|| Vec::with_capacity(line.len()));
+            o.extend_from_slice(&line[copied..at]);
+            o.extend_from_slice(b"\\ufffd");
+            copied = at + 6;
+        }
+        i = at + 6;
+    }
+    out.map(|mut o| {
+        o.extend_from_slice(&line[copied..]);
+        o
+    })
+}
+
 impl<'de> DeserializeSeed<'de> for Seed<'_> {
     type Value = Json<'de>;
 
@@ -307,6 +351,22 @@ impl<'de> DeserializeSeed<'de> for Seed<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn lone_surrogates_are_written_as_the_replacement_character() {
+        let fixed = |s: &str| without_lone_surrogates(s.as_bytes()).map(|v| String::from_utf8(v).unwrap());
+        // A pair, other escapes, an escaped backslash before letters: nothing to change.
+        assert_eq!(fixed(r#"{"t":"ok \ud83d\ude00 \n \\ud83d \u00e9"}"#), None);
+        assert_eq!(fixed(r#"{"t":"cut \ud83d"}"#).as_deref(), Some(r#"{"t":"cut \ufffd"}"#));
+        assert_eq!(fixed(r#"{"t":"\uDE00 low first, \uD83D\u0041 high before a letter"}"#).as_deref(), Some(r#"{"t":"\ufffd low first, \ufffd\u0041 high before a letter"}"#));
+        assert_eq!(fixed(r#"{"t":"\ud83d\ud83d\ude00"}"#).as_deref(), Some(r#"{"t":"\ufffd\ud83d\ude00"}"#));
+        assert_eq!(fixed(r#"{"t":"\\\ud83d"}"#).as_deref(), Some(r#"{"t":"\\\ufffd"}"#));
+        // Ends inside an escape: nothing to read, nothing changed.
+        assert_eq!(fixed(r#"{"t":"\ud8"#), None);
+        let v: serde_json::Value = serde_json::from_str(&fixed(r#"{"t":"cut \ud83d"}"#).unwrap()).unwrap();
+        assert_eq!(v["t"], "cut \u{fffd}");
+        assert!(serde_json::from_str::<serde_json::Value>(r#"{"t":"cut \ud83d"}"#).is_err(), "serde_json refuses it");
+    }
 
     #[test]
     fn json_borrows_plain_strings_and_owns_escaped_ones() {

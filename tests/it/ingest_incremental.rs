@@ -107,6 +107,27 @@ fn half_a_line_waits_until_its_newline_arrives_then_is_read_once() {
     assert_eq!(ing.mirrors().read(&mirror).expect("mirror"), std::fs::read(w.log("x.jsonl")).expect("read"));
 }
 
+/// JavaScript writes a string cut between the halves of a surrogate pair (an emoji in an
+/// output cut at a length) with a lone surrogate's escape, which `serde_json` refuses: such a
+/// line is read with U+FFFD in its place, not dropped as malformed; the mirror keeps its bytes.
+#[test]
+fn a_line_with_a_lone_surrogate_escape_is_read() {
+    let w = World::new();
+    let cut = line("u1", "the build said \u{1f600}").replace('\u{1f600}', "\\ud83d");
+    let low = line("u2", "and then X the end").replace(" X ", " \\ude00 ");
+    let text = format!("{cut}\n{low}\n{}\n", line("u3", "a plain line"));
+    assert!(text.contains(r"said \ud83d") && text.contains(r"then \ude00 the"), "{text}");
+    std::fs::write(w.log("x.jsonl"), &text).expect("write");
+    let summary = run(&w);
+    assert_eq!(summary.sources["claude-code"].malformed, 0, "{summary:?}");
+    let recs = ingested(&w.store());
+    let texts: Vec<&str> = recs.iter().flat_map(|r| &r.events).map(|e| e.text.as_str()).collect();
+    assert_eq!(texts, vec!["the build said \u{fffd}", "and then \u{fffd} the end", "a plain line"]);
+    let ing = w.ingester();
+    let mirror = ing.cursors().expect("cursors").files.values().next().expect("a cursor").mirror.clone();
+    assert_eq!(ing.mirrors().read(&mirror).expect("mirror"), text.as_bytes(), "the mirror keeps the line's bytes");
+}
+
 /// Bytes no compressor shrinks, as base64 (an image pasted into a prompt): `n` characters.
 pub fn incompressible_base64(n: usize) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

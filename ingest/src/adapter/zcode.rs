@@ -114,7 +114,11 @@ fn data_of(v: ValueRef<'_>) -> Value {
     match v {
         ValueRef::Text(t) | ValueRef::Blob(t) => match serde_json::from_slice(t) {
             Ok(v) => sorted(v),
-            Err(_) => Value::String(String::from_utf8_lossy(t).into_owned()),
+            // Written by JavaScript: a string cut inside a pair leaves a lone surrogate.
+            Err(_) => match crate::json::without_lone_surrogates(t).and_then(|f| serde_json::from_slice(&f).ok()) {
+                Some(v) => sorted(v),
+                None => Value::String(String::from_utf8_lossy(t).into_owned()),
+            },
         },
         other => json_of(other),
     }
@@ -639,6 +643,36 @@ mod tests {
         assert_eq!(run["events"][0]["kind"], "Message");
         assert_eq!(run["malformed"], json!([{"line": 2, "reason": "part data without type"}]));
         assert_eq!(run["sessions"], json!([{"session": "s", "project": "p", "title": "t", "first_prompt": "hi", "parent": null}]));
+    }
+
+    /// ZCode runs on Node: a string cut inside a surrogate pair is stored with a lone
+    /// surrogate's escape, which `serde_json` refuses. The part and the message are read with
+    /// U+FFFD in its place (the tool call and its result were lost; the prompt, its role lost,
+    /// was the assistant's).
+    #[test]
+    fn zcode_a_lone_surrogate_in_a_column_is_read_as_the_replacement_character() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let db = home.path().join("db.sqlite");
+        let conn = Connection::open(&db).expect("db");
+        conn.execute_batch(
+            r#"CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT);
+             CREATE TABLE message (id TEXT, session_id TEXT, time_created INTEGER, data TEXT);
+             CREATE TABLE part (id TEXT, message_id TEXT, session_id TEXT, time_created INTEGER, data TEXT);
+             INSERT INTO session VALUES ('s', '/w/p', 't');
+             INSERT INTO message VALUES ('m', 's', 5, '{"role":"user","summary":{"diffs":[{"after":"cut \ud83d"}]}}');
+             INSERT INTO part VALUES ('p', 'm', 's', 6, '{"type":"text","text":"why does the chart \ud83d"}');
+             INSERT INTO message VALUES ('n', 's', 7, '{"role":"assistant"}');
+             INSERT INTO part VALUES ('q', 'n', 's', 8, '{"type":"tool","tool":"bash","callID":"c","state":{"status":"completed","input":{"command":"ls"},"output":"a \ude00 b"}}');"#,
+        )
+        .expect("schema");
+        drop(conn);
+        let file = LogFile { source: Source::Zcode, path: db.clone(), key: format!("{}#session/s", db.display()), mirror: String::new(), format: FileFormat::Export };
+        let run = golden::run(&Zcode, &file);
+        assert_eq!(run["malformed"], json!([]), "{run}");
+        let events = run["events"].as_array().expect("events");
+        let shown: Vec<(&str, &str, &str)> = events.iter().map(|e| (e["role"].as_str().unwrap(), e["kind"].as_str().unwrap(), e["text"].as_str().unwrap())).collect();
+        assert_eq!(shown[0], ("User", "Message", "why does the chart \u{fffd}"), "{run}");
+        assert!(shown.iter().any(|(_, k, t)| *k == "ToolResult" && t.contains("a \u{fffd} b")), "{run}");
     }
 
     #[test]
