@@ -7,9 +7,13 @@
 //! **JSONL lines** are `{"role", "message": {"content": [blocks]}}` (or a bare-string
 //! `content`) and lifecycle lines `{"type": "turn_ended", "status", "error"?}`. Event id
 //! `cursor:<transcript id>:<line>`; a second block on one line gets `:<n>` (its index in
-//! `content`). Text blocks → `message` (user text with the `<timestamp>` element removed and the
-//! `<user_query>` tags dropped; a user text without `<user_query>` that starts with `<` is
-//! taken for injected context → `meta`); empty texts give no event; `tool_use` (Cursor gives
+//! `content`). Text blocks → `message`: a user text is unwrapped where Cursor frames it (a
+//! `<timestamp>…</timestamp>` beginning a line, closed on it, removed and read for the time; a
+//! `<user_query>` beginning a line up to its last `</user_query>`: its content is the message,
+//! and the text outside it, context the IDE put there, a `meta` event of its own with id
+//! `<id>:context`); such tags inside the person's sentences are theirs. A user text without
+//! `<user_query>` that is wholly one element (`<name>…</name>`, a lower-case name without
+//! attributes) is taken for injected context → `meta`. Empty texts give no event; `tool_use` (Cursor gives
 //! it no id, so it cannot be paired with a result) → role `assistant`, kind `tool_use`, text
 //! `Name {input}`;
 //! `turn_ended` (as a line or as a content block) → role and kind `system`, text
@@ -36,8 +40,11 @@
 //!
 //! **Project.** The folder slug is the absolute path with non-alphanumerics turned to `-`, which
 //! is lossy (`ledger_sync` → `ledger-sync`), so it is never turned back into a name by itself.
-//! It is resolved to a real path by slugifying candidate paths and comparing (ASCII case folded,
-//! runs of `-` collapsed, since the rule for repeated separators and non-ASCII is unconfirmed):
+//! It is resolved to a real path by slugifying candidate paths and comparing (case folded,
+//! runs of `-` collapsed, since the rule for repeated separators and non-ASCII is unconfirmed;
+//! a slug with non-ASCII letters is compared with paths as written, an ASCII one with paths'
+//! non-ASCII letters read as separators; a trailing separator counts, so `/src/项目` written
+//! `src---` is not `/src`):
 //! (1) in `begin`, directories below the home that holds `.cursor`, walked guided by the slug
 //! (bounded; symbolic links not followed; more than one match → left unresolved); (2) otherwise
 //! absolute paths and their ancestors: in `begin`, those of the transcript's first 8 MiB,
@@ -125,39 +132,50 @@ fn place(path: &Path) -> Place {
     Place { session, parent, slug: name(slug_dir), home, legacy: path.extension() == Some(OsStr::new("txt")) }
 }
 
-/// A slug in comparable form: ASCII lower case, every other character a separator, runs of
-/// separators collapsed, none at the ends.
-fn norm_slug(s: &str) -> String {
+/// A slug in comparable form: lower case, every other character a separator, runs of
+/// separators collapsed, none at the start; one at the end when the slug ends with one (the
+/// folder's name ends with characters that are not letters or digits: `/src/项目` written
+/// `src---` is not `/src`). A slug with letters or digits beyond ASCII keeps them (a folder's
+/// name kept as written); an ASCII slug is compared with paths' ASCII forms (a folder's
+/// other letters turned to separators).
+fn norm_slug(s: &str, unicode: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
+        if c.is_ascii_alphanumeric() || (unicode && c.is_alphanumeric()) {
+            out.extend(c.to_lowercase());
         } else if !out.is_empty() && !out.ends_with('-') {
             out.push('-');
         }
     }
-    while out.ends_with('-') {
-        out.pop();
-    }
     out
 }
 
+/// A folder slug's comparable form, and whether paths are compared by their Unicode form.
+fn slug_form(slug: &str) -> (String, bool) {
+    let unicode = !slug.is_ascii();
+    (norm_slug(slug, unicode), unicode)
+}
+
 /// The one directory at or below `home` whose slug is `slug`, walking only into directories
-/// whose slug starts the rest of it. None when there is no match or more than one.
+/// whose slug starts it. None when there is no match or more than one.
 fn resolve_in_home(home: &Path, slug: &str) -> Option<PathBuf> {
-    let want = norm_slug(slug);
-    let base = norm_slug(&home.to_string_lossy());
+    let (want, unicode) = slug_form(slug);
+    let form = |p: &Path| norm_slug(&p.to_string_lossy(), unicode);
+    // A folder whose form begins `want` where a separator follows (or ends one).
+    let leads = |f: &str| !f.is_empty() && want.strip_prefix(f).is_some_and(|r| f.ends_with('-') || r.starts_with('-'));
     if want.is_empty() {
         return None;
     }
-    if want == base {
+    if form(home) == want {
         return Some(home.to_path_buf());
     }
-    let rest = if base.is_empty() { want.as_str() } else { want.strip_prefix(&base)?.strip_prefix('-')? };
+    if !leads(&form(home)) && !form(home).is_empty() {
+        return None;
+    }
     let mut found = Vec::new();
     let mut budget = RESOLVE_ENTRIES_MAX;
-    let mut stack = vec![(home.to_path_buf(), rest.to_owned(), 0usize)];
-    while let Some((dir, rest, depth)) = stack.pop() {
+    let mut stack = vec![(home.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for entry in entries.flatten() {
             if budget == 0 {
@@ -167,16 +185,12 @@ fn resolve_in_home(home: &Path, slug: &str) -> Option<PathBuf> {
             if !entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
-            let n = norm_slug(&entry.file_name().to_string_lossy());
-            if n.is_empty() {
-                continue;
-            }
-            if rest == n {
-                found.push(entry.path());
-            } else if let Some(r) = rest.strip_prefix(&n).and_then(|r| r.strip_prefix('-')) {
-                if depth + 1 < WALK_DEPTH_MAX {
-                    stack.push((entry.path(), r.to_owned(), depth + 1));
-                }
+            let path = entry.path();
+            let f = form(&path);
+            if f == want {
+                found.push(path);
+            } else if leads(&f) && f.len() > form(&dir).len() && depth + 1 < WALK_DEPTH_MAX {
+                stack.push((path, depth + 1));
             }
         }
     }
@@ -193,12 +207,12 @@ fn learn_cwd<'a>(state: &mut State, place: &Place, paths: impl IntoIterator<Item
     if state.contains_key(CWD) {
         return;
     }
-    let Some(slug) = place.slug.as_deref().map(norm_slug).filter(|s| !s.is_empty()) else { return };
+    let Some((slug, unicode)) = place.slug.as_deref().map(slug_form).filter(|(s, _)| !s.is_empty()) else { return };
     for p in paths {
         if !p.starts_with('/') {
             continue;
         }
-        if let Some(hit) = Path::new(p).ancestors().find(|a| a != &Path::new("/") && norm_slug(&a.to_string_lossy()) == slug) {
+        if let Some(hit) = Path::new(p).ancestors().find(|a| a != &Path::new("/") && norm_slug(a.to_string_lossy().trim_end_matches('/'), unicode) == slug) {
             // As a folder is written: without a trailing `/`.
             let hit: PathBuf = hit.components().collect();
             state.insert(CWD.into(), Value::String(hit.to_string_lossy().into_owned()));
@@ -315,43 +329,81 @@ pub fn parse_cursor_time(s: &str) -> Option<i64> {
     Some(ts.as_millisecond())
 }
 
-/// The first `<tag>…</tag>` of `text`: (start of the element, end of its inner text, end of
-/// the element). An element left open runs to the end.
-fn element(text: &str, tag: &str) -> Option<(usize, usize, usize, usize)> {
-    let open = format!("<{tag}>");
-    let close = format!("</{tag}>");
-    let start = text.find(&open)?;
-    let inner = start + open.len();
-    Some(match text[inner..].find(&close) {
-        Some(i) => (start, inner, inner + i, inner + i + close.len()),
-        None => (start, inner, text.len(), text.len()),
-    })
-}
-
 /// A user text block, unwrapped.
 struct UserText {
     /// The `<timestamp>` time, if the text has a readable one.
     time: Option<i64>,
-    /// The text without the timestamp element and without the `<user_query>` tags.
+    /// What the person wrote: the `<user_query>` content if the text has that wrapper, else
+    /// the text without its timestamp element.
     text: String,
-    /// The `<user_query>` content, if any.
-    query: Option<String>,
+    /// Whether the text had the `<user_query>` wrapper.
+    query: bool,
+    /// Beside a `<user_query>`: the text outside it (context the IDE put there, attached files
+    /// and the like), if any.
+    context: Option<String>,
 }
 
+impl UserText {
+    /// The text with the context before it, as one (a legacy block is one event).
+    fn combined(&self) -> String {
+        match &self.context {
+            Some(c) => format!("{c}\n{}", self.text),
+            None => self.text.clone(),
+        }
+    }
+}
+
+/// Where `<tag>` begins a line of `text` (at its start, or after a newline, past spaces).
+fn opens_line(text: &str, tag: &str) -> Option<usize> {
+    let mut from = 0;
+    loop {
+        let at = from + text[from..].find(tag)?;
+        if text[..at].trim_end_matches([' ', '\t']).is_empty() || text[..at].trim_end_matches([' ', '\t']).ends_with('\n') {
+            return Some(at);
+        }
+        from = at + tag.len();
+    }
+}
+
+/// Cursor's framing of a human turn, `<timestamp>…</timestamp>` on a line of its own, then
+/// `<user_query>…</user_query>`: each recognised only where it begins a line (a `<timestamp>`
+/// inside a sentence is the person's), the timestamp closed on its line, the query closed by
+/// its last `</user_query>` (or open to the end).
 fn user_text(raw: &str) -> UserText {
     let mut text = raw.to_owned();
     let mut time = None;
-    if let Some((start, inner, inner_end, end)) = element(&text, "timestamp") {
-        time = parse_cursor_time(&text[inner..inner_end]);
-        text = format!("{}{}", &text[..start], &text[end..]);
+    if let Some(start) = opens_line(&text, "<timestamp>") {
+        let inner = start + "<timestamp>".len();
+        let line_end = text[inner..].find('\n').map_or(text.len(), |i| inner + i);
+        if let Some(close) = text[inner..line_end].find("</timestamp>") {
+            time = parse_cursor_time(&text[inner..inner + close]);
+            text = format!("{}{}", &text[..start], &text[inner + close + "</timestamp>".len()..]);
+        }
     }
-    let mut query = None;
-    if let Some((start, inner, inner_end, end)) = element(&text, "user_query") {
-        let q = text[inner..inner_end].trim().to_owned();
-        text = format!("{}{}{}", &text[..start], &text[inner..inner_end], &text[end..]);
-        query = Some(q);
+    if let Some(start) = opens_line(&text, "<user_query>") {
+        let inner = start + "<user_query>".len();
+        let (inner_end, end) = match text[inner..].rfind("</user_query>") {
+            Some(i) => (inner + i, inner + i + "</user_query>".len()),
+            None => (text.len(), text.len()),
+        };
+        let query = text[inner..inner_end].trim().to_owned();
+        let outside = format!("{}{}", text[..start].trim(), text[end..].trim_end());
+        let context = Some(outside.trim().to_owned()).filter(|c| !c.is_empty());
+        return UserText { time, text: query, query: true, context };
     }
-    UserText { time, text: text.trim().to_owned(), query }
+    UserText { time, text: text.trim().to_owned(), query: false, context: None }
+}
+
+/// Whether `text` is wholly one element `<name>…</name>` (a name of ASCII lower-case letters,
+/// digits, `_` or `-`, without attributes): context an IDE or a tool put in a user turn.
+fn wholly_one_element(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('<') else { return false };
+    let Some(close) = rest.find('>') else { return false };
+    let name = &rest[..close];
+    !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        && text.ends_with(&format!("</{name}>"))
+        && text.len() >= 2 * name.len() + 5
 }
 
 fn turn_ended_text(v: &Value) -> String {
@@ -377,11 +429,10 @@ fn turn_ended_text(v: &Value) -> String {
 
 /// What a user text is, and whether it can be the first prompt.
 fn user_kind(u: &UserText) -> (EventKind, Option<String>) {
-    match &u.query {
-        Some(q) => (EventKind::Message, Some(q.clone()).filter(|q| !q.is_empty())),
-        None if u.text.starts_with('<') => (EventKind::Meta, None),
-        None => (EventKind::Message, Some(u.text.clone()).filter(|t| !t.is_empty())),
+    if !u.query && wholly_one_element(&u.text) {
+        return (EventKind::Meta, None);
     }
+    (EventKind::Message, Some(u.text.clone()).filter(|t| !t.is_empty()))
 }
 
 /// The session change this line brings, if any: the parent on the first line of a sub-agent
@@ -649,11 +700,17 @@ impl Cursor {
         let time = time_of(state);
         let cwd = cwd_of(state);
         let mut prompt: Option<String> = None;
+        let line = line_ref(state, line_no);
         for (n, (b, user)) in blocks.iter().zip(users).enumerate() {
+            let id = if n == 0 { format!("cursor:{}:{line}", place.session) } else { format!("cursor:{}:{line}:{n}", place.session) };
             let (r, kind, text) = if let Some(u) = user {
                 let (kind, p) = user_kind(&u);
                 if role == Role::User && prompt.is_none() {
                     prompt = p;
+                }
+                // What the IDE put beside the person's words: an event of its own, meta.
+                if let Some(c) = u.context {
+                    out.events.push(event(format!("{id}:context"), time, &place.session, cwd.as_deref(), role, EventKind::Meta, c, line_no));
                 }
                 (role, kind, u.text)
             } else {
@@ -683,8 +740,6 @@ impl Cursor {
             if matches!(kind, EventKind::Message | EventKind::Meta) && text.trim().is_empty() {
                 continue;
             }
-            let line = line_ref(state, line_no);
-            let id = if n == 0 { format!("cursor:{}:{line}", place.session) } else { format!("cursor:{}:{line}:{n}", place.session) };
             out.events.push(event(id, time, &place.session, cwd.as_deref(), r, kind, text, line_no));
         }
         out.sessions.extend(session_change(state, place, prompt));
@@ -720,7 +775,7 @@ impl Cursor {
                 if prompt.is_none() {
                     *prompt = p;
                 }
-                (Role::User, kind, u.text)
+                (Role::User, kind, u.combined())
             }
             (_, "assistant") => (Role::Assistant, EventKind::Message, block.text.trim().to_owned()),
             _ => (Role::System, EventKind::Meta, block.text.trim().to_owned()),
@@ -1233,10 +1288,31 @@ mod tests {
         let resolve = |rel: &str| resolve_in_home(&home, &cursor_slug(&home.join(rel)));
         assert_eq!(resolve("src/ledger_sync"), Some(home.join("src/ledger_sync")));
         assert_eq!(resolve("demo-app"), Some(home.join("demo-app")));
-        assert_eq!(resolve(""), Some(home.clone()));
+        assert_eq!(resolve_in_home(&home, &cursor_slug(&home)), Some(home.clone()), "the home itself");
         assert_eq!(resolve("a_b"), None, "two folders slugify alike");
         assert_eq!(resolve("gone"), None);
         assert_eq!(resolve_in_home(&home, "home-dev-src-ledger-sync"), None, "another home");
+        // A folder named in other letters than ASCII: not its parent, whether the slug keeps
+        // its letters or turns them to separators.
+        std::fs::create_dir_all(home.join("src/项目")).expect("mkdir");
+        let kept = |p: &Path| -> String {
+            let s: String = p.to_string_lossy().chars().map(|c| if c.is_alphanumeric() { c } else { '-' }).collect();
+            s.trim_start_matches('-').to_owned()
+        };
+        assert_eq!(resolve("src/项目"), Some(home.join("src/项目")), "{}", cursor_slug(&home.join("src/项目")));
+        assert_eq!(resolve_in_home(&home, &kept(&home.join("src/项目"))), Some(home.join("src/项目")));
+        std::fs::create_dir_all(home.join("src/日志")).expect("mkdir");
+        assert_eq!(resolve("src/项目"), None, "two folders slugify alike, as ASCII");
+        assert_eq!(resolve_in_home(&home, &kept(&home.join("src/项目"))), Some(home.join("src/项目")), "as written, one");
+        assert_eq!(resolve("src"), Some(home.join("src")));
+        // From the transcript's own paths, with the slug's letters turned to separators.
+        let place = Place { session: "t".into(), parent: None, slug: Some(cursor_slug(&home.join("src/项目"))), home: None, legacy: false };
+        let mut state = State::new();
+        learn_cwd(&mut state, &place, [home.join("src/项目/main.rs").to_string_lossy().as_ref()]);
+        assert_eq!(cwd_of(&state), Some(home.join("src/项目").to_string_lossy().into_owned()));
+        let mut state = State::new();
+        learn_cwd(&mut state, &place, [home.join("src/main.rs").to_string_lossy().as_ref()]);
+        assert_eq!(cwd_of(&state), None, "the parent is not the folder");
         // Through begin: the project is known from the first line on.
         let path = home.join(".cursor/projects").join(cursor_slug(&home.join("src/ledger_sync"))).join("agent-transcripts/t/t.jsonl");
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
@@ -1250,6 +1326,41 @@ mod tests {
         assert_eq!(es[0].cwd, Some(home.join("src/ledger_sync").to_string_lossy().into_owned()));
         assert_eq!(es[0].time_unix_ms, mtime_ms(&path), "no timestamp: the file's mtime");
         assert_eq!((ss[0].project.as_deref(), ss[0].first_prompt.as_deref()), (Some("ledger_sync"), Some("hi")));
+    }
+
+    /// Cursor's framing is recognised where Cursor puts it only: a `<timestamp>` or a
+    /// `<user_query>` inside the person's sentence is theirs (the rest of a message after such
+    /// a word was lost); a message beginning with markup is the person's (it was meta, and no
+    /// first prompt); what the IDE puts beside the query is meta, not the person's words.
+    #[test]
+    fn user_text_is_unwrapped_only_where_cursor_frames_it() {
+        let file = log_file(Path::new("/nowhere/.cursor/projects/home-dev-x/agent-transcripts/t/t.jsonl"));
+        let user = |text: &str| serde_json::json!({"role": "user", "message": {"content": [{"type": "text", "text": text}]}}).to_string();
+        let bare = |text: &str| serde_json::json!({"role": "user", "message": {"content": text}}).to_string();
+        let shown = |es: &[origin_engine::record::Event]| es.iter().map(|e| (e.id.clone(), e.kind, e.text.clone())).collect::<Vec<_>>();
+        let mut state = State::new();
+        let (es, ss) = parse(&file, &mut state, &[&user("How do I print a <timestamp> element in XSLT? It shows PAGEFOOTER twice.")], 1);
+        assert_eq!(shown(&es), vec![("cursor:t:1".into(), EventKind::Message, "How do I print a <timestamp> element in XSLT? It shows PAGEFOOTER twice.".into())]);
+        assert_eq!(ss[0].first_prompt.as_deref(), Some("How do I print a <timestamp> element in XSLT? It shows PAGEFOOTER twice."));
+        let mut state = State::new();
+        let (es, ss) = parse(&file, &mut state, &[&bare("<div className=\"grid\"> does not center, CENTERBUG")], 1);
+        assert_eq!(shown(&es), vec![("cursor:t:1".into(), EventKind::Message, "<div className=\"grid\"> does not center, CENTERBUG".into())]);
+        assert!(ss[0].first_prompt.is_some());
+        let mut state = State::new();
+        let framed = "<timestamp>Tuesday, Oct 20, 2026, 4:12 PM (UTC+2)</timestamp>\n<attached_files>\nsrc/a.rs\n</attached_files>\n<user_query>\nRename the <user_query> tag in the template\n</user_query>";
+        let (es, ss) = parse(&file, &mut state, &[&user(framed)], 1);
+        assert_eq!(
+            shown(&es),
+            vec![
+                ("cursor:t:1:context".into(), EventKind::Meta, "<attached_files>\nsrc/a.rs\n</attached_files>".into()),
+                ("cursor:t:1".into(), EventKind::Message, "Rename the <user_query> tag in the template".into()),
+            ]
+        );
+        assert_eq!(es[1].time_unix_ms, 1_792_505_520_000, "4:12 PM at UTC+2");
+        assert_eq!(ss[0].first_prompt.as_deref(), Some("Rename the <user_query> tag in the template"));
+        let mut state = State::new();
+        let (es, _) = parse(&file, &mut state, &[&user("<system_reminder>\nthe plan changed\n</system_reminder>")], 1);
+        assert_eq!(shown(&es), vec![("cursor:t:1".into(), EventKind::Meta, "<system_reminder>\nthe plan changed\n</system_reminder>".into())]);
     }
 
     #[test]
