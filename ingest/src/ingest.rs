@@ -44,6 +44,14 @@ pub const FIRST_LINE_START_KEY: &str = "_first_line_start";
 /// State key beside [`FIRST_LINE_START_KEY`]: the journal offset of the record that holds the
 /// line's first piece, from which `sources` reads the pieces (the mirror when it is absent).
 pub const FIRST_LINE_RECORD_KEY: &str = "_first_line_record";
+/// State key: the CRC-32 of the file version's bytes read so far (`0..byte_end`), carried from
+/// record to record; checked, for an agent that rewrites its logs, before a grown file is read
+/// on (see [`Adapter::logs_rewritten`]).
+const READ_CRC_KEY: &str = "_read_crc";
+/// State key of an exported log: `[stamp, length]`, its adapter's [`Adapter::export_stamp`]
+/// taken before the export ingest read, and that export's length. While the stamp is the same
+/// and the file was read to that length, the log is not exported again.
+const EXPORT_STAMP_KEY: &str = "_export_stamp";
 /// Most bytes of a rewritten file compared with its previous version for the lines it kept.
 const KEPT_COMPARE_BYTES_MAX: u64 = 64 * 1024 * 1024;
 
@@ -685,8 +693,17 @@ impl Ingester {
         let source = file.source.id();
         let key = (source.to_owned(), file.key.clone());
         let mut cur = cursors.files.get(&key).cloned().unwrap_or_default();
+        // An export made of what its last complete read was made of is not made again.
+        let stamp = if file.format == FileFormat::Export { adapter.export_stamp(file) } else { None };
+        if let Some(s) = &stamp {
+            let held = serde_json::from_slice::<State>(&cur.state).ok().and_then(|st| st.get(EXPORT_STAMP_KEY).cloned());
+            if cur.version > 0 && held == Some(serde_json::json!([s, cur.byte_end])) {
+                return self.repair_mirror(&cur).map_err(mirror_problem);
+            }
+        }
         let bytes = self.open_bytes(adapter, file, cur.byte_end.checked_sub(1))?;
         let len = bytes.len();
+        let stamp = stamp.map(|s| serde_json::json!([s, len]));
         let mut state: State = serde_json::from_slice(&cur.state).unwrap_or_default();
         // Said only by the record that ends a line recorded in pieces.
         state.remove(FIRST_LINE_START_KEY);
@@ -698,6 +715,12 @@ impl Ingester {
         } && match (partial, state.get(PARTIAL_LINE_CRC_KEY).and_then(Value::as_u64)) {
             // Inside a line recorded in pieces: the bytes recorded of it must still be the file's.
             (Some(p), Some(crc)) if p < cur.byte_end => crc_of(&bytes, p, cur.byte_end)? == crc,
+            _ => true,
+        } && match state.get(READ_CRC_KEY).and_then(Value::as_u64) {
+            // A log its agent rewrites, grown (or an export made again): every byte read of
+            // it must still be its own (a change past its first 4 KiB, the byte before the
+            // old end still a newline, was read as growth and never seen).
+            Some(crc) if adapter.logs_rewritten() && (len > cur.byte_end || file.format == FileFormat::Export) => crc_of(&bytes, 0, cur.byte_end)? == crc,
             _ => true,
         };
         if !same_version {
@@ -725,6 +748,16 @@ impl Ingester {
             // Its mirror is made whole all the same (a write that failed at an earlier run is
             // made good now, not when the log next grows).
             self.repair_mirror(&cur).map_err(mirror_problem)?;
+            // An export with nothing new whose stamp moved (what it is made of changed where
+            // the export does not show it): the stamp recorded, without lines, so that the next
+            // run need not export it again.
+            if let Some(s) = stamp.clone().filter(|s| state.get(EXPORT_STAMP_KEY) != Some(s)) {
+                state.insert(EXPORT_STAMP_KEY.into(), s);
+                let head = bytes.read(0, cur.byte_end.min(PREFIX_HASH_BYTES))?;
+                let batch = Batch::new(cur.byte_end, cur.line_end);
+                self.append_batch(cursors, file, &mut cur, &mut state, partial, batch, &[], &head, run)?;
+                return Ok(());
+            }
             // No new line; what its side files say may be new (a title written after the last
             // line), recorded without lines: looked at once per change of their stamp in this
             // process (a side file rewritten with nothing new is not read at every run).
@@ -740,6 +773,9 @@ impl Ingester {
             }
             guard(&self.side_seen).insert(file.path.clone(), stamp);
             return Ok(());
+        }
+        if let Some(s) = stamp {
+            state.insert(EXPORT_STAMP_KEY.into(), s);
         }
         adapter.begin(file, &mut state);
         self.repair_mirror(&cur)?;
@@ -1011,6 +1047,23 @@ impl Ingester {
         match partial_line_start {
             Some(p) => state.insert(PARTIAL_LINE_KEY.into(), Value::from(p)),
             None => state.remove(PARTIAL_LINE_KEY),
+        };
+        // For an agent that rewrites its logs, the CRC of every byte of the version read so far
+        // (none when a store from before it read the beginning).
+        let rewritten = self.adapters.iter().any(|a| a.source() == file.source && a.logs_rewritten());
+        let read_crc = match state.get(READ_CRC_KEY).and_then(Value::as_u64).and_then(|c| u32::try_from(c).ok()) {
+            _ if !rewritten => None,
+            Some(c) if batch.byte_start == cur.byte_end && batch.byte_start > 0 => Some(c),
+            _ if batch.byte_start == 0 => Some(0),
+            _ => None,
+        };
+        match read_crc {
+            Some(c) => {
+                let mut h = crc32fast::Hasher::new_with_initial(c);
+                h.update(raw);
+                state.insert(READ_CRC_KEY.into(), Value::from(h.finalize()))
+            }
+            None => state.remove(READ_CRC_KEY),
         };
         let batch_start = batch.byte_start;
         let state_json = serde_json::to_vec(state).unwrap_or_default();
@@ -1348,6 +1401,185 @@ mod tests {
         assert_eq!(run.events, 1, "the readable file is read");
         assert_eq!(run.problems.len(), 1, "{:?}", run.problems);
         assert!(run.problems[0].contains("gone.jsonl"), "{:?}", run.problems);
+    }
+
+    /// ZCode's adapter, noting the sessions it exports.
+    struct CountingExports(Arc<Mutex<Vec<String>>>);
+
+    impl Adapter for CountingExports {
+        fn source(&self) -> Source {
+            Source::Zcode
+        }
+        fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
+            crate::adapter::zcode::Zcode.discover(homes)
+        }
+        fn export_stamp(&self, file: &LogFile) -> Option<String> {
+            crate::adapter::zcode::Zcode.export_stamp(file)
+        }
+        fn logs_rewritten(&self) -> bool {
+            crate::adapter::zcode::Zcode.logs_rewritten()
+        }
+        fn export(&self, file: &LogFile) -> io::Result<Vec<u8>> {
+            guard(&self.0).push(file.key.rsplit('/').next().unwrap_or_default().to_owned());
+            crate::adapter::zcode::Zcode.export(file)
+        }
+        fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
+            crate::adapter::zcode::Zcode.parse_line(file, state, line, line_no)
+        }
+        fn memory_files(&self, _homes: &Homes, _projects: &[Project], _problems: &mut Vec<String>) -> Vec<MemoryFile> {
+            Vec::new()
+        }
+    }
+
+    /// A ZCode session is exported again only when what its export is made of changed (every
+    /// session was exported at every run: seconds for a large database, and every search
+    /// ingests first): not after a run with nothing new, in this process or the next, nor
+    /// when only a message's other fields moved (its tokens); a new part, a changed part or a
+    /// new title exports that session alone, and what changed is read.
+    #[test]
+    fn a_zcode_session_is_exported_again_only_when_its_rows_changed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let homes = Homes::under(dir.path());
+        let db = homes.zcode.join("cli/db/db.sqlite");
+        std::fs::create_dir_all(db.parent().expect("parent")).expect("mkdir");
+        let conn = rusqlite::Connection::open(&db).expect("db");
+        conn.execute_batch(
+            r#"CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT, parent_id TEXT, version TEXT, task_type TEXT);
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
+             INSERT INTO session VALUES ('sess_a', '/home/dev/p', 'A', NULL, '1.0', 'interactive');
+             INSERT INTO session VALUES ('sess_b', '/home/dev/q', 'B', NULL, '1.0', 'interactive');
+             INSERT INTO message VALUES ('msg_a', 'sess_a', 10, 10, '{"role":"user","tokens":1}');
+             INSERT INTO part VALUES ('prt_a1', 'msg_a', 'sess_a', 11, 11, '{"type":"text","text":"first in a"}');
+             INSERT INTO message VALUES ('msg_b', 'sess_b', 20, 20, '{"role":"user"}');
+             INSERT INTO part VALUES ('prt_b1', 'msg_b', 'sess_b', 21, 21, '{"type":"text","text":"first in b"}');"#,
+        )
+        .expect("schema");
+        let store = dir.path().join("store");
+        let exported = Arc::new(Mutex::new(Vec::new()));
+        let ingester = || {
+            let journal = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+            Ingester::new(Arc::new(journal), &store, homes.clone()).with_adapters(vec![Box::new(CountingExports(exported.clone()))])
+        };
+        // The sessions a run exported, and the events it read.
+        let run = |ing: &Ingester| {
+            let summary = ing.run(None, &mut |_| {}).expect("run");
+            let mut sessions = std::mem::take(&mut *guard(&exported));
+            sessions.sort();
+            (sessions, summary.sources.get("zcode").map_or(0, |r| r.events))
+        };
+        let ing = ingester();
+        assert_eq!(run(&ing), (vec!["sess_a".to_owned(), "sess_b".to_owned()], 2));
+        assert_eq!(run(&ing), (vec![], 0), "nothing new");
+        drop(ing);
+        let ing = ingester();
+        assert_eq!(run(&ing), (vec![], 0), "nothing new, in the next process");
+        conn.execute_batch(r#"UPDATE message SET data = '{"role":"user","tokens":2}', time_updated = 12 WHERE id = 'msg_a';"#).expect("update");
+        assert_eq!(run(&ing), (vec![], 0), "a message's tokens are no part of the export");
+        conn.execute_batch(r#"INSERT INTO part VALUES ('prt_a2', 'msg_a', 'sess_a', 13, 13, '{"type":"text","text":"second in a"}');"#).expect("insert");
+        assert_eq!(run(&ing), (vec!["sess_a".to_owned()], 1), "a new part");
+        assert_eq!(run(&ing), (vec![], 0));
+        conn.execute_batch(r#"UPDATE part SET data = '{"type":"text","text":"first in b, edited"}' WHERE id = 'prt_b1';"#).expect("update");
+        assert_eq!(run(&ing).0, vec!["sess_b".to_owned()], "a part changed in place, its time unchanged");
+        conn.execute_batch("UPDATE session SET title = 'A, renamed' WHERE id = 'sess_a';").expect("update");
+        assert_eq!(run(&ing).0, vec!["sess_a".to_owned()], "a new title");
+        // What the stamp reads and the export does not show (a message whose data is not
+        // JSON: its role is none either way): exported once, the stamp then kept without lines.
+        conn.execute_batch("UPDATE message SET data = 'not json, 1' WHERE id = 'msg_b';").expect("update");
+        assert_eq!(run(&ing).0, vec!["sess_b".to_owned()]);
+        conn.execute_batch("UPDATE message SET data = 'not json, 2' WHERE id = 'msg_b';").expect("update");
+        assert_eq!(run(&ing), (vec!["sess_b".to_owned()], 0), "the same export");
+        assert_eq!(run(&ing), (vec![], 0));
+        drop(ing);
+        let ing = ingester();
+        assert_eq!(run(&ing), (vec![], 0), "nothing new, in the next process");
+        let texts: Vec<String> = {
+            let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+            let mut out = Vec::new();
+            j.read_from(0, |r| {
+                if let Ok((_, Body::Ingested(b))) = r.decode() {
+                    out.extend(b.events.into_iter().map(|e| e.text));
+                }
+                Ok(std::ops::ControlFlow::Continue(()))
+            })
+            .expect("read");
+            out
+        };
+        assert!(texts.iter().any(|t| t == "first in b, edited") && texts.iter().any(|t| t == "second in a"), "{texts:?}");
+    }
+
+    /// Every text event in the store's journal.
+    fn texts(store: &Path) -> Vec<String> {
+        let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+        let mut out = Vec::new();
+        j.read_from(0, |r| {
+            if let Ok((_, Body::Ingested(b))) = r.decode() {
+                out.extend(b.events.into_iter().map(|e| e.text));
+            }
+            Ok(std::ops::ControlFlow::Continue(()))
+        })
+        .expect("read");
+        out
+    }
+
+    /// A log its agent rewrites that comes back longer, its first 4 KiB the same and a newline
+    /// before the old end, is a new version when any byte read of it changed (it was read on
+    /// from the old end as grown, and what changed before it never seen): a ZCode part updated
+    /// in place (the tool finished) as a new part is added; a Grok transcript rewound and
+    /// written again (a new file renamed over it) before the next run.
+    #[test]
+    fn a_rewritten_log_that_grew_past_a_newline_is_read_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let homes = Homes::under(dir.path());
+        let store = dir.path().join("store");
+        let db = homes.zcode.join("cli/db/db.sqlite");
+        std::fs::create_dir_all(db.parent().expect("parent")).expect("mkdir");
+        let conn = rusqlite::Connection::open(&db).expect("db");
+        let long = "a long first answer ".repeat(300);
+        conn.execute_batch(&format!(
+            r#"CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT);
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
+             INSERT INTO session VALUES ('sess_z', '/home/dev/p', 'Z');
+             INSERT INTO message VALUES ('msg_1', 'sess_z', 10, '{{"role":"assistant"}}');
+             INSERT INTO part VALUES ('prt_1', 'msg_1', 'sess_z', 11, 11, '{{"type":"text","text":"{long}"}}');
+             INSERT INTO part VALUES ('prt_2', 'msg_1', 'sess_z', 12, 12, '{{"type":"text","text":"build status: AAAA"}}');"#
+        ))
+        .expect("schema");
+        // Grok: a system prompt of 5 KB opens every version of the transcript.
+        let session = "01a20000-0000-7000-8000-000000000001";
+        let folder = dir.path().join(".grok/sessions/%2Fhome%2Fdev%2Fshop").join(session);
+        std::fs::create_dir_all(&folder).expect("mkdir");
+        std::fs::write(folder.join("summary.json"), format!(r#"{{"info":{{"id":"{session}","cwd":"/home/dev/shop"}}}}"#)).expect("write");
+        let line = |v: serde_json::Value| format!("{v}\n");
+        let user = |text: &str, i: u64| line(serde_json::json!({"type": "user", "content": [{"type": "text", "text": text}], "prompt_index": i}));
+        let system = line(serde_json::json!({"type": "system", "content": "Follow the rules carefully. ".repeat(180)}));
+        let kept = format!("{system}{}{}", user("first question about the cart", 0), line(serde_json::json!({"type": "assistant", "content": "The cart is fine."})));
+        let v1 = format!("{kept}{}{}", user("ABANDONED_PROMPT rename everything", 1), line(serde_json::json!({"type": "assistant", "content": "Renaming now"})));
+        let chat = folder.join("chat_history.jsonl");
+        std::fs::write(&chat, &v1).expect("write");
+        let ingester = || Ingester::new(Arc::new(Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open")), &store, homes.clone());
+        ingester().run(None, &mut |_| {}).expect("run");
+        // The ZCode part finished in place, its length the same; a part added.
+        conn.execute_batch(
+            r#"UPDATE part SET data = '{"type":"text","text":"build status: DONE"}', time_updated = 12 WHERE id = 'prt_2';
+             INSERT INTO part VALUES ('prt_3', 'msg_1', 'sess_z', 13, 13, '{"type":"text","text":"next step"}');"#,
+        )
+        .expect("update");
+        // Grok rewound, a new prompt ending where the old version ended, then one more.
+        let rewound = user("REWOUND_PROMPT fix the tax rounding", 1);
+        let filler = line(serde_json::json!({"type": "assistant", "content": ""}));
+        let pad = v1.len() - kept.len() - rewound.len() - filler.len();
+        let answer = line(serde_json::json!({"type": "assistant", "content": "x".repeat(pad)}));
+        let v2 = format!("{kept}{rewound}{answer}{}", user("LATER_PROMPT now add a test", 2));
+        assert_eq!((v2.as_bytes()[..4096] == v1.as_bytes()[..4096], v2.as_bytes()[v1.len() - 1]), (true, b'\n'), "the case: grown past a newline");
+        std::fs::write(folder.join("chat_history.jsonl.tmp"), &v2).expect("write");
+        std::fs::rename(folder.join("chat_history.jsonl.tmp"), &chat).expect("rename");
+        ingester().run(None, &mut |_| {}).expect("run");
+        let texts = texts(&store);
+        for want in ["build status: DONE", "next step", "REWOUND_PROMPT fix the tax rounding", "LATER_PROMPT now add a test"] {
+            assert!(texts.iter().any(|t| t == want), "{want:?} read: {:?}", texts.iter().map(|t| t.chars().take(40).collect::<String>()).collect::<Vec<_>>());
+        }
     }
 
     /// Memory folders an adapter could not list are the run's problems, beside its logs'.

@@ -443,6 +443,10 @@ impl Adapter for Grok {
         Source::Grok
     }
 
+    fn logs_rewritten(&self) -> bool {
+        true
+    }
+
     fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
         let root = homes.grok.join("sessions");
         let mut problems = Vec::new();

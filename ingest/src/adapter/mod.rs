@@ -164,6 +164,14 @@ pub trait Adapter: Send + Sync {
         false
     }
 
+    /// Whether the agent rewrites its logs whole (Grok replaces a transcript on compaction
+    /// and rewind; an export changes where a row is updated in place): a log that grew is then
+    /// checked to begin with every byte read of it so far (its CRC-32, kept in the state as
+    /// `_read_crc`), not only its first 4 KiB and the newline before the old end.
+    fn logs_rewritten(&self) -> bool {
+        false
+    }
+
     /// A cheap stamp of `file`'s side files (their sizes and times of change), None when it
     /// has none: ingest asks for [`Adapter::side_changes`] only when a log with no new line has
     /// a stamp this process has not looked at yet.
@@ -185,6 +193,14 @@ pub trait Adapter: Send + Sync {
     /// Parses one complete line (without its newline). `line_no` is 1-based in the file
     /// version. Must not panic on any bytes.
     fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line;
+
+    /// For [`FileFormat::Export`]: a stamp of everything [`Adapter::export`] makes the log of,
+    /// much cheaper to take than the export (equal stamps, equal exports), or None. Ingest keeps
+    /// it in the file's state with the export's length, and does not export again while both
+    /// hold (see FORMAT.md, `_export_stamp`).
+    fn export_stamp(&self, _file: &LogFile) -> Option<String> {
+        None
+    }
 
     /// For [`FileFormat::Export`]: the log as JSON lines, deterministic for unchanged data.
     fn export(&self, file: &LogFile) -> io::Result<Vec<u8>> {

@@ -13,8 +13,11 @@
 //! session columns a build lacks are null. Only columns that do not move while a session grows
 //! are exported (no `time_updated` of sessions or messages, no message data beyond its role), so
 //! an export grows by appending until a part is updated in place (a tool finishing, streamed
-//! text), the title is generated, or a row is deleted; ingest then sees a changed beginning and
-//! starts a new version. Events are keyed on row ids, so their ids survive that.
+//! text), the title is generated, or a row is deleted; ingest then sees that a byte it read
+//! changed (the CRC of all it read, [`Adapter::logs_rewritten`]) and starts a new version.
+//! Events are keyed on row ids, so their ids survive that. A session is exported only when the
+//! stamp of what its export is made of moved ([`Adapter::export_stamp`]: one pass over the
+//! tables per change of the database's files, hashing columns, no JSON built).
 //!
 //! Mapping, per part (`part.data.type`), event id `zcode:<part id>`: `text` → message, or meta
 //! when `synthetic` or `transcriptVisibility: hidden`; `reasoning` → assistant/meta; `tool` →
@@ -28,9 +31,10 @@
 //! `session.parent_id` for `subagent_child` sessions (or when `task_type` is unknown), not for
 //! forks. First prompt: the first visible text part of a user message.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use origin_engine::record::{EventKind, Role, SessionChange};
@@ -196,6 +200,96 @@ struct ExportLine<'a> {
     session: &'a SessionOut,
 }
 
+/// The session stamps of one database, taken when its files were of these sizes and times.
+struct Stamps {
+    db: PathBuf,
+    files: Vec<Option<(u64, std::time::SystemTime)>>,
+    sessions: HashMap<String, String>,
+}
+
+/// The stamps of the database last asked about in this process.
+static STAMPS: Mutex<Option<Stamps>> = Mutex::new(None);
+
+/// The sizes and times of change of the database and its `-wal` (any write changes one).
+fn db_files(db: &Path) -> Vec<Option<(u64, std::time::SystemTime)>> {
+    ["", "-wal"]
+        .iter()
+        .map(|suffix| {
+            let mut p = db.as_os_str().to_owned();
+            p.push(suffix);
+            std::fs::metadata(&p).ok().and_then(|m| Some((m.len(), m.modified().ok()?)))
+        })
+        .collect()
+}
+
+/// Each session's stamp: a hash of every column value its export is made of (the session's
+/// columns; per part, the part's columns and its message's id, time and role), summed over
+/// the parts so that their order does not count, with their number. One pass over the tables,
+/// no JSON built: far cheaper than the exports.
+fn session_stamps(db: &Path) -> rusqlite::Result<HashMap<String, String>> {
+    let conn = open(db)?;
+    let have = columns(&conn, "session")?;
+    let col = |name: &str| if have.contains(name) { format!("s.{name}") } else { "NULL".to_owned() };
+    let sql = format!("SELECT s.id, {}, {}, {}, {}, {} FROM session s WHERE s.id IS NOT NULL", col("directory"), col("title"), col("parent_id"), col("version"), col("task_type"));
+    let mut heads: HashMap<String, u64> = HashMap::new();
+    let mut stmt = conn.prepare(&sql)?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let id = id_of(r.get_ref(0)?);
+        heads.insert(id, row_hash(r, 1..6)?);
+    }
+    let part_updated = if columns(&conn, "part")?.contains("time_updated") { "p.time_updated" } else { "NULL" };
+    let role = "CASE WHEN json_valid(m.data) THEN json_extract(m.data, '$.role') ELSE m.data END";
+    let sql = format!("SELECT m.session_id, p.id, p.message_id, p.time_created, {part_updated}, p.data, m.id, m.time_created, {role} FROM part p JOIN message m ON m.id = p.message_id");
+    let mut parts: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut stmt = conn.prepare(&sql)?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let e = parts.entry(id_of(r.get_ref(0)?)).or_default();
+        e.0 = e.0.wrapping_add(row_hash(r, 1..9)?);
+        e.1 += 1;
+    }
+    Ok(heads
+        .into_iter()
+        .map(|(id, head)| {
+            let (sum, n) = parts.get(&id).copied().unwrap_or_default();
+            (id, format!("{head:016x}-{sum:016x}-{n}"))
+        })
+        .collect())
+}
+
+/// A session id as [`session_ids`] lists it.
+fn id_of(v: ValueRef<'_>) -> String {
+    match json_of(v) {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+/// A hash of the row's columns `cols`, each with its type.
+fn row_hash(r: &rusqlite::Row<'_>, cols: std::ops::Range<usize>) -> rusqlite::Result<u64> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for i in cols {
+        match r.get_ref(i)? {
+            ValueRef::Null => h.update(&[0]),
+            ValueRef::Integer(v) => {
+                h.update(&[1]);
+                h.update(&v.to_le_bytes());
+            }
+            ValueRef::Real(v) => {
+                h.update(&[2]);
+                h.update(&v.to_le_bytes());
+            }
+            ValueRef::Text(t) | ValueRef::Blob(t) => {
+                h.update(&[3]);
+                h.update(&(t.len() as u64).to_le_bytes());
+                h.update(t);
+            }
+        }
+    }
+    Ok(h.digest())
+}
+
 fn export_session(db: &Path, id: &str) -> Result<Vec<u8>, String> {
     let conn = open(db).map_err(|e| e.to_string())?;
     let sql_err = |e: rusqlite::Error| e.to_string();
@@ -256,6 +350,10 @@ impl Adapter for Zcode {
         Source::Zcode
     }
 
+    fn logs_rewritten(&self) -> bool {
+        true
+    }
+
     fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
         let db = homes.zcode.join(DB);
         if !db.is_file() {
@@ -281,6 +379,18 @@ impl Adapter for Zcode {
             })
             .collect();
         (files, problems)
+    }
+
+    fn export_stamp(&self, file: &LogFile) -> Option<String> {
+        let (_, id) = file.key.rsplit_once(KEY_SESSION)?;
+        let files = db_files(&file.path);
+        let mut held = STAMPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !held.as_ref().is_some_and(|s| s.db == file.path && s.files == files) {
+            // Taken anew when a file of the database changed (a stamp that cannot be taken
+            // is none: the session is exported, as it always was).
+            *held = session_stamps(&file.path).ok().map(|sessions| Stamps { db: file.path.clone(), files, sessions });
+        }
+        held.as_ref()?.sessions.get(id).cloned()
     }
 
     fn export(&self, file: &LogFile) -> io::Result<Vec<u8>> {
