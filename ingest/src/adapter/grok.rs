@@ -438,6 +438,11 @@ fn memory_project(folder: &str, projects: &[Project]) -> Option<String> {
     hits.next().is_none().then(|| hit.name()).flatten()
 }
 
+/// The instruction files Grok reads in each folder from a repository's root to the cwd.
+const PROJECT_INSTRUCTIONS: [&str; 5] = ["AGENTS.md", "Agents.md", "AGENT.md", "CLAUDE.md", "CLAUDE.local.md"];
+/// Most folders looked at above a cwd for its repository's root.
+const REPO_LEVELS_MAX: usize = 32;
+
 impl Adapter for Grok {
     fn source(&self) -> Source {
         Source::Grok
@@ -613,14 +618,28 @@ impl Adapter for Grok {
         }
         for p in projects {
             let Some(dir) = &p.dir else { continue };
-            let project = p.name();
-            let mk = |path: PathBuf| MemoryFile { source: Source::Grok, path, scope: MemoryScope::Project, project: project.clone() };
-            for name in ["AGENTS.md", "AGENT.md"] {
-                out.push(mk(dir.join(name)));
+            // Grok reads the instruction files of every folder from the repository's root (the
+            // nearest folder up that has `.git`) down to the cwd; each file is named by its
+            // folder's project, the folder as the logs would write it.
+            let up = dir.ancestors().take(REPO_LEVELS_MAX).position(|a| a.join(".git").exists()).unwrap_or(0);
+            for (k, folder) in dir.ancestors().take(up + 1).enumerate() {
+                let named = p.cwd.ancestors().nth(k).unwrap_or(folder);
+                let project = Some(named.to_string_lossy().into_owned());
+                for name in PROJECT_INSTRUCTIONS {
+                    out.push(MemoryFile { source: Source::Grok, path: folder.join(name), scope: MemoryScope::Project, project: project.clone() });
+                }
             }
+            let mk = |path: PathBuf| MemoryFile { source: Source::Grok, path, scope: MemoryScope::Project, project: p.name() };
             out.extend(walk::files(&dir.join(".grok/rules"), &md, problems).into_iter().map(mk));
         }
         out.retain(|m| m.path.is_file());
+        // A folder two projects share (their repository's root) once; `AGENTS.md` and
+        // `Agents.md` once where the file system does not tell them apart.
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|m| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(&m.path).map_or(true, |md| seen.insert((md.dev(), md.ino())))
+        });
         out
     }
 }
@@ -929,6 +948,32 @@ mod tests {
                 ("memory/weather-api-7d2f0c1e/sessions/2026-11-03-encode-city-names-01a1a0af.md".to_owned(), MemoryScope::Project, w.clone()),
                 ("weather-api/AGENTS.md".to_owned(), MemoryScope::Project, w.clone()),
                 ("weather-api/.grok/rules/tests.md".to_owned(), MemoryScope::Project, w.clone()),
+            ]
+        );
+        // A cwd below its repository's root: every folder's instruction files from the root
+        // down, each named by its folder; a root two projects share, once.
+        let mono = projects_root.path().join("mono");
+        std::fs::create_dir_all(mono.join(".git")).expect("mkdir");
+        write(&mono.join("AGENTS.md"), "- root rules\n");
+        write(&mono.join("Agents.md"), "- root rules, other case\n");
+        write(&mono.join("packages/CLAUDE.md"), "- packages\n");
+        write(&mono.join("packages/web/AGENT.md"), "- web\n");
+        write(&mono.join("packages/web/CLAUDE.local.md"), "- web, mine\n");
+        std::fs::create_dir_all(mono.join("packages/api")).expect("mkdir");
+        let (web, api) = (mono.join("packages/web"), mono.join("packages/api"));
+        let recorded = |p: &Path| PathBuf::from("/home/dev/mono").join(p.strip_prefix(&mono).expect("below"));
+        let both = [Project { cwd: recorded(&web), dir: Some(web.clone()) }, Project { cwd: recorded(&api), dir: Some(api.clone()) }];
+        let files = Grok.memory_files(&homes(), &both, &mut Vec::new());
+        let got: Vec<(String, Option<String>)> = files.iter().filter(|m| m.path.starts_with(&mono)).map(|m| (m.path.strip_prefix(&mono).expect("below").to_string_lossy().into_owned(), m.project.clone())).collect();
+        let named = |s: &str| Some(s.to_owned());
+        assert_eq!(
+            got,
+            vec![
+                ("packages/web/AGENT.md".to_owned(), named("/home/dev/mono/packages/web")),
+                ("packages/web/CLAUDE.local.md".to_owned(), named("/home/dev/mono/packages/web")),
+                ("packages/CLAUDE.md".to_owned(), named("/home/dev/mono/packages")),
+                ("AGENTS.md".to_owned(), named("/home/dev/mono")),
+                ("Agents.md".to_owned(), named("/home/dev/mono")),
             ]
         );
         // Without a matching project the repository memory has no project.
