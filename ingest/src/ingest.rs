@@ -728,7 +728,7 @@ impl Ingester {
             // The leading lines a rewrite kept as they were keep their ids (see `line_ref`).
             let refs = (version > 1).then(|| {
                 let kept = self.kept_lines(&cur, &bytes);
-                crate::adapter::line_refs_after(&state, kept, version)
+                crate::adapter::line_refs_mapped(&state, &kept, version)
             });
             // A later version is mirrored beside the first, wherever the file is read from now
             // (a log moved by its agent, or reached under another spelling, keeps its mirrors).
@@ -1120,22 +1120,48 @@ impl Ingester {
         Ok(())
     }
 
-    /// How many leading complete lines of `bytes` (a file's new version) are those of the
-    /// version `old` read, byte for byte, as its mirror holds them (within its first
-    /// `KEPT_COMPARE_BYTES_MAX`). When the mirror cannot be read, none: the new version's lines
-    /// then all take ids of their own, which duplicates what was kept but never gives an old id
-    /// to other words.
-    fn kept_lines(&self, old: &FileCursor, bytes: &Bytes) -> u64 {
-        let Ok(before) = self.mirrors.read_head(&old.mirror, KEPT_COMPARE_BYTES_MAX) else { return 0 };
-        let Ok(now) = bytes.read(0, (before.len() as u64).min(bytes.len())) else { return 0 };
-        let mut kept = 0;
-        for (a, b) in before.split_inclusive(|&c| c == b'\n').zip(now.split_inclusive(|&c| c == b'\n')) {
-            if a != b || a.last() != Some(&b'\n') {
-                break;
+    /// The complete lines of `bytes` (a file's new version) that are lines of the version `old`
+    /// read, byte for byte, as its mirror holds them (both within their first
+    /// `KEPT_COMPARE_BYTES_MAX`), as `(new line, old line)`, both rising: each new line taken,
+    /// in order, with the first line after the last one taken that is the same (a rewind
+    /// keeps the lines before the turn rewound; a compaction or a repair keeps later lines,
+    /// moved up). When the mirror cannot be read, none: the new version's lines then all take
+    /// ids of their own, which duplicates what was kept but never gives an old id to other
+    /// words.
+    fn kept_lines(&self, old: &FileCursor, bytes: &Bytes) -> Vec<(u64, u64)> {
+        let Ok(before) = self.mirrors.read_head(&old.mirror, KEPT_COMPARE_BYTES_MAX) else { return Vec::new() };
+        let Ok(now) = bytes.read(0, KEPT_COMPARE_BYTES_MAX.min(bytes.len())) else { return Vec::new() };
+        let complete = |b: &[u8]| -> Vec<(u64, usize, usize)> {
+            let mut out = Vec::new();
+            let mut at = 0;
+            while let Some(nl) = memchr::memchr(b'\n', &b[at..]) {
+                out.push((xxhash_rust::xxh3::xxh3_64(&b[at..=at + nl]), at, at + nl + 1));
+                at += nl + 1;
             }
-            kept += 1;
+            out
+        };
+        let (was, is) = (complete(&before), complete(&now));
+        // Where each old line is, by its hash, in order.
+        let mut by_hash: HashMap<u64, std::collections::VecDeque<usize>> = HashMap::new();
+        for (k, &(h, _, _)) in was.iter().enumerate() {
+            by_hash.entry(h).or_default().push_back(k);
         }
-        kept
+        let mut pairs = Vec::new();
+        let mut next_old = 0;
+        for (i, &(h, from, to)) in is.iter().enumerate() {
+            let Some(q) = by_hash.get_mut(&h) else { continue };
+            while q.front().is_some_and(|&k| k < next_old) {
+                q.pop_front();
+            }
+            let line = &now[from..to];
+            if let Some(pos) = q.iter().position(|&k| &before[was[k].1..was[k].2] == line) {
+                let k = q[pos];
+                q.drain(..=pos);
+                pairs.push((i as u64 + 1, k as u64 + 1));
+                next_old = k + 1;
+            }
+        }
+        pairs
     }
 
     /// Rebuilds a mirror from the journal when it is shorter than its records say (a crash

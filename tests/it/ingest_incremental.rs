@@ -663,6 +663,44 @@ fn a_rewound_grok_transcript_keeps_the_ids_of_the_lines_it_kept() {
     }
 }
 
+/// Grok's repair (a line it cannot load dropped) and compaction (a summary, then the latest
+/// turns) rewrite the transcript with lines it had, moved up: they keep the ids they had, so
+/// no event is there twice (every line after a dropped one was stored again under a new id);
+/// through two rewrites, each line keeps the id of its first version.
+#[test]
+fn a_repaired_or_compacted_grok_transcript_keeps_the_ids_of_the_lines_it_moved() {
+    let w = World::new();
+    let chat = grok_chat(&w, "sess-3");
+    let ids_of = |w: &World| -> std::collections::BTreeMap<String, String> { ingested(&w.store()).into_iter().flat_map(|r| r.events).map(|e| (e.id, e.text)).collect() };
+    let torn = r#"{"type":"user","content":[{"type":"te"#.to_owned();
+    write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), torn, grok_user("second question", 1), grok_assistant("second answer")]);
+    run(&w);
+    // Repaired: the line it could not load dropped; then a third question.
+    write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("second question", 1), grok_assistant("second answer"), grok_user("third question", 2)]);
+    run(&w);
+    let p = "grok:sess-3";
+    let expect = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> { pairs.iter().map(|(l, t)| (format!("{p}:{l}"), (*t).to_owned())).collect() };
+    assert_eq!(
+        ids_of(&w),
+        expect(&[("1", "first question"), ("2", "first answer"), ("4", "second question"), ("5", "second answer"), ("v2:5", "third question")])
+    );
+    // Compacted: a summary, then the latest turns as they were.
+    write_lines(&chat, &[grok_assistant("summary: two questions answered"), grok_user("second question", 1), grok_assistant("second answer"), grok_user("third question", 2), grok_assistant("third answer")]);
+    run(&w);
+    assert_eq!(
+        ids_of(&w),
+        expect(&[
+            ("1", "first question"),
+            ("2", "first answer"),
+            ("4", "second question"),
+            ("5", "second answer"),
+            ("v2:5", "third question"),
+            ("v3:1", "summary: two questions answered"),
+            ("v3:5", "third answer"),
+        ])
+    );
+}
+
 /// A Codex home in a temporary folder, its store, and the lines of a fixture rollout.
 struct CodexWorld {
     dir: tempfile::TempDir,

@@ -75,49 +75,70 @@ impl LogFile {
 /// stored with every journal record of the file, as JSON).
 pub type State = Map<String, Value>;
 
-/// Adapter state key: for a file's version N ≥ 2, which version's ids its lines take, as
-/// `[[last line, version], ...]` in line order, the last open-ended (set by ingest when a
-/// rewritten file starts a new version; see [`line_ref`]).
+/// Adapter state key: for a file's version N ≥ 2, which line's id each of its lines takes, as
+/// `[[last line, version, shift], ...]` in line order, the last open-ended: the lines up to
+/// `last` (after the entry before) take the id of line `n - shift` of `version` (a missing
+/// `shift` is 0). Set by ingest when a rewritten file starts a new version; see [`line_ref`].
 pub const LINE_REFS_KEY: &str = "_line_refs";
+
+/// Most entries of [`LINE_REFS_KEY`] (a rewrite that keeps lines scattered past it gives the
+/// rest ids of their own).
+pub const LINE_REFS_MAX: usize = 4096;
 
 /// What names line `line_no` in an event id made from a line number (`<session>:<line>`): the
 /// number in a file's first version; `v<N>:<line>` for a line of version N ≥ 2, except the
-/// leading lines a rewrite kept as they were (Grok's rewind keeps the turns before the one
-/// rewound), which keep the ids they had. A rewritten file (Grok replaces its transcript on
-/// compaction and rewind) numbers other lines than before: its new lines get ids of their own,
-/// and the earlier version's events, and the entries citing them, keep theirs and what they
-/// said.
+/// lines a rewrite kept as they were, byte for byte (Grok's rewind keeps the turns before the
+/// one rewound; its compaction and repair keep later turns, moved up), which keep the ids they
+/// had. A rewritten file (Grok replaces its transcript on compaction, rewind and repair)
+/// numbers other lines than before: its new lines get ids of their own, and the earlier
+/// version's events, and the entries citing them, keep theirs and what they said.
 pub fn line_ref(state: &State, line_no: u64) -> String {
-    match line_version(state, line_no) {
-        v if v > 1 => format!("v{v}:{line_no}"),
-        _ => line_no.to_string(),
+    let (v, shift) = line_source(state, line_no);
+    let line = line_no.saturating_add_signed(-shift).max(1);
+    match v {
+        v if v > 1 => format!("v{v}:{line}"),
+        _ => line.to_string(),
     }
 }
 
-/// The version whose ids line `line_no` takes (1 without [`LINE_REFS_KEY`]).
-fn line_version(state: &State, line_no: u64) -> u64 {
-    let Some(refs) = state.get(LINE_REFS_KEY).and_then(Value::as_array) else { return 1 };
-    let pair = |r: &Value| Some((r.get(0)?.as_u64()?, r.get(1)?.as_u64()?));
-    refs.iter().filter_map(pair).find(|&(last, _)| line_no <= last).map_or(1, |(_, v)| v)
+/// The version and shift whose id line `line_no` takes ((1, 0) without [`LINE_REFS_KEY`]).
+fn line_source(state: &State, line_no: u64) -> (u64, i64) {
+    let Some(refs) = state.get(LINE_REFS_KEY).and_then(Value::as_array) else { return (1, 0) };
+    let entry = |r: &Value| Some((r.get(0)?.as_u64()?, r.get(1)?.as_u64()?, r.get(2).and_then(Value::as_i64).unwrap_or(0)));
+    refs.iter().filter_map(entry).find(|&(last, _, _)| line_no <= last).map_or((1, 0), |(_, v, s)| (v, s))
 }
 
-/// [`LINE_REFS_KEY`] for version `version` of a file whose first `kept` lines are those of the
-/// version read with `previous` (its state): those lines keep the ids they had, the rest take
-/// `version`'s.
-pub fn line_refs_after(previous: &State, kept: u64, version: u32) -> Value {
-    let mut out: Vec<Value> = Vec::new();
-    let mut from = 1;
-    while from <= kept {
-        let v = line_version(previous, from);
-        let mut last = from;
-        while last < kept && line_version(previous, last + 1) == v {
-            last += 1;
+/// [`LINE_REFS_KEY`] for version `version` of a file whose lines `pairs` (new line, line of the
+/// version read with `previous`, its state; both rising) are those lines as they were: they
+/// keep the ids they had, the rest take `version`'s. At most [`LINE_REFS_MAX`] entries.
+pub fn line_refs_mapped(previous: &State, pairs: &[(u64, u64)], version: u32) -> Value {
+    let own = (u64::from(version), 0i64);
+    // Entries `(last line, version, shift)`, each line after the entry before up to `last`.
+    let mut out: Vec<(u64, u64, i64)> = Vec::new();
+    let extend = |out: &mut Vec<(u64, u64, i64)>, last: u64, source: (u64, i64)| match out.last_mut() {
+        Some(e) if (e.1, e.2) == source => e.0 = last,
+        _ => out.push((last, source.0, source.1)),
+    };
+    let mut next = 1;
+    for &(new, old) in pairs {
+        if new < next || out.len() + 2 > LINE_REFS_MAX {
+            break;
         }
-        out.push(Value::from(vec![last, v]));
-        from = last + 1;
+        if new > next {
+            // The lines between take the version's own ids.
+            extend(&mut out, new - 1, own);
+        }
+        let (v, shift) = line_source(previous, old);
+        let id_line = old.saturating_add_signed(-shift);
+        extend(&mut out, new, (v, new as i64 - id_line as i64));
+        next = new + 1;
     }
-    out.push(Value::from(vec![u64::MAX, u64::from(version)]));
-    Value::from(out)
+    let mut refs: Vec<Value> = out
+        .into_iter()
+        .map(|(last, v, shift)| if shift == 0 { Value::from(vec![last, v]) } else { serde_json::json!([last, v, shift]) })
+        .collect();
+    refs.push(Value::from(vec![u64::MAX, u64::from(version)]));
+    Value::from(refs)
 }
 
 /// What one complete line gave.
@@ -262,4 +283,38 @@ pub fn all() -> Vec<Box<dyn Adapter>> {
         Box::new(zcode::Zcode),
         Box::new(grok::Grok),
     ]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod line_refs_tests {
+    use super::*;
+
+    /// A line of a rewritten file takes the id of the line it was (composed over versions),
+    /// the others the new version's; entries stay within [`LINE_REFS_MAX`], the lines past
+    /// them taking the version's own ids; entries of two elements (before shifts) still read.
+    #[test]
+    fn line_refs_compose_over_versions_and_stay_bounded() {
+        let mut v2 = State::new();
+        // Version 2: its lines 1-2 were version 1's 1-2, line 3 its own, 4-5 version 1's 5-6.
+        v2.insert(LINE_REFS_KEY.into(), line_refs_mapped(&State::new(), &[(1, 1), (2, 2), (4, 5), (5, 6)], 2));
+        let refs: Vec<String> = (1..=6).map(|n| line_ref(&v2, n)).collect();
+        assert_eq!(refs, ["1", "2", "v2:3", "5", "6", "v2:6"]);
+        // Version 3: line 1 its own, lines 2-4 version 2's 3-5.
+        let mut v3 = State::new();
+        v3.insert(LINE_REFS_KEY.into(), line_refs_mapped(&v2, &[(2, 3), (3, 4), (4, 5)], 3));
+        let refs: Vec<String> = (1..=5).map(|n| line_ref(&v3, n)).collect();
+        assert_eq!(refs, ["v3:1", "v2:3", "5", "6", "v3:5"]);
+        // Every other line kept, far more than the bound.
+        let pairs: Vec<(u64, u64)> = (1..=20_000u64).filter(|n| n % 2 == 0).map(|n| (n, n + 1)).collect();
+        let bounded = line_refs_mapped(&State::new(), &pairs, 2);
+        assert!(bounded.as_array().unwrap().len() <= LINE_REFS_MAX + 1, "{}", bounded.as_array().unwrap().len());
+        let mut s = State::new();
+        s.insert(LINE_REFS_KEY.into(), bounded);
+        assert_eq!((line_ref(&s, 2), line_ref(&s, 3), line_ref(&s, 19_998)), ("3".to_owned(), "v2:3".to_owned(), "v2:19998".to_owned()));
+        // Before shifts: `[last, version]`.
+        let mut old = State::new();
+        old.insert(LINE_REFS_KEY.into(), serde_json::json!([[2, 1], [u64::MAX, 2]]));
+        assert_eq!((line_ref(&old, 2), line_ref(&old, 3)), ("2".to_owned(), "v2:3".to_owned()));
+    }
 }
