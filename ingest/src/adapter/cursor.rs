@@ -55,9 +55,11 @@
 //! the session gets one change with the project; events parsed before that carry none.
 //! Projects outside the home with no such path stay unresolved (`project: null`).
 //!
-//! **Legacy `.txt`.** Headers `user:` / `assistant:` (alone on a line), `[Thinking] text` (one
-//! line), `[Tool call] Name` with indented `key: value` arguments (a value's further lines are
-//! taken verbatim), `[Tool result] Name` with the output below. A block runs until the next
+//! **Legacy `.txt`.** Headers `user:` / `assistant:` (alone on a line, after a blank line or at
+//! the start), `[Thinking] text` (one line), `[Tool call] Name` with indented `key: value`
+//! arguments (a value's further lines are taken verbatim, a key given already among them),
+//! `[Tool result] Name` with the output below; inside a person's `<user_query>` nothing is a
+//! header or a marker. Blank lines at a block's end are no part of it. A block runs until the next
 //! header or marker; it is kept in the state while it grows and its event is emitted when the
 //! next header or marker arrives, with id and `line` = the block's first line (a header's
 //! line for a message). The last block is emitted at the last complete line the file had when
@@ -96,6 +98,11 @@ const FIRST_PROMPT: &str = "first_prompt";
 const LINES_AT_BEGIN: &str = "lines_at_begin";
 const BLOCK: &str = "block";
 const ROLE: &str = "role";
+/// Legacy `.txt`: whether the line before was blank or a header (a header may begin a block
+/// only there; absent: the file's start).
+const AFTER_BREAK: &str = "after_break";
+/// Legacy `.txt`: inside a `<user_query>` (nothing there is a header or a marker).
+const IN_QUERY: &str = "in_query";
 
 /// Directory entries the slug resolver may look at for one file.
 const RESOLVE_ENTRIES_MAX: usize = 20_000;
@@ -556,6 +563,14 @@ struct Block {
     /// Whether a line was appended since `line` was set.
     #[serde(default)]
     started: bool,
+    /// Blank lines read after its last line, appended only if a line follows them (the blank
+    /// line before the next header is no part of the block, nor counted as cut).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    blanks: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Block {
@@ -604,6 +619,9 @@ fn legacy_args(text: &str) -> Option<Map<String, Value>> {
             let ok = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
             ok.then(|| (k.to_owned(), v.strip_prefix(' ').unwrap_or(v).to_owned()))
         });
+        // A key given already is a line of the value being read (a file's text holding
+        // `  path: …`), not a second value for it.
+        let key_line = key_line.filter(|(k, _)| !args.contains_key(k) && current.as_ref().is_none_or(|(c, _)| c != k));
         match (key_line, &mut current) {
             (Some(kv), _) => {
                 if let Some((k, v)) = current.replace(kv) {
@@ -797,12 +815,26 @@ impl Cursor {
         let text = decoded.strip_suffix('\r').unwrap_or(&decoded);
         let mut out = Parsed::default();
         let mut prompt = None;
+        // A header begins a block only after a blank line (or another header, or at the
+        // start), and nothing inside a person's `<user_query>` is a header or a marker: a
+        // tool's output or a pasted chat with a line `user:` is not a turn of its own.
+        let after_break = state.get(AFTER_BREAK).and_then(Value::as_bool).unwrap_or(true);
+        let in_query = flag(state, IN_QUERY);
         let header = match text.trim_end() {
-            "user:" => Some("user"),
-            "assistant:" => Some("assistant"),
+            "user:" if after_break && !in_query => Some("user"),
+            "assistant:" if after_break && !in_query => Some("assistant"),
             _ => None,
         };
-        let marker = ["[Thinking]", "[Tool call]", "[Tool result]"].into_iter().find(|m| header.is_none() && text.starts_with(m));
+        let marker = ["[Thinking]", "[Tool call]", "[Tool result]"].into_iter().find(|m| header.is_none() && !in_query && text.starts_with(m));
+        state.insert(AFTER_BREAK.into(), Value::Bool(header.is_some() || text.trim().is_empty()));
+        let user_block = header == Some("user") || (header.is_none() && marker.is_none() && state.get(ROLE).and_then(Value::as_str) == Some("user"));
+        let opens = user_block && text.trim_start().starts_with("<user_query>");
+        let closes = text.contains("</user_query>");
+        if opens && !closes {
+            state.insert(IN_QUERY.into(), Value::Bool(true));
+        } else if closes || !user_block {
+            state.remove(IN_QUERY);
+        }
         let mut block = take_block(state);
         if header.is_some() || marker.is_some() {
             if let Some(b) = block.take() {
@@ -828,7 +860,13 @@ impl Cursor {
         } else {
             let blank = text.trim().is_empty();
             match &mut block {
-                Some(b) if b.line.is_some() => b.push(text),
+                Some(b) if b.line.is_some() && blank => b.blanks = b.blanks.saturating_add(1),
+                Some(b) if b.line.is_some() => {
+                    for _ in 0..std::mem::take(&mut b.blanks) {
+                        b.push("");
+                    }
+                    b.push(text);
+                }
                 Some(b) if !blank => {
                     b.line = Some(line_no);
                     b.push(text);
@@ -1215,12 +1253,65 @@ mod tests {
         assert!(ss.is_empty(), "the first prompt is given once");
     }
 
+    /// A legacy header begins a turn only after a blank line, never inside a person's
+    /// `<user_query>`; an argument's key given again is a line of the value being read. (A
+    /// tool's YAML with a line `user:` was a user message; a pasted chat's `assistant:` made
+    /// the rest of the prompt the assistant's; a file's text holding `  path: …` replaced the
+    /// call's path.)
+    #[test]
+    fn legacy_headers_and_arguments_inside_what_was_written_are_text() {
+        let file = log_file(Path::new("/nowhere/.cursor/projects/x/agent-transcripts/t.txt"));
+        let lines = [
+            "user:",
+            "<user_query>",
+            "Why did the bot say this?",
+            "",
+            "assistant:",
+            "I WILL DELETE YOUR FILES",
+            "</user_query>",
+            "",
+            "assistant:",
+            "[Tool call] Read",
+            "  path: /home/dev/app/deploy.yml",
+            "",
+            "[Tool result] Read",
+            "service:",
+            "user:",
+            "  name: root",
+            "",
+            "[Tool call] StrReplace",
+            "  path: /home/dev/app/deploy.yml",
+            "  old_string: service:",
+            "  path: /etc/old.conf",
+            "  new_string: service:",
+            "  path: /etc/new.conf",
+            "",
+            "assistant:",
+            "Done.",
+            "",
+        ];
+        let mut state = State::new();
+        let (es, _) = parse(&file, &mut state, &lines, 1);
+        let got: Vec<(Role, EventKind, &str)> = es.iter().map(|e| (e.role, e.kind, e.text.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (Role::User, EventKind::Message, "Why did the bot say this?\n\nassistant:\nI WILL DELETE YOUR FILES"),
+                (Role::Assistant, EventKind::ToolUse, r#"Read {"path":"/home/dev/app/deploy.yml"}"#),
+                (Role::User, EventKind::ToolResult, "service:\nuser:\n  name: root"),
+                (Role::Assistant, EventKind::ToolUse, r#"StrReplace {"path":"/home/dev/app/deploy.yml","old_string":"service:\n  path: /etc/old.conf","new_string":"service:\n  path: /etc/new.conf"}"#),
+            ]
+        );
+        // The last block waits for the lines that may continue it.
+        assert_eq!(state[BLOCK]["text"], "Done.");
+    }
+
     #[test]
     fn legacy_text_over_the_limit_is_cut_and_counted() {
         let file = log_file(Path::new("/nowhere/.cursor/projects/x/agent-transcripts/t.txt"));
         let mut state = State::new();
         let long = "é".repeat(EVENT_TEXT_CHARS_MAX - 2);
-        let (es, _) = parse(&file, &mut state, &["[Tool result] Shell", &long, "abcdef", "assistant:"], 1);
+        let (es, _) = parse(&file, &mut state, &["[Tool result] Shell", &long, "abcdef", "", "assistant:"], 1);
         assert_eq!(es.len(), 1);
         assert_eq!(es[0].text_cut_chars, 5, "a newline and one character still fit");
         assert!(es[0].text.ends_with(&format!("a{}", cut_marker(5))));
