@@ -1608,6 +1608,34 @@ mod tests {
         }
     }
 
+    /// A Cursor transcript id with both a legacy `.txt` and a JSONL transcript: each keeps its
+    /// events (the two gave the same ids, `cursor:<id>:<line>`, to other words, and whichever
+    /// was read last took them).
+    #[test]
+    fn a_cursor_transcript_in_both_formats_keeps_both() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = dir.path().join(".cursor/projects/home-dev-x/agent-transcripts");
+        std::fs::create_dir_all(t.join("t1")).expect("mkdir");
+        std::fs::write(t.join("t1.txt"), "user:\n<user_query>\nLEGACYQUESTION about the parser\n</user_query>\n\nassistant:\nLEGACYANSWER it was the lexer\n").expect("write");
+        let json = |role: &str, text: &str| serde_json::json!({"role": role, "message": {"content": [{"type": "text", "text": text}]}}).to_string();
+        std::fs::write(t.join("t1/t1.jsonl"), format!("{}\n{}\n", json("user", "<user_query>\nNEWQUESTION about the cache\n</user_query>"), json("assistant", "NEWANSWER evict it"))).expect("write");
+        let store = dir.path().join("store");
+        let journal = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+        Ingester::new(Arc::new(journal), &store, Homes::under(dir.path())).run(None, &mut |_| {}).expect("run");
+        let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+        let mut ids: HashMap<String, String> = HashMap::new();
+        j.read_from(0, |r| {
+            if let Ok((_, Body::Ingested(b))) = r.decode() {
+                ids.extend(b.events.into_iter().map(|e| (e.id, e.text)));
+            }
+            Ok(std::ops::ControlFlow::Continue(()))
+        })
+        .expect("read");
+        let mut texts: Vec<&str> = ids.values().map(String::as_str).collect();
+        texts.sort();
+        assert_eq!(texts, ["LEGACYANSWER it was the lexer", "LEGACYQUESTION about the parser", "NEWANSWER evict it", "NEWQUESTION about the cache"], "{ids:?}");
+    }
+
     /// Memory folders an adapter could not list are the run's problems, beside its logs'.
     #[test]
     fn memory_folders_that_cannot_be_listed_are_reported() {

@@ -61,7 +61,7 @@
 //! `[Tool result] Name` with the output below; inside a person's `<user_query>` nothing is a
 //! header or a marker. Blank lines at a block's end are no part of it. A block runs until the next
 //! header or marker; it is kept in the state while it grows and its event is emitted when the
-//! next header or marker arrives, with id and `line` = the block's first line (a header's
+//! next header or marker arrives, with id `cursor:<transcript id>:txt:<line>` (its own, beside a JSONL transcript of the same id) and `line` = the block's first line (a header's
 //! line for a message). The last block is emitted at the last complete line the file had when
 //! the run began (`begin` counts them), so a finished transcript loses nothing; if more lines
 //! later continue that block, they become a further event of the same kind from their own first
@@ -802,7 +802,7 @@ impl Cursor {
             return;
         }
         let cwd = cwd_of(state);
-        let mut e = event(format!("cursor:{}:{}", place.session, line_ref(state, line)), time_of(state), &place.session, cwd.as_deref(), role, kind, text, line);
+        let mut e = event(format!("cursor:{}:txt:{}", place.session, line_ref(state, line)), time_of(state), &place.session, cwd.as_deref(), role, kind, text, line);
         if block.dropped > 0 {
             e.text.push_str(&cut_marker(block.dropped));
             e.text_cut_chars += block.dropped;
@@ -850,7 +850,7 @@ impl Cursor {
                 "[Thinking]" => {
                     if !rest.is_empty() {
                         let cwd = cwd_of(state);
-                        let id = format!("cursor:{}:{}", place.session, line_ref(state, line_no));
+                        let id = format!("cursor:{}:txt:{}", place.session, line_ref(state, line_no));
                         out.events.push(event(id, time_of(state), &place.session, cwd.as_deref(), Role::Assistant, EventKind::Meta, rest.to_owned(), line_no));
                     }
                 }
@@ -1242,14 +1242,14 @@ mod tests {
         Cursor.begin(&file, &mut state);
         let (es, ss) = parse(&file, &mut state, &["user:", "<user_query>", "hello", "</user_query>"], 1);
         assert_eq!(es.len(), 1);
-        assert_eq!((es[0].id.as_str(), es[0].line, es[0].text.as_str()), ("cursor:t:1", 1, "hello"));
+        assert_eq!((es[0].id.as_str(), es[0].line, es[0].text.as_str()), ("cursor:t:txt:1", 1, "hello"));
         assert_eq!(ss[0].first_prompt.as_deref(), Some("hello"));
         // The agent appends more to the same block, then an answer.
         std::fs::write(&path, "user:\n<user_query>\nhello\n</user_query>\nand more\n\nassistant:\nhi 👋\n").expect("write");
         Cursor.begin(&file, &mut state);
         let (es, ss) = parse(&file, &mut state, &["and more", "", "assistant:", "hi 👋"], 5);
         let got: Vec<(&str, u64, Role, &str)> = es.iter().map(|e| (e.id.as_str(), e.line, e.role, e.text.as_str())).collect();
-        assert_eq!(got, vec![("cursor:t:5", 5, Role::User, "and more"), ("cursor:t:7", 7, Role::Assistant, "hi 👋")]);
+        assert_eq!(got, vec![("cursor:t:txt:5", 5, Role::User, "and more"), ("cursor:t:txt:7", 7, Role::Assistant, "hi 👋")]);
         assert!(ss.is_empty(), "the first prompt is given once");
     }
 
