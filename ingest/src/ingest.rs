@@ -708,6 +708,13 @@ impl Ingester {
         // Said only by the record that ends a line recorded in pieces.
         state.remove(FIRST_LINE_START_KEY);
         let partial = state.get(PARTIAL_LINE_KEY).and_then(Value::as_u64);
+        // A log its agent rewrites, read by a build before `_read_crc`: the CRC of the bytes read
+        // is taken from its mirror, which holds them (the version's state then carries it on).
+        if adapter.logs_rewritten() && cur.byte_end > 0 && !state.contains_key(READ_CRC_KEY) && (len > cur.byte_end || file.format == FileFormat::Export) {
+            if let Some(read) = self.mirrors.read_head(&cur.mirror, cur.byte_end).ok().filter(|m| m.len() as u64 == cur.byte_end) {
+                state.insert(READ_CRC_KEY.into(), Value::from(crc32fast::hash(&read)));
+            }
+        }
         let same_version = cur.version > 0 && len >= cur.byte_end && {
             let head = bytes.read(0, cur.byte_end.min(PREFIX_HASH_BYTES))?;
             let last = if cur.byte_end > 0 { bytes.read(cur.byte_end - 1, 1)? } else { vec![b'\n'] };
@@ -727,7 +734,7 @@ impl Ingester {
             let version = cur.version + 1;
             // The leading lines a rewrite kept as they were keep their ids (see `line_ref`).
             let refs = (version > 1).then(|| {
-                let kept = self.kept_lines(&cur, &bytes);
+                let kept = if adapter.lines_stand_alone(file) { self.kept_lines(&cur, &bytes) } else { Vec::new() };
                 crate::adapter::line_refs_mapped(&state, &kept, version)
             });
             // A later version is mirrored beside the first, wherever the file is read from now
@@ -1429,8 +1436,9 @@ mod tests {
         assert!(run.problems[0].contains("gone.jsonl"), "{:?}", run.problems);
     }
 
-    /// ZCode's adapter, noting the sessions it exports.
-    struct CountingExports(Arc<Mutex<Vec<String>>>);
+    /// ZCode's adapter, noting the sessions it exports; with a database, writing to it at
+    /// every export (ZCode at work while a run reads).
+    struct CountingExports(Arc<Mutex<Vec<String>>>, Option<PathBuf>);
 
     impl Adapter for CountingExports {
         fn source(&self) -> Source {
@@ -1447,6 +1455,10 @@ mod tests {
         }
         fn export(&self, file: &LogFile) -> io::Result<Vec<u8>> {
             guard(&self.0).push(file.key.rsplit('/').next().unwrap_or_default().to_owned());
+            if let Some(db) = &self.1 {
+                let c = rusqlite::Connection::open(db).map_err(io::Error::other)?;
+                c.execute_batch("INSERT INTO usage VALUES (1);").map_err(io::Error::other)?;
+            }
             crate::adapter::zcode::Zcode.export(file)
         }
         fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
@@ -1485,7 +1497,7 @@ mod tests {
         let exported = Arc::new(Mutex::new(Vec::new()));
         let ingester = || {
             let journal = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
-            Ingester::new(Arc::new(journal), &store, homes.clone()).with_adapters(vec![Box::new(CountingExports(exported.clone()))])
+            Ingester::new(Arc::new(journal), &store, homes.clone()).with_adapters(vec![Box::new(CountingExports(exported.clone(), None))])
         };
         // The sessions a run exported, and the events it read.
         let run = |ing: &Ingester| {
@@ -1608,6 +1620,83 @@ mod tests {
         }
     }
 
+    /// A Grok transcript read by a build before `_read_crc` (its state without it) and then
+    /// rewritten past its first 4 KiB, a newline before the old end: the CRC of what was read
+    /// is taken from the mirror, and the rewrite seen.
+    #[test]
+    fn a_version_read_before_the_read_crc_is_checked_against_its_mirror() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let homes = Homes::under(dir.path());
+        let store = dir.path().join("store");
+        let session = "01a20000-0000-7000-8000-000000000002";
+        let folder = dir.path().join(".grok/sessions/%2Fhome%2Fdev%2Fshop").join(session);
+        std::fs::create_dir_all(&folder).expect("mkdir");
+        let line = |v: serde_json::Value| format!("{v}\n");
+        let user = |text: &str, i: u64| line(serde_json::json!({"type": "user", "content": [{"type": "text", "text": text}], "prompt_index": i}));
+        let system = line(serde_json::json!({"type": "system", "content": "Follow the rules carefully. ".repeat(180)}));
+        let v1 = format!("{system}{}{}", user("OLD_PROMPT aaaa", 0), user("second", 1));
+        let chat = folder.join("chat_history.jsonl");
+        std::fs::write(&chat, &v1).expect("write");
+        let snap = store.join("cursors.snap");
+        let journal = || Arc::new(Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open"));
+        let ing = Ingester::new(journal(), &store, homes.clone());
+        ing.run(None, &mut |_| {}).expect("run");
+        // The state as a build before `_read_crc` left it, kept in the cursors' snapshot.
+        let mut cursors = ing.cursors().expect("cursors");
+        drop(ing);
+        for c in cursors.files.values_mut() {
+            let mut st: State = serde_json::from_slice(&c.state).expect("state");
+            assert!(st.remove(READ_CRC_KEY).is_some(), "this build keeps it");
+            c.state = serde_json::to_vec(&st).expect("json");
+        }
+        crate::snapshot::save(&snap, &cursors, &journal()).expect("save");
+        // Rewritten in place (same length), then grown.
+        let v2 = format!("{system}{}{}{}", user("NEW_PROMPT bbbb", 0), user("second", 1), user("third", 2));
+        assert_eq!((v2.as_bytes()[..4096] == v1.as_bytes()[..4096], v2.as_bytes()[v1.len() - 1]), (true, b'\n'));
+        std::fs::write(&chat, &v2).expect("write");
+        let ing = Ingester::new(journal(), &store, homes.clone()).with_snapshot(snap);
+        ing.run(None, &mut |_| {}).expect("run");
+        assert!(matches!(ing.snapshot_use(), Some(crate::snapshot::SnapshotUse::Loaded { .. })), "{:?}", ing.snapshot_use());
+        let texts = texts(&store);
+        assert!(texts.iter().any(|t| t == "NEW_PROMPT bbbb"), "{:?}", texts.iter().map(|t| t.chars().take(30).collect::<String>()).collect::<Vec<_>>());
+    }
+
+    /// The stamps of a ZCode database are taken once a run, at discovery: a database written
+    /// to while the run reads (ZCode at work) was hashed whole again for every session.
+    #[test]
+    fn zcode_stamps_are_taken_once_a_run_while_the_database_is_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let homes = Homes::under(dir.path());
+        let db = homes.zcode.join("cli/db/db.sqlite");
+        std::fs::create_dir_all(db.parent().expect("parent")).expect("mkdir");
+        let conn = rusqlite::Connection::open(&db).expect("db");
+        conn.execute_batch("CREATE TABLE usage (n INTEGER); CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT); CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT); CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);").expect("schema");
+        for s in 0..6 {
+            conn.execute_batch(&format!(
+                r#"INSERT INTO session VALUES ('sess_{s}', '/home/dev/p', 'T');
+                 INSERT INTO message VALUES ('msg_{s}', 'sess_{s}', 10, '{{"role":"user"}}');
+                 INSERT INTO part VALUES ('prt_{s}', 'msg_{s}', 'sess_{s}', 11, 11, '{{"type":"text","text":"question {s}"}}');"#
+            ))
+            .expect("rows");
+        }
+        let store = dir.path().join("store");
+        let exported = Arc::new(Mutex::new(Vec::new()));
+        let journal = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+        let ing = Ingester::new(Arc::new(journal), &store, homes.clone()).with_adapters(vec![Box::new(CountingExports(exported.clone(), Some(db.clone())))]);
+        let passes = || crate::adapter::zcode::STAMP_PASSES.load(std::sync::atomic::Ordering::Relaxed);
+        let before = passes();
+        let summary = ing.run(None, &mut |_| {}).expect("run");
+        assert_eq!(summary.sources["zcode"].events, 6);
+        assert_eq!((guard(&exported).len(), passes() - before), (6, 1), "six sessions exported, the database written at each; one pass");
+        guard(&exported).clear();
+        let before = passes();
+        ing.run(None, &mut |_| {}).expect("run");
+        assert_eq!((guard(&exported).len(), passes() - before), (0, 1), "nothing new to export; the writes of the last run looked at once");
+        let before = passes();
+        ing.run(None, &mut |_| {}).expect("run");
+        assert_eq!(passes() - before, 0, "the database as at the last run: no pass");
+    }
+
     /// A Cursor transcript id with both a legacy `.txt` and a JSONL transcript: each keeps its
     /// events (the two gave the same ids, `cursor:<id>:<line>`, to other words, and whichever
     /// was read last took them).
@@ -1634,6 +1723,40 @@ mod tests {
         let mut texts: Vec<&str> = ids.values().map(String::as_str).collect();
         texts.sort();
         assert_eq!(texts, ["LEGACYANSWER it was the lexer", "LEGACYQUESTION about the parser", "NEWANSWER evict it", "NEWQUESTION about the cache"], "{ids:?}");
+    }
+
+    /// A Cursor legacy `.txt` rewritten: its blocks are named by their first line, a header
+    /// that repeats, so no line keeps an id across the rewrite (its headers matched the old
+    /// ones, and the new turns took the old turns' ids and words).
+    #[test]
+    fn a_rewritten_cursor_legacy_transcript_gives_no_old_id_to_new_words() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = dir.path().join(".cursor/projects/home-dev-x/agent-transcripts");
+        std::fs::create_dir_all(&t).expect("mkdir");
+        let store = dir.path().join("store");
+        let run = || {
+            let journal = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+            Ingester::new(Arc::new(journal), &store, Homes::under(dir.path())).run(None, &mut |_| {}).expect("run");
+        };
+        std::fs::write(t.join("t1.txt"), "user:\nOLDQUESTION one\n\nassistant:\nOLDANSWER one\n\nuser:\nOLDQUESTION two\n\nassistant:\nsomething\n").expect("write");
+        run();
+        std::fs::write(t.join("t1.txt"), "user:\nNEWQUESTION\n\nassistant:\nNEWANSWER\n\nuser:\nsomething else\n\nassistant:\nmore\n\nuser:\nlast\n").expect("write");
+        run();
+        let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+        // The last text each id was given, as the store keeps it.
+        let mut ids: HashMap<String, String> = HashMap::new();
+        j.read_from(0, |r| {
+            if let Ok((_, Body::Ingested(b))) = r.decode() {
+                ids.extend(b.events.into_iter().map(|e| (e.id, e.text)));
+            }
+            Ok(std::ops::ControlFlow::Continue(()))
+        })
+        .expect("read");
+        let texts: std::collections::BTreeSet<&str> = ids.values().map(String::as_str).collect();
+        for old in ["OLDQUESTION one", "OLDANSWER one", "OLDQUESTION two", "something"] {
+            assert!(texts.contains(old), "{old:?} kept: {ids:?}");
+        }
+        assert!(texts.contains("NEWQUESTION") && texts.contains("NEWANSWER"), "{ids:?}");
     }
 
     /// Memory folders an adapter could not list are the run's problems, beside its logs'.

@@ -12,8 +12,8 @@
 //! `<user_query>` beginning a line up to its last `</user_query>`: its content is the message,
 //! and the text outside it, context the IDE put there, a `meta` event of its own with id
 //! `<id>:context`); such tags inside the person's sentences are theirs. A user text without
-//! `<user_query>` that is wholly one element (`<name>…</name>`, a lower-case name without
-//! attributes) is taken for injected context → `meta`. Empty texts give no event; `tool_use` (Cursor gives
+//! `<user_query>` that is wholly made of elements (`<name>…</name>`, lower-case names without
+//! attributes, one after another) is taken for injected context → `meta`. Empty texts give no event; `tool_use` (Cursor gives
 //! it no id, so it cannot be paired with a result) → role `assistant`, kind `tool_use`, text
 //! `Name {input}`;
 //! `turn_ended` (as a line or as a content block) → role and kind `system`, text
@@ -157,6 +157,12 @@ fn norm_slug(s: &str, unicode: bool) -> String {
     out
 }
 
+/// Whether a path's comparable form `form` is the slug's `slug`: the same, or `slug` with
+/// the separator a slug without one at its end may have left out.
+fn slug_is(form: &str, slug: &str) -> bool {
+    form == slug || (!slug.ends_with('-') && form.strip_suffix('-') == Some(slug))
+}
+
 /// A folder slug's comparable form, and whether paths are compared by their Unicode form.
 fn slug_form(slug: &str) -> (String, bool) {
     let unicode = !slug.is_ascii();
@@ -173,7 +179,10 @@ fn resolve_in_home(home: &Path, slug: &str) -> Option<PathBuf> {
     if want.is_empty() {
         return None;
     }
-    if form(home) == want {
+    // A slug without a separator at its end names a folder whose name ends with one too (the
+    // rule for a trailing `-` is unconfirmed: one left out is not taken to mean none there).
+    let same = |f: &str| slug_is(f, &want);
+    if same(&form(home)) {
         return Some(home.to_path_buf());
     }
     if !leads(&form(home)) && !form(home).is_empty() {
@@ -194,7 +203,7 @@ fn resolve_in_home(home: &Path, slug: &str) -> Option<PathBuf> {
             }
             let path = entry.path();
             let f = form(&path);
-            if f == want {
+            if same(&f) {
                 found.push(path);
             } else if leads(&f) && f.len() > form(&dir).len() && depth + 1 < WALK_DEPTH_MAX {
                 stack.push((path, depth + 1));
@@ -219,7 +228,7 @@ fn learn_cwd<'a>(state: &mut State, place: &Place, paths: impl IntoIterator<Item
         if !p.starts_with('/') {
             continue;
         }
-        if let Some(hit) = Path::new(p).ancestors().find(|a| a != &Path::new("/") && norm_slug(a.to_string_lossy().trim_end_matches('/'), unicode) == slug) {
+        if let Some(hit) = Path::new(p).ancestors().find(|a| a != &Path::new("/") && slug_is(&norm_slug(a.to_string_lossy().trim_end_matches('/'), unicode), &slug)) {
             // As a folder is written: without a trailing `/`.
             let hit: PathBuf = hit.components().collect();
             state.insert(CWD.into(), Value::String(hit.to_string_lossy().into_owned()));
@@ -401,16 +410,26 @@ fn user_text(raw: &str) -> UserText {
     UserText { time, text: text.trim().to_owned(), query: false, context: None }
 }
 
-/// Whether `text` is wholly one element `<name>…</name>` (a name of ASCII lower-case letters,
-/// digits, `_` or `-`, without attributes): context an IDE or a tool put in a user turn.
-fn wholly_one_element(text: &str) -> bool {
-    let Some(rest) = text.strip_prefix('<') else { return false };
-    let Some(close) = rest.find('>') else { return false };
-    let name = &rest[..close];
-    !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-        && text.ends_with(&format!("</{name}>"))
-        && text.len() >= 2 * name.len() + 5
+/// Whether `text` is wholly made of elements `<name>…</name>` (names of ASCII lower-case
+/// letters, digits, `_` or `-`, without attributes), one after another with only white space
+/// between: context an IDE or a tool put in a user turn.
+fn only_elements(text: &str) -> bool {
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return false;
+    }
+    while !rest.is_empty() {
+        let Some(open) = rest.strip_prefix('<') else { return false };
+        let Some(close) = open.find('>') else { return false };
+        let name = &open[..close];
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-') {
+            return false;
+        }
+        let end_tag = format!("</{name}>");
+        let Some(end) = open[close + 1..].find(&end_tag) else { return false };
+        rest = open[close + 1 + end + end_tag.len()..].trim_start();
+    }
+    true
 }
 
 fn turn_ended_text(v: &Value) -> String {
@@ -436,7 +455,7 @@ fn turn_ended_text(v: &Value) -> String {
 
 /// What a user text is, and whether it can be the first prompt.
 fn user_kind(u: &UserText) -> (EventKind, Option<String>) {
-    if !u.query && wholly_one_element(&u.text) {
+    if !u.query && only_elements(&u.text) {
         return (EventKind::Meta, None);
     }
     (EventKind::Message, Some(u.text.clone()).filter(|t| !t.is_empty()))
@@ -967,6 +986,10 @@ impl Adapter for Cursor {
         }
     }
 
+    fn lines_stand_alone(&self, file: &LogFile) -> bool {
+        !place(&file.path).legacy
+    }
+
     fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
         let place = place(&file.path);
         if place.legacy {
@@ -1396,6 +1419,10 @@ mod tests {
         assert_eq!(resolve("src/项目"), None, "two folders slugify alike, as ASCII");
         assert_eq!(resolve_in_home(&home, &kept(&home.join("src/项目"))), Some(home.join("src/项目")), "as written, one");
         assert_eq!(resolve("src"), Some(home.join("src")));
+        // A folder whose name ends with a separator, its slug's trailing `-` kept or left out.
+        std::fs::create_dir_all(home.join("notes_")).expect("mkdir");
+        assert_eq!(resolve("notes_"), Some(home.join("notes_")));
+        assert_eq!(resolve_in_home(&home, cursor_slug(&home.join("notes_")).trim_end_matches('-')), Some(home.join("notes_")));
         // From the transcript's own paths, with the slug's letters turned to separators.
         let place = Place { session: "t".into(), parent: None, slug: Some(cursor_slug(&home.join("src/项目"))), home: None, legacy: false };
         let mut state = State::new();
@@ -1452,6 +1479,16 @@ mod tests {
         let mut state = State::new();
         let (es, _) = parse(&file, &mut state, &[&user("<system_reminder>\nthe plan changed\n</system_reminder>")], 1);
         assert_eq!(shown(&es), vec![("cursor:t:1".into(), EventKind::Meta, "<system_reminder>\nthe plan changed\n</system_reminder>".into())]);
+        // Elements one after another: context too, and no first prompt.
+        let mut state = State::new();
+        let two = "<system_reminder>\nbe brief\n</system_reminder>\n<open_files>\nsrc/a.rs\n</open_files>";
+        let (es, ss) = parse(&file, &mut state, &[&user(two)], 1);
+        assert_eq!(shown(&es), vec![("cursor:t:1".into(), EventKind::Meta, two.into())]);
+        assert!(ss.iter().all(|s| s.first_prompt.is_none()), "{ss:?}");
+        // An element, then words: the person's.
+        let mut state = State::new();
+        let (es, _) = parse(&file, &mut state, &[&user("<b>bold</b> does not render in the preview")], 1);
+        assert_eq!(es[0].kind, EventKind::Message);
     }
 
     #[test]

@@ -616,7 +616,13 @@ impl Adapter for Grok {
             let folder = first.and_then(|c| c.as_os_str().to_str()).unwrap_or_default();
             out.push(MemoryFile { source: Source::Grok, path, scope: MemoryScope::Project, project: memory_project(folder, projects) });
         }
-        for p in projects {
+        // Grok's own projects only: the working directories its session folders stand for
+        // (the projects of other agents' logs are theirs; their instruction files are not
+        // what Grok read).
+        let own: std::collections::HashSet<PathBuf> = std::fs::read_dir(homes.grok.join("sessions"))
+            .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).filter_map(|e| group_cwd(&e.path())).map(PathBuf::from).collect())
+            .unwrap_or_default();
+        for p in projects.iter().filter(|p| own.contains(&p.cwd)) {
             let Some(dir) = &p.dir else { continue };
             // Grok reads the instruction files of every folder from the repository's root (the
             // nearest folder up that has `.git`) down to the cwd; each file is named by its
@@ -927,7 +933,10 @@ mod tests {
         write(&weather.join(".grok/rules/tests.md"), "- tests\n");
         let other = projects_root.path().join("other");
         std::fs::create_dir_all(&other).expect("mkdir");
-        let files = Grok.memory_files(&homes(), &[Project::here(weather.clone()), Project::here(other)], &mut Vec::new());
+        // As the fixture's Grok sessions name them; another agent's project is not Grok's.
+        let as_logged = PathBuf::from("/home/dev/work/weather-api");
+        let here = Project { cwd: as_logged.clone(), dir: Some(weather.clone()) };
+        let files = Grok.memory_files(&homes(), &[here.clone(), Project::here(other)], &mut Vec::new());
         let grok = homes().grok;
         let got: Vec<(String, MemoryScope, Option<String>)> = files
             .iter()
@@ -937,7 +946,7 @@ mod tests {
                 (p.to_string_lossy().into_owned(), m.scope, m.project.clone())
             })
             .collect();
-        let w = Some(weather.to_string_lossy().into_owned());
+        let w = Some(as_logged.to_string_lossy().into_owned());
         assert_eq!(
             got,
             vec![
@@ -963,7 +972,14 @@ mod tests {
         let (web, api) = (mono.join("packages/web"), mono.join("packages/api"));
         let recorded = |p: &Path| PathBuf::from("/home/dev/mono").join(p.strip_prefix(&mono).expect("below"));
         let both = [Project { cwd: recorded(&web), dir: Some(web.clone()) }, Project { cwd: recorded(&api), dir: Some(api.clone()) }];
-        let files = Grok.memory_files(&homes(), &both, &mut Vec::new());
+        let grok_home = tempfile::tempdir().expect("tempdir");
+        let mono_homes = Homes::under(grok_home.path());
+        for p in &both {
+            let encoded = p.cwd.to_string_lossy().replace('/', "%2F");
+            std::fs::create_dir_all(mono_homes.grok.join("sessions").join(encoded).join("01a20000-0000-7000-8000-00000000000a")).expect("mkdir");
+        }
+        assert!(Grok.memory_files(&homes(), &both, &mut Vec::new()).iter().all(|m| !m.path.starts_with(&mono)), "projects without a Grok session");
+        let files = Grok.memory_files(&mono_homes, &both, &mut Vec::new());
         let got: Vec<(String, Option<String>)> = files.iter().filter(|m| m.path.starts_with(&mono)).map(|m| (m.path.strip_prefix(&mono).expect("below").to_string_lossy().into_owned(), m.project.clone())).collect();
         let named = |s: &str| Some(s.to_owned());
         assert_eq!(

@@ -83,7 +83,7 @@ pub const LINE_REFS_KEY: &str = "_line_refs";
 
 /// Most entries of [`LINE_REFS_KEY`] (a rewrite that keeps lines scattered past it gives the
 /// rest ids of their own).
-pub const LINE_REFS_MAX: usize = 4096;
+pub const LINE_REFS_MAX: usize = 256;
 
 /// What names line `line_no` in an event id made from a line number (`<session>:<line>`): the
 /// number in a file's first version; `v<N>:<line>` for a line of version N ≥ 2, except the
@@ -183,6 +183,14 @@ pub trait Adapter: Send + Sync {
     /// record of a copied line, which the state keeps, is the original's.
     fn logs_copy_their_folder(&self) -> bool {
         false
+    }
+
+    /// Whether each line of `file` gives its events alone, so that a line a rewrite kept as it
+    /// was keeps the ids it had (see [`line_ref`]). Not so where an event is a block of lines
+    /// named by its first (Cursor's legacy `.txt`, whose header lines repeat): a rewrite of such
+    /// a file gives all its lines ids of their own.
+    fn lines_stand_alone(&self, _file: &LogFile) -> bool {
+        true
     }
 
     /// Whether the agent rewrites its logs whole (Grok replaces a transcript on compaction

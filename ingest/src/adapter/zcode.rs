@@ -16,8 +16,9 @@
 //! text), the title is generated, or a row is deleted; ingest then sees that a byte it read
 //! changed (the CRC of all it read, [`Adapter::logs_rewritten`]) and starts a new version.
 //! Events are keyed on row ids, so their ids survive that. A session is exported only when the
-//! stamp of what its export is made of moved ([`Adapter::export_stamp`]: one pass over the
-//! tables per change of the database's files, hashing columns, no JSON built).
+//! stamp of what its export is made of moved ([`Adapter::export_stamp`]: taken at discovery,
+//! one pass over the tables per run at most, none when the database's files are as at the last
+//! run of the process; hashing columns, no JSON built).
 //!
 //! Mapping, per part (`part.data.type`), event id `zcode:<part id>`: `text` → message, or meta
 //! when `synthetic` or `transcriptVisibility: hidden`; `reasoning` → assistant/meta; `tool` →
@@ -200,26 +201,54 @@ struct ExportLine<'a> {
     session: &'a SessionOut,
 }
 
-/// The session stamps of one database, taken when its files were of these sizes and times.
+/// The session stamps of one database, taken when its files were as `files` says.
 struct Stamps {
     db: PathBuf,
-    files: Vec<Option<(u64, std::time::SystemTime)>>,
+    files: Vec<u8>,
     sessions: HashMap<String, String>,
 }
 
-/// The stamps of the database last asked about in this process.
+/// Passes [`session_stamps`] made in this process (for tests: at most one a run).
+pub static STAMP_PASSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The stamps this process took last, at its last run's discovery.
 static STAMPS: Mutex<Option<Stamps>> = Mutex::new(None);
 
-/// The sizes and times of change of the database and its `-wal` (any write changes one).
-fn db_files(db: &Path) -> Vec<Option<(u64, std::time::SystemTime)>> {
-    ["", "-wal"]
-        .iter()
-        .map(|suffix| {
-            let mut p = db.as_os_str().to_owned();
-            p.push(suffix);
-            std::fs::metadata(&p).ok().and_then(|m| Some((m.len(), m.modified().ok()?)))
-        })
-        .collect()
+/// What the database's files say of its changes: the sizes and times of change of the
+/// database and its `-wal`, the database header (its change counter) and the `-shm` index's
+/// header (SQLite counts every transaction there), so that two writes within one tick of the
+/// file system's clock are told apart.
+fn db_files(db: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (suffix, head) in [("", 100usize), ("-wal", 0), ("-shm", 136)] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        if let Ok(m) = std::fs::metadata(&p) {
+            out.extend_from_slice(&m.len().to_le_bytes());
+            let since = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).unwrap_or_default();
+            out.extend_from_slice(&since.as_nanos().to_le_bytes());
+        }
+        if head > 0 {
+            if let Ok(mut f) = std::fs::File::open(&p) {
+                let mut buf = vec![0u8; head];
+                let n = io::Read::read(&mut f, &mut buf).unwrap_or(0);
+                out.extend_from_slice(&buf[..n]);
+            }
+        }
+        out.push(0xff);
+    }
+    out
+}
+
+/// Takes the stamps of `db`'s sessions for this run, unless its files are as when they were
+/// taken last (once per run at most: discovery calls it).
+fn refresh_stamps(db: &Path) {
+    let files = db_files(db);
+    let mut held = STAMPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !held.as_ref().is_some_and(|s| s.db == db && s.files == files) {
+        // A stamp that cannot be taken is none: the sessions are exported, as they always were.
+        *held = session_stamps(db).ok().map(|sessions| Stamps { db: db.to_path_buf(), files, sessions });
+    }
 }
 
 /// Each session's stamp: a hash of every column value its export is made of (the session's
@@ -227,6 +256,7 @@ fn db_files(db: &Path) -> Vec<Option<(u64, std::time::SystemTime)>> {
 /// the parts so that their order does not count, with their number. One pass over the tables,
 /// no JSON built: far cheaper than the exports.
 fn session_stamps(db: &Path) -> rusqlite::Result<HashMap<String, String>> {
+    STAMP_PASSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let conn = open(db)?;
     let have = columns(&conn, "session")?;
     let col = |name: &str| if have.contains(name) { format!("s.{name}") } else { "NULL".to_owned() };
@@ -363,6 +393,7 @@ impl Adapter for Zcode {
             Ok(ids) => ids,
             Err(e) => return (Vec::new(), vec![format!("cannot list ZCode sessions in {}: {e}", db.display())]),
         };
+        refresh_stamps(&db);
         let mut problems = Vec::new();
         if ids.len() > FILES_PER_SOURCE_MAX {
             ids.truncate(FILES_PER_SOURCE_MAX);
@@ -382,15 +413,11 @@ impl Adapter for Zcode {
     }
 
     fn export_stamp(&self, file: &LogFile) -> Option<String> {
+        // Taken at this run's discovery: a database written to during the run is not hashed
+        // again for every session (a change after discovery is seen at the next run).
         let (_, id) = file.key.rsplit_once(KEY_SESSION)?;
-        let files = db_files(&file.path);
-        let mut held = STAMPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !held.as_ref().is_some_and(|s| s.db == file.path && s.files == files) {
-            // Taken anew when a file of the database changed (a stamp that cannot be taken
-            // is none: the session is exported, as it always was).
-            *held = session_stamps(&file.path).ok().map(|sessions| Stamps { db: file.path.clone(), files, sessions });
-        }
-        held.as_ref()?.sessions.get(id).cloned()
+        let held = STAMPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.as_ref().filter(|s| s.db == file.path)?.sessions.get(id).cloned()
     }
 
     fn export(&self, file: &LogFile) -> io::Result<Vec<u8>> {
