@@ -711,6 +711,8 @@ impl Ingester {
         // A log its agent rewrites, read by a build before `_read_crc`: the CRC of the bytes read
         // is taken from its mirror, which holds them (the version's state then carries it on).
         if adapter.logs_rewritten() && cur.byte_end > 0 && !state.contains_key(READ_CRC_KEY) && (len > cur.byte_end || file.format == FileFormat::Export) {
+            // Made whole first, if a write of it failed (it is rebuilt from the records).
+            let _ = self.repair_mirror(&cur);
             if let Some(read) = self.mirrors.read_head(&cur.mirror, cur.byte_end).ok().filter(|m| m.len() as u64 == cur.byte_end) {
                 state.insert(READ_CRC_KEY.into(), Value::from(crc32fast::hash(&read)));
             }
@@ -1625,6 +1627,14 @@ mod tests {
     /// is taken from the mirror, and the rewrite seen.
     #[test]
     fn a_version_read_before_the_read_crc_is_checked_against_its_mirror() {
+        for mirror_lost in [false, true] {
+            read_before_the_read_crc(mirror_lost);
+        }
+    }
+
+    /// See [`a_version_read_before_the_read_crc_is_checked_against_its_mirror`]; with
+    /// `mirror_lost`, its mirror's `.zst` is gone too (rebuilt from the records first).
+    fn read_before_the_read_crc(mirror_lost: bool) {
         let dir = tempfile::tempdir().expect("tempdir");
         let homes = Homes::under(dir.path());
         let store = dir.path().join("store");
@@ -1654,6 +1664,10 @@ mod tests {
         let v2 = format!("{system}{}{}{}", user("NEW_PROMPT bbbb", 0), user("second", 1), user("third", 2));
         assert_eq!((v2.as_bytes()[..4096] == v1.as_bytes()[..4096], v2.as_bytes()[v1.len() - 1]), (true, b'\n'));
         std::fs::write(&chat, &v2).expect("write");
+        if mirror_lost {
+            let mirror = &cursors.files.values().next().expect("a cursor").mirror;
+            std::fs::remove_file(store.join("raw").join(format!("{mirror}.zst"))).expect("the mirror removed");
+        }
         let ing = Ingester::new(journal(), &store, homes.clone()).with_snapshot(snap);
         ing.run(None, &mut |_| {}).expect("run");
         assert!(matches!(ing.snapshot_use(), Some(crate::snapshot::SnapshotUse::Loaded { .. })), "{:?}", ing.snapshot_use());

@@ -55,11 +55,12 @@
 //! the session gets one change with the project; events parsed before that carry none.
 //! Projects outside the home with no such path stay unresolved (`project: null`).
 //!
-//! **Legacy `.txt`.** Headers `user:` / `assistant:` (alone on a line, after a blank line or at
-//! the start), `[Thinking] text` (one line), `[Tool call] Name` with indented `key: value`
+//! **Legacy `.txt`.** Headers `user:` / `assistant:` (alone on a line, after a blank line, a
+//! header or at the start), `[Thinking] text` (one line), `[Tool call] Name` with indented `key: value`
 //! arguments (a value's further lines are taken verbatim, a key given already among them),
 //! `[Tool result] Name` with the output below; inside a person's `<user_query>` nothing is a
-//! header or a marker. Blank lines at a block's end are no part of it. A block runs until the next
+//! header or a marker (the frame: `<user_query>` as a user turn's first line, up to a line
+//! ending with `</user_query>`). Blank lines at a block's end are no part of it. A block runs until the next
 //! header or marker; it is kept in the state while it grows and its event is emitted when the
 //! next header or marker arrives, with id `cursor:<transcript id>:txt:<line>` (its own, beside a JSONL transcript of the same id) and `line` = the block's first line (a header's
 //! line for a message). The last block is emitted at the last complete line the file had when
@@ -204,16 +205,19 @@ fn resolve_in_home(home: &Path, slug: &str) -> Option<PathBuf> {
             let path = entry.path();
             let f = form(&path);
             if same(&f) {
-                found.push(path);
+                found.push((f == want, path));
             } else if leads(&f) && f.len() > form(&dir).len() && depth + 1 < WALK_DEPTH_MAX {
                 stack.push((path, depth + 1));
             }
         }
     }
-    if found.len() == 1 {
-        found.pop()
-    } else {
-        None
+    // The folder whose form is the slug's exactly before one whose trailing separator the
+    // slug may have left out (`app` beside `app_`).
+    let exact: Vec<&PathBuf> = found.iter().filter(|(e, _)| *e).map(|(_, p)| p).collect();
+    match (exact.as_slice(), found.as_slice()) {
+        ([one], _) => Some((*one).clone()),
+        ([], [(_, one)]) => Some(one.clone()),
+        _ => None,
     }
 }
 
@@ -363,7 +367,8 @@ impl UserText {
     /// The text with the context before it, as one (a legacy block is one event).
     fn combined(&self) -> String {
         match &self.context {
-            Some(c) => format!("{c}\n{}", self.text),
+            Some(c) if !self.text.is_empty() => format!("{c}\n{}", self.text),
+            Some(c) => c.clone(),
             None => self.text.clone(),
         }
     }
@@ -846,9 +851,19 @@ impl Cursor {
         };
         let marker = ["[Thinking]", "[Tool call]", "[Tool result]"].into_iter().find(|m| header.is_none() && !in_query && text.starts_with(m));
         state.insert(AFTER_BREAK.into(), Value::Bool(header.is_some() || text.trim().is_empty()));
+        // Cursor's frame: `<user_query>` as a user turn's first line, `</user_query>` ending a
+        // line (a user's own text that names the tags frames nothing).
         let user_block = header == Some("user") || (header.is_none() && marker.is_none() && state.get(ROLE).and_then(Value::as_str) == Some("user"));
-        let opens = user_block && text.trim_start().starts_with("<user_query>");
-        let closes = text.contains("</user_query>");
+        let fresh_user_block = header.is_none()
+            && marker.is_none()
+            && state.get(BLOCK).is_some_and(|b| {
+                b.get("kind").and_then(Value::as_str) == Some("text")
+                    && b.get("role").and_then(Value::as_str) == Some("user")
+                    && b.get("line").is_some_and(|l| !l.is_null())
+                    && !b.get("started").and_then(Value::as_bool).unwrap_or(false)
+            });
+        let opens = fresh_user_block && text.trim_start().starts_with("<user_query>");
+        let closes = text.trim_end().ends_with("</user_query>");
         if opens && !closes {
             state.insert(IN_QUERY.into(), Value::Bool(true));
         } else if closes || !user_block {
@@ -1327,6 +1342,40 @@ mod tests {
         );
         // The last block waits for the lines that may continue it.
         assert_eq!(state[BLOCK]["text"], "Done.");
+        // The frame is Cursor's only: `<user_query>` as a turn's first line, closed by a line
+        // that ends with `</user_query>` (the tag inside a sentence closes nothing; a turn the
+        // person wrote without the frame, naming the tag on a later line, opens nothing: the
+        // rest of the file was one user message).
+        let lines = [
+            "user:",
+            "<user_query>",
+            "My template prints </user_query> twice. The bot then said:",
+            "",
+            "assistant:",
+            "PASTEDREPLY I will delete your files",
+            "</user_query>",
+            "",
+            "user:",
+            "fix the parser, the log begins:",
+            "<user_query>",
+            "",
+            "assistant:",
+            "SECONDANSWER it was the lexer",
+            "",
+            "user:",
+            "thanks",
+        ];
+        let mut state = State::new();
+        let (es, _) = parse(&file, &mut state, &lines, 1);
+        let got: Vec<(Role, &str)> = es.iter().map(|e| (e.role, e.text.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (Role::User, "My template prints </user_query> twice. The bot then said:\n\nassistant:\nPASTEDREPLY I will delete your files"),
+                (Role::User, "fix the parser, the log begins:"),
+                (Role::Assistant, "SECONDANSWER it was the lexer"),
+            ]
+        );
     }
 
     #[test]
@@ -1423,6 +1472,10 @@ mod tests {
         std::fs::create_dir_all(home.join("notes_")).expect("mkdir");
         assert_eq!(resolve("notes_"), Some(home.join("notes_")));
         assert_eq!(resolve_in_home(&home, cursor_slug(&home.join("notes_")).trim_end_matches('-')), Some(home.join("notes_")));
+        // Beside a folder of that name without the separator, the slug without one is that.
+        std::fs::create_dir_all(home.join("notes")).expect("mkdir");
+        assert_eq!(resolve("notes"), Some(home.join("notes")));
+        assert_eq!(resolve("notes_"), Some(home.join("notes_")));
         // From the transcript's own paths, with the slug's letters turned to separators.
         let place = Place { session: "t".into(), parent: None, slug: Some(cursor_slug(&home.join("src/项目"))), home: None, legacy: false };
         let mut state = State::new();

@@ -438,6 +438,22 @@ fn memory_project(folder: &str, projects: &[Project]) -> Option<String> {
     hits.next().is_none().then(|| hit.name()).flatten()
 }
 
+/// The working directories of Grok's sessions below `sessions`: each group folder's, and each
+/// session's own as its `summary.json` names it (as the events take it).
+fn own_cwds(sessions: &Path) -> std::collections::HashSet<PathBuf> {
+    let dirs = |p: &Path| -> Vec<PathBuf> { std::fs::read_dir(p).map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()).collect()).unwrap_or_default() };
+    let mut out = std::collections::HashSet::new();
+    for group in dirs(sessions) {
+        out.extend(group_cwd(&group).map(PathBuf::from));
+        for session in dirs(&group) {
+            let summary: Option<Value> = read_small(&session.join("summary.json")).and_then(|b| serde_json::from_slice(&b).ok());
+            let named = summary.as_ref().and_then(|s| s.get("info").and_then(|i| str_of(i, "cwd")).or_else(|| str_of(s, "cwd")));
+            out.extend(named.map(str::trim).filter(|c| !c.is_empty()).map(PathBuf::from));
+        }
+    }
+    out
+}
+
 /// The instruction files Grok reads in each folder from a repository's root to the cwd.
 const PROJECT_INSTRUCTIONS: [&str; 5] = ["AGENTS.md", "Agents.md", "AGENT.md", "CLAUDE.md", "CLAUDE.local.md"];
 /// Most folders looked at above a cwd for its repository's root.
@@ -619,9 +635,7 @@ impl Adapter for Grok {
         // Grok's own projects only: the working directories its session folders stand for
         // (the projects of other agents' logs are theirs; their instruction files are not
         // what Grok read).
-        let own: std::collections::HashSet<PathBuf> = std::fs::read_dir(homes.grok.join("sessions"))
-            .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).filter_map(|e| group_cwd(&e.path())).map(PathBuf::from).collect())
-            .unwrap_or_default();
+        let own = own_cwds(&homes.grok.join("sessions"));
         for p in projects.iter().filter(|p| own.contains(&p.cwd)) {
             let Some(dir) = &p.dir else { continue };
             // Grok reads the instruction files of every folder from the repository's root (the
@@ -974,10 +988,11 @@ mod tests {
         let both = [Project { cwd: recorded(&web), dir: Some(web.clone()) }, Project { cwd: recorded(&api), dir: Some(api.clone()) }];
         let grok_home = tempfile::tempdir().expect("tempdir");
         let mono_homes = Homes::under(grok_home.path());
-        for p in &both {
-            let encoded = p.cwd.to_string_lossy().replace('/', "%2F");
-            std::fs::create_dir_all(mono_homes.grok.join("sessions").join(encoded).join("01a20000-0000-7000-8000-00000000000a")).expect("mkdir");
-        }
+        // The web session's folder names the repository's root; its summary its cwd.
+        let root_group = mono_homes.grok.join("sessions").join("%2Fhome%2Fdev%2Fmono");
+        write(&root_group.join("01a20000-0000-7000-8000-00000000000a/summary.json"), &format!(r#"{{"info":{{"cwd":"{}"}}}}"#, both[0].cwd.display()));
+        let api = both[1].cwd.to_string_lossy().replace('/', "%2F");
+        std::fs::create_dir_all(mono_homes.grok.join("sessions").join(api).join("01a20000-0000-7000-8000-00000000000b")).expect("mkdir");
         assert!(Grok.memory_files(&homes(), &both, &mut Vec::new()).iter().all(|m| !m.path.starts_with(&mono)), "projects without a Grok session");
         let files = Grok.memory_files(&mono_homes, &both, &mut Vec::new());
         let got: Vec<(String, Option<String>)> = files.iter().filter(|m| m.path.starts_with(&mono)).map(|m| (m.path.strip_prefix(&mono).expect("below").to_string_lossy().into_owned(), m.project.clone())).collect();

@@ -17,8 +17,9 @@
 //! changed (the CRC of all it read, [`Adapter::logs_rewritten`]) and starts a new version.
 //! Events are keyed on row ids, so their ids survive that. A session is exported only when the
 //! stamp of what its export is made of moved ([`Adapter::export_stamp`]: taken at discovery,
-//! one pass over the tables per run at most, none when the database's files are as at the last
-//! run of the process; hashing columns, no JSON built).
+//! one pass over the tables per run at most, none when the database's files (their sizes,
+//! times and headers; in WAL mode the first read after a burst of writes moves them once more)
+//! are as at the process's last run; hashing columns, no JSON built).
 //!
 //! Mapping, per part (`part.data.type`), event id `zcode:<part id>`: `text` → message, or meta
 //! when `synthetic` or `transcriptVisibility: hidden`; `reasoning` → assistant/meta; `tool` →
@@ -220,7 +221,9 @@ static STAMPS: Mutex<Option<Stamps>> = Mutex::new(None);
 /// file system's clock are told apart.
 fn db_files(db: &Path) -> Vec<u8> {
     let mut out = Vec::new();
-    for (suffix, head) in [("", 100usize), ("-wal", 0), ("-shm", 136)] {
+    // The `-shm` index's two copies of its header (96 bytes), which writers change; not the
+    // read marks after them, which readers (this one among them) move.
+    for (suffix, head) in [("", 100usize), ("-wal", 0), ("-shm", 96)] {
         let mut p = db.as_os_str().to_owned();
         p.push(suffix);
         if let Ok(m) = std::fs::metadata(&p) {
