@@ -1533,33 +1533,27 @@ mod tests {
         drop(ing);
         let ing = ingester();
         assert_eq!(run(&ing), (vec![], 0), "nothing new, in the next process");
-        let texts: Vec<String> = {
-            let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
-            let mut out = Vec::new();
-            j.read_from(0, |r| {
-                if let Ok((_, Body::Ingested(b))) = r.decode() {
-                    out.extend(b.events.into_iter().map(|e| e.text));
-                }
-                Ok(std::ops::ControlFlow::Continue(()))
-            })
-            .expect("read");
-            out
-        };
+        let texts = texts(&store);
         assert!(texts.iter().any(|t| t == "first in b, edited") && texts.iter().any(|t| t == "second in a"), "{texts:?}");
     }
 
-    /// Every text event in the store's journal.
-    fn texts(store: &Path) -> Vec<String> {
+    /// Every event in the store's journal, as (id, text), in order.
+    fn events(store: &Path) -> Vec<(String, String)> {
         let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
         let mut out = Vec::new();
         j.read_from(0, |r| {
             if let Ok((_, Body::Ingested(b))) = r.decode() {
-                out.extend(b.events.into_iter().map(|e| e.text));
+                out.extend(b.events.into_iter().map(|e| (e.id, e.text)));
             }
             Ok(std::ops::ControlFlow::Continue(()))
         })
         .expect("read");
         out
+    }
+
+    /// Every event's text in the store's journal, in order.
+    fn texts(store: &Path) -> Vec<String> {
+        events(store).into_iter().map(|(_, t)| t).collect()
     }
 
     /// A log its agent rewrites that comes back longer, its first 4 KiB the same and a newline
@@ -1725,15 +1719,7 @@ mod tests {
         let store = dir.path().join("store");
         let journal = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
         Ingester::new(Arc::new(journal), &store, Homes::under(dir.path())).run(None, &mut |_| {}).expect("run");
-        let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
-        let mut ids: HashMap<String, String> = HashMap::new();
-        j.read_from(0, |r| {
-            if let Ok((_, Body::Ingested(b))) = r.decode() {
-                ids.extend(b.events.into_iter().map(|e| (e.id, e.text)));
-            }
-            Ok(std::ops::ControlFlow::Continue(()))
-        })
-        .expect("read");
+        let ids: HashMap<String, String> = events(&store).into_iter().collect();
         let mut texts: Vec<&str> = ids.values().map(String::as_str).collect();
         texts.sort();
         assert_eq!(texts, ["LEGACYANSWER it was the lexer", "LEGACYQUESTION about the parser", "NEWANSWER evict it", "NEWQUESTION about the cache"], "{ids:?}");
@@ -1756,16 +1742,8 @@ mod tests {
         run();
         std::fs::write(t.join("t1.txt"), "user:\nNEWQUESTION\n\nassistant:\nNEWANSWER\n\nuser:\nsomething else\n\nassistant:\nmore\n\nuser:\nlast\n").expect("write");
         run();
-        let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
         // The last text each id was given, as the store keeps it.
-        let mut ids: HashMap<String, String> = HashMap::new();
-        j.read_from(0, |r| {
-            if let Ok((_, Body::Ingested(b))) = r.decode() {
-                ids.extend(b.events.into_iter().map(|e| (e.id, e.text)));
-            }
-            Ok(std::ops::ControlFlow::Continue(()))
-        })
-        .expect("read");
+        let ids: HashMap<String, String> = events(&store).into_iter().collect();
         let texts: std::collections::BTreeSet<&str> = ids.values().map(String::as_str).collect();
         for old in ["OLDQUESTION one", "OLDANSWER one", "OLDQUESTION two", "something"] {
             assert!(texts.contains(old), "{old:?} kept: {ids:?}");
