@@ -711,7 +711,9 @@ impl Ingester {
         // A log its agent rewrites, read by a build before `_read_crc`: the CRC of the bytes read
         // is taken from its mirror, which holds them (the version's state then carries it on).
         if adapter.logs_rewritten() && cur.byte_end > 0 && !state.contains_key(READ_CRC_KEY) && (len > cur.byte_end || file.format == FileFormat::Export) {
-            // Made whole first, if a write of it failed (it is rebuilt from the records).
+            // Made whole first, if a write of it failed (rebuilt from the records). A repair
+            // that fails leaves the version unchecked, as before this key; it is said by the
+            // repair below when the version is read on.
             let _ = self.repair_mirror(&cur);
             if let Some(read) = self.mirrors.read_head(&cur.mirror, cur.byte_end).ok().filter(|m| m.len() as u64 == cur.byte_end) {
                 state.insert(READ_CRC_KEY.into(), Value::from(crc32fast::hash(&read)));
