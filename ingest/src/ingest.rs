@@ -1671,6 +1671,33 @@ mod tests {
         assert!(texts.iter().any(|t| t == "NEW_PROMPT bbbb"), "{:?}", texts.iter().map(|t| t.chars().take(30).collect::<String>()).collect::<Vec<_>>());
     }
 
+    /// A ZCode tool whose output is larger than ingest parses a line (32 MiB): its call and
+    /// its output's beginning and end are read (the export keeps a string's first and last
+    /// 512 KiB); the line was cut, and the tool call with it.
+    #[test]
+    fn a_zcode_tool_with_an_output_over_what_a_line_may_hold_is_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let homes = Homes::under(dir.path());
+        let db = homes.zcode.join("cli/db/db.sqlite");
+        std::fs::create_dir_all(db.parent().expect("parent")).expect("mkdir");
+        let conn = rusqlite::Connection::open(&db).expect("db");
+        conn.execute_batch("CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT); CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT); CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
+             INSERT INTO session VALUES ('sess_big', '/home/dev/p', 'T');
+             INSERT INTO message VALUES ('msg_1', 'sess_big', 10, '{\"role\":\"assistant\"}');").expect("schema");
+        let output = format!("HEADMARK {}TAILMARK", "log line é 😀\n".repeat(2_400_000));
+        assert!(output.len() > crate::limits::LINE_SIZE_BYTES_MAX);
+        let data = serde_json::json!({"type": "tool", "tool": "bash", "callID": "c1", "state": {"status": "completed", "input": {"command": "cat build.log"}, "output": output}});
+        conn.execute("INSERT INTO part VALUES ('prt_1', 'msg_1', 'sess_big', 11, 11, ?1)", [data.to_string()]).expect("part");
+        let store = dir.path().join("store");
+        let journal = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+        let summary = Ingester::new(Arc::new(journal), &store, homes.clone()).run(None, &mut |_| {}).expect("run");
+        assert_eq!((summary.sources["zcode"].cut, summary.sources["zcode"].malformed), (0, 0), "{summary:?}");
+        let events: HashMap<String, String> = events(&store).into_iter().collect();
+        assert!(events.get("zcode:prt_1:use").is_some_and(|t| t.contains("cat build.log")), "{:?}", events.keys().collect::<Vec<_>>());
+        let result = events.get("zcode:prt_1:result").expect("the output");
+        assert!(result.starts_with("HEADMARK log line é 😀") && result.ends_with("TAILMARK"), "{}…{}", &result[..40], &result[result.len() - 40..]);
+    }
+
     /// The stamps of a ZCode database are taken once a run, at discovery: a database written
     /// to while the run reads (ZCode at work) was hashed whole again for every session.
     #[test]

@@ -9,7 +9,8 @@
 //! `message.time_created, message.id, part.time_created, part.id`, keys in this order:
 //! `{"part":{"id","message_id","time_created","time_updated","data"},"message":{"id","role",
 //! "time_created"},"session":{"id","directory","title","parent_id","version","task_type"}}`.
-//! `data` is the row's JSON with its keys sorted (kept as a string if it is not JSON); optional
+//! `data` is the row's JSON with its keys sorted (kept as a string if it is not JSON), each
+//! string over 1 MiB cut to its first and last 512 KiB with a note of the bytes left out; optional
 //! session columns a build lacks are null. Only columns that do not move while a session grows
 //! are exported (no `time_updated` of sessions or messages, no message data beyond its role), so
 //! an export grows by appending until a part is updated in place (a tool finishing, streamed
@@ -130,7 +131,16 @@ fn data_of(v: ValueRef<'_>) -> Value {
     }
 }
 
-/// `v` with every object's keys in sorted order.
+/// Most bytes of one string in an export: a longer one (a tool's output of many megabytes)
+/// keeps its first and last half of this, a note of the bytes left out between them. Far more
+/// than an event keeps of a text (50,000 characters, its end among them), and it keeps every
+/// line of the export far below the 32 MiB ingest parses (such a line's tool call and output
+/// were not read at all), and a long output out of every version the session's export is
+/// recorded again in.
+const EXPORT_STRING_BYTES_MAX: usize = 1024 * 1024;
+
+/// `v` with every object's keys in sorted order, and every string bounded
+/// ([`EXPORT_STRING_BYTES_MAX`]).
 fn sorted(v: Value) -> Value {
     match v {
         Value::Object(m) => {
@@ -139,8 +149,24 @@ fn sorted(v: Value) -> Value {
             Value::Object(kv.into_iter().map(|(k, v)| (k, sorted(v))).collect())
         }
         Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
+        Value::String(s) if s.len() > EXPORT_STRING_BYTES_MAX => Value::String(bounded(&s)),
         other => other,
     }
+}
+
+/// A string over [`EXPORT_STRING_BYTES_MAX`]: its first and last half of it, cut between
+/// characters, and between them how many bytes were left out.
+fn bounded(s: &str) -> String {
+    let half = EXPORT_STRING_BYTES_MAX / 2;
+    let mut head = half;
+    while !s.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = s.len() - half;
+    while !s.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}\n[… {} bytes left out of the export …]\n{}", &s[..head], tail - head, &s[tail..])
 }
 
 /// A session id safe to use as a file name in a mirror path.
