@@ -48,6 +48,11 @@ pub const FIRST_LINE_RECORD_KEY: &str = "_first_line_record";
 /// record to record; checked, for an agent that rewrites its logs, before a grown file is read
 /// on (see [`Adapter::logs_rewritten`]).
 const READ_CRC_KEY: &str = "_read_crc";
+/// State key of a log its agent rewrites (a plain file): `[device, inode, time of change in
+/// ns]` as the file was when last read; when they moved and its length did not, every byte
+/// read of it is checked (a rewrite to the same length, renamed over it, was taken as
+/// unchanged).
+const FILE_STAT_KEY: &str = "_file_stat";
 /// State key of an exported log: `[stamp, length]`, its adapter's [`Adapter::export_stamp`]
 /// taken before the export ingest read, and that export's length. While the stamp is the same
 /// and the file was read to that length, the log is not exported again.
@@ -708,9 +713,16 @@ impl Ingester {
         // Said only by the record that ends a line recorded in pieces.
         state.remove(FIRST_LINE_START_KEY);
         let partial = state.get(PARTIAL_LINE_KEY).and_then(Value::as_u64);
+        // A log its agent rewrites, as a plain file: whether it may have been rewritten to the
+        // same length (its inode or time of change moved since it was read).
+        let stat = if adapter.logs_rewritten() && file.format == FileFormat::Lines { file_stat(&file.path) } else { None };
+        let restated = stat.as_ref().is_some_and(|st| state.get(FILE_STAT_KEY) != Some(st));
+        // Every byte read of it is checked when it grew, was made again (an export), or may
+        // have been rewritten in place of itself.
+        let check_whole = adapter.logs_rewritten() && (len > cur.byte_end || file.format == FileFormat::Export || restated);
         // A log its agent rewrites, read by a build before `_read_crc`: the CRC of the bytes read
         // is taken from its mirror, which holds them (the version's state then carries it on).
-        if adapter.logs_rewritten() && cur.byte_end > 0 && !state.contains_key(READ_CRC_KEY) && (len > cur.byte_end || file.format == FileFormat::Export) {
+        if check_whole && cur.byte_end > 0 && !state.contains_key(READ_CRC_KEY) {
             // Made whole first, if a write of it failed (rebuilt from the records). A repair
             // that fails leaves the version unchecked, as before this key; it is said by the
             // repair below when the version is read on.
@@ -731,7 +743,7 @@ impl Ingester {
             // A log its agent rewrites, grown (or an export made again): every byte read of
             // it must still be its own (a change past its first 4 KiB, the byte before the
             // old end still a newline, was read as growth and never seen).
-            Some(crc) if adapter.logs_rewritten() && (len > cur.byte_end || file.format == FileFormat::Export) => crc_of(&bytes, 0, cur.byte_end)? == crc,
+            Some(crc) if check_whole => crc_of(&bytes, 0, cur.byte_end)? == crc,
             _ => true,
         };
         if !same_version {
@@ -762,28 +774,34 @@ impl Ingester {
             // An export with nothing new whose stamp moved (what it is made of changed where
             // the export does not show it): the stamp recorded, without lines, so that the next
             // run need not export it again.
+            // Likewise a plain file's stat that moved with its bytes the same (checked whole
+            // above): recorded, so that it is not read whole again at every run.
+            let mut restamped = false;
             if let Some(s) = stamp.clone().filter(|s| state.get(EXPORT_STAMP_KEY) != Some(s)) {
                 state.insert(EXPORT_STAMP_KEY.into(), s);
-                let head = bytes.read(0, cur.byte_end.min(PREFIX_HASH_BYTES))?;
-                let batch = Batch::new(cur.byte_end, cur.line_end);
-                self.append_batch(cursors, file, &mut cur, &mut state, partial, batch, &[], &head, run)?;
-                return Ok(());
+                restamped = true;
+            }
+            if let Some(st) = stat.clone().filter(|_| restated) {
+                state.insert(FILE_STAT_KEY.into(), st);
+                restamped = true;
             }
             // No new line; what its side files say may be new (a title written after the last
             // line), recorded without lines: looked at once per change of their stamp in this
             // process (a side file rewritten with nothing new is not read at every run).
-            let Some(stamp) = adapter.side_stamp(file) else { return Ok(()) };
-            if guard(&self.side_seen).get(&file.path) == Some(&stamp) {
-                return Ok(());
-            }
-            let changes = adapter.side_changes(file, &mut state);
-            if !changes.is_empty() {
+            let side = adapter.side_stamp(file).filter(|st| guard(&self.side_seen).get(&file.path) != Some(st));
+            let changes = if side.is_some() { adapter.side_changes(file, &mut state) } else { Vec::new() };
+            if !changes.is_empty() || restamped {
                 let head = bytes.read(0, cur.byte_end.min(PREFIX_HASH_BYTES))?;
                 let batch = Batch { sessions: changes.into_iter().map(crate::text::bounded).collect(), ..Batch::new(cur.byte_end, cur.line_end) };
                 self.append_batch(cursors, file, &mut cur, &mut state, partial, batch, &[], &head, run)?;
             }
-            guard(&self.side_seen).insert(file.path.clone(), stamp);
+            if let Some(st) = side {
+                guard(&self.side_seen).insert(file.path.clone(), st);
+            }
             return Ok(());
+        }
+        if let Some(st) = stat {
+            state.insert(FILE_STAT_KEY.into(), st);
         }
         if let Some(s) = stamp {
             state.insert(EXPORT_STAMP_KEY.into(), s);
@@ -1340,6 +1358,13 @@ fn crc_of(bytes: &Bytes, from: u64, to: u64) -> io::Result<u64> {
     Ok(u64::from(h.finalize()))
 }
 
+/// A plain file's `[device, inode, time of change in ns]` (see [`FILE_STAT_KEY`]).
+fn file_stat(path: &Path) -> Option<Value> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some(serde_json::json!([m.dev(), m.ino(), m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec())]))
+}
+
 /// What events take in a record, counted high: their strings, and [`EVENT_FIXED_BYTES`] each.
 fn events_bytes(events: &[Event]) -> usize {
     let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
@@ -1686,7 +1711,9 @@ mod tests {
              INSERT INTO message VALUES ('msg_1', 'sess_big', 10, '{\"role\":\"assistant\"}');").expect("schema");
         let output = format!("HEADMARK {}TAILMARK", "log line é 😀\n".repeat(2_400_000));
         assert!(output.len() > crate::limits::LINE_SIZE_BYTES_MAX);
-        let data = serde_json::json!({"type": "tool", "tool": "bash", "callID": "c1", "state": {"status": "completed", "input": {"command": "cat build.log"}, "output": output}});
+        // Six strings of control characters, 1.2 MB each, 7.2 MB each written in JSON.
+        let binary: String = "\u{1}\u{2}".repeat(600_000);
+        let data = serde_json::json!({"type": "tool", "tool": "bash", "callID": "c1", "state": {"status": "completed", "input": {"command": "cat build.log"}, "output": output, "metadata": {"a": binary, "b": binary, "c": binary, "d": binary, "e": binary, "f": binary}}});
         conn.execute("INSERT INTO part VALUES ('prt_1', 'msg_1', 'sess_big', 11, 11, ?1)", [data.to_string()]).expect("part");
         let store = dir.path().join("store");
         let journal = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
@@ -1696,6 +1723,52 @@ mod tests {
         assert!(events.get("zcode:prt_1:use").is_some_and(|t| t.contains("cat build.log")), "{:?}", events.keys().collect::<Vec<_>>());
         let result = events.get("zcode:prt_1:result").expect("the output");
         assert!(result.starts_with("HEADMARK log line é 😀") && result.ends_with("TAILMARK"), "{}…{}", &result[..40], &result[result.len() - 40..]);
+    }
+
+    /// A Grok transcript rewritten to the same length (a compaction's summary as long as the
+    /// last, renamed over it) is read again: its inode and time of change moved, so every byte
+    /// read of it is checked. A file only touched is checked once and its stat recorded (one
+    /// record without lines); one left alone is not read again.
+    #[test]
+    fn a_grok_transcript_rewritten_to_the_same_length_is_read_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let homes = Homes::under(dir.path());
+        let store = dir.path().join("store");
+        let folder = dir.path().join(".grok/sessions/%2Fhome%2Fdev%2Fshop/01a20000-0000-7000-8000-000000000003");
+        std::fs::create_dir_all(&folder).expect("mkdir");
+        let line = |v: serde_json::Value| format!("{v}\n");
+        let system = line(serde_json::json!({"type": "system", "content": "Follow the rules carefully. ".repeat(180)}));
+        let summary = |text: &str| line(serde_json::json!({"type": "assistant", "content": text}));
+        let chat = folder.join("chat_history.jsonl");
+        let v1 = format!("{system}{}", summary("SUMMARYONE of the work so far"));
+        let v2 = format!("{system}{}", summary("SUMMARYTWO of the work so far"));
+        assert_eq!(v1.len(), v2.len());
+        std::fs::write(&chat, &v1).expect("write");
+        let ing = Ingester::new(Arc::new(Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open")), &store, homes.clone());
+        let records = || {
+            let mut n = 0;
+            Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open").read_from(0, |_| {
+                n += 1;
+                Ok(std::ops::ControlFlow::Continue(()))
+            })
+            .expect("read");
+            n
+        };
+        ing.run(None, &mut |_| {}).expect("run");
+        std::fs::write(folder.join("chat_history.jsonl.tmp"), &v2).expect("write");
+        std::fs::rename(folder.join("chat_history.jsonl.tmp"), &chat).expect("rename");
+        ing.run(None, &mut |_| {}).expect("run");
+        assert!(texts(&store).iter().any(|t| t == "SUMMARYTWO of the work so far"), "{:?}", texts(&store));
+        let before = records();
+        ing.run(None, &mut |_| {}).expect("run");
+        assert_eq!(records(), before, "left alone: nothing recorded");
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options().write(true).open(&chat).expect("open").set_modified(later).expect("touch");
+        ing.run(None, &mut |_| {}).expect("run");
+        assert_eq!(records(), before + 1, "touched: its stat recorded once");
+        ing.run(None, &mut |_| {}).expect("run");
+        assert_eq!(records(), before + 1);
+        assert_eq!(texts(&store).iter().filter(|t| t.starts_with("SUMMARY")).count(), 2, "each summary once");
     }
 
     /// The stamps of a ZCode database are taken once a run, at discovery: a database written

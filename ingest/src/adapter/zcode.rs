@@ -10,7 +10,8 @@
 //! `{"part":{"id","message_id","time_created","time_updated","data"},"message":{"id","role",
 //! "time_created"},"session":{"id","directory","title","parent_id","version","task_type"}}`.
 //! `data` is the row's JSON with its keys sorted (kept as a string if it is not JSON), each
-//! string over 1 MiB cut to its first and last 512 KiB with a note of the bytes left out; optional
+//! string over 1 MiB as JSON writes it cut to what 512 KiB hold of its beginning and of its end,
+//! with a note of the bytes left out; optional
 //! session columns a build lacks are null. Only columns that do not move while a session grows
 //! are exported (no `time_updated` of sessions or messages, no message data beyond its role), so
 //! an export grows by appending until a part is updated in place (a tool finishing, streamed
@@ -124,15 +125,16 @@ fn data_of(v: ValueRef<'_>) -> Value {
             // Written by JavaScript: a string cut inside a pair leaves a lone surrogate.
             Err(_) => match crate::json::without_lone_surrogates(t).and_then(|f| serde_json::from_slice(&f).ok()) {
                 Some(v) => sorted(v),
-                None => Value::String(String::from_utf8_lossy(t).into_owned()),
+                None => sorted(Value::String(String::from_utf8_lossy(t).into_owned())),
             },
         },
         other => json_of(other),
     }
 }
 
-/// Most bytes of one string in an export: a longer one (a tool's output of many megabytes)
-/// keeps its first and last half of this, a note of the bytes left out between them. Far more
+/// Most bytes of one string in an export, as JSON writes it (a control character takes six): a
+/// longer one (a tool's output of many megabytes) keeps as much of its beginning and end as
+/// half of this holds each, a note of the bytes left out between them. Far more
 /// than an event keeps of a text (50,000 characters, its end among them), and it keeps every
 /// line of the export far below the 32 MiB ingest parses (such a line's tool call and output
 /// were not read at all), and a long output out of every version the session's export is
@@ -149,22 +151,42 @@ fn sorted(v: Value) -> Value {
             Value::Object(kv.into_iter().map(|(k, v)| (k, sorted(v))).collect())
         }
         Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
-        Value::String(s) if s.len() > EXPORT_STRING_BYTES_MAX => Value::String(bounded(&s)),
+        Value::String(s) if s.len() > EXPORT_STRING_BYTES_MAX / 6 && escaped_len(s.chars()) > EXPORT_STRING_BYTES_MAX => Value::String(bounded(&s)),
         other => other,
     }
 }
 
-/// A string over [`EXPORT_STRING_BYTES_MAX`]: its first and last half of it, cut between
-/// characters, and between them how many bytes were left out.
+/// The bytes `chars` take written in a JSON string (a control character as `\u00XX`).
+fn escaped_len(chars: impl Iterator<Item = char>) -> usize {
+    chars.map(|c| match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if (c as u32) < 0x20 => 6,
+        c => c.len_utf8(),
+    }).sum()
+}
+
+/// A string whose JSON is over [`EXPORT_STRING_BYTES_MAX`]: as much of its beginning and of its
+/// end as half of that holds each, cut between characters, and between them how many bytes
+/// were left out.
 fn bounded(s: &str) -> String {
     let half = EXPORT_STRING_BYTES_MAX / 2;
-    let mut head = half;
-    while !s.is_char_boundary(head) {
-        head -= 1;
+    let (mut head, mut room) = (0, half);
+    for (i, c) in s.char_indices() {
+        let n = escaped_len(std::iter::once(c));
+        if n > room {
+            break;
+        }
+        room -= n;
+        head = i + c.len_utf8();
     }
-    let mut tail = s.len() - half;
-    while !s.is_char_boundary(tail) {
-        tail += 1;
+    let (mut tail, mut room) = (s.len(), half);
+    for (i, c) in s.char_indices().rev() {
+        let n = escaped_len(std::iter::once(c));
+        if n > room || i < head {
+            break;
+        }
+        room -= n;
+        tail = i;
     }
     format!("{}\n[… {} bytes left out of the export …]\n{}", &s[..head], tail - head, &s[tail..])
 }
