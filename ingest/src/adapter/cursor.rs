@@ -8,8 +8,9 @@
 //! `content`) and lifecycle lines `{"type": "turn_ended", "status", "error"?}`. Event id
 //! `cursor:<transcript id>:<line>`; a second block on one line gets `:<n>` (its index in
 //! `content`). Text blocks → `message`: a user text is unwrapped where Cursor frames it (a
-//! `<timestamp>…</timestamp>` beginning a line, closed on it, removed and read for the time; a
-//! `<user_query>` beginning a line up to its last `</user_query>`: its content is the message,
+//! `<timestamp>…</timestamp>` beginning a line, closed on it, removed and read for the time; the
+//! last `<user_query>` beginning a line before the last `</user_query>` (the IDE puts the query
+//! after its context, which may hold the tags itself): its content is the message,
 //! and the text outside it, context the IDE put there, a `meta` event of its own with id
 //! `<id>:context`); such tags inside the person's sentences are theirs. A user text without
 //! `<user_query>` that is wholly made of elements (`<name>…</name>`, lower-case names without
@@ -374,6 +375,12 @@ impl UserText {
     }
 }
 
+/// Whether byte `at` of `text` begins a line (at its start, or after a newline, past spaces).
+fn line_start(text: &str, at: usize) -> bool {
+    let before = text[..at].trim_end_matches([' ', '\t']);
+    before.is_empty() || before.ends_with('\n')
+}
+
 /// Where `<tag>` begins a line of `text` (at its start, or after a newline, past spaces).
 fn opens_line(text: &str, tag: &str) -> Option<usize> {
     let mut from = 0;
@@ -401,10 +408,16 @@ fn user_text(raw: &str) -> UserText {
             text = format!("{}{}", &text[..start], &text[inner + close + "</timestamp>".len()..]);
         }
     }
-    if let Some(start) = opens_line(&text, "<user_query>") {
+    // The IDE puts the person's query last, after its context (which may itself hold the tags:
+    // an attached prompt template): the last `</user_query>`, and the last `<user_query>`
+    // beginning a line before it.
+    let close = text.rfind("</user_query>");
+    let before = &text[..close.unwrap_or(text.len())];
+    let start = before.match_indices("<user_query>").map(|(at, _)| at).filter(|&at| line_start(before, at)).last();
+    if let Some(start) = start {
         let inner = start + "<user_query>".len();
-        let (inner_end, end) = match text[inner..].rfind("</user_query>") {
-            Some(i) => (inner + i, inner + i + "</user_query>".len()),
+        let (inner_end, end) = match close.filter(|&c| c >= inner) {
+            Some(c) => (c, c + "</user_query>".len()),
             None => (text.len(), text.len()),
         };
         let query = text[inner..inner_end].trim().to_owned();
@@ -1538,6 +1551,16 @@ mod tests {
         let (es, ss) = parse(&file, &mut state, &[&user(two)], 1);
         assert_eq!(shown(&es), vec![("cursor:t:1".into(), EventKind::Meta, two.into())]);
         assert!(ss.iter().all(|s| s.first_prompt.is_none()), "{ss:?}");
+        // Context that holds the tags itself (an attached prompt template): the query is the
+        // last one, as the IDE puts it.
+        let mut state = State::new();
+        let attached = "<attached_files>\n<file path=\"t.md\">\n<user_query>\ntemplatequery {{q}}\n</user_query>\n</file>\n</attached_files>";
+        let (es, ss) = parse(&file, &mut state, &[&user(&format!("{attached}\n<user_query>\nrealquery why does t.md fail\n</user_query>"))], 1);
+        assert_eq!(
+            shown(&es),
+            vec![("cursor:t:1:context".into(), EventKind::Meta, attached.into()), ("cursor:t:1".into(), EventKind::Message, "realquery why does t.md fail".into())]
+        );
+        assert_eq!(ss[0].first_prompt.as_deref(), Some("realquery why does t.md fail"));
         // An element, then words: the person's.
         let mut state = State::new();
         let (es, _) = parse(&file, &mut state, &[&user("<b>bold</b> does not render in the preview")], 1);
