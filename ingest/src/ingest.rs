@@ -699,17 +699,16 @@ impl Ingester {
         let key = (source.to_owned(), file.key.clone());
         let mut cur = cursors.files.get(&key).cloned().unwrap_or_default();
         // An export made of what its last complete read was made of is not made again.
+        let mut state: State = serde_json::from_slice(&cur.state).unwrap_or_default();
         let stamp = if file.format == FileFormat::Export { adapter.export_stamp(file) } else { None };
         if let Some(s) = &stamp {
-            let held = serde_json::from_slice::<State>(&cur.state).ok().and_then(|st| st.get(EXPORT_STAMP_KEY).cloned());
-            if cur.version > 0 && held == Some(serde_json::json!([s, cur.byte_end])) {
+            if cur.version > 0 && state.get(EXPORT_STAMP_KEY) == Some(&serde_json::json!([s, cur.byte_end])) {
                 return self.repair_mirror(&cur).map_err(mirror_problem);
             }
         }
         let bytes = self.open_bytes(adapter, file, cur.byte_end.checked_sub(1))?;
         let len = bytes.len();
         let stamp = stamp.map(|s| serde_json::json!([s, len]));
-        let mut state: State = serde_json::from_slice(&cur.state).unwrap_or_default();
         // Said only by the record that ends a line recorded in pieces.
         state.remove(FIRST_LINE_START_KEY);
         let partial = state.get(PARTIAL_LINE_KEY).and_then(Value::as_u64);
@@ -1065,14 +1064,7 @@ impl Ingester {
         if !held {
             state.remove(PARTIAL_LINE_RECORD_KEY);
         }
-        match crc {
-            Some(c) => {
-                let mut h = crc32fast::Hasher::new_with_initial(c);
-                h.update(raw);
-                state.insert(PARTIAL_LINE_CRC_KEY.into(), Value::from(h.finalize()))
-            }
-            None => state.remove(PARTIAL_LINE_CRC_KEY),
-        };
+        carry_crc(state, PARTIAL_LINE_CRC_KEY, crc, raw);
         match partial_line_start {
             Some(p) => state.insert(PARTIAL_LINE_KEY.into(), Value::from(p)),
             None => state.remove(PARTIAL_LINE_KEY),
@@ -1086,14 +1078,7 @@ impl Ingester {
             _ if batch.byte_start == 0 => Some(0),
             _ => None,
         };
-        match read_crc {
-            Some(c) => {
-                let mut h = crc32fast::Hasher::new_with_initial(c);
-                h.update(raw);
-                state.insert(READ_CRC_KEY.into(), Value::from(h.finalize()))
-            }
-            None => state.remove(READ_CRC_KEY),
-        };
+        carry_crc(state, READ_CRC_KEY, read_crc, raw);
         let batch_start = batch.byte_start;
         let state_json = serde_json::to_vec(state).unwrap_or_default();
         if state_json.len() > STATE_BYTES_MAX {
@@ -1358,6 +1343,21 @@ fn crc_of(bytes: &Bytes, from: u64, to: u64) -> io::Result<u64> {
     Ok(u64::from(h.finalize()))
 }
 
+/// Sets state key `key` to the CRC-32 `crc` carried on over `raw`, or removes it (`None`: the
+/// bytes before are not all known to it).
+fn carry_crc(state: &mut State, key: &str, crc: Option<u32>, raw: &[u8]) {
+    match crc {
+        Some(c) => {
+            let mut h = crc32fast::Hasher::new_with_initial(c);
+            h.update(raw);
+            state.insert(key.into(), Value::from(h.finalize()));
+        }
+        None => {
+            state.remove(key);
+        }
+    }
+}
+
 /// A plain file's `[device, inode, time of change in ns]` (see [`FILE_STAT_KEY`]).
 fn file_stat(path: &Path) -> Option<Value> {
     use std::os::unix::fs::MetadataExt;
@@ -1465,6 +1465,16 @@ mod tests {
         assert!(run.problems[0].contains("gone.jsonl"), "{:?}", run.problems);
     }
 
+    /// A home below `dir` with an empty ZCode database: its homes, the database's path and a
+    /// connection to it.
+    fn zcode_home(dir: &Path) -> (Homes, PathBuf, rusqlite::Connection) {
+        let homes = Homes::under(dir);
+        let db = homes.zcode.join("cli/db/db.sqlite");
+        std::fs::create_dir_all(db.parent().expect("parent")).expect("mkdir");
+        let conn = rusqlite::Connection::open(&db).expect("db");
+        (homes, db, conn)
+    }
+
     /// ZCode's adapter, noting the sessions it exports; with a database, writing to it at
     /// every export (ZCode at work while a run reads).
     struct CountingExports(Arc<Mutex<Vec<String>>>, Option<PathBuf>);
@@ -1506,10 +1516,7 @@ mod tests {
     #[test]
     fn a_zcode_session_is_exported_again_only_when_its_rows_changed() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let homes = Homes::under(dir.path());
-        let db = homes.zcode.join("cli/db/db.sqlite");
-        std::fs::create_dir_all(db.parent().expect("parent")).expect("mkdir");
-        let conn = rusqlite::Connection::open(&db).expect("db");
+        let (homes, _, conn) = zcode_home(dir.path());
         conn.execute_batch(
             r#"CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT, parent_id TEXT, version TEXT, task_type TEXT);
              CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
@@ -1591,11 +1598,8 @@ mod tests {
     #[test]
     fn a_rewritten_log_that_grew_past_a_newline_is_read_again() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let homes = Homes::under(dir.path());
+        let (homes, _, conn) = zcode_home(dir.path());
         let store = dir.path().join("store");
-        let db = homes.zcode.join("cli/db/db.sqlite");
-        std::fs::create_dir_all(db.parent().expect("parent")).expect("mkdir");
-        let conn = rusqlite::Connection::open(&db).expect("db");
         let long = "a long first answer ".repeat(300);
         conn.execute_batch(&format!(
             r#"CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT);
@@ -1702,10 +1706,7 @@ mod tests {
     #[test]
     fn a_zcode_tool_with_an_output_over_what_a_line_may_hold_is_read() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let homes = Homes::under(dir.path());
-        let db = homes.zcode.join("cli/db/db.sqlite");
-        std::fs::create_dir_all(db.parent().expect("parent")).expect("mkdir");
-        let conn = rusqlite::Connection::open(&db).expect("db");
+        let (homes, _, conn) = zcode_home(dir.path());
         conn.execute_batch("CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT); CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT); CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
              INSERT INTO session VALUES ('sess_big', '/home/dev/p', 'T');
              INSERT INTO message VALUES ('msg_1', 'sess_big', 10, '{\"role\":\"assistant\"}');").expect("schema");
@@ -1776,10 +1777,7 @@ mod tests {
     #[test]
     fn zcode_stamps_are_taken_once_a_run_while_the_database_is_written() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let homes = Homes::under(dir.path());
-        let db = homes.zcode.join("cli/db/db.sqlite");
-        std::fs::create_dir_all(db.parent().expect("parent")).expect("mkdir");
-        let conn = rusqlite::Connection::open(&db).expect("db");
+        let (homes, db, conn) = zcode_home(dir.path());
         conn.execute_batch("CREATE TABLE usage (n INTEGER); CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT); CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT); CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);").expect("schema");
         for s in 0..6 {
             conn.execute_batch(&format!(
