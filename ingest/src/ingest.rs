@@ -706,7 +706,10 @@ impl Ingester {
                 return self.repair_mirror(&cur).map_err(mirror_problem);
             }
         }
-        let bytes = self.open_bytes(adapter, file, cur.byte_end.checked_sub(1))?;
+        let bytes = match self.open_bytes(adapter, file, cur.byte_end.checked_sub(1))? {
+            Bytes::Mem(export) if file.format == FileFormat::Export => Bytes::Mem(self.export_as_growth(adapter, &cur, &state, export)),
+            b => b,
+        };
         let len = bytes.len();
         let stamp = stamp.map(|s| serde_json::json!([s, len]));
         // Said only by the record that ends a line recorded in pieces.
@@ -1132,6 +1135,65 @@ impl Ingester {
         run.bytes += b.byte_end - b.byte_start;
         self.mirrors.write_at(&b.mirror, mirror_at, &b.raw_zstd).map_err(FileError::Mirror)?;
         Ok(())
+    }
+
+    /// An export made again, as growth of what was recorded of its version (its mirror): those
+    /// bytes, then the export's lines whose rows are new or changed since, in the export's
+    /// order (see [`Adapter::export_row`]). A row updated in place (a ZCode tool finishing, a
+    /// text streamed) made the whole export a new version, recorded again with a mirror of its
+    /// own: a 2 MB session took 34 MB of journal after ten runs with a part finished between
+    /// each. The export as made when nothing of the version is recorded, a run stopped inside
+    /// one of its lines, what was recorded cannot be read back as recorded (its mirror's bytes
+    /// against `_read_crc`), or the whole would be more than a log may decode to: a changed
+    /// export then begins a new version, as before.
+    fn export_as_growth(&self, adapter: &dyn Adapter, cur: &FileCursor, state: &State, export: Vec<u8>) -> Vec<u8> {
+        let recorded = cur.byte_end as usize;
+        if cur.version == 0 || recorded == 0 || state.contains_key(PARTIAL_LINE_KEY) || export.last().is_some_and(|&b| b != b'\n') {
+            return export;
+        }
+        let read_crc = state.get(READ_CRC_KEY).and_then(Value::as_u64);
+        // Grown by appending, or the same: read on as it is.
+        if export.len() >= recorded && read_crc == Some(u64::from(crc32fast::hash(&export[..recorded]))) {
+            return export;
+        }
+        if self.repair_mirror(cur).is_err() {
+            return export;
+        }
+        let Ok(mut history) = self.mirrors.read_head(&cur.mirror, cur.byte_end) else { return export };
+        if history.len() != recorded || history.last() != Some(&b'\n') || read_crc.is_some_and(|c| c != u64::from(crc32fast::hash(&history))) {
+            return export;
+        }
+        let grown = {
+            // Per row, its last line recorded; the lines of no row.
+            let mut rows: HashMap<String, &[u8]> = HashMap::new();
+            let mut loose: HashSet<&[u8]> = HashSet::new();
+            for line in history.split_inclusive(|&b| b == b'\n') {
+                match adapter.export_row(line) {
+                    Some(row) => {
+                        rows.insert(row, line);
+                    }
+                    None => {
+                        loose.insert(line);
+                    }
+                }
+            }
+            let mut grown = Vec::new();
+            for line in export.split_inclusive(|&b| b == b'\n') {
+                let kept = match adapter.export_row(line) {
+                    Some(row) => rows.get(&row) == Some(&line),
+                    None => loose.contains(line),
+                };
+                if !kept {
+                    grown.extend_from_slice(line);
+                }
+            }
+            grown
+        };
+        if (history.len() + grown.len()) as u64 > DECODED_LOG_SIZE_BYTES_MAX {
+            return export;
+        }
+        history.extend_from_slice(&grown);
+        history
     }
 
     /// The complete lines of `bytes` (a file's new version) that are lines of the version `old`
@@ -1698,6 +1760,103 @@ mod tests {
         assert!(matches!(ing.snapshot_use(), Some(crate::snapshot::SnapshotUse::Loaded { .. })), "{:?}", ing.snapshot_use());
         let texts = texts(&store);
         assert!(texts.iter().any(|t| t == "NEW_PROMPT bbbb"), "{:?}", texts.iter().map(|t| t.chars().take(30).collect::<String>()).collect::<Vec<_>>());
+    }
+
+    /// Every ingested record of the store's journal: (file version, raw bytes it covers).
+    fn recorded(store: &Path) -> Vec<(u32, u64)> {
+        let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+        let mut out = Vec::new();
+        j.read_from(0, |r| {
+            if let Ok((_, Body::Ingested(b))) = r.decode() {
+                out.push((b.file_version, b.byte_end - b.byte_start));
+            }
+            Ok(std::ops::ControlFlow::Continue(()))
+        })
+        .expect("read");
+        out
+    }
+
+    /// A ZCode part updated in place (a tool finishing, a text streamed) appends its line to
+    /// what was recorded of the session: the export is not recorded again as a new version
+    /// (ten runs, each with a tool finished and another started, took a 2 MB session to 34 MB
+    /// of journal). Each part's events are its last line's, a part changed back to an earlier
+    /// line included; the mirror holds what was recorded, each row's lines in the order they
+    /// were read; a lost mirror is rebuilt from the records and read on the same way.
+    #[test]
+    fn a_zcode_part_updated_in_place_appends_its_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (homes, _, conn) = zcode_home(dir.path());
+        conn.execute_batch(
+            r#"CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT);
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
+             INSERT INTO session VALUES ('sess_u', '/home/dev/p', 'U');
+             INSERT INTO message VALUES ('msg_1', 'sess_u', 10, '{"role":"assistant"}');"#,
+        )
+        .expect("schema");
+        let part = |id: &str, at: i64, data: serde_json::Value| {
+            conn.execute("INSERT OR REPLACE INTO part VALUES (?1, 'msg_1', 'sess_u', ?2, ?2, ?3)", rusqlite::params![id, at, data.to_string()]).expect("part");
+        };
+        // 40 answers of 10 KB each, all different.
+        for i in 0..40 {
+            let text: String = (0..1_000).map(|w| format!("w{}x{i} ", w * 7919 % 10_007)).collect();
+            part(&format!("prt_text_{i:02}"), 100 + i, serde_json::json!({"type": "text", "text": text}));
+        }
+        let tool = |i: i64, status: &str| {
+            let output = if status == "completed" { format!("OUTPUT_{i} done") } else { String::new() };
+            serde_json::json!({"type": "tool", "tool": "bash", "state": {"status": status, "input": {"command": format!("make step{i}")}, "output": output}})
+        };
+        part("prt_tool_00", 200, tool(0, "running"));
+        let store = dir.path().join("store");
+        let ing = Ingester::new(Arc::new(Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open")), &store, homes.clone());
+        ing.run(None, &mut |_| {}).expect("run");
+        let first: u64 = recorded(&store).iter().map(|r| r.1).sum();
+        assert!(first > 300_000, "{first}");
+        let mirror = || {
+            let c = ing.cursors().expect("cursors");
+            let cur = c.files.values().next().expect("a cursor").clone();
+            (cur.mirror.clone(), Mirrors::new(store.join("raw")).read(&cur.mirror).expect("mirror"))
+        };
+        let (name, _) = mirror();
+        for i in 1..=10 {
+            // The tool started last finishes; another starts.
+            part(&format!("prt_tool_{:02}", i - 1), 200 + i - 1, tool(i - 1, "completed"));
+            part(&format!("prt_tool_{i:02}"), 200 + i, tool(i, "running"));
+            if i == 5 {
+                // Lost: rebuilt from the records before it is read on.
+                std::fs::remove_file(store.join("raw").join(format!("{name}.zst"))).expect("the mirror removed");
+            }
+            ing.run(None, &mut |_| {}).expect("run");
+        }
+        let records = recorded(&store);
+        assert!(records.iter().all(|r| r.0 == 1), "no new version: {records:?}");
+        let later: u64 = records.iter().map(|r| r.1).sum::<u64>() - first;
+        // Two tool lines of about 300 bytes each per run.
+        assert!(later < 10_000, "{later} bytes recorded after the first run (the export is {first})");
+        // A text streamed on, then back to its first line (its time unchanged).
+        let original: String = conn.query_row("SELECT data FROM part WHERE id = 'prt_text_07'", [], |r| r.get(0)).expect("data");
+        conn.execute("UPDATE part SET data = ?1 WHERE id = 'prt_text_07'", [serde_json::json!({"type": "text", "text": "STREAMED for a while"}).to_string()]).expect("update");
+        ing.run(None, &mut |_| {}).expect("run");
+        conn.execute("UPDATE part SET data = ?1 WHERE id = 'prt_text_07'", [&original]).expect("update");
+        ing.run(None, &mut |_| {}).expect("run");
+        // Each event's last record holds its part's last line.
+        let last: HashMap<String, String> = events(&store).into_iter().collect();
+        for i in 0..10 {
+            assert_eq!(last.get(&format!("zcode:prt_tool_{i:02}:result")).map(String::as_str), Some(format!("OUTPUT_{i} done").as_str()));
+        }
+        assert!(!last.contains_key("zcode:prt_tool_10:result"), "still running");
+        assert_eq!(last.get("zcode:prt_text_07").map(|t| &t[..8]), Some("w0x7 w79"), "changed back");
+        assert_eq!(last.len(), 40 + 11 + 10, "{:?}", last.keys().collect::<Vec<_>>());
+        // The mirror: the first export, then each changed row's line as read.
+        let (_, bytes) = mirror();
+        let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+        assert_eq!(lines.len(), 41 + 10 + 10 + 2, "41 rows, 10 finished, 10 started, one text twice");
+        let export = crate::adapter::zcode::Zcode.export(&LogFile { source: Source::Zcode, path: dir.path().join(".zcode/cli/db/db.sqlite"), key: format!("{}#session/sess_u", dir.path().join(".zcode/cli/db/db.sqlite").display()), mirror: String::new(), format: FileFormat::Export }).expect("export");
+        for line in export.split_inclusive(|&b| b == b'\n') {
+            let row = crate::adapter::zcode::Zcode.export_row(line).expect("a row");
+            let recorded = lines.iter().rev().find(|l| crate::adapter::zcode::Zcode.export_row(l).as_ref() == Some(&row)).expect("recorded");
+            assert_eq!(recorded, &line, "each row's last line recorded is its line now");
+        }
     }
 
     /// A ZCode tool whose output is larger than ingest parses a line (32 MiB): its call and

@@ -236,6 +236,15 @@ pub trait Adapter: Send + Sync {
         Err(io::Error::new(io::ErrorKind::Unsupported, format!("{} is not an exported log", file.key)))
     }
 
+    /// For [`FileFormat::Export`]: the row an export line stands for (its key), None for a line
+    /// of no row. An export made again is recorded as growth of what was recorded of it: the
+    /// lines of rows new or changed since (those whose line differs from the row's last line
+    /// recorded; lines of no row, those recorded nowhere before), appended, so that a row
+    /// updated in place does not make the whole export a new version (see FORMAT.md).
+    fn export_row(&self, _line: &[u8]) -> Option<String> {
+        None
+    }
+
     /// The agent's native memory files (user-level, and project-level for the projects the
     /// logs name, read in their folders here or, for files the agent keeps by project in its
     /// own folder, found by the project's path as the logs write it). Only files that exist. Folders that could not be listed are added to

@@ -15,9 +15,12 @@
 //! session columns a build lacks are null. Only columns that do not move while a session grows
 //! are exported (no `time_updated` of sessions or messages, no message data beyond its role), so
 //! an export grows by appending until a part is updated in place (a tool finishing, streamed
-//! text), the title is generated, or a row is deleted; ingest then sees that a byte it read
-//! changed (the CRC of all it read, [`Adapter::logs_rewritten`]) and starts a new version.
-//! Events are keyed on row ids, so their ids survive that. A session is exported only when the
+//! text), the title is generated, or a row is deleted. Ingest then records the lines of the
+//! parts that are new or changed since, appended to what it recorded of the session (each line
+//! names its part, [`Adapter::export_row`]): the mirror holds every line read of each part, in
+//! the order read, not the export as it is now. (A new version, the export recorded whole
+//! again, only when that cannot be: see `Ingester::export_as_growth`.) Events are keyed on row
+//! ids, so a part's later line replaces its events; a deleted part's stay. A session is exported only when the
 //! stamp of what its export is made of moved ([`Adapter::export_stamp`]: taken at discovery,
 //! one pass over the tables per run at most, none when the database's files (their sizes,
 //! times and headers; in WAL mode the first read after a burst of writes moves them once more)
@@ -476,6 +479,16 @@ impl Adapter for Zcode {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} names no ZCode session", file.key)));
         };
         export_session(&file.path, id).map_err(|e| io::Error::other(format!("{}: {e}", file.key)))
+    }
+
+    fn export_row(&self, line: &[u8]) -> Option<String> {
+        // The part's id, which every line of the export begins with (see `ExportLine`).
+        let rest = line.strip_prefix(br#"{"part":{"id":"#)?;
+        match <Value as serde::Deserialize>::deserialize(&mut serde_json::Deserializer::from_slice(rest)).ok()? {
+            Value::String(s) if !s.is_empty() => Some(format!("s{s}")),
+            Value::Number(n) => Some(format!("n{n}")),
+            _ => None,
+        }
     }
 
     fn parse_line(&self, _file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
