@@ -1010,8 +1010,10 @@ impl Ingester {
 
     /// The files to read, in groups each read in order by one worker: a file on its own, or
     /// the logs of one folder of an agent whose new logs may copy the others' lines, oldest
-    /// (by `modified`, the time of change the run found) first. Groups are in the order their
-    /// first file was found.
+    /// first: by the times their first and last dated lines say ([`dated_ends`]; a resumed
+    /// session's copy of the lines it resumes begins at the same time and ends later), else by
+    /// `modified`, the time of change the run found (which a home copied without its times
+    /// gives in any order). Groups are in the order their first file was found.
     fn read_groups(&self, work: Vec<(usize, LogFile)>, modified: &HashMap<PathBuf, std::time::SystemTime>) -> Vec<Vec<(usize, LogFile)>> {
         let mut groups: Vec<Vec<(usize, LogFile)>> = Vec::new();
         let mut folders: HashMap<(usize, PathBuf), usize> = HashMap::new();
@@ -1028,7 +1030,12 @@ impl Ingester {
             }
         }
         for g in groups.iter_mut().filter(|g| g.len() > 1) {
-            g.sort_by_key(|(_, f)| modified.get(&f.path).copied());
+            g.sort_by_cached_key(|(ai, f)| {
+                let changed = modified.get(&f.path).and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                let dated = if f.format == FileFormat::Lines { dated_ends(&*self.adapters[*ai], &f.path) } else { None };
+                let (first, last) = dated.or(changed.map(|c| (c, c))).unwrap_or((i64::MAX, i64::MAX));
+                (first, last, changed, f.path.clone())
+            });
         }
         groups
     }
@@ -1394,6 +1401,57 @@ fn sessions_bytes(changes: &[origin_engine::record::SessionChange]) -> usize {
 }
 
 /// The CRC-32 of `bytes[from..to]`, read a window at a time.
+/// Bytes of a log's beginning, then of its end, read at first by [`dated_ends`]; four times
+/// as many at each step while no complete dated line is found, up to [`DATED_SCAN_BYTES_MAX`].
+const DATED_SCAN_BYTES: u64 = 64 * 1024;
+/// See [`DATED_SCAN_BYTES`].
+const DATED_SCAN_BYTES_MAX: u64 = 4 * 1024 * 1024;
+
+/// The times (Unix ms) of the first and last complete lines of the log at `path` that say
+/// when they were written ([`Adapter::line_time`]), if it has such lines within
+/// [`DATED_SCAN_BYTES_MAX`] of its beginning and of its end.
+fn dated_ends(adapter: &dyn Adapter, path: &Path) -> Option<(i64, i64)> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let mut read = |from: u64, n: u64| -> Option<Vec<u8>> {
+        f.seek(SeekFrom::Start(from)).ok()?;
+        let mut out = Vec::new();
+        (&mut f).take(n).read_to_end(&mut out).ok()?;
+        Some(out)
+    };
+    let time = |line: &[u8]| adapter.line_time(line.strip_suffix(b"\n").unwrap_or(line));
+    let mut first = None;
+    let mut n = DATED_SCAN_BYTES;
+    loop {
+        let head = read(0, n.min(len))?;
+        // Complete lines only.
+        let end = head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        first = first.or_else(|| head[..end].split_inclusive(|&b| b == b'\n').find_map(time));
+        if first.is_some() || n >= len || n >= DATED_SCAN_BYTES_MAX {
+            break;
+        }
+        n *= 4;
+    }
+    let first = first?;
+    let mut n = DATED_SCAN_BYTES;
+    loop {
+        let from = len.saturating_sub(n);
+        let tail = read(from, len - from)?;
+        // Complete lines only: from the first newline (unless at the file's start) to the last.
+        let start = if from == 0 { Some(0) } else { tail.iter().position(|&b| b == b'\n').map(|i| i + 1) };
+        let end = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let last = start.filter(|&s| s < end).and_then(|s| tail[s..end].split_inclusive(|&b| b == b'\n').rev().find_map(time));
+        if let Some(last) = last {
+            return Some((first, last));
+        }
+        if from == 0 || n >= DATED_SCAN_BYTES_MAX {
+            return None;
+        }
+        n *= 4;
+    }
+}
+
 fn crc_of(bytes: &Bytes, from: u64, to: u64) -> io::Result<u64> {
     let mut h = crc32fast::Hasher::new();
     let mut at = from;
@@ -1760,6 +1818,31 @@ mod tests {
         assert!(matches!(ing.snapshot_use(), Some(crate::snapshot::SnapshotUse::Loaded { .. })), "{:?}", ing.snapshot_use());
         let texts = texts(&store);
         assert!(texts.iter().any(|t| t == "NEW_PROMPT bbbb"), "{:?}", texts.iter().map(|t| t.chars().take(30).collect::<String>()).collect::<Vec<_>>());
+    }
+
+    /// The times a Claude log's first and last complete dated lines say: past lines without a
+    /// time and long lines at either end (read in growing steps), not from a last line still
+    /// without its newline; none for a log without dated lines.
+    #[test]
+    fn dated_ends_are_the_first_and_last_complete_dated_lines() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dated = |t: &str, pad: usize| format!("{{\"type\":\"user\",\"timestamp\":\"{t}\",\"message\":{{\"content\":\"{}\"}}}}\n", "x".repeat(pad));
+        let undated = |pad: usize| format!("{{\"type\":\"summary\",\"summary\":\"{}\"}}\n", "y".repeat(pad));
+        let ms = |t: &str| crate::text::parse_time(t).expect("time");
+        let log = dir.path().join("a.jsonl");
+        let write = |body: String| std::fs::write(&log, body).expect("write");
+        let ends = || dated_ends(&crate::adapter::claude::Claude, &log);
+        write(format!("{}{}{}{}{}", undated(100), dated("2026-10-20T09:00:00Z", 10), dated("2026-10-20T09:30:00Z", 10), dated("2026-10-21T10:00:00Z", 10), undated(50)));
+        assert_eq!(ends(), Some((ms("2026-10-20T09:00:00Z"), ms("2026-10-21T10:00:00Z"))));
+        // Long lines at both ends: found past the first step; a last line without its newline
+        // is no line yet.
+        let unfinished = dated("2026-10-22T00:00:00Z", 10);
+        write(format!("{}{}{}{}{}", undated(200_000), dated("2026-10-20T09:00:00Z", 300_000), dated("2026-10-21T10:00:00Z", 10), undated(900_000), unfinished.trim_end()));
+        assert_eq!(ends(), Some((ms("2026-10-20T09:00:00Z"), ms("2026-10-21T10:00:00Z"))));
+        write(format!("{}{}", undated(10), undated(10)));
+        assert_eq!(ends(), None);
+        write(format!("{}{}", undated(5_000_000), dated("2026-10-20T09:00:00Z", 10)));
+        assert_eq!(ends(), None, "nothing dated within the bytes looked at from the beginning");
     }
 
     /// Every ingested record of the store's journal: (file version, raw bytes it covers).

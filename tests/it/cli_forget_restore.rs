@@ -595,7 +595,9 @@ fn claude_message(uuid: &str, parent: Option<&str>, session: &str, time: &str, r
 /// Claude Code resumes a session in a new file that begins with the lines of the one it
 /// resumes, uuids and times as they were: the conversation stays in the session where it was
 /// said (with its count and title), found once by search; the resumed session lists what was
-/// said in it. Read in two runs, or both new in one (a folder's logs are read oldest first).
+/// said in it. Read in two runs, or both new in one (a folder's logs are read oldest first, by
+/// the times their lines say: a home copied without its files' times can make the resumed
+/// file the older by time of change).
 #[test]
 fn a_resumed_claude_session_does_not_take_the_conversation_it_copies() {
     // The resumed session's file comes first by name.
@@ -611,7 +613,7 @@ fn a_resumed_claude_session_does_not_take_the_conversation_it_copies() {
         claude_message("u-2", Some("u-1"), S2, "2026-10-20T09:00:05.000Z", "assistant", "Rotate them with the keyring tool, then redeploy."),
         claude_message("u-3", Some("u-2"), S2, "2026-10-21T10:00:00.000Z", "user", "and the staging environment too"),
     ];
-    for runs in [1, 2] {
+    for (runs, resumed_changed_first) in [(1, false), (1, true), (2, false)] {
         let dir = tempfile::tempdir().expect("tempdir");
         let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
         let project = agents.join(".claude/projects/-home-dev-p");
@@ -627,16 +629,17 @@ fn a_resumed_claude_session_does_not_take_the_conversation_it_copies() {
             write(S2, &resumed);
         } else {
             // Both new in one run, the resumed file written first on disk (and listed first by
-            // name): the first session's is older by its time of change, and read first.
+            // name); older by its time of change, or the first session's.
             write(S2, &resumed);
             write(S1, &first);
             let older = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-            std::fs::File::options().write(true).open(project.join(format!("{S1}.jsonl"))).expect("open").set_modified(older).expect("set mtime");
+            let changed_first = if resumed_changed_first { S2 } else { S1 };
+            std::fs::File::options().write(true).open(project.join(format!("{changed_first}.jsonl"))).expect("open").set_modified(older).expect("set mtime");
         }
         ingest();
         let found = json(origin(&home, &["search", "signing keys", "--json"]));
         let sessions: Vec<&str> = found["events"].as_array().expect("events").iter().map(|e| e["session"].as_str().expect("session")).collect();
-        assert_eq!(sessions, vec![S1], "found once, where it was said ({runs} runs): {found}");
+        assert_eq!(sessions, vec![S1], "found once, where it was said ({runs} runs, resumed changed first: {resumed_changed_first}): {found}");
         let listed = json(origin(&home, &["timeline", "--since", "2000-01-01", "--json"]));
         let by_id = |id: &str| listed["sessions"].as_array().expect("sessions").iter().find(|s| s["session"] == id).cloned();
         let s1 = by_id(S1).expect("the first session is listed");

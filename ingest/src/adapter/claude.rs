@@ -163,6 +163,15 @@ impl Adapter for Claude {
         true
     }
 
+    fn line_time(&self, line: &[u8]) -> Option<i64> {
+        #[derive(serde::Deserialize)]
+        struct Dated<'a> {
+            #[serde(borrow)]
+            timestamp: Option<std::borrow::Cow<'a, str>>,
+        }
+        serde_json::from_slice::<Dated<'_>>(line).ok()?.timestamp.as_deref().and_then(parse_time)
+    }
+
     fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
         let root = homes.claude.join("projects");
         let mut problems = Vec::new();

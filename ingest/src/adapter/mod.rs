@@ -185,6 +185,14 @@ pub trait Adapter: Send + Sync {
         false
     }
 
+    /// The time (Unix milliseconds) a line of the agent's log says it was written, if it says.
+    /// With [`Adapter::logs_copy_their_folder`], the new logs of a folder are read in the order
+    /// of their first dated lines, then their last (a copied line keeps its time; a home copied
+    /// without the files' times of change keeps them too), else by time of change.
+    fn line_time(&self, _line: &[u8]) -> Option<i64> {
+        None
+    }
+
     /// Whether each line of `file` gives its events alone, so that a line a rewrite kept as it
     /// was keeps the ids it had (see [`line_ref`]). Not so where an event is a block of lines
     /// named by its first (Cursor's legacy `.txt`, whose header lines repeat): a rewrite of such
