@@ -194,11 +194,17 @@ fn bounded(s: &str) -> String {
     format!("{}\n[… {} bytes left out of the export …]\n{}", &s[..head], tail - head, &s[tail..])
 }
 
-/// A session id safe to use as a file name in a mirror path.
+/// A session id safe to use as a file name in a mirror path: the id itself when it is made of
+/// ASCII letters, digits, `-`, `_` and `.` (not first); else those kept, `_` for the others,
+/// and `+` with a hash of the id (two ids that differ only where a file name cannot hold them
+/// shared one mirror; `+` is in no name of the first kind).
 fn mirror_name(id: &str) -> String {
     let mut s: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
     if s.is_empty() || s.starts_with('.') {
         s.insert(0, '_');
+    }
+    if s != id {
+        s.push_str(&format!("+{:016x}", xxhash_rust::xxh3::xxh3_64(id.as_bytes())));
     }
     s
 }
@@ -911,6 +917,19 @@ mod tests {
         let after = Zcode.export(&files[0]).expect("export");
         assert!(after.starts_with(&before) && after.len() > before.len());
         drop(writer);
+    }
+
+    /// Ids that differ only where a file name cannot hold them get mirrors of their own; a
+    /// plain id is its own name.
+    #[test]
+    fn zcode_mirror_names_are_safe_and_distinct() {
+        assert_eq!(mirror_name("ses_01JX.a-b"), "ses_01JX.a-b");
+        let odd = ["a/b", "a_b", "a:b", "a b", ".a", "_.a", "", "_", "数据"];
+        let names: HashSet<String> = odd.iter().map(|id| mirror_name(id)).collect();
+        assert_eq!(names.len(), odd.len(), "{names:?}");
+        for n in &names {
+            assert!(!n.is_empty() && !n.starts_with('.') && n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c)), "{n:?}");
+        }
     }
 
     #[test]
