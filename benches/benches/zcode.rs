@@ -127,5 +127,45 @@ fn main() {
         end_store as f64 / end_export as f64,
         start_store as f64 / start_export as f64
     );
+
+    // A large part streamed: rewritten whole at every step (each step appends it again; the
+    // recorded bytes are made again whole once they pass 4 times the export and 1 MiB).
+    let big_steps = 3 * steps;
+    let (mut ingest_t, mut export_t, mut grew, mut exported) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut largest_version = 0u64;
+    for s in 1..=big_steps {
+        put("prt_streamed", TEXT_PARTS + 10 * steps, &serde_json::json!({"type": "text", "text": prose(300_000 + s, 100_000)}).to_string());
+        let t = Instant::now();
+        let export = Zcode.export(&file).expect("export");
+        export_t.push(t.elapsed());
+        exported.push(export.len() as f64);
+        let before = tree_size(&store);
+        let t = Instant::now();
+        ing.run(None, &mut |_| {}).expect("run");
+        ingest_t.push(t.elapsed());
+        grew.push((tree_size(&store) - before) as f64);
+        let cursors = ing.cursors().expect("cursors");
+        largest_version = largest_version.max(cursors.files.values().map(|c| c.byte_end).max().unwrap_or(0));
+    }
+    let (it, et) = (ms(&ingest_t), ms(&export_t));
+    let (g, e) = (median(&grew), median(&exported));
+    let streamed = median(&grew.iter().zip(&exported).map(|(g, e)| g / e).collect::<Vec<_>>());
+    println!();
+    println!("then a part of about 600 KB rewritten whole at each of {big_steps} steps:");
+    println!(
+        "{}",
+        table(
+            &["per step (median)", "Origin ingest run", "baseline", "ratio"],
+            &[
+                vec!["time, ms (baseline: the export alone)".into(), format!("{it:.1}"), format!("{et:.1}"), format!("{:.2}x", it / et)],
+                vec!["store growth, bytes (baseline: the export's size)".into(), format!("{g:.0}"), format!("{e:.0}"), format!("{streamed:.3}x")],
+            ]
+        )
+    );
+    println!(
+        "longest version recorded: {largest_version} bytes ({:.2}x the last export); store at the end {} bytes",
+        largest_version as f64 / exported.last().copied().unwrap_or(1.0),
+        tree_size(&store)
+    );
     println!("loadavg after: {}", loadavg());
 }

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 /// Where reading of one log file stopped.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileCursor {
-    /// File version (1 for the first; a shrink or a changed beginning starts the next).
+    /// File version (1 for the first; a shrink or a changed beginning starts the next, but an
+    /// export, read as growth of what was recorded: see `Ingester::export_as_growth`).
     pub version: u32,
     /// Bytes of the version read so far.
     pub byte_end: u64,

@@ -59,6 +59,13 @@ const FILE_STAT_KEY: &str = "_file_stat";
 const EXPORT_STAMP_KEY: &str = "_export_stamp";
 /// Most bytes of a rewritten file compared with its previous version for the lines it kept.
 const KEPT_COMPARE_BYTES_MAX: u64 = 64 * 1024 * 1024;
+/// An export's version read as growth ([`Ingester::export_as_growth`]) is made again whole, as a
+/// new version, once what was recorded of it is more than this many times the export, and
+/// [`EXPORT_HISTORY_SLACK_BYTES`]: every run that finds the session changed reads all of it (a
+/// part of 900 KB rewritten 120 times took each run to 282 ms and 264 MiB).
+const EXPORT_HISTORY_TIMES: u64 = 4;
+/// See [`EXPORT_HISTORY_TIMES`].
+const EXPORT_HISTORY_SLACK_BYTES: u64 = 1024 * 1024;
 
 /// Errors that stop a run (problems with single files do not: they are counted).
 #[derive(Debug, thiserror::Error)]
@@ -536,7 +543,7 @@ impl Ingester {
         // cursors catch up with the journal, which holds everything every worker appended.
         // The logs of a folder whose new logs may copy the others' lines are read by one worker,
         // oldest first ([`Adapter::logs_copy_their_folder`]).
-        let groups = self.read_groups(work, &modified);
+        let groups = self.read_groups(work, &modified, &cursors);
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(INGEST_WORKERS_MAX).min(groups.len()).max(1);
         let base = cursors.clone();
         let progress = Mutex::new(progress);
@@ -707,7 +714,7 @@ impl Ingester {
             }
         }
         let bytes = match self.open_bytes(adapter, file, cur.byte_end.checked_sub(1))? {
-            Bytes::Mem(export) if file.format == FileFormat::Export => Bytes::Mem(self.export_as_growth(adapter, &cur, &state, export)),
+            Bytes::Mem(export) if file.format == FileFormat::Export => Bytes::Mem(self.export_as_growth(adapter, &cur, &state, export, &mut run.problems)),
             b => b,
         };
         let len = bytes.len();
@@ -1010,11 +1017,13 @@ impl Ingester {
 
     /// The files to read, in groups each read in order by one worker: a file on its own, or
     /// the logs of one folder of an agent whose new logs may copy the others' lines, oldest
-    /// first: by the times their first and last dated lines say ([`dated_ends`]; a resumed
-    /// session's copy of the lines it resumes begins at the same time and ends later), else by
-    /// `modified`, the time of change the run found (which a home copied without its times
-    /// gives in any order). Groups are in the order their first file was found.
-    fn read_groups(&self, work: Vec<(usize, LogFile)>, modified: &HashMap<PathBuf, std::time::SystemTime>) -> Vec<Vec<(usize, LogFile)>> {
+    /// first: those read before (by `modified`, the time of change the run found), then those
+    /// new to the cursors by the times their first and last dated lines say ([`dated_ends`]; a
+    /// resumed session's copy of the lines it resumes begins at the same time and most often
+    /// ends later; an end with no dated line within reach at its time of change, which a home
+    /// copied without its times gives in any order). Groups are in the order their first file
+    /// was found.
+    fn read_groups(&self, work: Vec<(usize, LogFile)>, modified: &HashMap<PathBuf, std::time::SystemTime>, cursors: &Cursors) -> Vec<Vec<(usize, LogFile)>> {
         let mut groups: Vec<Vec<(usize, LogFile)>> = Vec::new();
         let mut folders: HashMap<(usize, PathBuf), usize> = HashMap::new();
         for (ai, file) in work {
@@ -1032,9 +1041,13 @@ impl Ingester {
         for g in groups.iter_mut().filter(|g| g.len() > 1) {
             g.sort_by_cached_key(|(ai, f)| {
                 let changed = modified.get(&f.path).and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-                let dated = if f.format == FileFormat::Lines { dated_ends(&*self.adapters[*ai], &f.path) } else { None };
-                let (first, last) = dated.or(changed.map(|c| (c, c))).unwrap_or((i64::MAX, i64::MAX));
-                (first, last, changed, f.path.clone())
+                // Only a log none of which was read yet can begin with copies of others' lines:
+                // those read before come first, by time of change (their ends are not read).
+                let new = !cursors.files.contains_key(&(f.source.id().to_owned(), f.key.clone()));
+                let (first, last) = if new && f.format == FileFormat::Lines { dated_ends(&*self.adapters[*ai], &f.path) } else { (None, None) };
+                // An end with no dated line within reach stands at the time of change.
+                let or_changed = |t: Option<i64>| t.or(changed).unwrap_or(i64::MAX);
+                (new, or_changed(first), or_changed(last), changed, f.path.clone())
             });
         }
         groups
@@ -1150,10 +1163,11 @@ impl Ingester {
     /// text streamed) made the whole export a new version, recorded again with a mirror of its
     /// own: a 2 MB session took 34 MB of journal after ten runs with a part finished between
     /// each. The export as made when nothing of the version is recorded, a run stopped inside
-    /// one of its lines, what was recorded cannot be read back as recorded (its mirror's bytes
-    /// against `_read_crc`), or the whole would be more than a log may decode to: a changed
-    /// export then begins a new version, as before.
-    fn export_as_growth(&self, adapter: &dyn Adapter, cur: &FileCursor, state: &State, export: Vec<u8>) -> Vec<u8> {
+    /// one of its lines, what was recorded is more than [`EXPORT_HISTORY_TIMES`] the export
+    /// (and 1 MiB: each run reads all of it), cannot be read back as recorded (its mirror's
+    /// bytes against `_read_crc`; said in `problems`), or the whole would be more than a log
+    /// may decode to: a changed export then begins a new version, as before.
+    fn export_as_growth(&self, adapter: &dyn Adapter, cur: &FileCursor, state: &State, export: Vec<u8>, problems: &mut Vec<String>) -> Vec<u8> {
         let recorded = cur.byte_end as usize;
         if cur.version == 0 || recorded == 0 || state.contains_key(PARTIAL_LINE_KEY) || export.last().is_some_and(|&b| b != b'\n') {
             return export;
@@ -1163,11 +1177,27 @@ impl Ingester {
         if export.len() >= recorded && read_crc == Some(u64::from(crc32fast::hash(&export[..recorded]))) {
             return export;
         }
-        if self.repair_mirror(cur).is_err() {
+        if cur.byte_end > EXPORT_HISTORY_TIMES * export.len() as u64 + EXPORT_HISTORY_SLACK_BYTES {
             return export;
         }
-        let Ok(mut history) = self.mirrors.read_head(&cur.mirror, cur.byte_end) else { return export };
+        let unread = |why: String| format!("the mirror {} {why}: the session's export was recorded whole again, as a new version", self.mirrors.display_path(&cur.mirror).display());
+        if let Err(e) = self.repair_mirror(cur) {
+            let why = match e {
+                FileError::Io(e) | FileError::Mirror(e) => e.to_string(),
+                FileError::Journal(e) => e.to_string(),
+            };
+            problems.push(unread(format!("could not be made whole ({why})")));
+            return export;
+        }
+        let mut history = match self.mirrors.read_head(&cur.mirror, cur.byte_end) {
+            Ok(h) => h,
+            Err(e) => {
+                problems.push(unread(format!("could not be read ({e})")));
+                return export;
+            }
+        };
         if history.len() != recorded || history.last() != Some(&b'\n') || read_crc.is_some_and(|c| c != u64::from(crc32fast::hash(&history))) {
+            problems.push(unread(format!("does not give back the {recorded} bytes recorded")));
             return export;
         }
         let grown = {
@@ -1400,20 +1430,19 @@ fn sessions_bytes(changes: &[origin_engine::record::SessionChange]) -> usize {
     changes.iter().map(|c| EVENT_FIXED_BYTES + c.session.len() + opt(&c.project) + opt(&c.title) + opt(&c.first_prompt) + opt(&c.parent)).sum()
 }
 
-/// The CRC-32 of `bytes[from..to]`, read a window at a time.
 /// Bytes of a log's beginning, then of its end, read at first by [`dated_ends`]; four times
 /// as many at each step while no complete dated line is found, up to [`DATED_SCAN_BYTES_MAX`].
 const DATED_SCAN_BYTES: u64 = 64 * 1024;
 /// See [`DATED_SCAN_BYTES`].
 const DATED_SCAN_BYTES_MAX: u64 = 4 * 1024 * 1024;
 
-/// The times (Unix ms) of the first and last complete lines of the log at `path` that say
-/// when they were written ([`Adapter::line_time`]), if it has such lines within
-/// [`DATED_SCAN_BYTES_MAX`] of its beginning and of its end.
-fn dated_ends(adapter: &dyn Adapter, path: &Path) -> Option<(i64, i64)> {
+/// The times (Unix ms) of the first and of the last complete lines of the log at `path` that
+/// say when they were written ([`Adapter::line_time`]), each if such a line is within
+/// [`DATED_SCAN_BYTES_MAX`] of its end of the file.
+fn dated_ends(adapter: &dyn Adapter, path: &Path) -> (Option<i64>, Option<i64>) {
     use std::io::{Seek, SeekFrom};
-    let mut f = File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
+    let Ok(mut f) = File::open(path) else { return (None, None) };
+    let Ok(len) = f.metadata().map(|m| m.len()) else { return (None, None) };
     let mut read = |from: u64, n: u64| -> Option<Vec<u8>> {
         f.seek(SeekFrom::Start(from)).ok()?;
         let mut out = Vec::new();
@@ -1423,35 +1452,32 @@ fn dated_ends(adapter: &dyn Adapter, path: &Path) -> Option<(i64, i64)> {
     let time = |line: &[u8]| adapter.line_time(line.strip_suffix(b"\n").unwrap_or(line));
     let mut first = None;
     let mut n = DATED_SCAN_BYTES;
-    loop {
-        let head = read(0, n.min(len))?;
+    while let Some(head) = read(0, n.min(len)) {
         // Complete lines only.
         let end = head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        first = first.or_else(|| head[..end].split_inclusive(|&b| b == b'\n').find_map(time));
+        first = head[..end].split_inclusive(|&b| b == b'\n').find_map(time);
         if first.is_some() || n >= len || n >= DATED_SCAN_BYTES_MAX {
             break;
         }
         n *= 4;
     }
-    let first = first?;
+    let mut last = None;
     let mut n = DATED_SCAN_BYTES;
-    loop {
+    while let Some(tail) = read(len.saturating_sub(n), n.min(len)) {
         let from = len.saturating_sub(n);
-        let tail = read(from, len - from)?;
         // Complete lines only: from the first newline (unless at the file's start) to the last.
         let start = if from == 0 { Some(0) } else { tail.iter().position(|&b| b == b'\n').map(|i| i + 1) };
         let end = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let last = start.filter(|&s| s < end).and_then(|s| tail[s..end].split_inclusive(|&b| b == b'\n').rev().find_map(time));
-        if let Some(last) = last {
-            return Some((first, last));
-        }
-        if from == 0 || n >= DATED_SCAN_BYTES_MAX {
-            return None;
+        last = start.filter(|&s| s < end).and_then(|s| tail[s..end].split_inclusive(|&b| b == b'\n').rev().find_map(time));
+        if last.is_some() || from == 0 || n >= DATED_SCAN_BYTES_MAX {
+            break;
         }
         n *= 4;
     }
+    (first, last)
 }
 
+/// The CRC-32 of `bytes[from..to]`, read a window at a time.
 fn crc_of(bytes: &Bytes, from: u64, to: u64) -> io::Result<u64> {
     let mut h = crc32fast::Hasher::new();
     let mut at = from;
@@ -1833,16 +1859,131 @@ mod tests {
         let write = |body: String| std::fs::write(&log, body).expect("write");
         let ends = || dated_ends(&crate::adapter::claude::Claude, &log);
         write(format!("{}{}{}{}{}", undated(100), dated("2026-10-20T09:00:00Z", 10), dated("2026-10-20T09:30:00Z", 10), dated("2026-10-21T10:00:00Z", 10), undated(50)));
-        assert_eq!(ends(), Some((ms("2026-10-20T09:00:00Z"), ms("2026-10-21T10:00:00Z"))));
+        assert_eq!(ends(), (Some(ms("2026-10-20T09:00:00Z")), Some(ms("2026-10-21T10:00:00Z"))));
         // Long lines at both ends: found past the first step; a last line without its newline
         // is no line yet.
         let unfinished = dated("2026-10-22T00:00:00Z", 10);
         write(format!("{}{}{}{}{}", undated(200_000), dated("2026-10-20T09:00:00Z", 300_000), dated("2026-10-21T10:00:00Z", 10), undated(900_000), unfinished.trim_end()));
-        assert_eq!(ends(), Some((ms("2026-10-20T09:00:00Z"), ms("2026-10-21T10:00:00Z"))));
+        assert_eq!(ends(), (Some(ms("2026-10-20T09:00:00Z")), Some(ms("2026-10-21T10:00:00Z"))));
         write(format!("{}{}", undated(10), undated(10)));
-        assert_eq!(ends(), None);
+        assert_eq!(ends(), (None, None));
+        // Each end on its own: nothing dated within the bytes looked at from one end.
         write(format!("{}{}", undated(5_000_000), dated("2026-10-20T09:00:00Z", 10)));
-        assert_eq!(ends(), None, "nothing dated within the bytes looked at from the beginning");
+        assert_eq!(ends(), (None, Some(ms("2026-10-20T09:00:00Z"))));
+        write(format!("{}{}", dated("2026-10-20T09:00:00Z", 10), undated(5_000_000)));
+        assert_eq!(ends(), (Some(ms("2026-10-20T09:00:00Z")), None));
+    }
+
+    /// A Claude Code session resumed in a new file that copies its lines, both new to the store
+    /// in one run: the original is read first, so its events stay in its session, when the
+    /// resumed file is the older by time of change (a home copied without its times), and when
+    /// the original's last 4 MiB hold no dated line (an undated end stands at its time of
+    /// change, its first line's time still counting). A file read before comes before new ones.
+    #[test]
+    fn a_folders_new_claude_logs_are_read_oldest_by_what_their_lines_say() {
+        let line = |uuid: &str, session: &str, t: &str, text: &str| {
+            format!("{}\n", serde_json::json!({"type": "user", "uuid": uuid, "sessionId": session, "timestamp": t, "message": {"role": "user", "content": text}}))
+        };
+        let undated = format!("{}\n", serde_json::json!({"type": "file-history-snapshot", "messageId": "m", "snapshot": {"note": "z".repeat(5_000_000)}}));
+        for (resumed_changed_first, undated_end) in [(true, false), (false, true), (true, true)] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let folder = dir.path().join(".claude/projects/-home-dev-p");
+            std::fs::create_dir_all(&folder).expect("mkdir");
+            let (s1, s2) = ("bbbb-original", "aaaa-resumed");
+            let mut original = format!("{}{}", line("u-1", s1, "2026-10-20T09:00:00Z", "first words"), line("u-2", s1, "2026-10-20T09:00:05Z", "second words"));
+            if undated_end {
+                original.push_str(&undated);
+            }
+            let resumed = format!("{}{}{}", line("u-1", s2, "2026-10-20T09:00:00Z", "first words"), line("u-2", s2, "2026-10-20T09:00:05Z", "second words"), line("u-3", s2, "2026-10-21T10:00:00Z", "later words"));
+            std::fs::write(folder.join(format!("{s1}.jsonl")), &original).expect("write");
+            std::fs::write(folder.join(format!("{s2}.jsonl")), &resumed).expect("write");
+            if undated_end && resumed_changed_first {
+                // Both ends of the original undated: its time of change (later) decides, as
+                // before (the limit of what its lines can say).
+                std::fs::write(folder.join(format!("{s1}.jsonl")), format!("{undated}{original}")).expect("write");
+            }
+            // Times of change as written (a minute after each file's last line), or as a copy
+            // made now gives them (the resumed file copied first).
+            let at = |t: &str| std::time::UNIX_EPOCH + std::time::Duration::from_millis(crate::text::parse_time(t).expect("time") as u64);
+            let now = std::time::SystemTime::now();
+            let (m1, m2) = if resumed_changed_first { (now, now - std::time::Duration::from_secs(60)) } else { (at("2026-10-20T09:01:05Z"), at("2026-10-21T10:01:00Z")) };
+            for (session, m) in [(s1, m1), (s2, m2)] {
+                std::fs::File::options().write(true).open(folder.join(format!("{session}.jsonl"))).expect("open").set_modified(m).expect("mtime");
+            }
+            let store = dir.path().join("store");
+            let ing = Ingester::new(Arc::new(Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open")), &store, Homes::under(dir.path()));
+            ing.run(None, &mut |_| {}).expect("run");
+            // The session of each event's first record.
+            let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+            let mut first_in: HashMap<String, String> = HashMap::new();
+            j.read_from(0, |r| {
+                if let Ok((_, Body::Ingested(b))) = r.decode() {
+                    for e in b.events {
+                        first_in.entry(e.id).or_insert(e.session);
+                    }
+                }
+                Ok(std::ops::ControlFlow::Continue(()))
+            })
+            .expect("read");
+            let want = if undated_end && resumed_changed_first { s2 } else { s1 };
+            assert_eq!(first_in.get("claude-code:u-1").map(String::as_str), Some(want), "resumed changed first: {resumed_changed_first}, undated end: {undated_end}");
+        }
+    }
+
+    /// Claude Code's adapter, counting the lines asked for their time.
+    struct CountingTimes(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Adapter for CountingTimes {
+        fn source(&self) -> Source {
+            Source::ClaudeCode
+        }
+        fn logs_copy_their_folder(&self) -> bool {
+            true
+        }
+        fn line_time(&self, line: &[u8]) -> Option<i64> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Claude.line_time(line)
+        }
+        fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
+            Claude.discover(homes)
+        }
+        fn parse_line(&self, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
+            Claude.parse_line(file, state, line, line_no)
+        }
+        fn memory_files(&self, _homes: &Homes, _projects: &[Project], _problems: &mut Vec<String>) -> Vec<MemoryFile> {
+            Vec::new()
+        }
+    }
+
+    /// Only logs new to the store are ordered by what their lines say (only they can begin
+    /// with copies): a run with nothing new, or with a log read before grown, reads no line of
+    /// any for its time (every run read both ends of every log of a folder).
+    #[test]
+    fn only_new_logs_are_read_for_their_times() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().join(".claude/projects/-home-dev-p");
+        std::fs::create_dir_all(&folder).expect("mkdir");
+        let line = |uuid: &str, session: &str| format!("{}\n", serde_json::json!({"type": "user", "uuid": uuid, "sessionId": session, "timestamp": "2026-10-20T09:00:00Z", "message": {"role": "user", "content": "words"}}));
+        for s in ["s1", "s2"] {
+            std::fs::write(folder.join(format!("{s}.jsonl")), line(&format!("{s}-1"), s)).expect("write");
+        }
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let store = dir.path().join("store");
+        let ing = Ingester::new(Arc::new(Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open")), &store, Homes::under(dir.path()))
+            .with_adapters(vec![Box::new(CountingTimes(asked.clone()))]);
+        let mut run = |grow: Option<&str>| {
+            if let Some(s) = grow {
+                let mut f = std::fs::OpenOptions::new().append(true).open(folder.join(format!("{s}.jsonl"))).expect("open");
+                std::io::Write::write_all(&mut f, line(&format!("{s}-x"), s).as_bytes()).expect("append");
+            }
+            ing.run(None, &mut |_| {}).expect("run");
+            asked.swap(0, std::sync::atomic::Ordering::Relaxed)
+        };
+        assert!(run(None) >= 4, "both new: each read at both ends");
+        assert_eq!(run(None), 0, "nothing new");
+        assert_eq!(run(Some("s1")), 0, "a log read before, grown");
+        std::fs::write(folder.join("s3.jsonl"), line("s3-1", "s3")).expect("write");
+        assert_eq!(run(None), 2, "the new log alone, at both ends");
     }
 
     /// Every ingested record of the store's journal: (file version, raw bytes it covers).
@@ -1940,6 +2081,64 @@ mod tests {
             let recorded = lines.iter().rev().find(|l| crate::adapter::zcode::Zcode.export_row(l).as_ref() == Some(&row)).expect("recorded");
             assert_eq!(recorded, &line, "each row's last line recorded is its line now");
         }
+    }
+
+    /// What is recorded of a ZCode session read as growth stays within a few times its export
+    /// (every run that finds it changed reads all of it): a part of 237 KB rewritten at every
+    /// run starts a new version, the export whole, once the recorded bytes pass 4 times the
+    /// export and 1 MiB. A mirror that does not give back what was recorded (damaged in place)
+    /// is said, and the export recorded whole as a new version.
+    #[test]
+    fn a_zcode_sessions_recorded_growth_is_bounded_and_a_damaged_mirror_is_said() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (homes, db, conn) = zcode_home(dir.path());
+        conn.execute_batch(
+            r#"CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT);
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
+             INSERT INTO session VALUES ('sess_b', '/home/dev/p', 'B');
+             INSERT INTO message VALUES ('msg_1', 'sess_b', 10, '{"role":"assistant"}');
+             INSERT INTO part VALUES ('prt_small', 'msg_1', 'sess_b', 11, 11, '{"type":"text","text":"a small part"}');"#,
+        )
+        .expect("schema");
+        let streamed = |n: usize| {
+            let text: String = (0..30_000).map(|w| format!("s{}r{n} ", w * 31 % 997)).collect();
+            conn.execute("INSERT OR REPLACE INTO part VALUES ('prt_big', 'msg_1', 'sess_b', 12, 12, ?1)", [serde_json::json!({"type": "text", "text": text}).to_string()]).expect("part");
+        };
+        streamed(0);
+        let store = dir.path().join("store");
+        let ing = Ingester::new(Arc::new(Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open")), &store, homes.clone());
+        let file = LogFile { source: Source::Zcode, path: db.clone(), key: format!("{}#session/sess_b", db.display()), mirror: String::new(), format: FileFormat::Export };
+        let export_len = || crate::adapter::zcode::Zcode.export(&file).expect("export").len() as u64;
+        let cursor = || ing.cursors().expect("cursors").files.values().next().expect("a cursor").clone();
+        ing.run(None, &mut |_| {}).expect("run");
+        let mut versions = Vec::new();
+        for n in 1..=16 {
+            streamed(n);
+            let run = ing.run(None, &mut |_| {}).expect("run");
+            assert!(run.sources["zcode"].problems.is_empty(), "{:?}", run.sources["zcode"].problems);
+            let c = cursor();
+            let bound = EXPORT_HISTORY_TIMES * export_len() + EXPORT_HISTORY_SLACK_BYTES;
+            assert!(c.byte_end <= bound + export_len(), "run {n}: {} bytes recorded, the export {}", c.byte_end, export_len());
+            versions.push(c.version);
+        }
+        assert!(export_len() > 200_000, "{}", export_len());
+        assert!(versions.windows(2).any(|w| w[1] == w[0] + 1) && versions.windows(2).filter(|w| w[1] == w[0]).count() >= 10, "mostly growth, a new version at the bound: {versions:?}");
+        // The mirror's bytes damaged in place (its size the same).
+        let c = cursor();
+        let zst = store.join("raw").join(format!("{}.zst", c.mirror));
+        let mut bytes = std::fs::read(&zst).expect("mirror");
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x55;
+        std::fs::write(&zst, &bytes).expect("write");
+        streamed(99);
+        let run = ing.run(None, &mut |_| {}).expect("run");
+        let problems = &run.sources["zcode"].problems;
+        assert!(problems.len() == 1 && problems[0].contains("recorded whole again") && problems[0].contains(&c.mirror), "{problems:?}");
+        assert_eq!(cursor().version, c.version + 1);
+        let last: HashMap<String, String> = events(&store).into_iter().collect();
+        assert!(last["zcode:prt_big"].starts_with("s0r99 s31r99"), "{}", &last["zcode:prt_big"][..40]);
+        assert_eq!(last["zcode:prt_small"], "a small part");
     }
 
     /// A ZCode tool whose output is larger than ingest parses a line (32 MiB): its call and

@@ -1,7 +1,8 @@
 //! ZCode (Z.ai): sessions live in SQLite, `<ZCODE_HOME or ~/.zcode>/cli/db/db.sqlite`, with
 //! OpenCode's tables (`session`, `message`, `part`; ZCode adds `session.task_type`). Not
 //! line-based: every session is one [`FileFormat::Export`] log, key `<db path>#session/<id>`,
-//! mirrored as `cli/db/db.sqlite/sessions/<id>.jsonl`. The database is opened read-only through
+//! mirrored as `cli/db/db.sqlite/sessions/<id>.jsonl` (an id a file name cannot hold as it is:
+//! see [`mirror_name`]). The database is opened read-only through
 //! a `mode=ro` URI, which reads the `-wal` file too; an SQLite error is a problem (discover) or
 //! an error (export), never a panic.
 //!
