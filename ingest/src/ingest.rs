@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, Project, State};
 use crate::bytes::Bytes;
+use crate::json::ShortStrings;
 use crate::cursor::{memory_hash, Cursors, FileCursor};
 use crate::limits::{
     BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, BATCH_EVENTS_BYTES_MAX, EVENT_FIXED_BYTES, LINE_EVENTS_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL, SPLIT_LINE_BYTES_MIN, STATE_BYTES_MAX,
@@ -822,10 +823,11 @@ impl Ingester {
         let start_pos = cur.byte_end;
         let mut pos = cur.byte_end;
         let mut line_no = cur.line_end;
-        // A line longer than a read window ("giant") is recorded in chunks as it is read and
-        // never parsed. `partial` says a previous run stopped inside a line recorded in pieces
-        // (a giant, or a long line): it is read again from where it began, its bytes recorded
-        // from where the run stopped; if it is no giant it is parsed whole.
+        // A line longer than a read window ("giant") is recorded in chunks as it is read, and
+        // parsed as read with each string cut to its first 1 MiB (`json::ShortStrings`).
+        // `partial` says a previous run stopped inside a line recorded in pieces (a giant, or a
+        // long line): it is read again from where it began, its bytes recorded from where the
+        // run stopped; if it is no giant it is parsed whole.
         // (A giant recorded further than a window from its start goes on as one.)
         let resumed = partial.filter(|&p| same_version && p < pos);
         let mut giant = resumed.is_some_and(|p| pos - p >= WINDOW_BYTES);
@@ -840,6 +842,22 @@ impl Ingester {
         };
         // Where a line recorded in pieces began, until the record that ends it is appended.
         let mut first_line_start: Option<u64> = None;
+        // A giant's bytes read as they go by, its long strings shortened so that it can be
+        // parsed (`json::ShortStrings`); what a stopped run recorded of it read again first.
+        let mut giant_short: Option<ShortStrings> = None;
+        if giant {
+            let mut r = ShortStrings::new(LINE_SIZE_BYTES_MAX);
+            let mut at = giant_start;
+            while at < pos {
+                bytes.read_into(at, (pos - at).min(WINDOW_BYTES), window_buf)?;
+                if window_buf.is_empty() {
+                    break;
+                }
+                r.feed(without_bom(at, window_buf));
+                at += window_buf.len() as u64;
+            }
+            giant_short = (at >= pos).then_some(r);
+        }
         let mut read_any = false;
         while pos < len {
             let window_start = if giant { pos } else { line_start };
@@ -892,22 +910,26 @@ impl Ingester {
                 let line = &window[ls..end - 1];
                 // A byte order mark before a file's first line is no part of it.
                 let line = if line_at == 0 { line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line) } else { line };
-                let parsed = if giant || line.len() > LINE_SIZE_BYTES_MAX {
-                    // Kept whole in the raw bytes, not parsed: counted as cut.
+                let parsed = if giant {
+                    // Parsed as read, its long strings shortened; kept whole in the raw bytes. Cut
+                    // when even so it is more than a line may be.
                     giant = false;
+                    first_line_start = Some(giant_start);
+                    match giant_short.take().and_then(|mut r| {
+                        r.feed(line);
+                        r.finish()
+                    }) {
+                        Some(short) => Some(parse_line(adapter, file, &mut state, &short, line_no)),
+                        None => {
+                            batch.cut += 1;
+                            None
+                        }
+                    }
+                } else if line.len() > LINE_SIZE_BYTES_MAX {
                     batch.cut += 1;
                     None
                 } else {
-                    let parsed = adapter.parse_line(file, &mut state, line, line_no);
-                    // A line whose only fault is a lone surrogate's escape is read with U+FFFD
-                    // in its place (see `json::without_lone_surrogates`); the mirror keeps it.
-                    match parsed {
-                        Line::Malformed(_) => match crate::json::without_lone_surrogates(line) {
-                            Some(fixed) => Some(adapter.parse_line(file, &mut state, &fixed, line_no)),
-                            None => Some(parsed),
-                        },
-                        p => Some(p),
-                    }
+                    Some(parse_line(adapter, file, &mut state, line, line_no))
                 };
                 match parsed {
                     Some(Line::Parsed(p)) => {
@@ -965,6 +987,11 @@ impl Ingester {
                     }
                     giant = true;
                     giant_start = window_start + ls as u64;
+                    let mut r = ShortStrings::new(LINE_SIZE_BYTES_MAX);
+                    r.feed(without_bom(giant_start, &window[ls..]));
+                    giant_short = Some(r);
+                } else if let Some(r) = &mut giant_short {
+                    r.feed(rest);
                 }
                 for chunk in rest.chunks(BATCH_RAW_BYTES_MAX) {
                     let b = Batch::new(pos, line_no);
@@ -1475,6 +1502,23 @@ fn dated_ends(adapter: &dyn Adapter, path: &Path) -> (Option<i64>, Option<i64>) 
         n *= 4;
     }
     (first, last)
+}
+
+/// One complete line parsed; a line whose only fault is a lone surrogate's escape is read with
+/// U+FFFD in its place (see `json::without_lone_surrogates`; the mirror keeps it).
+fn parse_line(adapter: &dyn Adapter, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
+    match adapter.parse_line(file, state, line, line_no) {
+        Line::Malformed(why) => match crate::json::without_lone_surrogates(line) {
+            Some(fixed) => adapter.parse_line(file, state, &fixed, line_no),
+            None => Line::Malformed(why),
+        },
+        p => p,
+    }
+}
+
+/// `b`, read from byte `at` of a file, without the byte order mark that may open a file.
+fn without_bom(at: u64, b: &[u8]) -> &[u8] {
+    if at == 0 { b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b) } else { b }
 }
 
 /// The CRC-32 of `bytes[from..to]`, read a window at a time.

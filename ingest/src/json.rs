@@ -418,3 +418,234 @@ mod tests {
         }
     }
 }
+
+/// Bytes kept of each JSON string by [`ShortStrings`].
+pub const LONG_STRING_KEPT_BYTES: usize = 1024 * 1024;
+
+/// A line too long to parse (over 32 MiB: the base64 of images pasted into a prompt, a tool's
+/// output), made parseable: fed its bytes in order, in pieces of any size, it keeps each JSON
+/// string's first [`LONG_STRING_KEPT_BYTES`] (or as many as it is told; cut where a character or an escape begins) and,
+/// in place of the rest, ` [… N bytes left out of a line over 32 MiB …]`; everything outside
+/// strings as it is. Nothing when what it keeps grows past `max` (a line long for its many
+/// strings, not its long ones). Strings are read as JSON reads them, escapes included, so a
+/// quote inside one (`\"`) does not end it; bytes that are not JSON give bytes that are not
+/// either, which the parser then refuses.
+pub struct ShortStrings {
+    out: Vec<u8>,
+    max: usize,
+    /// Bytes kept of each string.
+    keep_bytes: usize,
+    over: bool,
+    in_string: bool,
+    /// After a backslash in a string: the escape's letter comes next.
+    escape: bool,
+    /// Hex digits of a `\u` escape still to come.
+    hex_left: usize,
+    /// Bytes of the current string kept.
+    kept: usize,
+    /// Bytes of the current string left out.
+    dropped: u64,
+}
+
+impl ShortStrings {
+    /// A reader whose output may grow to `max` bytes.
+    pub fn new(max: usize) -> ShortStrings {
+        ShortStrings::keeping(max, LONG_STRING_KEPT_BYTES)
+    }
+
+    /// A reader keeping `keep_bytes` of each string.
+    pub fn keeping(max: usize, keep_bytes: usize) -> ShortStrings {
+        ShortStrings { out: Vec::new(), max, keep_bytes, over: false, in_string: false, escape: false, hex_left: 0, kept: 0, dropped: 0 }
+    }
+
+    /// Reads the line's next bytes.
+    pub fn feed(&mut self, mut b: &[u8]) {
+        while !b.is_empty() && !self.over {
+            if !self.in_string {
+                let i = memchr::memchr(b'"', b).map_or(b.len(), |i| i + 1);
+                self.out.extend_from_slice(&b[..i]);
+                if b[i - 1] == b'"' {
+                    (self.in_string, self.kept, self.dropped) = (true, 0, 0);
+                }
+                b = &b[i..];
+            } else if self.escape {
+                self.escape = false;
+                if b[0] == b'u' {
+                    self.hex_left = 4;
+                }
+                self.keep(&b[..1]);
+                b = &b[1..];
+            } else if self.hex_left > 0 {
+                let n = self.hex_left.min(b.len());
+                self.hex_left -= n;
+                self.keep(&b[..n]);
+                b = &b[n..];
+            } else {
+                let i = memchr::memchr2(b'"', b'\\', b).unwrap_or(b.len());
+                self.plain(&b[..i]);
+                match b.get(i) {
+                    Some(b'"') => {
+                        if self.dropped > 0 {
+                            self.out.extend_from_slice(format!(" [… {} bytes left out of a line over 32 MiB …]", self.dropped).as_bytes());
+                        }
+                        self.out.push(b'"');
+                        self.in_string = false;
+                    }
+                    Some(_) => {
+                        // An escape begins: a character's start, where a string may be cut.
+                        self.keep_from_here();
+                        self.escape = true;
+                        self.keep(b"\\");
+                    }
+                    None => {}
+                }
+                b = &b[(i + 1).min(b.len())..];
+            }
+        }
+        if self.out.len() > self.max {
+            self.over = true;
+            self.out = Vec::new();
+        }
+    }
+
+    /// The line as read, or nothing (see [`ShortStrings`]).
+    pub fn finish(self) -> Option<Vec<u8>> {
+        (!self.over).then_some(self.out)
+    }
+
+    /// Once a string's kept bytes reached the bound, the rest of it is left out.
+    fn keep_from_here(&mut self) {
+        if !self.dropping() && self.kept >= self.keep_bytes {
+            self.kept = usize::MAX;
+        }
+    }
+
+    fn dropping(&self) -> bool {
+        self.kept == usize::MAX
+    }
+
+    fn keep(&mut self, b: &[u8]) {
+        if self.dropping() {
+            self.dropped += b.len() as u64;
+        } else {
+            self.out.extend_from_slice(b);
+            self.kept += b.len();
+        }
+    }
+
+    /// A run of a string with no quote or backslash: kept up to the bound, cut where a
+    /// character begins (UTF-8 continuation bytes stay with theirs).
+    fn plain(&mut self, run: &[u8]) {
+        if self.dropping() {
+            self.dropped += run.len() as u64;
+            return;
+        }
+        let room = self.keep_bytes.saturating_sub(self.kept);
+        if run.len() <= room {
+            self.keep(run);
+            return;
+        }
+        let mut cut = room;
+        while cut < run.len() && run[cut] & 0xC0 == 0x80 {
+            cut += 1;
+        }
+        self.keep(&run[..cut]);
+        if cut < run.len() {
+            self.kept = usize::MAX;
+            self.dropped = (run.len() - cut) as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod short_strings_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn short(line: &[u8], keep: usize, pieces: usize) -> Option<Vec<u8>> {
+        let mut r = ShortStrings::keeping(1 << 30, keep);
+        for chunk in line.chunks(pieces.max(1)) {
+            r.feed(chunk);
+        }
+        r.finish()
+    }
+
+    /// Long strings keep their beginning and a note of what was left out; short ones, keys and
+    /// everything between strings stay as written; escapes (`\"` among them) are read as JSON
+    /// reads them and never cut; a character is never cut; the result parses, whatever the
+    /// pieces it was read in.
+    #[test]
+    fn long_strings_keep_their_beginning_and_the_line_parses() {
+        let line = format!(r#"{{"type":"user","msg":{{"content":[{{"type":"text","text":"why \"this\" chart"}},{{"type":"image","data":"{}"}}],"n":[1,2.5,null,true]}}}}"#, "QUJD".repeat(1000));
+        for pieces in [1, 2, 3, 7, 64, 1 << 20] {
+            let out = String::from_utf8(short(line.as_bytes(), 100, pieces).expect("kept")).expect("utf-8");
+            let v: serde_json::Value = serde_json::from_str(&out).expect("parses");
+            assert_eq!(v["msg"]["content"][0]["text"], "why \"this\" chart");
+            assert_eq!(v["msg"]["content"][1]["data"], format!("{} [… 3900 bytes left out of a line over 32 MiB …]", "QUJD".repeat(25)), "{pieces}");
+            assert_eq!(v["msg"]["n"], serde_json::json!([1, 2.5, null, true]));
+        }
+        // Cuts at an escape and inside characters: the escape and the character kept whole.
+        for (s, keep) in [("aaaa\\u00e9bbbb", 5), ("aaaa\\u00e9bbbb", 4), ("aaaa\\\"bbbb", 5), ("aaaé😀bbbb", 4), ("aaaé😀bbbb", 6), ("aaaé😀bbbb", 8)] {
+            let line = format!(r#"["{s}"]"#);
+            for pieces in [1, 2, 5, 100] {
+                let out = short(line.as_bytes(), keep, pieces).expect("kept");
+                let v: serde_json::Value = serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{s} {keep} {pieces}: {e}: {}", String::from_utf8_lossy(&out)));
+                let full: String = serde_json::from_str(&format!(r#""{s}""#)).expect("json");
+                let got = v[0].as_str().expect("a string");
+                let kept = got.split(" [… ").next().expect("kept");
+                assert!(full.starts_with(kept) && kept.len() >= keep.min(full.len()) - 3, "{s} {keep}: {got}");
+            }
+        }
+        assert_eq!(short(b"[\"abc\"]", 3, 1).as_deref(), Some(&b"[\"abc\"]"[..]), "a string as long as the bound is whole");
+        let mut r = ShortStrings::keeping(50, 10);
+        r.feed(format!("[{}]", "1,".repeat(100)).as_bytes());
+        assert_eq!(r.finish(), None, "long for what it keeps");
+    }
+
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "[a-z\"\\\\/\n\té😀\u{1}]{0,40}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 30, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::from),
+                // Keys no longer than what is kept (two keys cut to one would be one key).
+                prop::collection::btree_map("[a-z]{0,2}", inner, 0..6).prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Strings keep a beginning of what they held (every string no longer than kept, as JSON
+    /// writes it, whole); the rest of the value stays as it was.
+    fn shortened(full: &serde_json::Value, got: &serde_json::Value, keep: usize) -> bool {
+        use serde_json::Value as V;
+        match (full, got) {
+            (V::String(f), V::String(g)) => match g.split_once(" [… ") {
+                Some((k, note)) => serde_json::to_string(f).unwrap().len() - 2 > keep && f.starts_with(k) && note.ends_with("left out of a line over 32 MiB …]"),
+                None => f == g,
+            },
+            (V::Array(f), V::Array(g)) => f.len() == g.len() && f.iter().zip(g).all(|(a, b)| shortened(a, b, keep)),
+            (V::Object(f), V::Object(g)) => f.len() == g.len() && f.iter().zip(g).all(|((ka, a), (kb, b))| shortened(&V::from(ka.clone()), &V::from(kb.clone()), keep) && shortened(a, b, keep)),
+            (f, g) => f == g,
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn short_strings_give_json_that_holds_a_beginning_of_every_string(v in json_value(), keep in 2usize..12, pieces in 1usize..9) {
+            let line = serde_json::to_vec(&v).unwrap();
+            let out = short(&line, keep, pieces).expect("kept");
+            let got: serde_json::Value = serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)));
+            prop_assert!(shortened(&v, &got, keep), "{} -> {}", String::from_utf8_lossy(&line), String::from_utf8_lossy(&out));
+        }
+
+        #[test]
+        fn short_strings_never_panic_on_bytes(bytes in prop::collection::vec(any::<u8>(), 0..300), keep in 0usize..8, pieces in 1usize..9) {
+            let _ = short(&bytes, keep, pieces);
+        }
+    }
+}

@@ -654,15 +654,25 @@ fn a_resumed_claude_session_does_not_take_the_conversation_it_copies() {
 
 /// The words typed beside a screenshot pasted into a prompt (a line of 24 MB, recorded in
 /// pieces) are found, and `sources` gives the line from its beginning, read from the records
-/// of its pieces: the same with the mirrors gone (moved with a replay's original, say).
+/// of its pieces: the same with the mirrors gone (moved with a replay's original, say). The
+/// same for a line longer than a read window (40 MB).
 #[test]
 fn sources_of_a_line_recorded_in_pieces_give_it_from_its_beginning() {
+    // A line that fits a read window, and one longer (parsed with its long strings shortened).
+    for image in [24_000_000, 40_000_000] {
+        sources_of_a_long_line(image);
+    }
+}
+
+/// See [`sources_of_a_line_recorded_in_pieces_give_it_from_its_beginning`]: a prompt with an
+/// image of `image` base64 characters.
+fn sources_of_a_long_line(image: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
     let project = agents.join(".claude/projects/-home-dev-p");
     std::fs::create_dir_all(&project).expect("mkdir");
     let before = claude_message("u-0", None, "s1", "2026-10-20T08:59:00.000Z", "user", "a line before");
-    let long = crate::ingest_incremental::prompt_with_image("big", 24_000_000, "why is the okapi chart in this screenshot upside down");
+    let long = crate::ingest_incremental::prompt_with_image("big", image, "why is the okapi chart in this screenshot upside down");
     std::fs::write(project.join("s1.jsonl"), format!("{before}\n{long}\n")).expect("write");
     let out = origin(&home, &["ingest", "--agents-home", agents.to_str().expect("utf-8"), "--recorded-home", "/home/dev"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -33,38 +33,50 @@ fn malformed_garbage_invalid_utf8_and_unknown_types_are_skipped_and_counted() {
     assert_eq!(ing.mirrors().read(&r.mirror).expect("mirror"), bad, "bad lines are mirrored verbatim");
 }
 
+/// Lines longer than a read window (32 MiB) are kept whole (recorded in pieces) and the lines
+/// after them read. One of 80 MB holding long strings (screenshots pasted into a prompt) is
+/// parsed with its strings cut to their first 1 MiB: the words typed beside them are found, and
+/// `sources`' line starts where the line does. One of 40 MB of short values (no long string to
+/// shorten) is counted as cut. Before, both were cut: the prompt's words were never found.
 #[test]
-fn a_fifty_megabyte_line_is_kept_whole_counted_as_cut_and_the_rest_is_read() {
+fn lines_over_a_read_window_are_kept_whole_parsed_with_long_strings_shortened_or_cut() {
     let w = World::new();
     let path = w.log("huge.jsonl");
     let mut f = std::fs::File::create(&path).expect("create");
     writeln!(f, "{}", line("h1", "before the giant")).expect("write");
-    // 50 MB of text that compresses poorly enough to need several records.
-    let mut x = 0x1234_5678_9abc_def0u64;
-    let giant: Vec<u8> = (0..50 * 1024 * 1024)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            b'a' + (x % 26) as u8
-        })
-        .collect();
-    f.write_all(b"{\"type\":\"user\",\"blob\":\"").expect("write");
-    f.write_all(&giant).expect("write");
-    f.write_all(b"\"}\n").expect("write");
-    writeln!(f, "{}", line("h2", "after the giant")).expect("write");
+    // Over two read windows, the words between two images in the middle one, which holds no
+    // newline.
+    let image = || serde_json::json!({ "type": "image", "source": { "type": "base64", "media_type": "image/png", "data": crate::ingest_incremental::incompressible_base64(40 * 1024 * 1024) } });
+    let giant = serde_json::json!({
+        "type": "user", "uuid": "giant", "sessionId": "s1", "cwd": "/home/dev/p", "timestamp": "2026-10-20T09:00:00.000Z",
+        "message": { "role": "user", "content": [image(), { "type": "text", "text": "why is the ocelot chart upside down" }, image()] }
+    })
+    .to_string();
+    writeln!(f, "{giant}").expect("write");
+    let numbers = format!("{{\"type\":\"user\",\"uuid\":\"numbers\",\"sessionId\":\"s1\",\"timestamp\":\"2026-10-20T09:00:00.000Z\",\"n\":[{}0]}}", "1,".repeat(20 * 1024 * 1024));
+    writeln!(f, "{numbers}").expect("write");
+    writeln!(f, "{}", line("h2", "after the giants")).expect("write");
     drop(f);
     let summary = w.ingester().run(None, &mut |_| {}).expect("ingest");
     let s = &summary.sources["claude-code"];
-    assert_eq!(s.cut, 1, "{s:?}");
-    assert_eq!(s.lines, 3);
+    assert_eq!((s.lines, s.cut, s.malformed), (4, 1, 0), "{s:?}");
     let counts = event_counts(&w.store());
-    assert_eq!(counts.get("claude-code:h1"), Some(&1));
-    assert_eq!(counts.get("claude-code:h2"), Some(&1));
+    for id in ["claude-code:h1", "claude-code:h2", "claude-code:giant", "claude-code:giant:1", "claude-code:giant:2"] {
+        assert_eq!(counts.get(id), Some(&1), "{id}: {counts:?}");
+    }
     let recs = ingested(&w.store());
     assert!(recs.len() >= 3, "a giant line spreads over several records: {}", recs.len());
-    let h2 = recs.iter().flat_map(|r| &r.events).find(|e| e.id == "claude-code:h2").expect("h2");
-    assert_eq!(h2.line, 3, "line numbers stay right after a giant line");
+    let events: Vec<_> = recs.iter().flat_map(|r| &r.events).collect();
+    let typed = events.iter().find(|e| e.id == "claude-code:giant:1").expect("the typed words");
+    assert_eq!((typed.line, typed.text.as_str()), (2, "why is the ocelot chart upside down"));
+    let image = events.iter().find(|e| e.id == "claude-code:giant").expect("the image");
+    assert_eq!(image.text, "[image]");
+    let h2 = events.iter().find(|e| e.id == "claude-code:h2").expect("h2");
+    assert_eq!(h2.line, 4, "line numbers stay right after giant lines");
+    // The record that ends the giant says where it began.
+    let ends = recs.iter().find(|r| r.events.iter().any(|e| e.id == "claude-code:giant:1")).expect("the record ending it");
+    let said: serde_json::Value = serde_json::from_slice(&ends.state).expect("state");
+    assert_eq!(said[origin_ingest::ingest::FIRST_LINE_START_KEY].as_u64(), Some(line("h1", "before the giant").len() as u64 + 1), "where the line began");
     let ing = w.ingester();
     let mirror = &recs[0].mirror;
     let back = ing.mirrors().read(mirror).expect("mirror");

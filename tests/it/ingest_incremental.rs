@@ -334,6 +334,52 @@ fn a_run_stopped_inside_a_long_line_reads_on_only_while_its_recorded_bytes_are_t
     }
 }
 
+/// A run stopped inside a line longer than a read window, after more than a window of it was
+/// recorded: the next run reads what was recorded of it again from the file (to parse it with
+/// its long strings shortened), records the rest, and its words are read once.
+#[test]
+fn a_run_stopped_inside_a_line_longer_than_a_window_parses_it_when_it_reads_on() {
+    use origin_engine::sim::{Fault, SimFs};
+    let long = prompt_with_image("giant", 40_000_000, "the words typed beside it");
+    let text = format!("{}\n{long}\n{}\n", line("before", "the line before"), line("after", "the line after"));
+    let ingester = |fs: &SimFs, w: &World| {
+        std::fs::create_dir_all(w.store()).expect("the store's folder");
+        let j = Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options::default()).expect("journal");
+        Ingester::new(Arc::new(j), &w.store(), Homes::under(&w.home()))
+    };
+    let dry = World::new();
+    std::fs::write(dry.log("giant.jsonl"), &text).expect("write");
+    let dry_fs = SimFs::new(7);
+    let ing = ingester(&dry_fs, &dry);
+    let from = dry_fs.ops() as usize;
+    ing.run(None, &mut |_| {}).expect("the dry run");
+    let writes: Vec<usize> = dry_fs.kinds()[from..].iter().enumerate().filter(|(_, k)| **k == "write").map(|(i, _)| from + i).collect();
+    let dry_records = ingested_in(&dry_fs);
+    // The record after the line before and a window of pieces (16 of 2 MiB) refused.
+    assert!(dry_records.len() >= 18 && dry_records[..17].iter().all(|r| r.events.iter().all(|e| e.id != "claude-code:giant:1")), "{}", dry_records.len());
+    let w = World::new();
+    std::fs::write(w.log("giant.jsonl"), &text).expect("write");
+    let fs = SimFs::new(7);
+    let ing = ingester(&fs, &w);
+    fs.inject(writes[17] as u64, Fault::Denied);
+    assert!(ing.run(None, &mut |_| {}).is_err(), "a record refused");
+    drop(ing);
+    let stopped = ingested_in(&fs);
+    let recorded: u64 = stopped.iter().filter(|r| r.line_end == r.line_start).map(|r| r.byte_end - r.byte_start).sum();
+    assert!(recorded >= 32 * 1024 * 1024, "more than a window of the line recorded: {recorded}");
+    let summary = ingester(&fs, &w).run(None, &mut |_| {}).expect("the next run");
+    let claude = &summary.sources["claude-code"];
+    assert_eq!((claude.cut, claude.malformed), (0, 0), "{claude:?}");
+    let records = ingested_in(&fs);
+    assert_eq!(records.iter().map(|r| r.line_end - r.line_start).sum::<u64>(), 3, "every line once");
+    let typed: Vec<_> = records.iter().flat_map(|r| &r.events).filter(|e| e.id == "claude-code:giant:1").collect();
+    assert_eq!(typed.iter().map(|e| (e.line, e.text.as_str())).collect::<Vec<_>>(), vec![(2, "the words typed beside it")]);
+    let ing = ingester(&fs, &w);
+    let cursors = ing.cursors().expect("cursors");
+    let (_, cur) = cursors.files.iter().next().expect("a cursor");
+    assert_eq!(ing.mirrors().read(&cur.mirror).expect("mirror"), text.as_bytes(), "the mirror is the file");
+}
+
 /// Every Ingested record of a journal on a simulated machine, in order.
 fn ingested_in(fs: &origin_engine::sim::SimFs) -> Vec<Ingested> {
     records_of(&Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("open"))
@@ -847,7 +893,7 @@ fn codex_output(n: usize) -> String {
 
 /// A compressed log larger than ingest's read window, decoded as it is read: its lines of a
 /// megabyte or more cross the windows' edges, one line longer than a window is kept raw and
-/// counted as cut, and the mirror gives back every decoded byte. Written again with more lines
+/// parsed with its output cut to its first 1 MiB, and the mirror gives back every decoded byte. Written again with more lines
 /// (as Codex does when a thread resumes and goes cold again), only those are read.
 #[test]
 fn a_compressed_log_larger_than_a_read_window_is_read_whole_and_then_only_its_new_lines() {
@@ -861,8 +907,11 @@ fn a_compressed_log_larger_than_a_read_window_is_read_whole_and_then_only_its_ne
     let zst = day.join(format!("{ROLLOUT}.zst"));
     std::fs::write(&zst, zstd_of(&text(&lines))).expect("write");
     let first = w.run();
-    assert_eq!((first.lines, first.cut), (lines.len() as u64, 1), "{first:?}");
-    assert_eq!(first.events, 22, "the two messages and the twenty outputs: {first:?}");
+    assert_eq!((first.lines, first.cut), (lines.len() as u64, 0), "{first:?}");
+    assert_eq!(first.events, 23, "the two messages and the twenty-one outputs: {first:?}");
+    let longest = ingested(&w.store()).into_iter().flat_map(|r| r.events).find(|e| e.line == lines.len() as u64 - 1).expect("the longest output");
+    let left_out = format!(" [… {} bytes left out of a line over 32 MiB …]", 33 * 1024 * 1024 + 33 * 1024 * 1024 / 97 - 1024 * 1024);
+    assert!(longest.text.starts_with("abcdefghijklmnopqrstuvw") && longest.text.ends_with(&left_out), "{}", &longest.text[longest.text.len() - 80..]);
     assert_eq!(w.mirror(), text(&lines).into_bytes(), "the mirror holds every decoded byte");
     let after = ingested(&w.store()).into_iter().flat_map(|r| r.events).find(|e| e.text == "after the longest output").expect("the last message");
     assert_eq!(after.line, lines.len() as u64, "its line number counts every line before it");
