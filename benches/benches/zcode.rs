@@ -47,6 +47,34 @@ fn prose(seed: usize, words: usize) -> String {
         .collect()
 }
 
+/// What each step measured.
+#[derive(Default)]
+struct Steps {
+    ingest_t: Vec<Duration>,
+    export_t: Vec<Duration>,
+    /// Bytes the store grew by.
+    grew: Vec<f64>,
+    /// Bytes of the session's export.
+    exported: Vec<f64>,
+}
+
+impl Steps {
+    /// The export alone (the baseline), then an ingest run.
+    fn step(&mut self, ing: &Ingester, file: &LogFile, store: &Path) {
+        let t = Instant::now();
+        let export = Zcode.export(file).expect("export");
+        self.export_t.push(t.elapsed());
+        self.exported.push(export.len() as f64);
+        let before = tree_size(store);
+        let t = Instant::now();
+        let run = ing.run(None, &mut |_| {}).expect("run");
+        self.ingest_t.push(t.elapsed());
+        self.grew.push((tree_size(store) - before) as f64);
+        let z = &run.sources["zcode"];
+        assert!(z.events > 0 && z.malformed == 0 && z.problems.is_empty(), "{z:?}");
+    }
+}
+
 fn tool(i: usize, done: bool) -> String {
     let (status, output) = if done { ("completed", prose(100_000 + i, 300)) } else { ("running", String::new()) };
     serde_json::json!({"type": "tool", "tool": "bash", "state": {"status": status, "input": {"command": format!("make step{i}")}, "output": output}}).to_string()
@@ -87,24 +115,15 @@ fn main() {
     let start_store = tree_size(&store);
     println!("first run: {} events, export {start_export} bytes, store {start_store} bytes", first.sources["zcode"].events);
 
-    let (mut ingest_t, mut export_t, mut grew, mut exported) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut m = Steps::default();
     for s in 1..=steps {
         let at = TEXT_PARTS + 2 * s;
         put(&format!("prt_tool_{:05}", s - 1), at - 2, &tool(s - 1, true));
         put(&format!("prt_tool_{s:05}"), at, &tool(s, false));
         put(&format!("prt_more_{s:05}"), at + 1, &serde_json::json!({"type": "text", "text": prose(200_000 + s, 150)}).to_string());
-        // Baseline: the export alone.
-        let t = Instant::now();
-        let export = Zcode.export(&file).expect("export");
-        export_t.push(t.elapsed());
-        exported.push(export.len() as f64);
-        let before = tree_size(&store);
-        let t = Instant::now();
-        let run = ing.run(None, &mut |_| {}).expect("run");
-        ingest_t.push(t.elapsed());
-        grew.push((tree_size(&store) - before) as f64);
-        assert!(run.sources["zcode"].events > 0 && run.sources["zcode"].malformed == 0, "step {s}: {:?}", run.sources["zcode"]);
+        m.step(&ing, &file, &store);
     }
+    let Steps { ingest_t, export_t, grew, exported } = m;
     let end_store = tree_size(&store);
     let end_export = *exported.last().expect("a step") as u64;
     let ms = |d: &[Duration]| median(&d.iter().map(|d| d.as_secs_f64() * 1e3).collect::<Vec<_>>());
@@ -131,22 +150,15 @@ fn main() {
     // A large part streamed: rewritten whole at every step (each step appends it again; the
     // recorded bytes are made again whole once they pass 4 times the export and 1 MiB).
     let big_steps = 3 * steps;
-    let (mut ingest_t, mut export_t, mut grew, mut exported) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut m = Steps::default();
     let mut largest_version = 0u64;
     for s in 1..=big_steps {
         put("prt_streamed", TEXT_PARTS + 10 * steps, &serde_json::json!({"type": "text", "text": prose(300_000 + s, 100_000)}).to_string());
-        let t = Instant::now();
-        let export = Zcode.export(&file).expect("export");
-        export_t.push(t.elapsed());
-        exported.push(export.len() as f64);
-        let before = tree_size(&store);
-        let t = Instant::now();
-        ing.run(None, &mut |_| {}).expect("run");
-        ingest_t.push(t.elapsed());
-        grew.push((tree_size(&store) - before) as f64);
+        m.step(&ing, &file, &store);
         let cursors = ing.cursors().expect("cursors");
         largest_version = largest_version.max(cursors.files.values().map(|c| c.byte_end).max().unwrap_or(0));
     }
+    let Steps { ingest_t, export_t, grew, exported } = m;
     let (it, et) = (ms(&ingest_t), ms(&export_t));
     let (g, e) = (median(&grew), median(&exported));
     let streamed = median(&grew.iter().zip(&exported).map(|(g, e)| g / e).collect::<Vec<_>>());

@@ -1665,6 +1665,19 @@ mod tests {
         (homes, db, conn)
     }
 
+    /// ZCode's tables (the columns these tests use) with session `id` titled `title` in
+    /// `/home/dev/p`, and its message `msg_1`, the assistant's.
+    fn zcode_session(conn: &rusqlite::Connection, id: &str, title: &str) {
+        conn.execute_batch(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT);
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);",
+        )
+        .expect("schema");
+        conn.execute("INSERT INTO session VALUES (?1, '/home/dev/p', ?2)", [id, title]).expect("session");
+        conn.execute("INSERT INTO message VALUES ('msg_1', ?1, 10, '{\"role\":\"assistant\"}')", [id]).expect("message");
+    }
+
     /// ZCode's adapter, noting the sessions it exports; with a database, writing to it at
     /// every export (ZCode at work while a run reads).
     struct CountingExports(Arc<Mutex<Vec<String>>>, Option<PathBuf>);
@@ -1791,13 +1804,9 @@ mod tests {
         let (homes, _, conn) = zcode_home(dir.path());
         let store = dir.path().join("store");
         let long = "a long first answer ".repeat(300);
+        zcode_session(&conn, "sess_z", "Z");
         conn.execute_batch(&format!(
-            r#"CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT);
-             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT);
-             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
-             INSERT INTO session VALUES ('sess_z', '/home/dev/p', 'Z');
-             INSERT INTO message VALUES ('msg_1', 'sess_z', 10, '{{"role":"assistant"}}');
-             INSERT INTO part VALUES ('prt_1', 'msg_1', 'sess_z', 11, 11, '{{"type":"text","text":"{long}"}}');
+            r#"INSERT INTO part VALUES ('prt_1', 'msg_1', 'sess_z', 11, 11, '{{"type":"text","text":"{long}"}}');
              INSERT INTO part VALUES ('prt_2', 'msg_1', 'sess_z', 12, 12, '{{"type":"text","text":"build status: AAAA"}}');"#
         ))
         .expect("schema");
@@ -2054,14 +2063,7 @@ mod tests {
     fn a_zcode_part_updated_in_place_appends_its_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (homes, _, conn) = zcode_home(dir.path());
-        conn.execute_batch(
-            r#"CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT);
-             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT);
-             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
-             INSERT INTO session VALUES ('sess_u', '/home/dev/p', 'U');
-             INSERT INTO message VALUES ('msg_1', 'sess_u', 10, '{"role":"assistant"}');"#,
-        )
-        .expect("schema");
+        zcode_session(&conn, "sess_u", "U");
         let part = |id: &str, at: i64, data: serde_json::Value| {
             conn.execute("INSERT OR REPLACE INTO part VALUES (?1, 'msg_1', 'sess_u', ?2, ?2, ?3)", rusqlite::params![id, at, data.to_string()]).expect("part");
         };
@@ -2136,15 +2138,8 @@ mod tests {
     fn a_zcode_sessions_recorded_growth_is_bounded_and_a_damaged_mirror_is_said() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (homes, db, conn) = zcode_home(dir.path());
-        conn.execute_batch(
-            r#"CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT);
-             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT);
-             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
-             INSERT INTO session VALUES ('sess_b', '/home/dev/p', 'B');
-             INSERT INTO message VALUES ('msg_1', 'sess_b', 10, '{"role":"assistant"}');
-             INSERT INTO part VALUES ('prt_small', 'msg_1', 'sess_b', 11, 11, '{"type":"text","text":"a small part"}');"#,
-        )
-        .expect("schema");
+        zcode_session(&conn, "sess_b", "B");
+        conn.execute_batch(r#"INSERT INTO part VALUES ('prt_small', 'msg_1', 'sess_b', 11, 11, '{"type":"text","text":"a small part"}');"#).expect("part");
         let streamed = |n: usize| {
             let text: String = (0..30_000).map(|w| format!("s{}r{n} ", w * 31 % 997)).collect();
             conn.execute("INSERT OR REPLACE INTO part VALUES ('prt_big', 'msg_1', 'sess_b', 12, 12, ?1)", [serde_json::json!({"type": "text", "text": text}).to_string()]).expect("part");
@@ -2192,9 +2187,7 @@ mod tests {
     fn a_zcode_tool_with_an_output_over_what_a_line_may_hold_is_read() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (homes, _, conn) = zcode_home(dir.path());
-        conn.execute_batch("CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT); CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT); CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
-             INSERT INTO session VALUES ('sess_big', '/home/dev/p', 'T');
-             INSERT INTO message VALUES ('msg_1', 'sess_big', 10, '{\"role\":\"assistant\"}');").expect("schema");
+        zcode_session(&conn, "sess_big", "T");
         let output = format!("HEADMARK {}TAILMARK", "log line é 😀\n".repeat(2_400_000));
         assert!(output.len() > crate::limits::LINE_SIZE_BYTES_MAX);
         // Six strings of control characters, 1.2 MB each, 7.2 MB each written in JSON.

@@ -258,19 +258,10 @@ fn a_run_stopped_inside_a_long_line_reads_on_only_while_its_recorded_bytes_are_t
     use origin_engine::sim::{Fault, SimFs};
     let long = prompt_with_image("big", 12_000_000, "the words typed beside it");
     let text = format!("{}\n{long}\n{}\n", line("before", "the line before"), line("after", "the line after"));
-    let ingester = |fs: &SimFs, w: &World| {
-        std::fs::create_dir_all(w.store()).expect("the store's folder");
-        let j = Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options::default()).expect("journal");
-        Ingester::new(Arc::new(j), &w.store(), Homes::under(&w.home()))
-    };
+    let ingester = sim_ingester;
     // A dry run on a machine of its own finds the journal's call that writes the fourth record.
-    let dry = World::new();
-    std::fs::write(dry.log("big.jsonl"), &text).expect("write");
-    let dry_fs = SimFs::new(7);
-    let ing = ingester(&dry_fs, &dry);
-    let from = dry_fs.ops() as usize;
-    ing.run(None, &mut |_| {}).expect("the dry run");
-    let write = |n: usize| from + dry_fs.kinds()[from..].iter().enumerate().filter(|(_, k)| **k == "write").nth(n).expect("so many writes").0;
+    let (from, writes, _) = dry_run("big.jsonl", &text);
+    let write = |n: usize| writes[n];
     // The fourth record refused (the line's third piece), or the third (its second: the run
     // stops right after its first piece).
     for (refused, rewrite) in [(3, false), (3, true), (2, false)] {
@@ -342,19 +333,8 @@ fn a_run_stopped_inside_a_line_longer_than_a_window_parses_it_when_it_reads_on()
     use origin_engine::sim::{Fault, SimFs};
     let long = prompt_with_image("giant", 40_000_000, "the words typed beside it");
     let text = format!("{}\n{long}\n{}\n", line("before", "the line before"), line("after", "the line after"));
-    let ingester = |fs: &SimFs, w: &World| {
-        std::fs::create_dir_all(w.store()).expect("the store's folder");
-        let j = Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options::default()).expect("journal");
-        Ingester::new(Arc::new(j), &w.store(), Homes::under(&w.home()))
-    };
-    let dry = World::new();
-    std::fs::write(dry.log("giant.jsonl"), &text).expect("write");
-    let dry_fs = SimFs::new(7);
-    let ing = ingester(&dry_fs, &dry);
-    let from = dry_fs.ops() as usize;
-    ing.run(None, &mut |_| {}).expect("the dry run");
-    let writes: Vec<usize> = dry_fs.kinds()[from..].iter().enumerate().filter(|(_, k)| **k == "write").map(|(i, _)| from + i).collect();
-    let dry_records = ingested_in(&dry_fs);
+    let ingester = sim_ingester;
+    let (_, writes, dry_records) = dry_run("giant.jsonl", &text);
     // The record after the line before and a window of pieces (16 of 2 MiB) refused.
     assert!(dry_records.len() >= 18 && dry_records[..17].iter().all(|r| r.events.iter().all(|e| e.id != "claude-code:giant:1")), "{}", dry_records.len());
     let w = World::new();
@@ -378,6 +358,27 @@ fn a_run_stopped_inside_a_line_longer_than_a_window_parses_it_when_it_reads_on()
     let cursors = ing.cursors().expect("cursors");
     let (_, cur) = cursors.files.iter().next().expect("a cursor");
     assert_eq!(ing.mirrors().read(&cur.mirror).expect("mirror"), text.as_bytes(), "the mirror is the file");
+}
+
+/// An ingester of `w`'s logs into a journal on the simulated machine `fs`.
+fn sim_ingester(fs: &origin_engine::sim::SimFs, w: &World) -> Ingester {
+    std::fs::create_dir_all(w.store()).expect("the store's folder");
+    let j = Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options::default()).expect("journal");
+    Ingester::new(Arc::new(j), &w.store(), Homes::under(&w.home()))
+}
+
+/// A run over one log `name` holding `text`, on a simulated machine of its own: the count of
+/// the machine's calls before the run, the calls of the run that write (in order: the
+/// journal's records), and the records written.
+fn dry_run(name: &str, text: &str) -> (usize, Vec<usize>, Vec<Ingested>) {
+    let dry = World::new();
+    std::fs::write(dry.log(name), text).expect("write");
+    let fs = origin_engine::sim::SimFs::new(7);
+    let ing = sim_ingester(&fs, &dry);
+    let from = fs.ops() as usize;
+    ing.run(None, &mut |_| {}).expect("the dry run");
+    let writes = fs.kinds()[from..].iter().enumerate().filter(|(_, k)| **k == "write").map(|(i, _)| from + i).collect();
+    (from, writes, ingested_in(&fs))
 }
 
 /// Every Ingested record of a journal on a simulated machine, in order.
