@@ -219,7 +219,9 @@ pub struct Ingested {
     pub sessions: Vec<SessionChange>,
     /// Lines that could not be parsed (skipped and counted).
     pub malformed_lines: u64,
-    /// Lines over the line-length limit (kept whole in the raw bytes, not parsed; counted).
+    /// Lines not parsed for their length (over the 32 MiB line limit even with their long
+    /// strings cut; kept whole in the raw bytes), or whose events are more than a record
+    /// holds; counted.
     pub cut_lines: u64,
     /// The adapter's state for this file after the batch (JSON), so the next batch of this
     /// file, in any process, parses on from where this one stopped.

@@ -104,7 +104,7 @@ pub struct SourceRun {
     pub events: u64,
     /// Malformed lines skipped.
     pub malformed: u64,
-    /// Lines over the length limit (kept raw, not parsed).
+    /// Lines not parsed for their length, or giving more events than a record holds (kept raw).
     pub cut: u64,
     /// Bytes read.
     pub bytes: u64,
@@ -824,7 +824,7 @@ impl Ingester {
         let mut pos = cur.byte_end;
         let mut line_no = cur.line_end;
         // A line longer than a read window ("giant") is recorded in chunks as it is read, and
-        // parsed as read with each string cut to its first 1 MiB (`json::ShortStrings`).
+        // parsed as read with each string cut to its first 256 KiB (`json::ShortStrings`).
         // `partial` says a previous run stopped inside a line recorded in pieces (a giant, or a
         // long line): it is read again from where it began, its bytes recorded from where the
         // run stopped; if it is no giant it is parsed whole.
@@ -876,10 +876,13 @@ impl Ingester {
             while let Some(nl) = memchr::memchr(b'\n', &window[cursor_in_window..]) {
                 let end = cursor_in_window + nl + 1;
                 let line_at = window_start + ls as u64;
-                if !giant && end - 1 - ls > SPLIT_LINE_BYTES_MIN && end - raw_from > BATCH_RAW_BYTES_MAX {
-                    // A long line: the lines before it recorded, then its bytes but its last
-                    // chunk in records that end no line (as a giant's are); the last chunk, in
-                    // a record of its own, closes it below.
+                if (giant || end - 1 - ls > SPLIT_LINE_BYTES_MIN) && end - raw_from > BATCH_RAW_BYTES_MAX {
+                    // A long line, or the rest of a giant: the lines before it recorded, then
+                    // its bytes but its last chunk in records that end no line (as a giant's
+                    // are); the last chunk, in a record of its own, closes it below. (A giant's
+                    // rest in one record could be more than a record stores: the file was
+                    // stuck there for good.)
+                    let began = if giant { giant_start } else { line_at };
                     if ls > raw_from {
                         pos = line_at;
                         let raw = &window[raw_from..ls];
@@ -895,7 +898,7 @@ impl Ingester {
                         let chunk = &window[at..to];
                         head = extend_head(head, chunk);
                         let b = Batch::new(window_start + at as u64, line_no);
-                        self.append_batch(cursors, file, &mut cur, &mut state, Some(line_at), b, chunk, &head, run)?;
+                        self.append_batch(cursors, file, &mut cur, &mut state, Some(began), b, chunk, &head, run)?;
                         at = to;
                     }
                     read_any = true;
@@ -982,7 +985,17 @@ impl Ingester {
                 // once its newline is in the file; until then it waits like any last line.
                 if !giant {
                     if !bytes.newline_after(window_end, len, WINDOW_BYTES)? {
-                        self.mirrors.write_tail(&cur.mirror, &bytes.read(pos, len - pos)?).map_err(FileError::Io)?;
+                        // Read a window at a time: it may be hundreds of megabytes.
+                        let mut at = pos;
+                        let mut next = || -> io::Result<Option<Vec<u8>>> {
+                            let n = (len - at).min(WINDOW_BYTES);
+                            if n == 0 {
+                                return Ok(None);
+                            }
+                            at += n;
+                            bytes.read(at - n, n).map(Some)
+                        };
+                        self.mirrors.write_tail_each(&cur.mirror, &mut next).map_err(FileError::Io)?;
                         break;
                     }
                     giant = true;

@@ -420,7 +420,9 @@ mod tests {
 }
 
 /// Bytes kept of each JSON string by [`ShortStrings`].
-pub const LONG_STRING_KEPT_BYTES: usize = 1024 * 1024;
+/// (256 KiB: an event keeps 50,000 characters of a text, and a prompt's 128 screenshots then
+/// fit in the 32 MiB a parsed line may be; at 1 MiB, 32 of them made the line cut again.)
+pub const LONG_STRING_KEPT_BYTES: usize = 256 * 1024;
 
 /// A line too long to parse (over 32 MiB: the base64 of images pasted into a prompt, a tool's
 /// output), made parseable: fed its bytes in order, in pieces of any size, it keeps each JSON
@@ -585,7 +587,9 @@ mod short_strings_tests {
             assert_eq!(v["msg"]["content"][1]["data"], format!("{} [… 3900 bytes left out of a line over 32 MiB …]", "QUJD".repeat(25)), "{pieces}");
             assert_eq!(v["msg"]["n"], serde_json::json!([1, 2.5, null, true]));
         }
-        // Cuts at an escape and inside characters: the escape and the character kept whole.
+        // Cuts at an escape and inside characters: the escape and the character kept whole. (A
+        // pair of surrogate escapes may be cut between its halves: the line is then read with
+        // U+FFFD for the half kept, see `without_lone_surrogates`.)
         for (s, keep) in [("aaaa\\u00e9bbbb", 5), ("aaaa\\u00e9bbbb", 4), ("aaaa\\\"bbbb", 5), ("aaaé😀bbbb", 4), ("aaaé😀bbbb", 6), ("aaaé😀bbbb", 8)] {
             let line = format!(r#"["{s}"]"#);
             for pieces in [1, 2, 5, 100] {

@@ -1,9 +1,11 @@
 //! Every bound ingest enforces, in one place.
 
-/// A log line longer than this is not parsed: its bytes are kept whole in the journal and the
-/// mirror, and it is counted as cut (`origin status` shows it). Ingest's read window: a line
-/// longer is a "giant", recorded in pieces as it is read. (4 MiB until 2026-12-06: a prompt
-/// sent with a screenshot, its base64 in the line, was never read.)
+/// Ingest's read window: a line longer is a "giant", recorded in pieces as it is read and
+/// parsed with each JSON string cut to its first 256 KiB (`json::ShortStrings`); when even so
+/// it is longer than this it is not parsed, its bytes kept whole in the journal and the mirror,
+/// and counted as cut (`origin status` shows it). (4 MiB until 2026-12-06: a prompt sent with
+/// a screenshot, its base64 in the line, was never read; a giant was never parsed until
+/// 2026-12-07.)
 pub const LINE_SIZE_BYTES_MAX: usize = 32 * 1024 * 1024;
 /// A line whose events take more than this many bytes in a record (their strings and a fixed
 /// [`EVENT_FIXED_BYTES`] each: see [`crate::ingest`], `events_bytes`) gives none of them, and

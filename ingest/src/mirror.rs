@@ -73,20 +73,31 @@ impl Mirrors {
 
     /// Replaces the `.tail` file (removes it when `tail` is empty).
     pub fn write_tail(&self, mirror: &str, tail: &[u8]) -> io::Result<()> {
+        let mut once = Some(tail);
+        self.write_tail_each(mirror, &mut || Ok(once.take().filter(|t| !t.is_empty()).map(<[u8]>::to_vec)))
+    }
+
+    /// [`Mirrors::write_tail`] of bytes handed over a piece at a time by `next` (`None` when
+    /// there are no more): a last line of hundreds of megabytes still being written is never
+    /// held whole. No piece at all removes the `.tail`.
+    pub fn write_tail_each(&self, mirror: &str, next: &mut dyn FnMut() -> io::Result<Option<Vec<u8>>>) -> io::Result<()> {
         let path = self.tail(mirror);
-        if tail.is_empty() {
+        let Some(first) = next().map_err(naming(&path))? else {
             return match fs::remove_file(&path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => Err(naming(&path)(e)),
                 _ => Ok(()),
             };
-        }
+        };
         let tmp = path.with_extension("tail.tmp");
-        let write = || -> io::Result<()> {
+        let mut write = || -> io::Result<()> {
             if let Some(dir) = path.parent() {
                 fs::create_dir_all(dir)?;
             }
             let mut f = File::create(&tmp)?;
-            f.write_all(tail)?;
+            f.write_all(&first)?;
+            while let Some(piece) = next()? {
+                f.write_all(&piece)?;
+            }
             drop(f);
             fs::rename(&tmp, &path)
         };
@@ -112,6 +123,22 @@ impl Mirrors {
         let mut out = Vec::new();
         decoded.take(len).read_to_end(&mut out)?;
         Ok(out)
+    }
+
+    /// [`Mirrors::read_range`] handed to `each` a piece at a time (at most 1 MiB), never held
+    /// whole.
+    pub fn read_range_each(&self, mirror: &str, from: u64, len: u64, each: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+        let mut decoded = zstd::Decoder::new(File::open(self.zst(mirror))?)?;
+        io::copy(&mut (&mut decoded).take(from), &mut io::sink())?;
+        let mut rest = (&mut decoded).take(len);
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = rest.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            each(&buf[..n]);
+        }
     }
 
     /// The mirror's bytes: the `.zst` decompressed, then the `.tail`.

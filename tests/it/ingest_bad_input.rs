@@ -34,10 +34,11 @@ fn malformed_garbage_invalid_utf8_and_unknown_types_are_skipped_and_counted() {
 }
 
 /// Lines longer than a read window (32 MiB) are kept whole (recorded in pieces) and the lines
-/// after them read. One of 80 MB holding long strings (screenshots pasted into a prompt) is
-/// parsed with its strings cut to their first 1 MiB: the words typed beside them are found, and
-/// `sources`' line starts where the line does. One of 40 MB of short values (no long string to
-/// shorten) is counted as cut. Before, both were cut: the prompt's words were never found.
+/// after them read. One of 94 MB holding long strings (screenshots pasted into a prompt) is
+/// parsed with its strings cut to their first 256 KiB: the words typed beside them are found, and
+/// `sources`' line starts where the line does; the same beside forty screenshots. One of 40 MB
+/// of short values (no long string to shorten) is counted as cut. Before, all were cut: the
+/// prompts' words were never found.
 #[test]
 fn lines_over_a_read_window_are_kept_whole_parsed_with_long_strings_shortened_or_cut() {
     let w = World::new();
@@ -45,23 +46,29 @@ fn lines_over_a_read_window_are_kept_whole_parsed_with_long_strings_shortened_or
     let mut f = std::fs::File::create(&path).expect("create");
     writeln!(f, "{}", line("h1", "before the giant")).expect("write");
     // Over two read windows, the words between two images in the middle one, which holds no
-    // newline.
-    let image = || serde_json::json!({ "type": "image", "source": { "type": "base64", "media_type": "image/png", "data": crate::ingest_incremental::incompressible_base64(40 * 1024 * 1024) } });
+    // newline; what is left after the second window (27 MB that do not compress) more than a
+    // record stores.
+    let image = |n: usize| serde_json::json!({ "type": "image", "source": { "type": "base64", "media_type": "image/png", "data": crate::ingest_incremental::incompressible_base64(n) } });
     let giant = serde_json::json!({
         "type": "user", "uuid": "giant", "sessionId": "s1", "cwd": "/home/dev/p", "timestamp": "2026-10-20T09:00:00.000Z",
-        "message": { "role": "user", "content": [image(), { "type": "text", "text": "why is the ocelot chart upside down" }, image()] }
+        "message": { "role": "user", "content": [image(40_000_000), { "type": "text", "text": "why is the ocelot chart upside down" }, image(54_000_000)] }
     })
     .to_string();
     writeln!(f, "{giant}").expect("write");
+    // Forty screenshots of 1.3 MB (at 1 MiB kept of each, more than a parsed line may be).
+    let mut shots: Vec<serde_json::Value> = (0..40).map(|_| image(1_300_000)).collect();
+    shots.push(serde_json::json!({ "type": "text", "text": "platypus words beside forty screenshots" }));
+    let many = serde_json::json!({ "type": "user", "uuid": "many", "sessionId": "s1", "timestamp": "2026-10-20T09:00:01.000Z", "message": { "role": "user", "content": shots } });
+    writeln!(f, "{many}").expect("write");
     let numbers = format!("{{\"type\":\"user\",\"uuid\":\"numbers\",\"sessionId\":\"s1\",\"timestamp\":\"2026-10-20T09:00:00.000Z\",\"n\":[{}0]}}", "1,".repeat(20 * 1024 * 1024));
     writeln!(f, "{numbers}").expect("write");
     writeln!(f, "{}", line("h2", "after the giants")).expect("write");
     drop(f);
     let summary = w.ingester().run(None, &mut |_| {}).expect("ingest");
     let s = &summary.sources["claude-code"];
-    assert_eq!((s.lines, s.cut, s.malformed), (4, 1, 0), "{s:?}");
+    assert_eq!((s.lines, s.cut, s.malformed), (5, 1, 0), "{s:?}");
     let counts = event_counts(&w.store());
-    for id in ["claude-code:h1", "claude-code:h2", "claude-code:giant", "claude-code:giant:1", "claude-code:giant:2"] {
+    for id in ["claude-code:h1", "claude-code:h2", "claude-code:giant", "claude-code:giant:1", "claude-code:giant:2", "claude-code:many:40"] {
         assert_eq!(counts.get(id), Some(&1), "{id}: {counts:?}");
     }
     let recs = ingested(&w.store());
@@ -72,7 +79,7 @@ fn lines_over_a_read_window_are_kept_whole_parsed_with_long_strings_shortened_or
     let image = events.iter().find(|e| e.id == "claude-code:giant").expect("the image");
     assert_eq!(image.text, "[image]");
     let h2 = events.iter().find(|e| e.id == "claude-code:h2").expect("h2");
-    assert_eq!(h2.line, 4, "line numbers stay right after giant lines");
+    assert_eq!(h2.line, 5, "line numbers stay right after giant lines");
     // The record that ends the giant says where it began.
     let ends = recs.iter().find(|r| r.events.iter().any(|e| e.id == "claude-code:giant:1")).expect("the record ending it");
     let said: serde_json::Value = serde_json::from_slice(&ends.state).expect("state");
@@ -81,6 +88,26 @@ fn lines_over_a_read_window_are_kept_whole_parsed_with_long_strings_shortened_or
     let mirror = &recs[0].mirror;
     let back = ing.mirrors().read(mirror).expect("mirror");
     assert!(back == std::fs::read(&path).expect("read"), "the mirror gives back all bytes");
+}
+
+/// A line longer than a read window still being written (no newline yet) waits, its bytes in
+/// the mirror's tail (written a window at a time, never held whole); once finished it is read.
+#[test]
+fn a_line_longer_than_a_window_still_being_written_waits_then_is_read() {
+    let w = World::new();
+    let path = w.log("unfinished.jsonl");
+    let giant = crate::ingest_incremental::prompt_with_image("late", 70 * 1024 * 1024, "words typed beside a screenshot still pasting");
+    let before = format!("{}\n", line("u1", "a line before"));
+    std::fs::write(&path, format!("{before}{}", &giant[..giant.len() - 10])).expect("write");
+    let first = w.ingester().run(None, &mut |_| {}).expect("ingest");
+    assert_eq!((first.sources["claude-code"].lines, first.sources["claude-code"].cut), (1, 0), "{:?}", first.sources["claude-code"]);
+    let recs = ingested(&w.store());
+    let ing = w.ingester();
+    assert!(ing.mirrors().read(&recs[0].mirror).expect("mirror") == std::fs::read(&path).expect("read"), "the mirror's tail holds what is not a line yet");
+    std::fs::write(&path, format!("{before}{giant}\n")).expect("finish");
+    let second = w.ingester().run(None, &mut |_| {}).expect("ingest");
+    assert_eq!((second.sources["claude-code"].lines, second.sources["claude-code"].cut), (1, 0), "{:?}", second.sources["claude-code"]);
+    assert_eq!(event_counts(&w.store()).get("claude-code:late:1"), Some(&1));
 }
 
 /// Lines whose events take far more room than their bytes: one line of 200,000 tiny blocks

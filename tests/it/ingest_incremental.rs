@@ -894,7 +894,7 @@ fn codex_output(n: usize) -> String {
 
 /// A compressed log larger than ingest's read window, decoded as it is read: its lines of a
 /// megabyte or more cross the windows' edges, one line longer than a window is kept raw and
-/// parsed with its output cut to its first 1 MiB, and the mirror gives back every decoded byte. Written again with more lines
+/// parsed with its output cut to its first 256 KiB, and the mirror gives back every decoded byte. Written again with more lines
 /// (as Codex does when a thread resumes and goes cold again), only those are read.
 #[test]
 fn a_compressed_log_larger_than_a_read_window_is_read_whole_and_then_only_its_new_lines() {
@@ -911,7 +911,7 @@ fn a_compressed_log_larger_than_a_read_window_is_read_whole_and_then_only_its_ne
     assert_eq!((first.lines, first.cut), (lines.len() as u64, 0), "{first:?}");
     assert_eq!(first.events, 23, "the two messages and the twenty-one outputs: {first:?}");
     let longest = ingested(&w.store()).into_iter().flat_map(|r| r.events).find(|e| e.line == lines.len() as u64 - 1).expect("the longest output");
-    let left_out = format!(" [… {} bytes left out of a line over 32 MiB …]", 33 * 1024 * 1024 + 33 * 1024 * 1024 / 97 - 1024 * 1024);
+    let left_out = format!(" [… {} bytes left out of a line over 32 MiB …]", 33 * 1024 * 1024 + 33 * 1024 * 1024 / 97 - 256 * 1024);
     assert!(longest.text.starts_with("abcdefghijklmnopqrstuvw") && longest.text.ends_with(&left_out), "{}", &longest.text[longest.text.len() - 80..]);
     assert_eq!(w.mirror(), text(&lines).into_bytes(), "the mirror holds every decoded byte");
     let after = ingested(&w.store()).into_iter().flat_map(|r| r.events).find(|e| e.text == "after the longest output").expect("the last message");

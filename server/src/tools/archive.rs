@@ -29,8 +29,87 @@ pub const GET_EVENT_TEXT_CHARS: usize = 20_000;
 pub const SOURCE_TEXT_CHARS: usize = 500;
 /// See [`SEARCH_TEXT_CHARS`].
 pub const RAW_LINE_CHARS: usize = 4_000;
+/// A line `sources` shows, taken as its bytes are read: its first bytes, as many as
+/// [`RAW_LINE_CHARS`] characters can take, and of the rest only how many characters they are
+/// (as `String::from_utf8_lossy` counts them): a line of hundreds of megabytes (a prompt with
+/// screenshots) is never held whole to show 4,000 characters of it.
+#[derive(Default)]
+struct LineShown {
+    head: Vec<u8>,
+    /// Characters after `head`.
+    rest_chars: u64,
+    /// Bytes after `head` that may begin a character the next bytes end.
+    carry: Vec<u8>,
+    /// `head` holds all it may: what follows is only counted.
+    full: bool,
+}
+
+impl LineShown {
+    /// Bytes of the line kept: a character takes at most 4, and a little past the cut lets the
+    /// grapheme cluster there be seen whole.
+    const HEAD_BYTES: usize = RAW_LINE_CHARS * 4 + 64;
+
+    fn push(&mut self, mut b: &[u8]) {
+        if !self.full {
+            let n = (Self::HEAD_BYTES - self.head.len()).min(b.len());
+            self.head.extend_from_slice(&b[..n]);
+            b = &b[n..];
+            if self.head.len() < Self::HEAD_BYTES {
+                return;
+            }
+            self.full = true;
+            // The head ends before its last character if that has continuation bytes to
+            // come: the character is counted with the rest (a complete one too, harmlessly).
+            let mut end = self.head.len();
+            while end > 0 && self.head.len() - end < 3 && self.head[end - 1] & 0xC0 == 0x80 {
+                end -= 1;
+            }
+            let lead = end > 0 && self.head[end - 1] >= 0xC0;
+            self.carry = self.head.split_off(if lead { end - 1 } else { self.head.len() });
+        }
+        self.carry.extend_from_slice(b);
+        let mut at = 0;
+        loop {
+            match std::str::from_utf8(&self.carry[at..]) {
+                Ok(s) => {
+                    self.rest_chars += s.chars().count() as u64;
+                    self.carry.clear();
+                    return;
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    // Valid UTF-8 by its own check: never fails.
+                    self.rest_chars += std::str::from_utf8(&self.carry[at..at + valid]).map_or(0, |s| s.chars().count() as u64);
+                    match e.error_len() {
+                        // One replacement character for each invalid sequence.
+                        Some(n) => {
+                            self.rest_chars += 1;
+                            at += valid + n;
+                        }
+                        // A character the next bytes may end.
+                        None => {
+                            self.carry.drain(..at + valid);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The line cut to [`RAW_LINE_CHARS`] characters, as [`cut`] cuts the whole line.
+    fn shown(mut self) -> String {
+        // What never ended: one replacement character, as the lossy reading of the whole gives.
+        if !self.carry.is_empty() {
+            self.rest_chars += 1;
+        }
+        crate::tools::conventions::cut_noting(&String::from_utf8_lossy(&self.head), RAW_LINE_CHARS, self.rest_chars)
+    }
+}
+
 /// Most records `sources` reads on from a long line's first piece to its last (its pieces,
-/// other files' records between them): a line in pieces is at most 32 MiB, 17 pieces.
+/// other files' records between them): a line of 32 MiB is 17 pieces; a giant's, which has
+/// events since 2026-12-07, are as many as its length asks (2 MiB each).
 const LINE_PIECES_RECORDS_MAX: usize = 65_536;
 /// Longest entry text accepted by remember and correct.
 pub const ENTRY_TEXT_CHARS_MAX: usize = 20_000;
@@ -1149,29 +1228,36 @@ impl Archive {
             let pieces = began.zip(key(origin_ingest::ingest::FIRST_LINE_RECORD_KEY)).and_then(|(at, first)| self.line_pieces(h, at, first, meta.offset));
             let whole = match (began, pieces) {
                 (Some(_), Some(mut line)) => {
-                    line.extend_from_slice(raw_line);
+                    line.push(raw_line);
                     line
                 }
                 (Some(at), None) => {
                     let len = h.byte_start - at + raw_line.len() as u64;
-                    let line = mirrors.read_range(&h.mirror, at, len).map_err(store_error)?;
-                    if line.len() as u64 != len || line.contains(&b'\n') {
+                    let mut line = LineShown::default();
+                    let mut read = 0u64;
+                    let mut newline = false;
+                    mirrors
+                        .read_range_each(&h.mirror, at, len, &mut |b| {
+                            read += b.len() as u64;
+                            newline |= b.contains(&b'\n');
+                            line.push(b);
+                        })
+                        .map_err(store_error)?;
+                    if read != len || newline {
                         return Err(store_failed(format!("the mirror {} does not hold line {} where record {} says it began", h.mirror, e.line, meta.offset)));
                     }
                     line
                 }
-                (None, _) => raw_line.to_vec(),
+                (None, _) => {
+                    let mut line = LineShown::default();
+                    line.push(raw_line);
+                    line
+                }
             };
-            (
-                h.path.clone(),
-                Value::String(mirrors.display_path(&h.mirror).to_string_lossy().into_owned()),
-                e.line,
-                String::from_utf8_lossy(&whole).into_owned(),
-                e.time_unix_ms,
-            )
+            (h.path.clone(), Value::String(mirrors.display_path(&h.mirror).to_string_lossy().into_owned()), e.line, whole.shown(), e.time_unix_ms)
         } else {
             match origin_engine::codec::decode(r.kind, r.kind_version, &r.payload, r.offset).map_err(store_error)?.1 {
-                Body::Imported(b) => (b.path.clone(), Value::Null, 1, b.event.text.clone(), b.event.time_unix_ms),
+                Body::Imported(b) => (b.path.clone(), Value::Null, 1, cut(&b.event.text, RAW_LINE_CHARS), b.event.time_unix_ms),
                 _ => return Err(store_failed("an event points at a record that holds no events")),
             }
         };
@@ -1182,7 +1268,7 @@ impl Archive {
             "original_file": original,
             "mirror_file": mirror,
             "line": line,
-            "raw": cut(&raw, RAW_LINE_CHARS),
+            "raw": raw,
         }))
     }
 
@@ -1190,8 +1276,8 @@ impl Archive {
     /// that ends it: the records of `h`'s mirror from `first` on, whose bytes follow each other
     /// from `at` to where `h`'s begin, raw lines with no newline. `None` when the journal does
     /// not hold them so (a store from before the pieces' record was kept); the mirror then.
-    fn line_pieces(&self, h: &origin_engine::record::IngestedHead, at: u64, first: u64, before: u64) -> Option<Vec<u8>> {
-        let mut line = Vec::new();
+    fn line_pieces(&self, h: &origin_engine::record::IngestedHead, at: u64, first: u64, before: u64) -> Option<LineShown> {
+        let mut line = LineShown::default();
         let mut next = at;
         let mut seen = 0usize;
         let walked = self.journal.read_from(first, |r| {
@@ -1212,7 +1298,7 @@ impl Archive {
             if bytes.len() as u64 != p.byte_end - p.byte_start || bytes.contains(&b'\n') {
                 return Ok(ControlFlow::Break(()));
             }
-            line.extend_from_slice(&bytes);
+            line.push(&bytes);
             next = p.byte_end;
             Ok(if next == h.byte_start { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
         });
@@ -1488,7 +1574,41 @@ impl Archive {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_positive, store_error, store_failed};
+    use super::{parse_positive, store_error, store_failed, LineShown, RAW_LINE_CHARS};
+
+    /// A line taken a piece at a time shows what cutting it whole shows: lines shorter and
+    /// longer than the head, of one-, two-, three- and four-byte characters, a combining mark at
+    /// the cut, invalid bytes and a character left unfinished at the end, in pieces of every
+    /// size from one byte up (one piece ending inside a character).
+    #[test]
+    fn a_line_taken_in_pieces_is_shown_as_the_whole_line_cut() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let alphabet: [&[u8]; 8] = [b"a", b" ", "é".as_bytes(), "漢".as_bytes(), "😀".as_bytes(), "e\u{301}".as_bytes(), b"\xff", b"\xe6\xbc"];
+        for case in 0..300 {
+            let chars = [0, 10, 3_999, 4_000, 4_001, 4_100, 6_000, 20_000][case % 8];
+            let mut line = Vec::new();
+            for _ in 0..chars {
+                line.extend_from_slice(alphabet[next(if case % 3 == 0 { 5 } else { 8 }) as usize]);
+            }
+            if case % 5 == 0 {
+                line.extend_from_slice(&"😀".as_bytes()[..2]);
+            }
+            let whole = super::cut(&String::from_utf8_lossy(&line), RAW_LINE_CHARS);
+            for piece in [1, 2, 3, 5, 1000, 16_063, 16_064, 16_065, 1 << 20, 1 + next(40_000) as usize] {
+                let mut shown = LineShown::default();
+                for chunk in line.chunks(piece) {
+                    shown.push(chunk);
+                }
+                assert_eq!(shown.shown(), whole, "case {case}, {} bytes, pieces of {piece}", line.len());
+            }
+        }
+    }
 
     #[test]
     fn a_store_failure_knows_when_it_is_the_journals_damage() {

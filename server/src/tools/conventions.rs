@@ -169,7 +169,7 @@ pub fn cut_event(text: &str, cut_at_ingest: u64, max: usize) -> String {
 
 /// `text` cut to at most `max` characters at a grapheme cluster's boundary, with a note of the
 /// characters cut there plus `cut_before` when that is not 0.
-fn cut_noting(text: &str, max: usize, cut_before: u64) -> String {
+pub(crate) fn cut_noting(text: &str, max: usize, cut_before: u64) -> String {
     let byte = match text.char_indices().nth(max) {
         None if cut_before == 0 => return text.to_owned(),
         None => text.len(),
