@@ -1058,7 +1058,8 @@ impl Ingester {
     /// The files to read, in groups each read in order by one worker: a file on its own, or
     /// the logs of one folder of an agent whose new logs may copy the others' lines, oldest
     /// first: those read before (by `modified`, the time of change the run found), then those
-    /// new to the cursors by the times their first and last dated lines say ([`dated_ends`]; a
+    /// new to the cursors, when there are several, by the times their first and last dated
+    /// lines say ([`dated_ends`]; a
     /// resumed session's copy of the lines it resumes begins at the same time and most often
     /// ends later; an end with no dated line within reach at its time of change, which a home
     /// copied without its times gives in any order). Groups are in the order their first file
@@ -1079,12 +1080,15 @@ impl Ingester {
             }
         }
         for g in groups.iter_mut().filter(|g| g.len() > 1) {
+            // Only a log none of which was read yet can begin with copies of others' lines:
+            // those read before come first, by time of change (their ends are not read), and a
+            // folder's only new log comes after them, its ends not read either.
+            let is_new = |f: &LogFile| !cursors.files.contains_key(&(f.source.id().to_owned(), f.key.clone()));
+            let several_new = g.iter().filter(|(_, f)| is_new(f)).nth(1).is_some();
             g.sort_by_cached_key(|(ai, f)| {
                 let changed = modified.get(&f.path).and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-                // Only a log none of which was read yet can begin with copies of others' lines:
-                // those read before come first, by time of change (their ends are not read).
-                let new = !cursors.files.contains_key(&(f.source.id().to_owned(), f.key.clone()));
-                let (first, last) = if new && f.format == FileFormat::Lines { dated_ends(&*self.adapters[*ai], &f.path) } else { (None, None) };
+                let new = is_new(f);
+                let (first, last) = if new && several_new && f.format == FileFormat::Lines { dated_ends(&*self.adapters[*ai], &f.path) } else { (None, None) };
                 // An end with no dated line within reach stands at the time of change.
                 let or_changed = |t: Option<i64>| t.or(changed).unwrap_or(i64::MAX);
                 (new, or_changed(first), or_changed(last), changed, f.path.clone())
@@ -1473,8 +1477,9 @@ fn sessions_bytes(changes: &[origin_engine::record::SessionChange]) -> usize {
 /// Bytes of a log's beginning, then of its end, read at first by [`dated_ends`]; four times
 /// as many at each step while no complete dated line is found, up to [`DATED_SCAN_BYTES_MAX`].
 const DATED_SCAN_BYTES: u64 = 64 * 1024;
-/// See [`DATED_SCAN_BYTES`].
-const DATED_SCAN_BYTES_MAX: u64 = 4 * 1024 * 1024;
+/// See [`DATED_SCAN_BYTES`]. (A log ending in a prompt with a screenshot of 5 MB, its time on
+/// that line, had no dated end at 4 MiB.)
+const DATED_SCAN_BYTES_MAX: u64 = 64 * 1024 * 1024;
 
 /// The times (Unix ms) of the first and of the last complete lines of the log at `path` that
 /// say when they were written ([`Adapter::line_time`]), each if such a line is within
@@ -1914,7 +1919,7 @@ mod tests {
 
     /// The times a Claude log's first and last complete dated lines say: past lines without a
     /// time and long lines at either end (read in growing steps), not from a last line still
-    /// without its newline; none for a log without dated lines.
+    /// without its newline; none for a log without dated lines; each end on its own.
     #[test]
     fn dated_ends_are_the_first_and_last_complete_dated_lines() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -1933,46 +1938,48 @@ mod tests {
         assert_eq!(ends(), (Some(ms("2026-10-20T09:00:00Z")), Some(ms("2026-10-21T10:00:00Z"))));
         write(format!("{}{}", undated(10), undated(10)));
         assert_eq!(ends(), (None, None));
-        // Each end on its own: nothing dated within the bytes looked at from one end.
-        write(format!("{}{}", undated(5_000_000), dated("2026-10-20T09:00:00Z", 10)));
-        assert_eq!(ends(), (None, Some(ms("2026-10-20T09:00:00Z"))));
+        // A dated line past a long undated one (a screenshot's 5 MB): found past 4 MiB.
         write(format!("{}{}", dated("2026-10-20T09:00:00Z", 10), undated(5_000_000)));
+        assert_eq!(ends(), (Some(ms("2026-10-20T09:00:00Z")), Some(ms("2026-10-20T09:00:00Z"))));
+        // Each end on its own: nothing dated within the bytes looked at from one end.
+        write(format!("{}{}", undated(70_000_000), dated("2026-10-20T09:00:00Z", 10)));
+        assert_eq!(ends(), (None, Some(ms("2026-10-20T09:00:00Z"))));
+        write(format!("{}{}", dated("2026-10-20T09:00:00Z", 10), undated(70_000_000)));
         assert_eq!(ends(), (Some(ms("2026-10-20T09:00:00Z")), None));
     }
 
     /// A Claude Code session resumed in a new file that copies its lines, both new to the store
     /// in one run: the original is read first, so its events stay in its session, when the
-    /// resumed file is the older by time of change (a home copied without its times), and when
-    /// the original's last 4 MiB hold no dated line (an undated end stands at its time of
-    /// change, its first line's time still counting). A file read before comes before new ones.
+    /// resumed file is the older by time of change (a home copied without its times), when the
+    /// original ends with a dated line of 5 MB (a screenshot: its time found past 4 MiB), and
+    /// when the original's last 64 MiB hold no dated line (that end stands at its time of
+    /// change, its first line's time still counting). Both ends undated in a copied home: the
+    /// time of change decides, as before (the limit of what its lines say).
     #[test]
     fn a_folders_new_claude_logs_are_read_oldest_by_what_their_lines_say() {
         let line = |uuid: &str, session: &str, t: &str, text: &str| {
             format!("{}\n", serde_json::json!({"type": "user", "uuid": uuid, "sessionId": session, "timestamp": t, "message": {"role": "user", "content": text}}))
         };
-        let undated = format!("{}\n", serde_json::json!({"type": "file-history-snapshot", "messageId": "m", "snapshot": {"note": "z".repeat(5_000_000)}}));
-        for (resumed_changed_first, undated_end) in [(true, false), (false, true), (true, true)] {
+        let undated = format!("{}\n", serde_json::json!({"type": "file-history-snapshot", "messageId": "m", "snapshot": {"note": "z".repeat(70_000_000)}}));
+        let screenshot = line("u-2b", "bbbb-original", "2026-10-20T09:00:06Z", &"QUJD".repeat(1_300_000));
+        // (the home copied without its times, how the original ends, the session the copied
+        // lines stay in)
+        let cases = [(true, "", "bbbb-original"), (true, screenshot.as_str(), "bbbb-original"), (false, undated.as_str(), "bbbb-original"), (true, "both undated", "aaaa-resumed")];
+        for (copied, ending, want) in cases {
             let dir = tempfile::tempdir().expect("tempdir");
             let folder = dir.path().join(".claude/projects/-home-dev-p");
             std::fs::create_dir_all(&folder).expect("mkdir");
             let (s1, s2) = ("bbbb-original", "aaaa-resumed");
-            let mut original = format!("{}{}", line("u-1", s1, "2026-10-20T09:00:00Z", "first words"), line("u-2", s1, "2026-10-20T09:00:05Z", "second words"));
-            if undated_end {
-                original.push_str(&undated);
-            }
+            let lines = format!("{}{}", line("u-1", s1, "2026-10-20T09:00:00Z", "first words"), line("u-2", s1, "2026-10-20T09:00:05Z", "second words"));
+            let original = if ending == "both undated" { format!("{undated}{lines}{undated}") } else { format!("{lines}{ending}") };
             let resumed = format!("{}{}{}", line("u-1", s2, "2026-10-20T09:00:00Z", "first words"), line("u-2", s2, "2026-10-20T09:00:05Z", "second words"), line("u-3", s2, "2026-10-21T10:00:00Z", "later words"));
             std::fs::write(folder.join(format!("{s1}.jsonl")), &original).expect("write");
             std::fs::write(folder.join(format!("{s2}.jsonl")), &resumed).expect("write");
-            if undated_end && resumed_changed_first {
-                // Both ends of the original undated: its time of change (later) decides, as
-                // before (the limit of what its lines can say).
-                std::fs::write(folder.join(format!("{s1}.jsonl")), format!("{undated}{original}")).expect("write");
-            }
             // Times of change as written (a minute after each file's last line), or as a copy
             // made now gives them (the resumed file copied first).
             let at = |t: &str| std::time::UNIX_EPOCH + std::time::Duration::from_millis(crate::text::parse_time(t).expect("time") as u64);
             let now = std::time::SystemTime::now();
-            let (m1, m2) = if resumed_changed_first { (now, now - std::time::Duration::from_secs(60)) } else { (at("2026-10-20T09:01:05Z"), at("2026-10-21T10:01:00Z")) };
+            let (m1, m2) = if copied { (now, now - std::time::Duration::from_secs(60)) } else { (at("2026-10-20T09:01:05Z"), at("2026-10-21T10:01:00Z")) };
             for (session, m) in [(s1, m1), (s2, m2)] {
                 std::fs::File::options().write(true).open(folder.join(format!("{session}.jsonl"))).expect("open").set_modified(m).expect("mtime");
             }
@@ -1991,8 +1998,7 @@ mod tests {
                 Ok(std::ops::ControlFlow::Continue(()))
             })
             .expect("read");
-            let want = if undated_end && resumed_changed_first { s2 } else { s1 };
-            assert_eq!(first_in.get("claude-code:u-1").map(String::as_str), Some(want), "resumed changed first: {resumed_changed_first}, undated end: {undated_end}");
+            assert_eq!(first_in.get("claude-code:u-1").map(String::as_str), Some(want), "copied: {copied}, ending of {} bytes", ending.len());
         }
     }
 
@@ -2022,8 +2028,9 @@ mod tests {
     }
 
     /// Only logs new to the store are ordered by what their lines say (only they can begin
-    /// with copies): a run with nothing new, or with a log read before grown, reads no line of
-    /// any for its time (every run read both ends of every log of a folder).
+    /// with copies), and only when a folder has more than one: a run with nothing new, with a
+    /// log read before grown, or with one new log, reads no line of any for its time (every
+    /// run read both ends of every log of a folder).
     #[test]
     fn only_new_logs_are_read_for_their_times() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -2049,7 +2056,11 @@ mod tests {
         assert_eq!(run(None), 0, "nothing new");
         assert_eq!(run(Some("s1")), 0, "a log read before, grown");
         std::fs::write(folder.join("s3.jsonl"), line("s3-1", "s3")).expect("write");
-        assert_eq!(run(None), 2, "the new log alone, at both ends");
+        assert_eq!(run(None), 0, "a folder's one new log: after those read before, unread");
+        for s in ["s4", "s5"] {
+            std::fs::write(folder.join(format!("{s}.jsonl")), line(&format!("{s}-1"), s)).expect("write");
+        }
+        assert_eq!(run(None), 4, "two new logs, each at both ends");
     }
 
     /// Every ingested record of the store's journal: (file version, raw bytes it covers).

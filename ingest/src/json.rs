@@ -420,7 +420,7 @@ mod tests {
 }
 
 /// Bytes kept of each JSON string by [`ShortStrings`].
-/// (256 KiB: an event keeps 50,000 characters of a text, and a prompt's 128 screenshots then
+/// (256 KiB: an event keeps 50,000 characters of a text, and a prompt's 127 screenshots then
 /// fit in the 32 MiB a parsed line may be; at 1 MiB, 32 of them made the line cut again.)
 pub const LONG_STRING_KEPT_BYTES: usize = 256 * 1024;
 

@@ -82,13 +82,18 @@ impl Mirrors {
     /// held whole. No piece at all removes the `.tail`.
     pub fn write_tail_each(&self, mirror: &str, next: &mut dyn FnMut() -> io::Result<Option<Vec<u8>>>) -> io::Result<()> {
         let path = self.tail(mirror);
-        let Some(first) = next().map_err(naming(&path))? else {
-            return match fs::remove_file(&path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(naming(&path)(e)),
-                _ => Ok(()),
-            };
-        };
         let tmp = path.with_extension("tail.tmp");
+        let Some(first) = next().map_err(naming(&path))? else {
+            // A tail half written by a run that was stopped goes too (it may be hundreds of
+            // megabytes).
+            for p in [&tmp, &path] {
+                match fs::remove_file(p) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(naming(p)(e)),
+                    _ => {}
+                }
+            }
+            return Ok(());
+        };
         let mut write = || -> io::Result<()> {
             if let Some(dir) = path.parent() {
                 fs::create_dir_all(dir)?;
@@ -155,5 +160,28 @@ impl Mirrors {
     /// The mirror's `.zst` path as shown to people (`mirror_file` in `sources`).
     pub fn display_path(&self, mirror: &str) -> PathBuf {
         self.base(mirror)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// A tail written in pieces is their bytes in order; an empty tail removes it, and a tail
+    /// half written by a run that was stopped (`.tail.tmp`) with it.
+    #[test]
+    fn a_tail_is_written_in_pieces_and_removed_with_what_a_stopped_run_left() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let m = Mirrors::new(dir.path().to_path_buf());
+        let mut pieces = vec![b"ab".to_vec(), b"cd".to_vec(), b"e".to_vec()].into_iter();
+        m.write_tail_each("claude-code/p/s.jsonl", &mut || Ok(pieces.next())).expect("tail");
+        let tail = m.tail("claude-code/p/s.jsonl");
+        assert_eq!(fs::read(&tail).expect("tail"), b"abcde");
+        let tmp = tail.with_extension("tail.tmp");
+        fs::write(&tmp, b"half of a tail").expect("left by a stopped run");
+        m.write_tail("claude-code/p/s.jsonl", b"").expect("no tail");
+        assert!(!tail.exists() && !tmp.exists());
+        m.write_tail("claude-code/p/s.jsonl", b"").expect("nothing to remove");
     }
 }

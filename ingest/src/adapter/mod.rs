@@ -187,9 +187,10 @@ pub trait Adapter: Send + Sync {
 
     /// The time (Unix milliseconds) a line of the agent's log says it was written, if it says.
     /// With [`Adapter::logs_copy_their_folder`], the logs of a folder none of which was read
-    /// yet (only they can begin with copies) are read in the order of their first dated lines,
-    /// then their last (a copied line keeps its time; a home copied without the files' times of
-    /// change keeps them too), an end with no dated line near it at the file's time of change.
+    /// yet (only they can begin with copies), when there are several, are read in the order of
+    /// their first dated lines, then their last (a copied line keeps its time; a home copied
+    /// without the files' times of change keeps them too), an end with no dated line near it at
+    /// the file's time of change.
     fn line_time(&self, _line: &[u8]) -> Option<i64> {
         None
     }
