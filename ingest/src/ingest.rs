@@ -1059,11 +1059,10 @@ impl Ingester {
     /// the logs of one folder of an agent whose new logs may copy the others' lines, oldest
     /// first: those read before (by `modified`, the time of change the run found), then those
     /// new to the cursors, when there are several, by the times their first and last dated
-    /// lines say ([`dated_ends`]; a
-    /// resumed session's copy of the lines it resumes begins at the same time and most often
-    /// ends later; an end with no dated line within reach at its time of change, which a home
-    /// copied without its times gives in any order). Groups are in the order their first file
-    /// was found.
+    /// lines say ([`dated_ends`]; a resumed session's copy of the lines it resumes begins at
+    /// the same time and most often ends later; an end with no dated line within reach at its
+    /// time of change, which a home copied without its times gives in any order). Groups are in
+    /// the order their first file was found.
     fn read_groups(&self, work: Vec<(usize, LogFile)>, modified: &HashMap<PathBuf, std::time::SystemTime>, cursors: &Cursors) -> Vec<Vec<(usize, LogFile)>> {
         let mut groups: Vec<Vec<(usize, LogFile)>> = Vec::new();
         let mut folders: HashMap<(usize, PathBuf), usize> = HashMap::new();
