@@ -184,4 +184,30 @@ mod tests {
         assert!(!tail.exists() && !tmp.exists());
         m.write_tail("claude-code/p/s.jsonl", b"").expect("nothing to remove");
     }
+
+    /// A range of a mirror handed over in pieces is the range read whole, across frames and
+    /// pieces of 1 MiB; past the end, what there is.
+    #[test]
+    fn a_range_read_in_pieces_is_the_range() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let m = Mirrors::new(dir.path().to_path_buf());
+        let bytes: Vec<u8> = (0..3_500_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut at = 0;
+        for part in [&bytes[..10], &bytes[10..2_000_000], &bytes[2_000_000..]] {
+            let frame = zstd::encode_all(part, 1).expect("frame");
+            m.write_at("zcode/s.jsonl", at, &frame).expect("write");
+            at += frame.len() as u64;
+        }
+        for (from, len) in [(0, 5), (3, 1_048_580), (9, 3_000_000), (1_999_999, 2), (3_400_000, 500_000), (4_000_000, 10)] {
+            let mut got = Vec::new();
+            m.read_range_each("zcode/s.jsonl", from, len, &mut |b| {
+                assert!(b.len() <= 1 << 20);
+                got.extend_from_slice(b);
+            })
+            .expect("read");
+            assert_eq!(got, m.read_range("zcode/s.jsonl", from, len).expect("read whole"), "{from} {len}");
+            let end = (from + len).min(bytes.len() as u64) as usize;
+            assert_eq!(got, bytes[(from as usize).min(end)..end], "{from} {len}");
+        }
+    }
 }
