@@ -1258,13 +1258,19 @@ impl Ingester {
                 }
             }
             let mut grown = Vec::new();
+            // The times the events of the lines appended take: a later line (in the export's
+            // order) with an event at one of them is appended again too, so that events of one
+            // millisecond stay in the export's order (they are ordered by their records).
+            let mut tied: HashSet<i64> = HashSet::new();
             for line in export.split_inclusive(|&b| b == b'\n') {
                 let kept = match adapter.export_row(line) {
                     Some(row) => rows.get(&row) == Some(&line),
                     None => loose.contains(line),
                 };
-                if !kept {
+                let times = if !kept || !tied.is_empty() { adapter.export_times(line) } else { Vec::new() };
+                if !kept || times.iter().any(|t| tied.contains(t)) {
                     grown.extend_from_slice(line);
+                    tied.extend(times);
                 }
             }
             grown
@@ -2150,6 +2156,52 @@ mod tests {
             let recorded = lines.iter().rev().find(|l| crate::adapter::zcode::Zcode.export_row(l).as_ref() == Some(&row)).expect("recorded");
             assert_eq!(recorded, &line, "each row's last line recorded is its line now");
         }
+    }
+
+    /// Parts of one millisecond, some updated in place: their events' last records are in the
+    /// export's order (events of one millisecond are ordered by their records: the updated part
+    /// came after the sibling that did not change, an order that depended on when ingest ran).
+    #[test]
+    fn zcode_events_of_one_millisecond_keep_the_exports_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (homes, _, conn) = zcode_home(dir.path());
+        zcode_session(&conn, "sess_t", "T");
+        let put = |id: &str, at: i64, data: serde_json::Value| {
+            conn.execute("INSERT OR REPLACE INTO part VALUES (?1, 'msg_1', 'sess_t', ?2, ?2, ?3)", rusqlite::params![id, at, data.to_string()]).expect("part");
+        };
+        let tool = |status: &str| serde_json::json!({"type": "tool", "tool": "bash", "state": {"status": status, "input": {"command": "make"}, "output": "built", "time": {"start": 50, "end": 70}}});
+        put("prt_0", 40, serde_json::json!({"type": "text", "text": "before"}));
+        put("prt_a1", 50, serde_json::json!({"type": "text", "text": "a1 streaming"}));
+        put("prt_a2", 50, serde_json::json!({"type": "text", "text": "a2"}));
+        put("prt_a3", 50, tool("running"));
+        put("prt_b", 60, serde_json::json!({"type": "text", "text": "b"}));
+        put("prt_c", 70, serde_json::json!({"type": "text", "text": "c, at the tool's end"}));
+        let store = dir.path().join("store");
+        let ing = Ingester::new(Arc::new(Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open")), &store, homes.clone());
+        ing.run(None, &mut |_| {}).expect("run");
+        put("prt_a1", 50, serde_json::json!({"type": "text", "text": "a1 streamed"}));
+        put("prt_a3", 50, tool("completed"));
+        ing.run(None, &mut |_| {}).expect("run");
+        // Where each event's last record put it.
+        let j = Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open");
+        let mut at: HashMap<String, (u64, usize)> = HashMap::new();
+        j.read_from(0, |r| {
+            if let Ok((_, Body::Ingested(b))) = r.decode() {
+                for (i, e) in b.events.into_iter().enumerate() {
+                    at.insert(e.id, (r.offset, i));
+                }
+            }
+            Ok(std::ops::ControlFlow::Continue(()))
+        })
+        .expect("read");
+        let order = ["zcode:prt_a1", "zcode:prt_a2", "zcode:prt_a3:use"];
+        assert!(order.windows(2).all(|w| at[w[0]] < at[w[1]]), "{order:?} at {:?}", order.map(|id| at[id]));
+        // The tool's result is dated 70, as `prt_c` is, and the export puts the tool (created
+        // at 50) before `prt_c`: so the result is before it.
+        assert!(at["zcode:prt_a3:result"] < at["zcode:prt_c"], "{:?} {:?}", at["zcode:prt_a3:result"], at["zcode:prt_c"]);
+        // A part at another time is not recorded again.
+        let first_records = at["zcode:prt_0"].0.min(at["zcode:prt_b"].0);
+        assert!(at["zcode:prt_0"].0 == first_records && at["zcode:prt_b"].0 == first_records, "{at:?}");
     }
 
     /// What is recorded of a ZCode session read as growth stays within a few times its export

@@ -255,6 +255,13 @@ pub trait Adapter: Send + Sync {
         None
     }
 
+    /// For [`FileFormat::Export`]: the times (Unix ms) the events of an export line take. A line
+    /// recorded again as an export grows is followed by the export's later lines with events at
+    /// one of those times, so that events of one millisecond keep the export's order.
+    fn export_times(&self, _line: &[u8]) -> Vec<i64> {
+        Vec::new()
+    }
+
     /// The agent's native memory files (user-level, and project-level for the projects the
     /// logs name, read in their folders here or, for files the agent keeps by project in its
     /// own folder, found by the project's path as the logs write it). Only files that exist. Folders that could not be listed are added to

@@ -19,8 +19,10 @@
 //! text), the title is generated, or a row is deleted. Ingest then records the lines of the
 //! parts that are new or changed since, appended to what it recorded of the session (each line
 //! names its part, [`Adapter::export_row`]): the mirror holds every line read of each part, in
-//! the order read, not the export as it is now. (A new version, the export recorded whole
-//! again, only when that cannot be: see `Ingester::export_as_growth`.) Events are keyed on row
+//! the order read, not the export as it is now; the later lines with events at the times of a
+//! line appended go with it, so that events of one millisecond keep the export's order. (A new
+//! version, the export recorded whole again, only when that cannot be: see
+//! `Ingester::export_as_growth`.) Events are keyed on row
 //! ids, so a part's later line replaces its events; a deleted part's stay. A session is exported only when the
 //! stamp of what its export is made of moved ([`Adapter::export_stamp`]: taken at discovery,
 //! one pass over the tables per run at most, none when the database's files (their sizes,
@@ -496,6 +498,14 @@ impl Adapter for Zcode {
             Value::Number(n) => Some(format!("n{n}")),
             _ => None,
         }
+    }
+
+    fn export_times(&self, line: &[u8]) -> Vec<i64> {
+        // As `parse_line` dates the events: the part's time, else its message's; a tool's call
+        // and result at the times its state says.
+        let Ok(v) = serde_json::from_slice::<Value>(line) else { return Vec::new() };
+        let (part, st) = (&v["part"], &v["part"]["data"]["state"]["time"]);
+        [part["time_created"].as_i64().or_else(|| v["message"]["time_created"].as_i64()), st["start"].as_i64(), st["end"].as_i64()].into_iter().flatten().collect()
     }
 
     fn parse_line(&self, _file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
