@@ -1701,6 +1701,12 @@ mod tests {
         conn.execute("INSERT INTO message VALUES ('msg_1', ?1, 10, '{\"role\":\"assistant\"}')", [id]).expect("message");
     }
 
+    /// Part `id` of `msg_1` in `session`, created and updated at `at`, holding `data` (put in
+    /// place of one with its id).
+    fn zcode_part(conn: &rusqlite::Connection, session: &str, id: &str, at: i64, data: &serde_json::Value) {
+        conn.execute("INSERT OR REPLACE INTO part VALUES (?1, 'msg_1', ?2, ?3, ?3, ?4)", rusqlite::params![id, session, at, data.to_string()]).expect("part");
+    }
+
     /// ZCode's adapter, noting the sessions it exports; with a database, writing to it at
     /// every export (ZCode at work while a run reads).
     struct CountingExports(Arc<Mutex<Vec<String>>>, Option<PathBuf>);
@@ -2093,9 +2099,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (homes, _, conn) = zcode_home(dir.path());
         zcode_session(&conn, "sess_u", "U");
-        let part = |id: &str, at: i64, data: serde_json::Value| {
-            conn.execute("INSERT OR REPLACE INTO part VALUES (?1, 'msg_1', 'sess_u', ?2, ?2, ?3)", rusqlite::params![id, at, data.to_string()]).expect("part");
-        };
+        let part = |id: &str, at: i64, data: serde_json::Value| zcode_part(&conn, "sess_u", id, at, &data);
         // 40 answers of 10 KB each, all different.
         for i in 0..40 {
             let text: String = (0..1_000).map(|w| format!("w{}x{i} ", w * 7919 % 10_007)).collect();
@@ -2166,9 +2170,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (homes, _, conn) = zcode_home(dir.path());
         zcode_session(&conn, "sess_t", "T");
-        let put = |id: &str, at: i64, data: serde_json::Value| {
-            conn.execute("INSERT OR REPLACE INTO part VALUES (?1, 'msg_1', 'sess_t', ?2, ?2, ?3)", rusqlite::params![id, at, data.to_string()]).expect("part");
-        };
+        let put = |id: &str, at: i64, data: serde_json::Value| zcode_part(&conn, "sess_t", id, at, &data);
         let tool = |status: &str| serde_json::json!({"type": "tool", "tool": "bash", "state": {"status": status, "input": {"command": "make"}, "output": "built", "time": {"start": 50, "end": 70}}});
         put("prt_0", 40, serde_json::json!({"type": "text", "text": "before"}));
         put("prt_a1", 50, serde_json::json!({"type": "text", "text": "a1 streaming"}));

@@ -502,10 +502,19 @@ impl Adapter for Zcode {
 
     fn export_times(&self, line: &[u8]) -> Vec<i64> {
         // As `parse_line` dates the events: the part's time, else its message's; a tool's call
-        // and result at the times its state says.
+        // at its start and its result, once it has one, at its end (each else the part's time).
         let Ok(v) = serde_json::from_slice::<Value>(line) else { return Vec::new() };
-        let (part, st) = (&v["part"], &v["part"]["data"]["state"]["time"]);
-        [part["time_created"].as_i64().or_else(|| v["message"]["time_created"].as_i64()), st["start"].as_i64(), st["end"].as_i64()].into_iter().flatten().collect()
+        let Some(time) = v["part"]["time_created"].as_i64().or_else(|| v["message"]["time_created"].as_i64()) else { return Vec::new() };
+        let data = &v["part"]["data"];
+        if str_of(data, "type") != Some("tool") {
+            return vec![time];
+        }
+        let st = &data["state"];
+        let at = |key: &str| st["time"][key].as_i64().filter(|t| jiff::Timestamp::from_millisecond(*t).is_ok()).unwrap_or(time);
+        match str_of(st, "status") {
+            Some("completed" | "error") => vec![at("start"), at("end")],
+            _ => vec![at("start")],
+        }
     }
 
     fn parse_line(&self, _file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
@@ -928,6 +937,32 @@ mod tests {
         let after = Zcode.export(&files[0]).expect("export");
         assert!(after.starts_with(&before) && after.len() > before.len());
         drop(writer);
+    }
+
+    /// The times an export line's events take are those `parse_line` gives them.
+    #[test]
+    fn zcode_export_times_are_the_times_of_the_lines_events() {
+        let line = |part: serde_json::Value| {
+            serde_json::json!({"part": part, "message": {"id": "m", "role": "assistant", "time_created": 5}, "session": {"id": "s"}}).to_string().into_bytes()
+        };
+        let tool = |status: &str, time: serde_json::Value| serde_json::json!({"id": "p", "time_created": 10, "data": {"type": "tool", "tool": "bash", "state": {"status": status, "input": {}, "output": "o", "time": time}}});
+        let cases = [
+            line(serde_json::json!({"id": "p", "time_created": 10, "data": {"type": "text", "text": "t"}})),
+            line(serde_json::json!({"id": "p", "time_created": null, "data": {"type": "reasoning", "text": "t"}})),
+            line(tool("running", serde_json::json!({"start": 11}))),
+            line(tool("completed", serde_json::json!({"start": 11, "end": 12}))),
+            line(tool("error", serde_json::json!({"start": 11}))),
+            line(tool("completed", serde_json::json!({"start": 11, "end": 99_999_999_999_999_999i64}))),
+        ];
+        let file = LogFile { source: Source::Zcode, path: PathBuf::from("/x/db.sqlite"), key: "/x/db.sqlite#session/s".into(), mirror: String::new(), format: FileFormat::Export };
+        for l in &cases {
+            let Line::Parsed(p) = Zcode.parse_line(&file, &mut State::new(), l, 1) else { panic!("parsed") };
+            let mut want: Vec<i64> = p.events.iter().map(|e| e.time_unix_ms).collect();
+            let mut got = Zcode.export_times(l);
+            want.sort();
+            got.sort();
+            assert_eq!(got, want, "{}", String::from_utf8_lossy(l));
+        }
     }
 
     /// Ids that differ only where a file name cannot hold them get mirrors of their own; a
