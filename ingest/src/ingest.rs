@@ -715,7 +715,7 @@ impl Ingester {
             }
         }
         let bytes = match self.open_bytes(adapter, file, cur.byte_end.checked_sub(1))? {
-            Bytes::Mem(export) if file.format == FileFormat::Export => Bytes::Mem(self.export_as_growth(adapter, &cur, &state, export, &mut run.problems)),
+            Bytes::Mem(export) if file.format == FileFormat::Export => Bytes::Mem(self.export_as_growth(adapter, file, &cur, &state, export, &mut run.problems)),
             b => b,
         };
         let len = bytes.len();
@@ -1210,7 +1210,7 @@ impl Ingester {
     /// (and 1 MiB: each run reads all of it), cannot be read back as recorded (its mirror's
     /// bytes against `_read_crc`; said in `problems`), or the whole would be more than a log
     /// may decode to: a changed export then begins a new version, as before.
-    fn export_as_growth(&self, adapter: &dyn Adapter, cur: &FileCursor, state: &State, export: Vec<u8>, problems: &mut Vec<String>) -> Vec<u8> {
+    fn export_as_growth(&self, adapter: &dyn Adapter, file: &LogFile, cur: &FileCursor, state: &State, export: Vec<u8>, problems: &mut Vec<String>) -> Vec<u8> {
         let recorded = cur.byte_end as usize;
         if cur.version == 0 || recorded == 0 || state.contains_key(PARTIAL_LINE_KEY) || export.last().is_some_and(|&b| b != b'\n') {
             return export;
@@ -1267,7 +1267,7 @@ impl Ingester {
                     Some(row) => rows.get(&row) == Some(&line),
                     None => loose.contains(line),
                 };
-                let times = if !kept || !tied.is_empty() { adapter.export_times(line) } else { Vec::new() };
+                let times = if !kept || !tied.is_empty() { adapter.export_times(file, line) } else { Vec::new() };
                 if !kept || times.iter().any(|t| tied.contains(t)) {
                     grown.extend_from_slice(line);
                     tied.extend(times);

@@ -383,14 +383,7 @@ fn line_start(text: &str, at: usize) -> bool {
 
 /// Where `<tag>` begins a line of `text` (at its start, or after a newline, past spaces).
 fn opens_line(text: &str, tag: &str) -> Option<usize> {
-    let mut from = 0;
-    loop {
-        let at = from + text[from..].find(tag)?;
-        if text[..at].trim_end_matches([' ', '\t']).is_empty() || text[..at].trim_end_matches([' ', '\t']).ends_with('\n') {
-            return Some(at);
-        }
-        from = at + tag.len();
-    }
+    text.match_indices(tag).map(|(at, _)| at).find(|&at| line_start(text, at))
 }
 
 /// Cursor's framing of a human turn, `<timestamp>…</timestamp>` on a line of its own, then

@@ -179,7 +179,7 @@ fn read_summary(file: &LogFile, state: &mut State, find_parent: bool) {
     let session = nonempty(str_of(info, "id"))
         .or_else(|| nonempty(str_of(&summary, "id")))
         .or_else(|| dir.file_name().and_then(|n| n.to_str()).map(str::to_owned));
-    let cwd = nonempty(str_of(info, "cwd")).or_else(|| nonempty(str_of(&summary, "cwd"))).or_else(|| group.and_then(group_cwd));
+    let cwd = summary_cwd(&summary).or_else(|| group.and_then(group_cwd));
     let title = nonempty(str_of(&summary, "generated_title"))
         .or_else(|| nonempty(str_of(&summary, "title")))
         .or_else(|| nonempty(str_of(&summary, "session_summary")));
@@ -438,6 +438,12 @@ fn memory_project(folder: &str, projects: &[Project]) -> Option<String> {
     hits.next().is_none().then(|| hit.name()).flatten()
 }
 
+/// The cwd a session's `summary.json` names: `info.cwd`, else `cwd` (trimmed, not empty).
+fn summary_cwd(summary: &Value) -> Option<String> {
+    let named = |v: &Value| str_of(v, "cwd").map(str::trim).filter(|c| !c.is_empty()).map(str::to_owned);
+    summary.get("info").and_then(named).or_else(|| named(summary))
+}
+
 /// The working directories of Grok's sessions below `sessions`: each group folder's, and each
 /// session's own as its `summary.json` names it (as the events take it).
 fn own_cwds(sessions: &Path) -> std::collections::HashSet<PathBuf> {
@@ -447,8 +453,7 @@ fn own_cwds(sessions: &Path) -> std::collections::HashSet<PathBuf> {
         out.extend(group_cwd(&group).map(PathBuf::from));
         for session in dirs(&group) {
             let summary: Option<Value> = read_small(&session.join("summary.json")).and_then(|b| serde_json::from_slice(&b).ok());
-            let named = summary.as_ref().and_then(|s| s.get("info").and_then(|i| str_of(i, "cwd")).or_else(|| str_of(s, "cwd")));
-            out.extend(named.map(str::trim).filter(|c| !c.is_empty()).map(PathBuf::from));
+            out.extend(summary.as_ref().and_then(summary_cwd).map(PathBuf::from));
         }
     }
     out

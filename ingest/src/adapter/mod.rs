@@ -255,11 +255,15 @@ pub trait Adapter: Send + Sync {
         None
     }
 
-    /// For [`FileFormat::Export`]: the times (Unix ms) the events of an export line take. A line
-    /// recorded again as an export grows is followed by the export's later lines with events at
-    /// one of those times, so that events of one millisecond keep the export's order.
-    fn export_times(&self, _line: &[u8]) -> Vec<i64> {
-        Vec::new()
+    /// For [`FileFormat::Export`]: the times (Unix ms) the events of an export line take, as
+    /// [`Adapter::parse_line`] dates them. A line recorded again as an export grows is followed
+    /// by the export's later lines with events at one of those times, so that events of one
+    /// millisecond keep the export's order.
+    fn export_times(&self, file: &LogFile, line: &[u8]) -> Vec<i64> {
+        match self.parse_line(file, &mut State::new(), line, 0) {
+            Line::Parsed(p) => p.events.iter().map(|e| e.time_unix_ms).collect(),
+            Line::Malformed(_) => Vec::new(),
+        }
     }
 
     /// The agent's native memory files (user-level, and project-level for the projects the

@@ -500,23 +500,6 @@ impl Adapter for Zcode {
         }
     }
 
-    fn export_times(&self, line: &[u8]) -> Vec<i64> {
-        // As `parse_line` dates the events: the part's time, else its message's; a tool's call
-        // at its start and its result, once it has one, at its end (each else the part's time).
-        let Ok(v) = serde_json::from_slice::<Value>(line) else { return Vec::new() };
-        let Some(time) = v["part"]["time_created"].as_i64().or_else(|| v["message"]["time_created"].as_i64()) else { return Vec::new() };
-        let data = &v["part"]["data"];
-        if str_of(data, "type") != Some("tool") {
-            return vec![time];
-        }
-        let st = &data["state"];
-        let at = |key: &str| st["time"][key].as_i64().filter(|t| jiff::Timestamp::from_millisecond(*t).is_ok()).unwrap_or(time);
-        match str_of(st, "status") {
-            Some("completed" | "error") => vec![at("start"), at("end")],
-            _ => vec![at("start")],
-        }
-    }
-
     fn parse_line(&self, _file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
         let v: Value = match serde_json::from_slice(line) {
             Ok(v @ Value::Object(_)) => v,
@@ -958,7 +941,7 @@ mod tests {
         for l in &cases {
             let Line::Parsed(p) = Zcode.parse_line(&file, &mut State::new(), l, 1) else { panic!("parsed") };
             let mut want: Vec<i64> = p.events.iter().map(|e| e.time_unix_ms).collect();
-            let mut got = Zcode.export_times(l);
+            let mut got = Zcode.export_times(&file, l);
             want.sort();
             got.sort();
             assert_eq!(got, want, "{}", String::from_utf8_lossy(l));
