@@ -108,6 +108,7 @@ pub fn encode(origin: Option<&RecordOrigin>, body: &Body) -> Result<Vec<u8>> {
         Body::TokenCreated(v) => to_bytes(&(origin, v)),
         Body::TokenRevoked(v) => to_bytes(&(origin, v)),
         Body::DeviceSeen(v) => to_bytes(&(origin, v)),
+        Body::Superseded(v) => to_bytes(&(origin, v)),
     }
 }
 
@@ -391,6 +392,7 @@ pub fn decode(kind: u8, kind_version: u8, payload: &[u8], offset: u64) -> Result
         RecordKind::TokenCreated => with(payload, offset, Body::TokenCreated),
         RecordKind::TokenRevoked => with(payload, offset, Body::TokenRevoked),
         RecordKind::DeviceSeen => with(payload, offset, Body::DeviceSeen),
+        RecordKind::Superseded => with(payload, offset, Body::Superseded),
     }
 }
 
@@ -509,6 +511,12 @@ mod tests {
             Body::TokenCreated(TokenCreated { name: "laptop".into(), hash: [3; 32], time_unix_ms: 1 }),
             Body::TokenRevoked(TokenRevoked { name: "laptop".into(), time_unix_ms: 1 }),
             Body::DeviceSeen(DeviceSeen { name: "laptop".into(), store_id: [1; 16], epoch: 0, time_unix_ms: 1 }),
+            Body::Superseded(Superseded {
+                source: "grok".into(),
+                path: "/home/dev/.grok/sessions/g/s/chat_history.jsonl".into(),
+                file_version: 2,
+                events: vec!["grok:s:v1:7".into()],
+            }),
             Body::Scratch(vec![0, 1, 2]),
         ]
     }

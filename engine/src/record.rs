@@ -29,6 +29,8 @@ pub enum RecordKind {
     TokenRevoked = 8,
     /// A device seen by a hub.
     DeviceSeen = 9,
+    /// Events of a log its agent abandoned (a turn rewound), kept but no longer current.
+    Superseded = 10,
     /// Opaque bytes written by the journal's own tests, stress command and benchmarks;
     /// projections ignore it.
     Scratch = 250,
@@ -36,7 +38,7 @@ pub enum RecordKind {
 
 impl RecordKind {
     /// Every kind, for tables and tests.
-    pub const ALL: [RecordKind; 10] = [
+    pub const ALL: [RecordKind; 11] = [
         RecordKind::Ingested,
         RecordKind::Remembered,
         RecordKind::Corrected,
@@ -46,6 +48,7 @@ impl RecordKind {
         RecordKind::TokenCreated,
         RecordKind::TokenRevoked,
         RecordKind::DeviceSeen,
+        RecordKind::Superseded,
         RecordKind::Scratch,
     ];
 
@@ -83,6 +86,7 @@ impl RecordKind {
             RecordKind::TokenCreated => "token_created",
             RecordKind::TokenRevoked => "token_revoked",
             RecordKind::DeviceSeen => "device_seen",
+            RecordKind::Superseded => "superseded",
             RecordKind::Scratch => "scratch",
         }
     }
@@ -443,6 +447,21 @@ pub struct DeviceSeen {
     pub time_unix_ms: i64,
 }
 
+/// Events a log's agent abandoned: the turns after the point a session was rewound to, which
+/// the log it rewrote no longer holds. They stay in the store (found by id, cited as before)
+/// but are no longer current: search, timelines and session counts leave them out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Superseded {
+    /// Source id.
+    pub source: String,
+    /// The log's path on the device that read it.
+    pub path: String,
+    /// The version of the log whose rewrite abandoned them.
+    pub file_version: u32,
+    /// The ids of the events abandoned.
+    pub events: Vec<String>,
+}
+
 /// A decoded record payload.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Body {
@@ -464,6 +483,8 @@ pub enum Body {
     TokenRevoked(TokenRevoked),
     /// See [`DeviceSeen`].
     DeviceSeen(DeviceSeen),
+    /// See [`Superseded`].
+    Superseded(Superseded),
     /// Opaque bytes.
     Scratch(Vec<u8>),
 }
@@ -481,6 +502,7 @@ impl Body {
             Body::TokenCreated(_) => RecordKind::TokenCreated,
             Body::TokenRevoked(_) => RecordKind::TokenRevoked,
             Body::DeviceSeen(_) => RecordKind::DeviceSeen,
+            Body::Superseded(_) => RecordKind::Superseded,
             Body::Scratch(_) => RecordKind::Scratch,
         }
     }

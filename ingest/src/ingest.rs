@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Imported, Ingested, MemoryScope, Role};
+use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Imported, Ingested, MemoryScope, Role, Superseded};
 use origin_engine::{Journal, NewRecord};
 use serde_json::Value;
 
@@ -759,10 +759,21 @@ impl Ingester {
         if !same_version {
             let version = cur.version + 1;
             // The leading lines a rewrite kept as they were keep their ids (see `line_ref`).
-            let refs = (version > 1).then(|| {
+            let refs = if version > 1 {
                 let kept = if adapter.lines_stand_alone(file) { self.kept_lines(&cur, &bytes) } else { Vec::new() };
-                crate::adapter::line_refs_mapped(&state, &kept, version)
-            });
+                // The turns a rewind abandoned, recorded before the new version's lines (a run
+                // stopped between the two finds the rewrite again and records them again,
+                // which changes nothing).
+                let abandoned = self.abandoned_events(adapter, file, &cur, &bytes, &kept)?;
+                if !abandoned.is_empty() {
+                    let body = Body::Superseded(Superseded { source: source.to_owned(), path: file.key.clone(), file_version: version, events: abandoned });
+                    let offsets = self.journal.append(vec![NewRecord::new(&body).map_err(FileError::Journal)?]).map_err(FileError::Journal)?;
+                    cursors.apply(offsets.start, &body);
+                }
+                Some(crate::adapter::line_refs_mapped(&state, &kept, version))
+            } else {
+                None
+            };
             // A later version is mirrored beside the first, wherever the file is read from now
             // (a log moved by its agent, or reached under another spelling, keeps its mirrors).
             let base = match cur.version {
@@ -1324,6 +1335,34 @@ impl Ingester {
             }
         }
         pairs
+    }
+
+    /// The ids of the events of the version `old` read that a rewrite into `bytes` abandoned,
+    /// by its agent's word ([`Adapter::rewrite_abandons_tail`]): those of its lines after the
+    /// last line the new version kept (`kept`, from [`Ingester::kept_lines`]). None when it kept
+    /// no line (nothing tells a rewind from a new beginning), or when either version is longer
+    /// than the lines compared (a line kept past them would be taken for abandoned).
+    fn abandoned_events(&self, adapter: &dyn Adapter, file: &LogFile, old: &FileCursor, bytes: &Bytes, kept: &[(u64, u64)]) -> Result<Vec<String>, FileError> {
+        let Some(&(_, last_kept)) = kept.last() else { return Ok(Vec::new()) };
+        if old.byte_end > KEPT_COMPARE_BYTES_MAX || bytes.len() > KEPT_COMPARE_BYTES_MAX {
+            return Ok(Vec::new());
+        }
+        let new = bytes.read(0, bytes.len())?;
+        let kept_new: HashSet<u64> = kept.iter().map(|&(n, _)| n).collect();
+        let added: Vec<&[u8]> = new.split_inclusive(|&b| b == b'\n').filter(|l| l.ends_with(b"\n")).zip(1u64..).filter(|(_, n)| !kept_new.contains(n)).map(|(l, _)| l).collect();
+        if !adapter.rewrite_abandons_tail(file, &added) {
+            return Ok(Vec::new());
+        }
+        let mut ids = Vec::new();
+        for &offset in &old.offsets {
+            for r in self.journal.read_vec(offset, 1).map_err(FileError::Journal)?.iter().filter(|r| r.offset == offset) {
+                let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(FileError::Journal)?;
+                ids.extend(view.events().map_err(FileError::Journal)?.into_iter().filter(|e| e.line > last_kept).map(|e| e.id));
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
     }
 
     /// Rebuilds a mirror from the journal when it is shorter than its records say (a crash
@@ -2055,7 +2094,7 @@ mod tests {
         let store = dir.path().join("store");
         let ing = Ingester::new(Arc::new(Journal::open(store.join("journal"), origin_engine::Options::default()).expect("open")), &store, Homes::under(dir.path()))
             .with_adapters(vec![Box::new(CountingTimes(asked.clone()))]);
-        let mut run = |grow: Option<&str>| {
+        let run = |grow: Option<&str>| {
             if let Some(s) = grow {
                 let mut f = std::fs::OpenOptions::new().append(true).open(folder.join(format!("{s}.jsonl"))).expect("open");
                 std::io::Write::write_all(&mut f, line(&format!("{s}-x"), s).as_bytes()).expect("append");

@@ -40,6 +40,7 @@ pub fn body_json(body: &Body) -> Value {
         Body::TokenCreated(b) => json!({ "name": b.name, "time_unix_ms": b.time_unix_ms }),
         Body::TokenRevoked(b) => serde_json::to_value(b).unwrap_or(Value::Null),
         Body::DeviceSeen(b) => serde_json::to_value(b).unwrap_or(Value::Null),
+        Body::Superseded(b) => serde_json::to_value(b).unwrap_or(Value::Null),
         Body::Scratch(b) => json!({ "bytes": b.len(), "crc32": crc32fast::hash(b) }),
     };
     v
@@ -63,6 +64,7 @@ pub fn body_summary(body: &Body) -> String {
         Body::TokenCreated(b) => format!("token for {}", b.name),
         Body::TokenRevoked(b) => format!("token of {} revoked", b.name),
         Body::DeviceSeen(b) => format!("device {}", b.name),
+        Body::Superseded(b) => format!("{} {} version {} abandons {}", b.source, b.path, b.file_version, count(b.events.len(), "event", "events")),
         Body::Scratch(b) => format!("{} bytes, crc32 {:08x}", b.len(), crc32fast::hash(b)),
     }
 }

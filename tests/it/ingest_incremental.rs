@@ -710,6 +710,71 @@ fn a_rewound_grok_transcript_keeps_the_ids_of_the_lines_it_kept() {
     }
 }
 
+/// Every `Superseded` record of the store, as (file version, events).
+fn superseded_records(store: &Path) -> Vec<(u32, Vec<String>)> {
+    let j = Journal::open(store.join("journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("open");
+    let mut out = Vec::new();
+    j.read_from(0, |r| {
+        if let (_, Body::Superseded(b)) = r.decode()? {
+            out.push((b.file_version, b.events));
+        }
+        Ok(ControlFlow::Continue(()))
+    })
+    .expect("read");
+    out
+}
+
+/// A rewind abandons the turns after the one it rewound to: their events are recorded as
+/// superseded, so that they leave the session's timeline, counts and search but are still
+/// found by id; a compaction (its summary a `compaction_meta` item) drops turns it sums up,
+/// which stay current, and a run that finds nothing new records nothing.
+#[test]
+fn a_rewound_grok_transcripts_abandoned_turns_are_kept_but_no_longer_current() {
+    let w = World::new();
+    let chat = grok_chat(&w, "sess-5");
+    let p = "grok:sess-5";
+    let state = |w: &World| -> (Journal, origin_projections::State) {
+        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
+        let mut state = origin_projections::State::new();
+        state.catch_up(&j).expect("state");
+        (j, state)
+    };
+    let listed = |w: &World| -> Vec<String> {
+        let (_, s) = state(w);
+        s.session_events(Some("grok"), "sess-5", true, 100).into_iter().map(|m| m.id.strip_prefix(&format!("{p}:")).expect("grok id").to_owned()).collect()
+    };
+    write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("second question", 1), grok_assistant("second answer")]);
+    run(&w);
+    assert_eq!(listed(&w), ["1", "2", "3", "4"]);
+    // Rewound to before the second question, then asked another.
+    write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("another question", 1), grok_assistant("another answer")]);
+    run(&w);
+    assert_eq!(superseded_records(&w.store()), [(2, vec![format!("{p}:3"), format!("{p}:4")])]);
+    assert_eq!(listed(&w), ["1", "2", "v2:3", "v2:4"]);
+    let (j, s) = state(&w);
+    assert_eq!(s.session("grok", "sess-5").expect("listed").event_count, 4);
+    assert!(s.is_superseded(&format!("{p}:3")) && !s.is_superseded(&format!("{p}:2")));
+    assert_eq!(s.event_body(&j, &format!("{p}:3")).expect("read").found().expect("found by id").text, "second question");
+    // Nothing new: nothing recorded.
+    run(&w);
+    assert_eq!(superseded_records(&w.store()).len(), 1);
+    // Compacted: the first turn summed up, the latest kept, then a new question; the turns it
+    // dropped stay current.
+    let summary = r#"{"type":"user","content":[{"type":"text","text":"summary: the first question was answered"}],"synthetic_reason":"compaction_meta"}"#.to_owned();
+    write_lines(&chat, &[grok_user("first question", 0), summary.clone(), grok_user("another question", 1), grok_user("a third question", 2)]);
+    run(&w);
+    assert_eq!(superseded_records(&w.store()).len(), 1, "a compaction abandons nothing");
+    assert!(listed(&w).contains(&"v2:4".to_owned()), "{:?}", listed(&w));
+    // Rewound again, to before the third question: the version's own line after it goes.
+    write_lines(&chat, &[grok_user("first question", 0), summary, grok_user("another question", 1), grok_user("a fourth question", 3)]);
+    run(&w);
+    assert_eq!(superseded_records(&w.store())[1], (4, vec![format!("{p}:v3:4")]));
+    let mut now = listed(&w);
+    now.sort();
+    assert_eq!(now, ["1", "2", "v2:3", "v2:4", "v3:2", "v4:4"], "the compacted turns and the latest are current");
+    assert_eq!(event_text(&w, &format!("{p}:v3:4")), "a third question");
+}
+
 /// Grok's repair (a line it cannot load dropped) and compaction (a summary, then the latest
 /// turns) rewrite the transcript with lines it had, moved up: they keep the ids they had, so
 /// no event is there twice (every line after a dropped one was stored again under a new id);

@@ -241,6 +241,48 @@ async fn a_memory_file_version_belongs_to_no_session() {
     c.cancel().await.expect("close");
 }
 
+/// A Grok session rewound: the turns it abandoned leave search, the timeline and the session's
+/// count; `get` still finds them, marked `"status": "superseded"`, and an entry citing one
+/// shows it so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewound_turn_leaves_search_and_the_timeline_and_get_marks_it_superseded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, agents) = (dir.path().join("store"), dir.path().join("agents"));
+    let chat = agents.join(".grok/sessions/%2Fhome%2Fdev%2Fp/sess-r/chat_history.jsonl");
+    std::fs::create_dir_all(chat.parent().expect("folder")).expect("log folder");
+    let user = |text: &str, i: u32| format!(r#"{{"type":"user","content":[{{"type":"text","text":"{text}"}}],"prompt_index":{i}}}"#);
+    let assistant = |text: &str| format!(r#"{{"type":"assistant","content":"{text}"}}"#);
+    let write = |lines: &[String]| std::fs::write(&chat, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("log");
+    let first = [user("how do we ship the walrus release", 0), assistant("tag walrus from master")];
+    write(&[first[0].clone(), first[1].clone(), user("and the pelican build", 1), assistant("pelican builds nightly")]);
+    ingest_from(&home, &agents);
+    let transport = TokioChildProcess::new(server_command_reading(&home, &agents)).expect("spawn origin mcp");
+    let c = ClientConfig::new(ClientCapabilities::default(), Implementation::new("grok", "1.0")).serve(transport).await.expect("initialize");
+    let cited = ok(&call(&c, "remember", json!({ "kind": "knowledge", "text": "Pelican builds run nightly.", "confidence": 0.9, "sources": [{ "event_id": "grok:sess-r:4" }] })).await);
+    // Rewound to before the pelican question, then asked another.
+    write(&[first[0].clone(), first[1].clone(), user("and the heron build", 1), assistant("heron builds weekly")]);
+    // Read by another process (the server's own reads wait 10 seconds after `remember`'s).
+    ingest_from(&home, &agents);
+    let found = |r: Value| r["events"].as_array().expect("events").iter().map(|e| e["id"].as_str().expect("id").to_owned()).collect::<Vec<_>>();
+    assert_eq!(found(ok(&call(&c, "search", json!({ "query": "pelican", "scope": "events" })).await)), Vec::<String>::new());
+    assert_eq!(found(ok(&call(&c, "search", json!({ "query": "heron", "scope": "events" })).await)), ["grok:sess-r:v2:4", "grok:sess-r:v2:3"]);
+    assert_eq!(found(ok(&call(&c, "search", json!({ "query": "walrus", "scope": "events" })).await)).len(), 2);
+    let one = ok(&call(&c, "timeline", json!({ "session": "sess-r", "limit": 500 })).await);
+    let texts: Vec<&str> = one["events"].as_array().expect("events").iter().map(|e| e["text"].as_str().expect("text")).collect();
+    assert_eq!(texts.len(), 4, "{one}");
+    assert!(texts.iter().all(|t| !t.contains("pelican")), "{one}");
+    let listed = ok(&call(&c, "timeline", json!({ "since": "2000-01-01", "limit": 500 })).await);
+    let session = listed["sessions"].as_array().expect("sessions").iter().find(|s| s["session"] == "sess-r").expect("listed").clone();
+    assert_eq!(session["events"], 4, "{session}");
+    let gone = ok(&call(&c, "get", json!({ "id": "grok:sess-r:3" })).await);
+    assert_eq!((&gone["text"], &gone["status"]), (&json!("and the pelican build"), &json!("superseded")), "{gone}");
+    let kept = ok(&call(&c, "get", json!({ "id": "grok:sess-r:1" })).await);
+    assert_eq!(kept.get("status"), None, "{kept}");
+    let entry = ok(&call(&c, "get", json!({ "id": cited["entry"]["id"] })).await);
+    assert_eq!(entry["sources"][0]["status"], "superseded", "{entry}");
+    c.cancel().await.expect("close");
+}
+
 /// A session whose messages were all forgotten but whose tool calls remain is still listed,
 /// and `timeline` of it answers with no events (messages asked for) rather than "Unknown
 /// session"; with `include_tools` it lists the rest.

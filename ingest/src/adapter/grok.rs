@@ -30,7 +30,9 @@
 //! `backend_tool_call` → assistant/tool_use (`<tool_type> <rest of kind>`); other types: nothing.
 //!
 //! `chat_history.jsonl` is replaced wholesale on rewind and compaction; ingest sees a changed
-//! beginning and starts a new file version, so ids are only stable within one version.
+//! beginning and starts a new file version, whose lines kept byte for byte keep their ids
+//! (`line_ref`). A rewind's dropped turns are recorded as superseded
+//! (`rewrite_abandons_tail`); a compaction's (a new `compaction_meta` item) stay current.
 //! `.corrupt` and `.pre-strip` copies and every other file of the folder are not logs.
 
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -471,6 +473,16 @@ impl Adapter for Grok {
 
     fn logs_rewritten(&self) -> bool {
         true
+    }
+
+    /// A rewind, unless the new version adds a compaction's summary (a `user` item whose
+    /// `synthetic_reason` is `compaction_meta`; one kept from an earlier compaction says
+    /// nothing): a compaction drops the turns it sums up, which stay current.
+    fn rewrite_abandons_tail(&self, _file: &LogFile, added: &[&[u8]]) -> bool {
+        !added.iter().any(|line| {
+            memchr::memmem::find(line, b"compaction_meta").is_some()
+                && serde_json::from_slice::<Value>(line).is_ok_and(|v| v.get("synthetic_reason").and_then(Value::as_str) == Some("compaction_meta"))
+        })
     }
 
     fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {

@@ -203,6 +203,16 @@ pub trait Adapter: Send + Sync {
         true
     }
 
+    /// Whether a rewrite of `file` abandoned the turns the previous version held after the
+    /// last line the new version kept, given the new version's lines that it did not keep
+    /// (`added`): a session rewound (Grok keeps the turns before the one rewound, byte for
+    /// byte, and drops the rest), not compacted (earlier turns summed up) nor repaired. Those
+    /// lines' events are then recorded as superseded (`Superseded`): kept, found by id, no
+    /// longer current. False by default (a rewrite keeps every event as current).
+    fn rewrite_abandons_tail(&self, _file: &LogFile, _added: &[&[u8]]) -> bool {
+        false
+    }
+
     /// Whether the agent rewrites its logs whole (Grok replaces a transcript on compaction
     /// and rewind; an export changes where a row is updated in place): a log that grew is then
     /// checked to begin with every byte read of it so far (its CRC-32, kept in the state as

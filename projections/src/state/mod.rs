@@ -30,9 +30,16 @@
 //!   `valid_to` = the import's time ([`Entry::valid_to_unix_ms`]), so they leave listings and
 //!   search by the same rule as expired entries, and the reason is visible in the entry. A
 //!   correction made later holds again.
-//! - **Sessions** count visible events only; started and ended are the times of the first and
-//!   last visible event; a session without visible events is not listed. Its prompt is shown
-//!   only without a title, and not when the event it came from is hidden.
+//! - **Abandoned events.** A `Superseded` record names events their agent abandoned (the
+//!   turns after the point a session was rewound to). They are found by id as before (and
+//!   [`State::is_superseded`] says so) but leave search, timelines, quote lookups and session
+//!   counts, like hidden events; a tombstone hiding one, or lifted, changes no count. The
+//!   first prompt of a session, abandoned, is no longer its prompt: the next record naming one
+//!   gives it.
+//! - **Sessions** count visible events only (neither hidden nor abandoned); started and ended
+//!   are the times of the first and last visible event; a session without visible events is
+//!   not listed. Its prompt is shown only without a title, and not when the event it came
+//!   from is hidden.
 //! - **Events** are kept as locators (record offset, index); a later event with the same id
 //!   replaces the earlier (a re-ingested file version) unless the earlier is in another
 //!   session (the later is a copy: a resumed Claude Code session repeats the lines of the one
@@ -127,6 +134,10 @@ pub struct State {
     pub(crate) tombstones: Tombstones,
     pub(crate) events: Events,
     pub(crate) sessions: Sessions,
+    /// Events their agent abandoned ([`Body::Superseded`]): kept, found by id, not listed nor
+    /// counted. Ids, whether the events are known yet or not, so that the order records come
+    /// in does not matter.
+    pub(crate) superseded: BTreeSet<String>,
 }
 
 /// Record kinds the state reads; the others are skipped without decoding.
@@ -140,6 +151,7 @@ fn is_read(kind: u8) -> bool {
                 | RecordKind::Forgotten
                 | RecordKind::Restored
                 | RecordKind::Imported
+                | RecordKind::Superseded
         )
     )
 }
@@ -203,6 +215,7 @@ impl State {
                 visible.iter().for_each(|id| self.event_visibility(id, true));
             }
             Body::Imported(b) => self.imported(offset, b),
+            Body::Superseded(b) => b.events.iter().for_each(|id| self.supersede(id)),
             Body::TokenCreated(_) | Body::TokenRevoked(_) | Body::DeviceSeen(_) | Body::Scratch(_) => {}
         }
     }
@@ -234,6 +247,31 @@ impl State {
                 }
             }
         }
+    }
+
+    /// Marks event `id` abandoned by its agent: no longer counted in its session, nor its
+    /// session's first prompt (a later record of the session names the one that stands).
+    pub(crate) fn supersede(&mut self, id: &str) {
+        if self.superseded.contains(id) {
+            return;
+        }
+        if self.tombstones.hidden_by(id).is_none() {
+            self.event_visibility(id, false);
+        }
+        self.superseded.insert(id.to_owned());
+        if let Some(rec) = self.events.get(id).filter(|r| r.session != NO_SESSION) {
+            let s = &mut self.sessions.slots[rec.session as usize];
+            if s.prompt_event.as_deref() == Some(id) {
+                s.first_prompt = None;
+                s.prompt_event = None;
+            }
+        }
+    }
+
+    /// True for an event that is neither hidden by a tombstone in force nor abandoned by its
+    /// agent: what sessions count and list.
+    pub(crate) fn counted(&self, id: &str) -> bool {
+        self.tombstones.hidden_by(id).is_none() && !self.superseded.contains(id)
     }
 
     fn imported(&mut self, offset: u64, b: &Imported) {
@@ -332,7 +370,7 @@ impl State {
         if rec.session == NO_SESSION {
             return;
         }
-        let visible = self.tombstones.hidden_by(id).is_none();
+        let visible = self.counted(id);
         let s = &mut self.sessions.slots[rec.session as usize];
         s.events.insert(n, &self.events);
         if visible {
@@ -347,7 +385,7 @@ impl State {
         if old.session == NO_SESSION {
             return;
         }
-        let visible = self.tombstones.hidden_by(id).is_none();
+        let visible = self.counted(id);
         let s = &mut self.sessions.slots[old.session as usize];
         if s.events.remove(n, old.order_key(), &self.events) && visible {
             assert!(s.visible_count > 0, "session {} counts no visible event to remove", s.session);
@@ -355,7 +393,12 @@ impl State {
         }
     }
 
+    /// Counts event `id` in its session again (`visible`) or no longer, as a tombstone in force
+    /// stops or starts hiding it; an event its agent abandoned is not counted either way.
     fn event_visibility(&mut self, id: &str, visible: bool) {
+        if self.superseded.contains(id) {
+            return;
+        }
         let Some(rec) = self.events.get(id) else { return };
         if rec.session == NO_SESSION {
             return;
@@ -556,8 +599,7 @@ impl State {
         match scope {
             crate::index::Scope::Entry => self.entry_is_listed(key, now_unix_ms),
             crate::index::Scope::Event => {
-                self.events.get(key).is_some_and(|m| m.offset == record && m.index == position)
-                    && self.tombstones.hidden_by(key).is_none()
+                self.events.get(key).is_some_and(|m| m.offset == record && m.index == position) && self.counted(key)
             }
         }
     }
@@ -585,6 +627,11 @@ impl State {
     }
 
     // ---- tombstones ----
+
+    /// True for an event its agent abandoned (a turn rewound): found by id, never listed.
+    pub fn is_superseded(&self, id: &str) -> bool {
+        self.superseded.contains(id)
+    }
 
     /// The tombstone in force hiding an entry version or event, if one does.
     pub fn is_hidden(&self, id: &str) -> Option<&str> {
@@ -625,13 +672,13 @@ impl State {
         if s.visible_count == 0 {
             return None;
         }
-        let visible = |n: u32| self.tombstones.hidden_by(self.events.id(n)).is_none();
+        let visible = |n: u32| self.counted(self.events.id(n));
         let time = |n: u32| self.events.order_key(n).0;
         let started = time(s.events.iter().find(|&n| visible(n))?);
         let ended = time(s.events.iter().rev().find(|&n| visible(n))?);
         let prompt = match (&s.title, &s.prompt_event) {
             (Some(_), _) => None,
-            (None, Some(e)) if self.tombstones.hidden_by(e).is_some() => None,
+            (None, Some(e)) if !self.counted(e) => None,
             (None, _) => s.first_prompt.clone(),
         };
         Some(Session {
@@ -712,7 +759,7 @@ impl State {
         }
         numbers
             .into_iter()
-            .filter(|&n| self.tombstones.hidden_by(self.events.id(n)).is_none())
+            .filter(|&n| self.counted(self.events.id(n)))
             .filter(|&n| include_tools || listed_by_default(self.events.rec(n).kind))
             .take(limit.min(LISTING_COUNT_MAX))
             .map(|n| self.event_meta(n))

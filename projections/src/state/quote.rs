@@ -33,7 +33,7 @@ pub(crate) fn find(state: &State, journal: &Journal, quote: &str) -> Result<Opti
     let ev = &state.events;
     let mut numbers: Vec<u32> = (0..ev.len() as u32)
         .filter(|&n| matches!(ev.rec(n).kind, EventKind::Message | EventKind::ToolResult))
-        .filter(|&n| state.tombstones.hidden_by(ev.id(n)).is_none())
+        .filter(|&n| state.counted(ev.id(n)))
         .collect();
     numbers.sort_by_key(|&n| std::cmp::Reverse(ev.order_key(n)));
     let candidates: Vec<EventMeta> = numbers.into_iter().map(|n| state.event_meta_of(n)).collect();

@@ -29,8 +29,9 @@ pub const SNAPSHOT_MAGIC: [u8; 8] = *b"ORGNSNAP";
 /// events' ids as one text, checked as UTF-8 at once. 4: events' ends, fixed-width records and
 /// an id table, read in place by a loaded state. 5: the bytes of 4, from a state in which an
 /// event held in one session is not moved to another by a later copy of it: a snapshot of 4
-/// may hold events so moved, and is rebuilt.)
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 5;
+/// may hold events so moved, and is rebuilt. 6: the events their agent abandoned, after the
+/// tombstones.)
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 6;
 /// Size of the header ([`origin_engine::snapshot`], shared with ingest's cursor snapshot).
 pub const SNAPSHOT_HEADER_SIZE: usize = origin_engine::snapshot::SNAPSHOT_HEADER_SIZE;
 
@@ -176,8 +177,8 @@ fn get_strs(r: &mut Reader<'_>) -> Result<Vec<String>, Refusal> {
     Ok(v)
 }
 
-/// The body: six sections, each a count and its items. Entries, ended roots and tombstones
-/// in ascending key order; sources, sessions and events by number (the order they were
+/// The body: seven sections, each a count and its items. Entries, ended roots, tombstones and
+/// abandoned events' ids in ascending key order; sources, sessions and events by number (the order they were
 /// first seen in, which every state built from the same journal shares).
 pub(crate) fn encode_body(s: &State) -> Vec<u8> {
     let mut w = Writer::default();
@@ -208,6 +209,8 @@ pub(crate) fn encode_body(s: &State) -> Vec<u8> {
             }
         }
     }
+    w.count(s.superseded.len());
+    s.superseded.iter().for_each(|id| w.str(id));
     let sources = s.events.source_names();
     w.count(sources.len());
     sources.iter().for_each(|n| w.str(n));
@@ -315,6 +318,12 @@ fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<Stat
         // After every entry version: what it hides is what applying the records made it hide.
         s.add_tombstone(StoredTombstone { offset, forgotten, restored });
     }
+    let mut prev = None;
+    for _ in 0..r.count(4)? {
+        let id = r.str()?;
+        ascending(&mut prev, id.clone(), "abandoned event")?;
+        s.superseded.insert(id);
+    }
     for _ in 0..r.count(4)? {
         let name = r.str()?;
         let before = s.events.source_names().len();
@@ -388,7 +397,7 @@ fn decode_body(bytes: &Arc<Mapped>, body_at: usize, read_to: u64) -> Result<Stat
         // events are gathered in a list and put in order once at the end.
         if rec.session != NO_SESSION {
             orders[rec.session as usize].push(n);
-            if s.tombstones.hidden_by(id).is_none() {
+            if s.counted(id) {
                 s.sessions.slots[rec.session as usize].visible_count += 1;
             }
         }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 
 use origin_engine::record::{
     Body, Citation, EntryKind, EntryVersion, Event, EventKind, Forgotten, Imported, Ingested, MemoryScope, RecordKind, Restored, Role,
-    SessionChange,
+    SessionChange, Superseded,
 };
 use origin_engine::sim::SimFs;
 use origin_engine::{Journal, NewRecord, Options};
@@ -118,6 +118,10 @@ fn forget_with(tmb: &str, target: &str, hides: &Hides) -> Body {
 
 fn restore(tmb: &str) -> Body {
     Body::Restored(Restored { tombstone: tmb.into(), author: "user@laptop".into(), time_unix_ms: 2 })
+}
+
+fn supersede(events: &[&str]) -> Body {
+    Body::Superseded(Superseded { source: SOURCE.into(), path: "/p.jsonl".into(), file_version: 2, events: events.iter().map(|e| eid(e)).collect() })
 }
 
 /// Applies bodies to a journal and returns it with the state caught up.
@@ -360,6 +364,58 @@ fn session_counts_drop_when_events_are_forgotten() {
     append(&j, &[restore("tmb_1")]);
     s.catch_up(&j).unwrap();
     assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 3);
+}
+
+#[test]
+fn abandoned_events_leave_listings_and_counts_but_are_found_by_id() {
+    let prompt = |text: &str| SessionChange { session: "s1".into(), project: None, title: None, first_prompt: Some(text.into()), parent: None };
+    let (_fs, j, mut s) = build(&[ingested(
+        vec![msg("e1", "s1", 10, "first"), msg("e2", "s1", 20, "second"), ev("e3", "s1", 30, EventKind::ToolUse, Role::Assistant, "tool")],
+        vec![prompt("first")],
+    )]);
+    let listed = |s: &State| s.session_events(Some(SOURCE), "s1", true, 10).iter().map(|m| m.id.clone()).collect::<Vec<_>>();
+    // Abandoned: e2 and e3 (e9 is not known yet: it is abandoned when it comes).
+    append(&j, &[supersede(&["e2", "e3", "e9"])]);
+    s.catch_up(&j).unwrap();
+    let after = s.session(SOURCE, "s1").unwrap();
+    assert_eq!((after.event_count, after.started_unix_ms, after.ended_unix_ms), (1, 10, 10));
+    assert_eq!(listed(&s), vec![eid("e1")]);
+    assert!(s.is_superseded(&eid("e2")) && !s.is_superseded(&eid("e1")));
+    assert!(matches!(s.event(&eid("e2")), Lookup::Found(_)), "found by id");
+    assert!(matches!(s.event_body(&j, &eid("e3")).unwrap(), Lookup::Found(_)));
+    let m = s.event(&eid("e2")).found().unwrap();
+    assert!(!s.doc_is_listed(crate::index::Scope::Event, &eid("e2"), m.offset, m.index, NOW), "search leaves it out");
+    let m1 = s.event(&eid("e1")).found().unwrap();
+    assert!(s.doc_is_listed(crate::index::Scope::Event, &eid("e1"), m1.offset, m1.index, NOW));
+    assert_eq!(s.find_quote(&j, "second").unwrap(), None, "not cited by quote");
+    // A forget of an abandoned event, and its restore, change no count.
+    let plan = s.forget_plan(&eid("e2")).unwrap();
+    append(&j, &[forget_with("tmb_1", &eid("e2"), &plan)]);
+    s.catch_up(&j).unwrap();
+    assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 1);
+    assert!(matches!(s.event(&eid("e2")), Lookup::Forgotten { .. }));
+    append(&j, &[restore("tmb_1")]);
+    s.catch_up(&j).unwrap();
+    assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 1);
+    // An abandoned event that arrives later is not counted; abandoning twice changes nothing.
+    append(&j, &[ingested(vec![msg("e9", "s1", 40, "late"), msg("e4", "s1", 50, "fourth")], vec![]), supersede(&["e2"])]);
+    s.catch_up(&j).unwrap();
+    assert_eq!(listed(&s), vec![eid("e1"), eid("e4")]);
+    assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 2);
+    // The first prompt abandoned: the session has none until a record names the one that stands.
+    append(&j, &[supersede(&["e1"])]);
+    s.catch_up(&j).unwrap();
+    let s1 = s.session(SOURCE, "s1").unwrap();
+    assert_eq!((s1.event_count, s1.prompt.as_deref()), (1, None));
+    append(&j, &[ingested(vec![msg("e5", "s1", 60, "again")], vec![prompt("again")])]);
+    s.catch_up(&j).unwrap();
+    assert_eq!(s.session(SOURCE, "s1").unwrap().prompt.as_deref(), Some("again"));
+    // Every event abandoned: the session is not listed.
+    append(&j, &[supersede(&["e4", "e5"])]);
+    s.catch_up(&j).unwrap();
+    assert_eq!(s.session(SOURCE, "s1"), None);
+    let full = State::replay(&j, Until::End).unwrap();
+    assert_eq!(full.digest(), s.digest());
 }
 
 #[test]
@@ -815,6 +871,7 @@ fn rich_store() -> (SimFs, Journal, State) {
     let plan = s.forget_plan("ent_d").unwrap();
     append(&j, &[forget_with("tmb_1", "ent_d", &plan), forget_with("tmb_2", "x", &Hides { entries: vec![], events: vec![eid("e1")] })]);
     append(&j, &[restore("tmb_2")]);
+    append(&j, &[ingested(vec![msg("e4", "s1", 40, "four")], vec![]), supersede(&["e4", "e7"])]);
     s.catch_up(&j).unwrap();
     (fs, j, s)
 }
@@ -822,12 +879,13 @@ fn rich_store() -> (SimFs, Journal, State) {
 /// Answers a few queries, to compare states beyond their digests.
 fn answers(s: &State, j: &Journal) -> String {
     format!(
-        "{:?}|{:?}|{:?}|{:?}|{:?}",
+        "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
         s.entries(&EntryFilter::default(), NOW, 50),
         s.sessions(&SessionFilter::default(), 50),
         s.history("ent_a"),
         s.event_body(j, &eid("e2")).unwrap(),
         s.is_hidden(&eid("e3")),
+        (s.is_superseded(&eid("e4")), s.is_superseded(&eid("e7")), s.is_superseded(&eid("e1"))),
     )
 }
 
@@ -1184,6 +1242,8 @@ enum Op {
     Correct { target: u8, created: i64, cites: Vec<u8> },
     Forget { entry: bool, target: u8, overlap: bool },
     Restore { target: u8 },
+    /// Abandon events (known ones, and one not known yet).
+    Supersede { targets: Vec<u8> },
     Import { new_items: u8, correct_item: Option<u8>, end_item: Option<u8>, time: i64 },
     /// Save a snapshot and reopen from it.
     Reopen,
@@ -1201,6 +1261,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(target, created, cites)| Op::Correct { target, created, cites }),
         2 => (any::<bool>(), any::<u8>(), any::<bool>()).prop_map(|(entry, target, overlap)| Op::Forget { entry, target, overlap }),
         2 => any::<u8>().prop_map(|target| Op::Restore { target }),
+        2 => proptest::collection::vec(any::<u8>(), 1..4).prop_map(|targets| Op::Supersede { targets }),
         1 => (0u8..3, proptest::option::of(any::<u8>()), proptest::option::of(any::<u8>()), 0i64..1200)
             .prop_map(|(new_items, correct_item, end_item, time)| Op::Import { new_items, correct_item, end_item, time }),
         1 => Just(Op::Reopen),
@@ -1299,6 +1360,12 @@ impl Run {
                 let list: Vec<String> = self.tombstones.iter().map(|(t, _)| t.clone()).collect();
                 restore(Self::pick(&list, *target)?)
             }
+            Op::Supersede { targets } => {
+                let mut events: Vec<String> = targets.iter().filter_map(|&t| Self::pick(&self.events, t).cloned()).collect();
+                // An id whose event comes later (or never).
+                events.push(eid(&format!("e{}", targets[0] % 14)));
+                Body::Superseded(Superseded { source: SOURCE.into(), path: "/p.jsonl".into(), file_version: 2, events })
+            }
             Op::Import { new_items, correct_item, end_item, time } => {
                 self.memory_versions += 1;
                 let mut e = ev(&format!("memory:/m#v{}", self.memory_versions), "", *time, EventKind::Memory, Role::System, "- item");
@@ -1392,6 +1459,12 @@ proptest! {
         prop_assert_eq!(full.read_to(), run.state.read_to());
         prop_assert_eq!(full.digest(), run.state.digest());
         prop_assert_eq!(answers_all(&full), answers_all(&run.state));
+        // A session counts what it lists: its events neither hidden nor abandoned.
+        for x in full.sessions(&SessionFilter::default(), 10_000) {
+            let listed = full.session_events(Some(&x.source), &x.session, true, 10_000);
+            prop_assert_eq!(x.event_count, listed.len() as u64);
+            prop_assert!(listed.iter().all(|m| !full.is_superseded(&m.id) && full.is_hidden(&m.id).is_none()));
+        }
         // Every root has exactly one current version, and only leaves lose forks.
         for root in full.entries.roots.values() {
             prop_assert!(root.versions.contains(&root.current));

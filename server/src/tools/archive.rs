@@ -423,6 +423,14 @@ fn cite(list: &mut Vec<Citation>, c: Citation, replace: bool) {
     }
 }
 
+/// An event its agent abandoned (a turn rewound; see `Superseded` in FORMAT.md) is found by id
+/// and shown with `"status": "superseded"`; every other event is shown as the spec gives it.
+fn mark_abandoned(j: &mut Value, state: &origin_projections::State, id: &str) {
+    if state.is_superseded(id) {
+        j["status"] = json!("superseded");
+    }
+}
+
 /// An entry's citations, each event once, as [`cite`] keeps them (entries written before
 /// citations were made one per event may cite an event twice: the first place, with a quote
 /// if any of them has one).
@@ -1146,6 +1154,7 @@ impl Archive {
                     if let (Value::Object(o), Value::Object(ev)) = (&mut j, self.event_json(&source, &ev, SOURCE_TEXT_CHARS)) {
                         o.extend(ev);
                     }
+                    mark_abandoned(&mut j, &inner.state, &c.event_id);
                     sources.push(j);
                 }
             }
@@ -1172,6 +1181,7 @@ impl Archive {
                 j["cwd"] = json!(e.cwd);
                 j["git_branch"] = json!(e.git_branch);
                 j["agent_version"] = json!(e.agent_version);
+                mark_abandoned(&mut j, &inner.state, id);
                 Ok(j)
             }
             Lookup::Forgotten { .. } => Err(ToolError::forgotten(id)),
