@@ -947,6 +947,9 @@ impl Ingester {
                 };
                 match parsed {
                     Some(Line::Parsed(p)) => {
+                        if let Some(from) = p.abandons_from.filter(|&from| from < line_no) {
+                            batch.abandoned.push((from, line_no));
+                        }
                         let sessions: Vec<_> = p.sessions.into_iter().map(crate::text::bounded).collect();
                         let events = events_bytes(&p.events);
                         batch.events_bytes += sessions_bytes(&sessions);
@@ -1156,6 +1159,16 @@ impl Ingester {
             _ => None,
         };
         carry_crc(state, READ_CRC_KEY, read_crc, raw);
+        // Turns its lines say their agent abandoned: recorded first (a run stopped between the
+        // two records reads the lines again and records them again, which changes nothing).
+        if !batch.abandoned.is_empty() {
+            let events = self.events_of_lines(cur, &batch.events, &batch.abandoned)?;
+            if !events.is_empty() {
+                let body = Body::Superseded(Superseded { source: file.source.id().to_owned(), path: file.key.clone(), file_version: cur.version, events });
+                let offsets = self.journal.append(vec![NewRecord::new(&body).map_err(FileError::Journal)?]).map_err(FileError::Journal)?;
+                cursors.apply(offsets.start, &body);
+            }
+        }
         let batch_start = batch.byte_start;
         let state_json = serde_json::to_vec(state).unwrap_or_default();
         if state_json.len() > STATE_BYTES_MAX {
@@ -1365,6 +1378,27 @@ impl Ingester {
         Ok(ids)
     }
 
+    /// The ids of the events of the version `cur` reads (those recorded, and `pending`, about
+    /// to be) whose lines are in one of `ranges` (first line, after last).
+    fn events_of_lines(&self, cur: &FileCursor, pending: &[Event], ranges: &[(u64, u64)]) -> Result<Vec<String>, FileError> {
+        let within = |line: u64| ranges.iter().any(|&(from, to)| from <= line && line < to);
+        let first = ranges.iter().map(|r| r.0).min().unwrap_or(u64::MAX);
+        let mut ids: Vec<String> = pending.iter().filter(|e| within(e.line)).map(|e| e.id.clone()).collect();
+        // The version's records, latest first, down to the one holding the first line named.
+        for &offset in cur.offsets.iter().rev() {
+            let recs = self.journal.read_vec(offset, 1).map_err(FileError::Journal)?;
+            let Some(r) = recs.iter().find(|r| r.offset == offset) else { continue };
+            let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(FileError::Journal)?;
+            if view.head().line_end <= first {
+                break;
+            }
+            ids.extend(view.events().map_err(FileError::Journal)?.into_iter().filter(|e| within(e.line)).map(|e| e.id));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+
     /// Rebuilds a mirror from the journal when it is shorter than its records say (a crash
     /// between the journal append and the mirror write); cuts it when it is longer.
     fn repair_mirror(&self, cur: &FileCursor) -> Result<(), FileError> {
@@ -1504,11 +1538,14 @@ struct Batch {
     sessions: Vec<origin_engine::record::SessionChange>,
     malformed: u64,
     cut: u64,
+    /// Lines of the file's version whose events their agent abandoned, as (first, after last):
+    /// from [`Parsed::abandons_from`] to the line that said so.
+    abandoned: Vec<(u64, u64)>,
 }
 
 impl Batch {
     fn new(byte_start: u64, line_start: u64) -> Batch {
-        Batch { byte_start, line_start, lines: 0, events: Vec::new(), events_bytes: 0, sessions: Vec::new(), malformed: 0, cut: 0 }
+        Batch { byte_start, line_start, lines: 0, events: Vec::new(), events_bytes: 0, sessions: Vec::new(), malformed: 0, cut: 0, abandoned: Vec::new() }
     }
 }
 

@@ -775,6 +775,62 @@ fn a_rewound_grok_transcripts_abandoned_turns_are_kept_but_no_longer_current() {
     assert_eq!(event_text(&w, &format!("{p}:v3:4")), "a third question");
 }
 
+/// Codex's rollback (`thread_rolled_back`, `num_turns`) drops the newest user turns from the
+/// thread; they stay in the rollout. Their events, from the line where the earliest of them
+/// began to the rollback, are recorded as superseded, whether they were read at an earlier run
+/// or in the same batch; a turn rolled back before is not counted again, and the turns before
+/// and after stay current.
+#[test]
+fn a_codex_rollback_abandons_the_turns_it_drops() {
+    let w = World::new();
+    let id = "019a0f3e-7c21-7d40-9b8e-2f61a4c0d5e9";
+    let folder = w.home().join(".codex/sessions/2026/10/20");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    let rollout = folder.join(format!("rollout-2026-10-20T16-03-11-{id}.jsonl"));
+    let at = |s: u32| format!("2026-10-20T14:03:{s:02}.000Z");
+    let item = |s: u32, payload: serde_json::Value| serde_json::json!({"timestamp": at(s), "type": "response_item", "payload": payload}).to_string();
+    let user = |s: u32, text: &str| item(s, serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}));
+    let assistant = |s: u32, text: &str| item(s, serde_json::json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+    let rollback = |s: u32, n: u32| serde_json::json!({"timestamp": at(s), "type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": n}}).to_string();
+    let mut lines = vec![
+        serde_json::json!({"timestamp": at(0), "type": "session_meta", "payload": {"id": id, "timestamp": at(0), "cwd": "/home/dev/demo-app", "cli_version": "0.158.1"}}).to_string(),
+        user(1, "first question"),
+        assistant(2, "first answer"),
+        user(3, "second question"),
+        item(4, serde_json::json!({"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "call_id": "c1"})),
+        item(5, serde_json::json!({"type": "function_call_output", "call_id": "c1", "output": "src"})),
+        assistant(6, "second answer"),
+    ];
+    write_lines(&rollout, &lines);
+    run(&w);
+    let at_lines = |ls: &[u32]| -> Vec<String> { ls.iter().map(|l| format!("codex:{id}:{l}")).collect() };
+    // As a record names them: ascending, as text.
+    let sorted = |mut v: Vec<String>| -> Vec<String> {
+        v.sort();
+        v
+    };
+    // Rolled back one turn, at the next run (its events read at the first), then asked again.
+    lines.extend([rollback(7, 1), user(8, "another question"), assistant(9, "another answer")]);
+    write_lines(&rollout, &lines);
+    run(&w);
+    assert_eq!(superseded_records(&w.store()), [(1, at_lines(&[4, 5, 6, 7]))]);
+    // A third question, then two turns rolled back in the same batch: the one before it,
+    // not the one rolled back already.
+    lines.extend([user(10, "third question"), rollback(11, 2), user(12, "last question")]);
+    write_lines(&rollout, &lines);
+    run(&w);
+    assert_eq!(superseded_records(&w.store())[1..], [(1, sorted(at_lines(&[9, 10, 11])))]);
+    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
+    let mut state = origin_projections::State::new();
+    state.catch_up(&j).expect("state");
+    let listed: Vec<String> = state.session_events(Some("codex"), id, true, 100).into_iter().map(|m| m.id).collect();
+    assert_eq!(listed, at_lines(&[2, 3, 13]));
+    assert_eq!(state.session("codex", id).expect("listed").event_count, 3);
+    // Nothing new: nothing recorded.
+    run(&w);
+    assert_eq!(superseded_records(&w.store()).len(), 2);
+}
+
 /// Grok's repair (a line it cannot load dropped) and compaction (a summary, then the latest
 /// turns) rewrite the transcript with lines it had, moved up: they keep the ids they had, so
 /// no event is there twice (every line after a dropped one was stored again under a new id);

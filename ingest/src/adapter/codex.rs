@@ -41,7 +41,10 @@
 //!   `turn_aborted`, `context_compacted`) or are bookkeeping (`token_count`, `task_started`):
 //!   never indexed, so nothing is indexed twice. Two exceptions: `thread_name_updated` gives a
 //!   session title (no event), and `error` (extended persistence only) → system/system with
-//!   its message, as nothing else records it.
+//!   its message, as nothing else records it. And `thread_rolled_back` (`num_turns`): Codex
+//!   drops the newest user turns from the thread (they stay in the file); the events from the
+//!   line where the earliest of them began are recorded as superseded (`Parsed::abandons_from`;
+//!   the state keeps where the latest 64 user turns began, `turns`).
 //! - `world_state`, `ghost_snapshot`, encrypted `compaction` items and any type this build does
 //!   not know: no event, not malformed.
 //! - Not a JSON object, no `type`, a known record without a payload object, or an indexed record
@@ -369,8 +372,44 @@ fn item_event(file: &LogFile, state: &mut State, line_no: u64, time: i64, item: 
     out.events.push(e);
     if prompt {
         state.insert("first_prompt".into(), Value::Bool(true));
+        // Where this user turn begins, for a rollback to come.
+        let turns = turns_mut(state);
+        turns.push(Value::from(line_no));
+        if turns.len() > TURNS_KEPT {
+            turns.remove(0);
+        }
     }
     Line::Parsed(out)
+}
+
+/// State key: the lines where the latest user turns begin (a user message not of injected
+/// context), at most [`TURNS_KEPT`], the turns a rollback dropped taken off.
+const TURNS_KEY: &str = "turns";
+
+/// Most user turns whose first lines are kept for a rollback: one of more turns abandons those
+/// kept (the rest stay current).
+const TURNS_KEPT: usize = 64;
+
+fn turns_mut(state: &mut State) -> &mut Vec<Value> {
+    let v = state.entry(TURNS_KEY).or_insert_with(|| Value::Array(Vec::new()));
+    if !v.is_array() {
+        *v = Value::Array(Vec::new());
+    }
+    match v {
+        Value::Array(a) => a,
+        _ => unreachable!("made an array above"),
+    }
+}
+
+/// A rollback (`event_msg` `thread_rolled_back`): Codex drops the newest `num_turns` user
+/// turns from the thread's history; they stay in the file. Their events, from the line where
+/// the earliest of them began, are abandoned.
+fn rolled_back(state: &mut State, p: &Json<'_>) -> Parsed {
+    let n = p.get("num_turns").and_then(Json::as_u64).unwrap_or(0) as usize;
+    let turns = turns_mut(state);
+    let from = turns.len().saturating_sub(n);
+    let abandons_from = if n == 0 { None } else { turns.drain(from..).next().and_then(|v| v.as_u64()) };
+    Parsed { abandons_from, ..Parsed::default() }
 }
 
 /// State key of a rollout written before the envelope: its header's time (ms), which its items
@@ -506,6 +545,7 @@ impl Adapter for Codex {
                     }
                     return Line::Parsed(out);
                 }
+                Some("thread_rolled_back") => return Line::Parsed(rolled_back(state, p)),
                 Some("error") => (Role::System, EventKind::System, str_of(p, "message").unwrap_or("error").to_owned(), false),
                 // Duplicates of response items and bookkeeping: indexed once, from the response item.
                 _ => return Line::Parsed(out),

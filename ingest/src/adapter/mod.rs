@@ -148,6 +148,10 @@ pub struct Parsed {
     pub events: Vec<Event>,
     /// Session properties learnt from the line (title, project, first prompt, parent).
     pub sessions: Vec<SessionChange>,
+    /// The line says its agent abandoned the turns from this line of the file's version up to
+    /// it (Codex's rollback): their events are recorded as superseded (`Superseded`), before
+    /// the record holding the line.
+    pub abandons_from: Option<u64>,
 }
 
 /// The verdict on one line.
