@@ -91,9 +91,10 @@ fn decompress_chunk(stored: &[u8], out: &mut Vec<u8>, offset: u64) -> Result<()>
 }
 
 /// True if the journal should offer this record's payload to zstd: every kind but `ingested`
-/// version 2, whose payload holds its own zstd frames (compressing them again only costs).
+/// versions 2 and 3, whose payloads hold their own zstd frames (compressing them again only
+/// costs).
 pub fn compress_payload(kind: u8, kind_version: u8) -> bool {
-    !(kind == RecordKind::Ingested as u8 && kind_version == 2)
+    !(kind == RecordKind::Ingested as u8 && kind_version >= 2)
 }
 
 /// Encodes a body (and the origin of a record received from another store) as a payload.
@@ -108,12 +109,14 @@ pub fn encode(origin: Option<&RecordOrigin>, body: &Body) -> Result<Vec<u8>> {
         Body::TokenCreated(v) => to_bytes(&(origin, v)),
         Body::TokenRevoked(v) => to_bytes(&(origin, v)),
         Body::DeviceSeen(v) => to_bytes(&(origin, v)),
-        Body::Superseded(v) => to_bytes(&(origin, v)),
     }
 }
 
-/// What an `ingested` payload (version 2) says before its raw lines and event chunks.
+/// What an `ingested` payload of version 2 says before its raw lines and event chunks.
 type IngestedWireHead = (Option<RecordOrigin>, IngestedHead, Vec<ChunkEntry>);
+/// What an `ingested` payload of version 3 says before its raw lines and event chunks: version
+/// 2's, then the events the record says were abandoned ([`Ingested::superseded`]).
+type IngestedWireHeadV3 = (Option<RecordOrigin>, IngestedHead, Vec<ChunkEntry>, Vec<String>);
 
 /// One event chunk: how many events it holds and its stored (compressed) size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -122,8 +125,9 @@ struct ChunkEntry {
     stored_size: u32,
 }
 
-/// `ingested` version 2 (FORMAT.md, "Ingested records in detail"): `u32` head size, the head
-/// (bincode: origin, [`IngestedHead`], chunk table), the raw lines' zstd frame as it is, then
+/// `ingested` version 3 (FORMAT.md, "Ingested records in detail"): `u32` head size, the head
+/// (bincode: origin, [`IngestedHead`], chunk table, abandoned events' ids; version 2 without
+/// the ids), the raw lines' zstd frame as it is, then
 /// the events in LZ4 blocks of about [`EVENT_CHUNK_SIZE_BYTES`] each, so one event is read
 /// by decompressing its chunk alone. `chunk_bytes` closes a chunk (the constant; tests write
 /// the chunks of older writers too).
@@ -147,7 +151,7 @@ fn encode_ingested(origin: Option<&RecordOrigin>, v: &Ingested, chunk_bytes: usi
     if chunks.len() > EVENT_CHUNKS_MAX {
         return Err(Error::Invalid(format!("{} event chunks; the most is {EVENT_CHUNKS_MAX}", chunks.len())));
     }
-    let head = to_bytes(&(origin, v.head(), &chunks))?;
+    let head = to_bytes(&(origin, v.head(), &chunks, &v.superseded))?;
     let head_size = u32::try_from(head.len()).map_err(|_| Error::Invalid("an ingested head over 4 GiB".into()))?;
     let mut out = Vec::with_capacity(4 + head.len() + v.raw_zstd.len() + stored.len());
     out.extend_from_slice(&head_size.to_le_bytes());
@@ -169,6 +173,8 @@ pub struct IngestedView<'a> {
     chunks: Vec<(u64, u32, &'a [u8])>,
     /// A version 1 payload, decoded whole.
     whole: Option<Ingested>,
+    /// The events the record says were abandoned (version 3; empty before).
+    superseded: Vec<String>,
     offset: u64,
 }
 
@@ -179,14 +185,19 @@ impl<'a> IngestedView<'a> {
         match kind_version {
             1 => {
                 let (origin, v): (Option<RecordOrigin>, Ingested) = from_bytes(payload, offset)?;
-                Ok(IngestedView { origin, head: v.head(), raw_zstd: &[], chunks: Vec::new(), whole: Some(v), offset })
+                Ok(IngestedView { origin, head: v.head(), raw_zstd: &[], chunks: Vec::new(), whole: Some(v), superseded: Vec::new(), offset })
             }
-            2 => {
+            2 | 3 => {
                 let size_bytes: [u8; 4] =
                     payload.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| bad("ingested payload shorter than its head size".into()))?;
                 let head_size = u32::from_le_bytes(size_bytes) as usize;
                 let head_bytes = payload.get(4..4 + head_size).ok_or_else(|| bad(format!("ingested head of {head_size} bytes runs past the payload")))?;
-                let (origin, head, table): IngestedWireHead = from_bytes(head_bytes, offset)?;
+                let (origin, head, table, superseded) = if kind_version == 2 {
+                    let (origin, head, table): IngestedWireHead = from_bytes(head_bytes, offset)?;
+                    (origin, head, table, Vec::new())
+                } else {
+                    from_bytes::<IngestedWireHeadV3>(head_bytes, offset)?
+                };
                 if table.len() > EVENT_CHUNKS_MAX {
                     return Err(bad(format!("{} event chunks", table.len())));
                 }
@@ -213,7 +224,7 @@ impl<'a> IngestedView<'a> {
                 if first != head.event_count {
                     return Err(bad(format!("the chunks hold {first} events, the head says {}", head.event_count)));
                 }
-                Ok(IngestedView { origin, head, raw_zstd, chunks, whole: None, offset })
+                Ok(IngestedView { origin, head, raw_zstd, chunks, whole: None, superseded, offset })
             }
             v => Err(bad(format!("ingested version {v} is not one this build reads"))),
         }
@@ -227,6 +238,11 @@ impl<'a> IngestedView<'a> {
     /// Everything but the raw lines and events.
     pub fn head(&self) -> &IngestedHead {
         &self.head
+    }
+
+    /// The events the record says were abandoned ([`Ingested::superseded`]).
+    pub fn superseded(&self) -> &[String] {
+        &self.superseded
     }
 
     /// The raw lines, one zstd frame (what the mirror holds for this record).
@@ -360,6 +376,7 @@ impl<'a> IngestedView<'a> {
             malformed_lines: h.malformed_lines,
             cut_lines: h.cut_lines,
             state: h.state,
+            superseded: self.superseded,
         })
     }
 }
@@ -392,7 +409,6 @@ pub fn decode(kind: u8, kind_version: u8, payload: &[u8], offset: u64) -> Result
         RecordKind::TokenCreated => with(payload, offset, Body::TokenCreated),
         RecordKind::TokenRevoked => with(payload, offset, Body::TokenRevoked),
         RecordKind::DeviceSeen => with(payload, offset, Body::DeviceSeen),
-        RecordKind::Superseded => with(payload, offset, Body::Superseded),
     }
 }
 
@@ -486,6 +502,7 @@ mod tests {
                 malformed_lines: 1,
                 cut_lines: 0,
                 state: br#"{"cwd":"/home/dev/demo-app"}"#.to_vec(),
+                superseded: vec!["claude-code:abandoned".into()],
             }),
             Body::Remembered(ver.clone()),
             Body::Corrected(ver.clone()),
@@ -511,12 +528,6 @@ mod tests {
             Body::TokenCreated(TokenCreated { name: "laptop".into(), hash: [3; 32], time_unix_ms: 1 }),
             Body::TokenRevoked(TokenRevoked { name: "laptop".into(), time_unix_ms: 1 }),
             Body::DeviceSeen(DeviceSeen { name: "laptop".into(), store_id: [1; 16], epoch: 0, time_unix_ms: 1 }),
-            Body::Superseded(Superseded {
-                source: "grok".into(),
-                path: "/home/dev/.grok/sessions/g/s/chat_history.jsonl".into(),
-                file_version: 2,
-                events: vec!["grok:s:v1:7".into()],
-            }),
             Body::Scratch(vec![0, 1, 2]),
         ]
     }
@@ -553,10 +564,10 @@ mod tests {
     }
 
     #[test]
-    fn ingested_version_2_reads_any_one_event_without_the_others() {
+    fn ingested_version_3_reads_any_one_event_without_the_others() {
         let b = big_ingested(2_000);
         let bytes = encode(None, &Body::Ingested(b.clone())).expect("encodes");
-        let view = IngestedView::open(2, &bytes, 9).expect("opens");
+        let view = IngestedView::open(3, &bytes, 9).expect("opens");
         assert!(view.chunks.len() > 10, "events span many chunks: {}", view.chunks.len());
         assert_eq!(view.head(), &b.head());
         assert_eq!(view.head().cwds, vec!["/home/dev/p0", "/home/dev/p1", "/home/dev/p2"]);
@@ -584,7 +595,7 @@ mod tests {
         let mut counts = Vec::new();
         for chunk_bytes in [1usize, 4096, EVENT_CHUNK_SIZE_BYTES, 65536, 1 << 24] {
             let bytes = encode_ingested(None, &b, chunk_bytes).expect("encodes");
-            let view = IngestedView::open(2, &bytes, 9).expect("opens");
+            let view = IngestedView::open(3, &bytes, 9).expect("opens");
             counts.push(view.chunks.len());
             assert_eq!(view.events().expect("events"), b.events, "chunks of {chunk_bytes} bytes");
             for i in [0u64, 7, 1000, 1999] {
@@ -652,7 +663,9 @@ mod tests {
 
     #[test]
     fn ingested_version_1_payloads_still_decode() {
-        let b = big_ingested(30);
+        let mut b = big_ingested(30);
+        // Version 1 knows no abandoned events.
+        b.superseded.clear();
         let v1 = to_bytes(&(None::<RecordOrigin>, &b)).expect("v1");
         let (_, got) = decode(RecordKind::Ingested as u8, 1, &v1, 0).expect("decodes v1");
         assert_eq!(got, Body::Ingested(b.clone()));
@@ -660,26 +673,26 @@ mod tests {
         assert_eq!(view.event(29).expect("event"), Some(b.events[29].clone()));
         assert_eq!(view.events_at(&[29, 0, 30]).expect("events_at"), vec![Some(b.events[29].clone()), Some(b.events[0].clone()), None]);
         assert_eq!(view.raw_zstd(), &b.raw_zstd[..]);
-        assert!(decode(RecordKind::Ingested as u8, 3, &v1, 0).is_err());
+        assert!(decode(RecordKind::Ingested as u8, 4, &v1, 0).is_err());
     }
 
     #[test]
-    fn damaged_ingested_version_2_payloads_are_errors() {
+    fn damaged_ingested_version_3_payloads_are_errors() {
         let b = big_ingested(300);
         let bytes = encode(None, &Body::Ingested(b)).expect("encodes");
         // Cut anywhere: never a panic, and an error unless nothing was cut.
         for cut in (0..bytes.len()).step_by(97) {
-            assert!(decode(RecordKind::Ingested as u8, 2, &bytes[..cut], 0).is_err(), "cut at {cut}");
+            assert!(decode(RecordKind::Ingested as u8, 3, &bytes[..cut], 0).is_err(), "cut at {cut}");
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(decode(RecordKind::Ingested as u8, 2, &longer, 0).is_err());
+        assert!(decode(RecordKind::Ingested as u8, 3, &longer, 0).is_err());
         // A flipped byte: either an error or (inside text) a different but well-formed record.
         for at in (0..bytes.len()).step_by(211) {
             let mut b2 = bytes.clone();
             b2[at] ^= 0x5a;
-            let _ = decode(RecordKind::Ingested as u8, 2, &b2, 0);
-            if let Ok(v) = IngestedView::open(2, &b2, 0) {
+            let _ = decode(RecordKind::Ingested as u8, 3, &b2, 0);
+            if let Ok(v) = IngestedView::open(3, &b2, 0) {
                 for i in 0..300 {
                     let _ = v.event(i);
                 }

@@ -29,8 +29,6 @@ pub enum RecordKind {
     TokenRevoked = 8,
     /// A device seen by a hub.
     DeviceSeen = 9,
-    /// Events of a log its agent abandoned (a turn rewound), kept but no longer current.
-    Superseded = 10,
     /// Opaque bytes written by the journal's own tests, stress command and benchmarks;
     /// projections ignore it.
     Scratch = 250,
@@ -38,7 +36,7 @@ pub enum RecordKind {
 
 impl RecordKind {
     /// Every kind, for tables and tests.
-    pub const ALL: [RecordKind; 11] = [
+    pub const ALL: [RecordKind; 10] = [
         RecordKind::Ingested,
         RecordKind::Remembered,
         RecordKind::Corrected,
@@ -48,7 +46,6 @@ impl RecordKind {
         RecordKind::TokenCreated,
         RecordKind::TokenRevoked,
         RecordKind::DeviceSeen,
-        RecordKind::Superseded,
         RecordKind::Scratch,
     ];
 
@@ -58,10 +55,10 @@ impl RecordKind {
     }
 
     /// The payload schema version this build writes. Readers decode every version listed in
-    /// FORMAT.md ("Records"): `ingested` 1 and 2, every other kind 1.
+    /// FORMAT.md ("Records"): `ingested` 1 to 3, every other kind 1.
     pub fn current_version(self) -> u8 {
         match self {
-            RecordKind::Ingested => 2,
+            RecordKind::Ingested => 3,
             _ => 1,
         }
     }
@@ -69,7 +66,7 @@ impl RecordKind {
     /// True if this build decodes payloads of this kind at `version`.
     pub fn reads_version(self, version: u8) -> bool {
         match self {
-            RecordKind::Ingested => version == 1 || version == 2,
+            RecordKind::Ingested => (1..=3).contains(&version),
             _ => version == 1,
         }
     }
@@ -86,7 +83,6 @@ impl RecordKind {
             RecordKind::TokenCreated => "token_created",
             RecordKind::TokenRevoked => "token_revoked",
             RecordKind::DeviceSeen => "device_seen",
-            RecordKind::Superseded => "superseded",
             RecordKind::Scratch => "scratch",
         }
     }
@@ -230,6 +226,12 @@ pub struct Ingested {
     /// The adapter's state for this file after the batch (JSON), so the next batch of this
     /// file, in any process, parses on from where this one stopped.
     pub state: Vec<u8>,
+    /// Events its agent abandoned, as the batch's file says (a turn rewound or rolled back):
+    /// kept and found by id, no longer current; applied after this record's own events, and
+    /// lifted for an event a later record brings again. Written from `ingested` version 3
+    /// (outside the struct's serde form, which version 1 records are); empty before.
+    #[serde(skip)]
+    pub superseded: Vec<String>,
 }
 
 impl Ingested {
@@ -447,21 +449,6 @@ pub struct DeviceSeen {
     pub time_unix_ms: i64,
 }
 
-/// Events a log's agent abandoned: the turns after the point a session was rewound to, which
-/// the log it rewrote no longer holds. They stay in the store (found by id, cited as before)
-/// but are no longer current: search, timelines and session counts leave them out.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Superseded {
-    /// Source id.
-    pub source: String,
-    /// The log's path on the device that read it.
-    pub path: String,
-    /// The version of the log whose rewrite abandoned them.
-    pub file_version: u32,
-    /// The ids of the events abandoned.
-    pub events: Vec<String>,
-}
-
 /// A decoded record payload.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Body {
@@ -483,8 +470,6 @@ pub enum Body {
     TokenRevoked(TokenRevoked),
     /// See [`DeviceSeen`].
     DeviceSeen(DeviceSeen),
-    /// See [`Superseded`].
-    Superseded(Superseded),
     /// Opaque bytes.
     Scratch(Vec<u8>),
 }
@@ -502,7 +487,6 @@ impl Body {
             Body::TokenCreated(_) => RecordKind::TokenCreated,
             Body::TokenRevoked(_) => RecordKind::TokenRevoked,
             Body::DeviceSeen(_) => RecordKind::DeviceSeen,
-            Body::Superseded(_) => RecordKind::Superseded,
             Body::Scratch(_) => RecordKind::Scratch,
         }
     }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Imported, Ingested, MemoryScope, Role, Superseded};
+use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Imported, Ingested, MemoryScope, Role};
 use origin_engine::{Journal, NewRecord};
 use serde_json::Value;
 
@@ -49,6 +49,9 @@ pub const FIRST_LINE_RECORD_KEY: &str = "_first_line_record";
 /// record to record; checked, for an agent that rewrites its logs, before a grown file is read
 /// on (see [`Adapter::logs_rewritten`]).
 const READ_CRC_KEY: &str = "_read_crc";
+/// State key, in memory only (taken off before a record's state is written): the ids of the
+/// events a rewrite abandoned, for the new version's first record to name.
+const ABANDONED_KEY: &str = "_abandoned";
 /// State key of a log its agent rewrites (a plain file): `[device, inode, time of change in
 /// ns]` as the file was when last read; when they moved and its length did not, every byte
 /// read of it is checked (a rewrite to the same length, renamed over it, was taken as
@@ -756,20 +759,21 @@ impl Ingester {
             Some(crc) if check_whole => crc_of(&bytes, 0, cur.byte_end)? == crc,
             _ => true,
         };
+        let mut abandoned: Vec<String> = Vec::new();
         if !same_version {
             let version = cur.version + 1;
             // The leading lines a rewrite kept as they were keep their ids (see `line_ref`).
             let refs = if version > 1 {
                 let kept = if adapter.lines_stand_alone(file) { self.kept_lines(&cur, &bytes) } else { Vec::new() };
-                // The turns a rewind abandoned, recorded before the new version's lines (a run
-                // stopped between the two finds the rewrite again and records them again,
-                // which changes nothing).
-                let abandoned = self.abandoned_events(adapter, file, &cur, &bytes, &kept)?;
-                if !abandoned.is_empty() {
-                    let body = Body::Superseded(Superseded { source: source.to_owned(), path: file.key.clone(), file_version: version, events: abandoned });
-                    let offsets = self.journal.append(vec![NewRecord::new(&body).map_err(FileError::Journal)?]).map_err(FileError::Journal)?;
-                    cursors.apply(offsets.start, &body);
-                }
+                // The turns a rewind abandoned, named by the new version's first record (a run
+                // stopped before it finds the rewrite again).
+                abandoned = match self.abandoned_events(adapter, file, &cur, &bytes, &kept) {
+                    Ok(ids) => ids,
+                    Err(e) => {
+                        run.problems.push(format!("{}: the turns a rewrite of it abandoned could not be told ({e}); they stay current", file.shown()));
+                        Vec::new()
+                    }
+                };
                 Some(crate::adapter::line_refs_mapped(&state, &kept, version))
             } else {
                 None
@@ -786,6 +790,9 @@ impl Ingester {
             state = State::new();
             if let Some(refs) = refs {
                 state.insert(crate::adapter::LINE_REFS_KEY.into(), refs);
+            }
+            if !abandoned.is_empty() {
+                state.insert(ABANDONED_KEY.into(), Value::from(std::mem::take(&mut abandoned)));
             }
         }
         if len == cur.byte_end && same_version {
@@ -1159,16 +1166,22 @@ impl Ingester {
             _ => None,
         };
         carry_crc(state, READ_CRC_KEY, read_crc, raw);
-        // Turns its lines say their agent abandoned: recorded first (a run stopped between the
-        // two records reads the lines again and records them again, which changes nothing).
+        // Events their agent abandoned, named in this record: those a rewrite left (this
+        // version's first record), and those of the turns its lines say were.
+        let mut superseded: Vec<String> = match state.remove(ABANDONED_KEY) {
+            Some(Value::Array(ids)) => ids.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+            _ => Vec::new(),
+        };
         if !batch.abandoned.is_empty() {
-            let events = self.events_of_lines(cur, &batch.events, &batch.abandoned)?;
-            if !events.is_empty() {
-                let body = Body::Superseded(Superseded { source: file.source.id().to_owned(), path: file.key.clone(), file_version: cur.version, events });
-                let offsets = self.journal.append(vec![NewRecord::new(&body).map_err(FileError::Journal)?]).map_err(FileError::Journal)?;
-                cursors.apply(offsets.start, &body);
+            let ranges = &batch.abandoned;
+            let first = ranges.iter().map(|r| r.0).min().unwrap_or(u64::MAX);
+            match self.events_of_lines(cur, &batch.events, first, &|line| ranges.iter().any(|&(from, to)| from <= line && line < to)) {
+                Ok(ids) => superseded.extend(ids),
+                Err(e) => run.problems.push(format!("{}: the turns its lines say were abandoned could not be found ({e}); they stay current", file.shown())),
             }
         }
+        superseded.sort_unstable();
+        superseded.dedup();
         let batch_start = batch.byte_start;
         let state_json = serde_json::to_vec(state).unwrap_or_default();
         if state_json.len() > STATE_BYTES_MAX {
@@ -1195,6 +1208,7 @@ impl Ingester {
             malformed_lines: batch.malformed,
             cut_lines: batch.cut,
             state: state_json,
+            superseded,
         });
         // A body that does not encode (more than a record's payload may decode to) is this
         // file's problem, as a record the journal refuses is.
@@ -1351,38 +1365,32 @@ impl Ingester {
     }
 
     /// The ids of the events of the version `old` read that a rewrite into `bytes` abandoned,
-    /// by its agent's word ([`Adapter::rewrite_abandons_tail`]): those of its lines after the
-    /// last line the new version kept (`kept`, from [`Ingester::kept_lines`]). None when it kept
-    /// no line (nothing tells a rewind from a new beginning), or when either version is longer
-    /// than the lines compared (a line kept past them would be taken for abandoned).
+    /// by its agent's word ([`Adapter::rewrite_abandons_tail`], asked with the new version's
+    /// lines it did not keep): a rewind keeps the lines before the turn it rewinds, byte for
+    /// byte, so those of the old version's lines after the leading lines kept in place that
+    /// no new line kept (a line sent again after the rewind keeps its id, and is current).
+    /// None when no leading line was kept (nothing tells a rewind from a new beginning), or
+    /// when either version is longer than the lines compared (a line kept past them would be
+    /// taken for abandoned).
     fn abandoned_events(&self, adapter: &dyn Adapter, file: &LogFile, old: &FileCursor, bytes: &Bytes, kept: &[(u64, u64)]) -> Result<Vec<String>, FileError> {
-        let Some(&(_, last_kept)) = kept.last() else { return Ok(Vec::new()) };
-        if old.byte_end > KEPT_COMPARE_BYTES_MAX || bytes.len() > KEPT_COMPARE_BYTES_MAX {
+        let prefix = kept.iter().zip(1u64..).take_while(|&(&(n, o), i)| n == i && o == i).count() as u64;
+        if prefix == 0 || old.byte_end > KEPT_COMPARE_BYTES_MAX || bytes.len() > KEPT_COMPARE_BYTES_MAX {
             return Ok(Vec::new());
         }
         let new = bytes.read(0, bytes.len())?;
         let kept_new: HashSet<u64> = kept.iter().map(|&(n, _)| n).collect();
-        let added: Vec<&[u8]> = new.split_inclusive(|&b| b == b'\n').filter(|l| l.ends_with(b"\n")).zip(1u64..).filter(|(_, n)| !kept_new.contains(n)).map(|(l, _)| l).collect();
+        // Its lines not kept, the last one unfinished too.
+        let added: Vec<&[u8]> = new.split_inclusive(|&b| b == b'\n').zip(1u64..).filter(|(_, n)| !kept_new.contains(n)).map(|(l, _)| l).collect();
         if !adapter.rewrite_abandons_tail(file, &added) {
             return Ok(Vec::new());
         }
-        let mut ids = Vec::new();
-        for &offset in &old.offsets {
-            for r in self.journal.read_vec(offset, 1).map_err(FileError::Journal)?.iter().filter(|r| r.offset == offset) {
-                let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(FileError::Journal)?;
-                ids.extend(view.events().map_err(FileError::Journal)?.into_iter().filter(|e| e.line > last_kept).map(|e| e.id));
-            }
-        }
-        ids.sort_unstable();
-        ids.dedup();
-        Ok(ids)
+        let kept_old: HashSet<u64> = kept.iter().map(|&(_, o)| o).collect();
+        self.events_of_lines(old, &[], prefix + 1, &|line| line > prefix && !kept_old.contains(&line))
     }
 
     /// The ids of the events of the version `cur` reads (those recorded, and `pending`, about
-    /// to be) whose lines are in one of `ranges` (first line, after last).
-    fn events_of_lines(&self, cur: &FileCursor, pending: &[Event], ranges: &[(u64, u64)]) -> Result<Vec<String>, FileError> {
-        let within = |line: u64| ranges.iter().any(|&(from, to)| from <= line && line < to);
-        let first = ranges.iter().map(|r| r.0).min().unwrap_or(u64::MAX);
+    /// to be) whose lines `within` takes, none before line `first`.
+    fn events_of_lines(&self, cur: &FileCursor, pending: &[Event], first: u64, within: &dyn Fn(u64) -> bool) -> Result<Vec<String>, FileError> {
         let mut ids: Vec<String> = pending.iter().filter(|e| within(e.line)).map(|e| e.id.clone()).collect();
         // The version's records, latest first, down to the one holding the first line named.
         for &offset in cur.offsets.iter().rev() {
@@ -1519,6 +1527,15 @@ fn mirror_problem(e: FileError) -> FileError {
     match e {
         FileError::Io(e) | FileError::Mirror(e) => FileError::Mirror(e),
         FileError::Journal(e) => FileError::Mirror(io::Error::other(format!("its records cannot be read: {e}"))),
+    }
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileError::Io(e) | FileError::Mirror(e) => e.fmt(f),
+            FileError::Journal(e) => e.fmt(f),
+        }
     }
 }
 

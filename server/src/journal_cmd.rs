@@ -648,6 +648,7 @@ mod tests {
             malformed_lines: 0,
             cut_lines: 0,
             state: Vec::new(),
+            superseded: Vec::new(),
         })
     }
 

@@ -30,6 +30,7 @@ pub fn body_json(body: &Body) -> Value {
             let mut v = serde_json::to_value(b).unwrap_or(Value::Null);
             if let Some(o) = v.as_object_mut() {
                 o.insert("raw_zstd".into(), json!({ "bytes": b.raw_zstd.len() }));
+                o.insert("superseded".into(), json!(b.superseded));
             }
             v
         }
@@ -40,7 +41,6 @@ pub fn body_json(body: &Body) -> Value {
         Body::TokenCreated(b) => json!({ "name": b.name, "time_unix_ms": b.time_unix_ms }),
         Body::TokenRevoked(b) => serde_json::to_value(b).unwrap_or(Value::Null),
         Body::DeviceSeen(b) => serde_json::to_value(b).unwrap_or(Value::Null),
-        Body::Superseded(b) => serde_json::to_value(b).unwrap_or(Value::Null),
         Body::Scratch(b) => json!({ "bytes": b.len(), "crc32": crc32fast::hash(b) }),
     };
     v
@@ -56,7 +56,16 @@ pub fn body_summary(body: &Body) -> String {
         out.replace('\n', " ")
     }
     match body {
-        Body::Ingested(b) => format!("{} {} lines {}..{}, {} events", b.source, b.path, b.line_start, b.line_end, b.events.len()),
+        Body::Ingested(b) if b.superseded.is_empty() => format!("{} {} lines {}..{}, {} events", b.source, b.path, b.line_start, b.line_end, b.events.len()),
+        Body::Ingested(b) => format!(
+            "{} {} lines {}..{}, {}, {} abandoned",
+            b.source,
+            b.path,
+            b.line_start,
+            b.line_end,
+            count(b.events.len(), "event", "events"),
+            b.superseded.len()
+        ),
         Body::Remembered(b) | Body::Corrected(b) => format!("{} {:?}: {}", b.id, b.kind, cut(&b.text)),
         Body::Forgotten(b) => format!("{} forgets {}", b.tombstone, b.target),
         Body::Restored(b) => format!("{} restored by {}", b.tombstone, b.author),
@@ -64,7 +73,6 @@ pub fn body_summary(body: &Body) -> String {
         Body::TokenCreated(b) => format!("token for {}", b.name),
         Body::TokenRevoked(b) => format!("token of {} revoked", b.name),
         Body::DeviceSeen(b) => format!("device {}", b.name),
-        Body::Superseded(b) => format!("{} {} version {} abandons {}", b.source, b.path, b.file_version, count(b.events.len(), "event", "events")),
         Body::Scratch(b) => format!("{} bytes, crc32 {:08x}", b.len(), crc32fast::hash(b)),
     }
 }

@@ -710,18 +710,9 @@ fn a_rewound_grok_transcript_keeps_the_ids_of_the_lines_it_kept() {
     }
 }
 
-/// Every `Superseded` record of the store, as (file version, events).
+/// Every record of the store that names abandoned events, as (file version, their ids).
 fn superseded_records(store: &Path) -> Vec<(u32, Vec<String>)> {
-    let j = Journal::open(store.join("journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("open");
-    let mut out = Vec::new();
-    j.read_from(0, |r| {
-        if let (_, Body::Superseded(b)) = r.decode()? {
-            out.push((b.file_version, b.events));
-        }
-        Ok(ControlFlow::Continue(()))
-    })
-    .expect("read");
-    out
+    ingested(store).into_iter().filter(|b| !b.superseded.is_empty()).map(|b| (b.file_version, b.superseded)).collect()
 }
 
 /// A rewind abandons the turns after the one it rewound to: their events are recorded as
@@ -773,6 +764,43 @@ fn a_rewound_grok_transcripts_abandoned_turns_are_kept_but_no_longer_current() {
     now.sort();
     assert_eq!(now, ["1", "2", "v2:3", "v2:4", "v3:2", "v4:4"], "the compacted turns and the latest are current");
     assert_eq!(event_text(&w, &format!("{p}:v3:4")), "a third question");
+}
+
+/// A rewind read together with the turn that followed it (the usual case: ingest runs a
+/// minute apart), whose prompt is word for word one the abandoned turns held: the abandoned
+/// turns are those after the lines kept in place, and the prompt sent again keeps its id and
+/// stays current. The same session's ids brought again by another file are current again.
+#[test]
+fn a_rewind_read_with_the_next_turn_abandons_what_came_after_the_lines_kept_in_place() {
+    let w = World::new();
+    let chat = grok_chat(&w, "sess-6");
+    let p = "grok:sess-6";
+    let state = |w: &World| -> origin_projections::State {
+        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
+        let mut state = origin_projections::State::new();
+        state.catch_up(&j).expect("state");
+        state
+    };
+    let listed = |w: &World| -> Vec<String> {
+        let mut v: Vec<String> = state(w).session_events(Some("grok"), "sess-6", true, 100).into_iter().map(|m| m.id.strip_prefix(&format!("{p}:")).expect("grok id").to_owned()).collect();
+        v.sort();
+        v
+    };
+    write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("try approach A", 1), grok_assistant("approach A applied"), grok_user("run the tests", 2), grok_assistant("the tests pass")]);
+    run(&w);
+    write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("try approach B", 1), grok_assistant("approach B applied"), grok_user("run the tests", 2), grok_assistant("two tests fail")]);
+    run(&w);
+    assert_eq!(superseded_records(&w.store()), [(2, vec![format!("{p}:3"), format!("{p}:4"), format!("{p}:6")])]);
+    assert_eq!(listed(&w), ["1", "2", "5", "v2:3", "v2:4", "v2:6"]);
+    // The same session read from another folder (moved, or `-s` reused): its lines take the
+    // same ids, and what they say now is current.
+    let moved = w.home().join(".grok/sessions/%2Fw%2Fq/sess-6/chat_history.jsonl");
+    std::fs::create_dir_all(moved.parent().expect("folder")).expect("mkdir");
+    write_lines(&moved, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("new question kiwi", 1), grok_assistant("new answer mango")]);
+    run(&w);
+    let s = state(&w);
+    assert!(!s.is_superseded(&format!("{p}:3")) && !s.is_superseded(&format!("{p}:4")) && s.is_superseded(&format!("{p}:6")));
+    assert_eq!(event_text(&w, &format!("{p}:4")), "new answer mango");
 }
 
 /// Codex's rollback (`thread_rolled_back`, `num_turns`) drops the newest user turns from the
@@ -829,6 +857,58 @@ fn a_codex_rollback_abandons_the_turns_it_drops() {
     // Nothing new: nothing recorded.
     run(&w);
     assert_eq!(superseded_records(&w.store()).len(), 2);
+}
+
+/// Claude Code's rewind sends a prompt in the place of an earlier one (the same `parentUuid`)
+/// and leaves the branch it left in the file: that prompt and every line after it are
+/// abandoned, recorded at the next run or in the same batch. Assistant lines that share a
+/// parent (one per content block), a sub-agent's lines and a prompt after the rewind's own are
+/// no rewind.
+#[test]
+fn a_claude_rewind_abandons_the_prompt_it_replaced_and_what_followed() {
+    let w = World::new();
+    let log = w.log("s1.jsonl");
+    let at = |n: u32| format!("2026-10-20T09:00:{n:02}.000Z");
+    let entry = |uuid: &str, parent: Option<&str>, n: u32, role: &str, content: serde_json::Value, extra: serde_json::Value| {
+        let mut v = serde_json::json!({"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1", "cwd": "/home/dev/p", "timestamp": at(n), "message": {"role": role, "content": content}});
+        if let (Some(o), Some(x)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(x.clone());
+        }
+        v.to_string()
+    };
+    let none = serde_json::json!({});
+    let prompt = |uuid: &str, parent: Option<&str>, n: u32, text: &str| entry(uuid, parent, n, "user", serde_json::json!(text), serde_json::json!({}));
+    let says = |uuid: &str, parent: &str, n: u32, text: &str| entry(uuid, Some(parent), n, "assistant", serde_json::json!([{"type": "text", "text": text}]), serde_json::json!({}));
+    let mut lines = vec![
+        prompt("u1", None, 1, "first question"),
+        says("a1", "u1", 2, "first answer"),
+        prompt("u2", Some("a1"), 3, "second question"),
+        says("a2", "u2", 4, "second answer"),
+        entry("a3", Some("u2"), 5, "assistant", serde_json::json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]), none.clone()),
+        entry("r1", Some("a3"), 6, "user", serde_json::json!([{"type": "tool_result", "tool_use_id": "t1", "content": "src"}]), none.clone()),
+        // A sub-agent's prompt with the same parent as the second: no rewind (but a line of
+        // the turn the rewind below abandons).
+        entry("x1", Some("a1"), 7, "user", serde_json::json!("a sub-agent's task"), serde_json::json!({"isSidechain": true})),
+    ];
+    write_lines(&log, &lines);
+    run(&w);
+    assert!(superseded_records(&w.store()).is_empty());
+    // Rewound to the second question, asked in other words.
+    lines.extend([prompt("u3", Some("a1"), 8, "second question, in other words"), says("a4", "u3", 9, "another answer")]);
+    write_lines(&log, &lines);
+    run(&w);
+    let ids = |list: &[&str]| -> Vec<String> { list.iter().map(|u| format!("claude-code:{u}")).collect() };
+    assert_eq!(superseded_records(&w.store()), [(1, ids(&["a2", "a3", "r1", "u2", "x1"]))]);
+    // A prompt after the rewind's answer, then the rewind's prompt rewound in the same batch.
+    lines.extend([prompt("u4", Some("a4"), 10, "third question"), says("a5", "u4", 11, "third answer"), prompt("u5", Some("a1"), 12, "second question, once more")]);
+    write_lines(&log, &lines);
+    run(&w);
+    assert_eq!(superseded_records(&w.store())[1..], [(1, ids(&["a4", "a5", "u3", "u4"]))]);
+    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
+    let mut state = origin_projections::State::new();
+    state.catch_up(&j).expect("state");
+    let listed: Vec<String> = state.session_events(Some("claude-code"), "s1", true, 100).into_iter().map(|m| m.id).collect();
+    assert_eq!(listed, ids(&["u1", "a1", "u5"]));
 }
 
 /// Grok's repair (a line it cannot load dropped) and compaction (a summary, then the latest

@@ -76,6 +76,7 @@ fn sample_bodies() -> Vec<Body> {
             malformed_lines: 1,
             cut_lines: 0,
             state: br#"{"cwd":"/home/dev/demo-app"}"#.to_vec(),
+            superseded: Vec::new(),
         }),
         Body::Remembered(v1.clone()),
         Body::Corrected(v2),

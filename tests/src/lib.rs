@@ -85,6 +85,7 @@ pub fn append_message_records(home: &std::path::Path, records: std::ops::Range<u
             malformed_lines: 0,
             cut_lines: 0,
             state: Vec::new(),
+            superseded: Vec::new(),
         });
         journal.append(vec![NewRecord::new(&body).expect("record")]).expect("append");
     }

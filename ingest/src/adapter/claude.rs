@@ -11,7 +11,10 @@
 //! the agent worked (`attachment.type: queued_command`) is the person's message, its text from
 //! its blocks too; one queued by a background task (`commandMode` other than `prompt`), by
 //! another session (`origin.kind` other than `human`) or marked `isMeta` is meta, as are a
-//! task's `<task-notification>` and the `[Request interrupted by user…]` marker.
+//! task's `<task-notification>` and the `[Request interrupted by user…]` marker. A rewind
+//! (a prompt sent in the place of an earlier one: the same `parentUuid`) leaves the branch it
+//! left in the file: that prompt and every line after it are abandoned
+//! (`Parsed::abandons_from`, recorded as superseded; the latest 64 prompts are kept, `prompts`).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -49,6 +52,12 @@ const RECENT_UUIDS: &str = "recent_uuids";
 const RECENT_UUIDS_MAX: usize = 8;
 /// Adapter state: legacy summaries whose leaf was not read yet, by `leafUuid`: `[line, text]`.
 const PENDING_SUMMARIES: &str = "pending_summaries";
+/// State key: the latest prompts of the file's own conversation (not a sidechain's), as
+/// `[parentUuid, line]`, at most [`PROMPTS_KEPT`]: a later prompt with the `parentUuid` of one
+/// of them is an edit of it (a rewind), which abandons it and what followed.
+const PROMPTS: &str = "prompts";
+/// Most prompts kept under [`PROMPTS`]: a rewind to an earlier one abandons nothing.
+const PROMPTS_KEPT: usize = 64;
 /// Adapter state: the line of the summary that titles the session.
 const SUMMARY_LINE: &str = "summary_line";
 /// Most legacy summaries kept waiting for their leaf (a file resumed many times starts with
@@ -152,6 +161,28 @@ fn is_wrapper(text: &str) -> bool {
     ]
         .iter()
         .any(|w| t.starts_with(w))
+}
+
+/// Notes the prompt of line `line_no`, whose parent is `parent`, among the latest ([`PROMPTS`]);
+/// when one of them has the same parent, it was rewound: gives its line (where what it
+/// abandoned begins) and forgets it and those after it.
+fn rewound_to(state: &mut State, parent: &str, line_no: u64) -> Option<u64> {
+    let v = state.entry(PROMPTS).or_insert_with(|| Value::Array(Vec::new()));
+    if !v.is_array() {
+        *v = Value::Array(Vec::new());
+    }
+    let Value::Array(prompts) = v else { return None };
+    let same = prompts.iter().rposition(|p| p.get(0).and_then(Value::as_str) == Some(parent));
+    let from = same.and_then(|k| {
+        let line = prompts[k].get(1).and_then(Value::as_u64);
+        prompts.truncate(k);
+        line
+    });
+    prompts.push(serde_json::json!([parent, line_no]));
+    if prompts.len() > PROMPTS_KEPT {
+        prompts.remove(0);
+    }
+    from
 }
 
 impl Adapter for Claude {
@@ -391,6 +422,12 @@ impl Adapter for Claude {
                     _ => return Line::Malformed(format!("{ty} line without message content")),
                 }
             }
+        }
+        // A prompt that takes the place of an earlier one (the same parent: Claude Code's rewind
+        // goes back to a prompt and sends it again or another in its place, leaving the branch
+        // it left in the file) abandons that one and every line after it.
+        if prompt.is_some() && !sidechain && let Some(p) = v.str_of("parentUuid").filter(|p| !p.is_empty()) {
+            out.abandons_from = rewound_to(state, p, line_no);
         }
         let first = prompt.filter(|_| !state.contains_key("first_prompt"));
         let new_child = parent.is_some() && !state.contains_key("parent");

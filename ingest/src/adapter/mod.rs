@@ -149,8 +149,8 @@ pub struct Parsed {
     /// Session properties learnt from the line (title, project, first prompt, parent).
     pub sessions: Vec<SessionChange>,
     /// The line says its agent abandoned the turns from this line of the file's version up to
-    /// it (Codex's rollback): their events are recorded as superseded (`Superseded`), before
-    /// the record holding the line.
+    /// it (Codex's rollback, Claude's rewind): the record holding the line names their events
+    /// as superseded (`Ingested::superseded`).
     pub abandons_from: Option<u64>,
 }
 
@@ -208,10 +208,10 @@ pub trait Adapter: Send + Sync {
     }
 
     /// Whether a rewrite of `file` abandoned the turns the previous version held after the
-    /// last line the new version kept, given the new version's lines that it did not keep
-    /// (`added`): a session rewound (Grok keeps the turns before the one rewound, byte for
+    /// lines the new version kept in place, given the new version's lines that it did not keep
+    /// (`added`, its unfinished last line too): a session rewound (Grok keeps the turns before the one rewound, byte for
     /// byte, and drops the rest), not compacted (earlier turns summed up) nor repaired. Those
-    /// lines' events are then recorded as superseded (`Superseded`): kept, found by id, no
+    /// lines' events are then named superseded (`Ingested::superseded`): kept, found by id, no
     /// longer current. False by default (a rewrite keeps every event as current).
     fn rewrite_abandons_tail(&self, _file: &LogFile, _added: &[&[u8]]) -> bool {
         false

@@ -30,12 +30,13 @@
 //!   `valid_to` = the import's time ([`Entry::valid_to_unix_ms`]), so they leave listings and
 //!   search by the same rule as expired entries, and the reason is visible in the entry. A
 //!   correction made later holds again.
-//! - **Abandoned events.** A `Superseded` record names events their agent abandoned (the
-//!   turns after the point a session was rewound to). They are found by id as before (and
-//!   [`State::is_superseded`] says so) but leave search, timelines, quote lookups and session
-//!   counts, like hidden events; a tombstone hiding one, or lifted, changes no count. The
-//!   first prompt of a session, abandoned, is no longer its prompt: the next record naming one
-//!   gives it.
+//! - **Abandoned events.** An `Ingested` record may name events their agent abandoned (a
+//!   turn rewound or rolled back), applied after its own events. They are found by id as
+//!   before (and [`State::is_superseded`] says so) but leave search, timelines, quote lookups
+//!   and session counts, like hidden events; a tombstone hiding one, or lifted, changes no
+//!   count. A later record bringing one again makes it current again (its log says it again).
+//!   The first prompt of a session, abandoned, is no longer its prompt: the record's session
+//!   changes, or a later record's, name the one that stands.
 //! - **Sessions** count visible events only (neither hidden nor abandoned); started and ended
 //!   are the times of the first and last visible event; a session without visible events is
 //!   not listed. Its prompt is shown only without a title, and not when the event it came
@@ -134,9 +135,8 @@ pub struct State {
     pub(crate) tombstones: Tombstones,
     pub(crate) events: Events,
     pub(crate) sessions: Sessions,
-    /// Events their agent abandoned ([`Body::Superseded`]): kept, found by id, not listed nor
-    /// counted. Ids, whether the events are known yet or not, so that the order records come
-    /// in does not matter.
+    /// Events their agent abandoned ([`Ingested::superseded`]): kept, found by id, not listed
+    /// nor counted, until a later record brings one again.
     pub(crate) superseded: BTreeSet<String>,
 }
 
@@ -151,7 +151,6 @@ fn is_read(kind: u8) -> bool {
                 | RecordKind::Forgotten
                 | RecordKind::Restored
                 | RecordKind::Imported
-                | RecordKind::Superseded
         )
     )
 }
@@ -215,7 +214,6 @@ impl State {
                 visible.iter().for_each(|id| self.event_visibility(id, true));
             }
             Body::Imported(b) => self.imported(offset, b),
-            Body::Superseded(b) => b.events.iter().for_each(|id| self.supersede(id)),
             Body::TokenCreated(_) | Body::TokenRevoked(_) | Body::DeviceSeen(_) | Body::Scratch(_) => {}
         }
     }
@@ -226,6 +224,9 @@ impl State {
             let index = u32::try_from(i).unwrap_or(u32::MAX);
             self.put_event(&b.source, e, offset, index);
         }
+        // After its own events (some of which it may name), before its session changes (which
+        // may name the first prompt that stands in place of one abandoned).
+        b.superseded.iter().for_each(|id| self.supersede(id));
         for c in &b.sessions {
             if c.session.is_empty() {
                 continue;
@@ -357,12 +358,17 @@ impl State {
     /// record is a copy (Claude Code's resumed session begins with the lines of the one it
     /// resumes, uuids and times as they were), which must not take the event, and with it the
     /// session's conversation, away from where it was first said.
+    ///
+    /// An event brought again is current again, if it was abandoned: the later record is
+    /// what its agent's log now says (a line a rewrite kept takes the id it had; a record
+    /// that abandons events of its own names them after them, [`State::ingested`]).
     pub(crate) fn put_rec(&mut self, id: &str, rec: EventRec, project: Option<&str>) {
         let copy = |held: &EventRec| held.session != NO_SESSION && rec.session != NO_SESSION && held.session != rec.session;
         let Some((n, old)) = self.events.put_unless(id, rec, copy) else { return };
         if let Some(old) = old {
             self.detach(id, n, &old);
         }
+        self.superseded.remove(id);
         self.attach(id, n, &rec, project);
     }
 

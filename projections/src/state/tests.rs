@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 
 use origin_engine::record::{
     Body, Citation, EntryKind, EntryVersion, Event, EventKind, Forgotten, Imported, Ingested, MemoryScope, RecordKind, Restored, Role,
-    SessionChange, Superseded,
+    SessionChange,
 };
 use origin_engine::sim::SimFs;
 use origin_engine::{Journal, NewRecord, Options};
@@ -75,6 +75,7 @@ fn ingested(events: Vec<Event>, sessions: Vec<SessionChange>) -> Body {
         malformed_lines: 0,
         cut_lines: 0,
         state: Vec::new(),
+        superseded: Vec::new(),
     })
 }
 
@@ -120,8 +121,15 @@ fn restore(tmb: &str) -> Body {
     Body::Restored(Restored { tombstone: tmb.into(), author: "user@laptop".into(), time_unix_ms: 2 })
 }
 
+/// A record of `events` that says `abandoned` were abandoned.
+fn abandoning(events: Vec<Event>, abandoned: &[&str]) -> Body {
+    let Body::Ingested(mut b) = ingested(events, vec![]) else { unreachable!("ingested") };
+    b.superseded = abandoned.iter().map(|e| eid(e)).collect();
+    Body::Ingested(b)
+}
+
 fn supersede(events: &[&str]) -> Body {
-    Body::Superseded(Superseded { source: SOURCE.into(), path: "/p.jsonl".into(), file_version: 2, events: events.iter().map(|e| eid(e)).collect() })
+    abandoning(vec![], events)
 }
 
 /// Applies bodies to a journal and returns it with the state caught up.
@@ -374,7 +382,7 @@ fn abandoned_events_leave_listings_and_counts_but_are_found_by_id() {
         vec![prompt("first")],
     )]);
     let listed = |s: &State| s.session_events(Some(SOURCE), "s1", true, 10).iter().map(|m| m.id.clone()).collect::<Vec<_>>();
-    // Abandoned: e2 and e3 (e9 is not known yet: it is abandoned when it comes).
+    // Abandoned: e2 and e3 (e9 is not known yet).
     append(&j, &[supersede(&["e2", "e3", "e9"])]);
     s.catch_up(&j).unwrap();
     let after = s.session(SOURCE, "s1").unwrap();
@@ -397,11 +405,18 @@ fn abandoned_events_leave_listings_and_counts_but_are_found_by_id() {
     append(&j, &[restore("tmb_1")]);
     s.catch_up(&j).unwrap();
     assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 1);
-    // An abandoned event that arrives later is not counted; abandoning twice changes nothing.
-    append(&j, &[ingested(vec![msg("e9", "s1", 40, "late"), msg("e4", "s1", 50, "fourth")], vec![]), supersede(&["e2"])]);
+    // A record that brings an abandoned event again makes it current (e9, named before it
+    // came, too); one that names its own events after them abandons them; abandoning twice
+    // changes nothing.
+    append(&j, &[ingested(vec![msg("e9", "s1", 40, "late"), msg("e3", "s1", 30, "tool, again")], vec![]), supersede(&["e2"])]);
+    append(&j, &[abandoning(vec![msg("e4", "s1", 50, "fourth"), msg("e6", "s1", 55, "fifth")], &["e6"])]);
+    s.catch_up(&j).unwrap();
+    assert_eq!(listed(&s), vec![eid("e1"), eid("e3"), eid("e9"), eid("e4")]);
+    assert!(!s.is_superseded(&eid("e3")) && s.is_superseded(&eid("e6")));
+    assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 4);
+    append(&j, &[supersede(&["e3", "e9"])]);
     s.catch_up(&j).unwrap();
     assert_eq!(listed(&s), vec![eid("e1"), eid("e4")]);
-    assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 2);
     // The first prompt abandoned: the session has none until a record names the one that stands.
     append(&j, &[supersede(&["e1"])]);
     s.catch_up(&j).unwrap();
@@ -1242,8 +1257,9 @@ enum Op {
     Correct { target: u8, created: i64, cites: Vec<u8> },
     Forget { entry: bool, target: u8, overlap: bool },
     Restore { target: u8 },
-    /// Abandon events (known ones, and one not known yet).
-    Supersede { targets: Vec<u8> },
+    /// A record of events (some new, some brought again) that abandons others (known ones, its
+    /// own, and one not known yet).
+    Supersede { targets: Vec<u8>, events: Vec<(u8, u8, i64)> },
     Import { new_items: u8, correct_item: Option<u8>, end_item: Option<u8>, time: i64 },
     /// Save a snapshot and reopen from it.
     Reopen,
@@ -1261,7 +1277,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(target, created, cites)| Op::Correct { target, created, cites }),
         2 => (any::<bool>(), any::<u8>(), any::<bool>()).prop_map(|(entry, target, overlap)| Op::Forget { entry, target, overlap }),
         2 => any::<u8>().prop_map(|target| Op::Restore { target }),
-        2 => proptest::collection::vec(any::<u8>(), 1..4).prop_map(|targets| Op::Supersede { targets }),
+        2 => (proptest::collection::vec(any::<u8>(), 1..4), proptest::collection::vec((0u8..14, 0u8..4, 0i64..1000), 0..3))
+            .prop_map(|(targets, events)| Op::Supersede { targets, events }),
         1 => (0u8..3, proptest::option::of(any::<u8>()), proptest::option::of(any::<u8>()), 0i64..1200)
             .prop_map(|(new_items, correct_item, end_item, time)| Op::Import { new_items, correct_item, end_item, time }),
         1 => Just(Op::Reopen),
@@ -1360,11 +1377,17 @@ impl Run {
                 let list: Vec<String> = self.tombstones.iter().map(|(t, _)| t.clone()).collect();
                 restore(Self::pick(&list, *target)?)
             }
-            Op::Supersede { targets } => {
-                let mut events: Vec<String> = targets.iter().filter_map(|&t| Self::pick(&self.events, t).cloned()).collect();
+            Op::Supersede { targets, events } => {
+                let evs: Vec<Event> = events.iter().map(|(id, session, time)| msg(&format!("e{id}"), &format!("s{session}"), *time, &format!("again e{id}"))).collect();
+                for e in &evs {
+                    self.events.push(e.id.clone());
+                }
+                let mut abandoned: Vec<String> = targets.iter().filter_map(|&t| Self::pick(&self.events, t).cloned()).collect();
                 // An id whose event comes later (or never).
-                events.push(eid(&format!("e{}", targets[0] % 14)));
-                Body::Superseded(Superseded { source: SOURCE.into(), path: "/p.jsonl".into(), file_version: 2, events })
+                abandoned.push(eid(&format!("e{}", targets[0] % 14)));
+                let Body::Ingested(mut b) = ingested(evs, vec![]) else { unreachable!("ingested") };
+                b.superseded = abandoned;
+                Body::Ingested(b)
             }
             Op::Import { new_items, correct_item, end_item, time } => {
                 self.memory_versions += 1;

@@ -423,7 +423,7 @@ fn cite(list: &mut Vec<Citation>, c: Citation, replace: bool) {
     }
 }
 
-/// An event its agent abandoned (a turn rewound; see `Superseded` in FORMAT.md) is found by id
+/// An event its agent abandoned (a turn rewound; FORMAT.md, "Abandoned events") is found by id
 /// and shown with `"status": "superseded"`; every other event is shown as the spec gives it.
 fn mark_abandoned(j: &mut Value, state: &origin_projections::State, id: &str) {
     if state.is_superseded(id) {
