@@ -18,7 +18,7 @@ use crate::bytes::Bytes;
 use crate::json::ShortStrings;
 use crate::cursor::{memory_hash, Cursors, FileCursor};
 use crate::limits::{
-    BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, BATCH_EVENTS_BYTES_MAX, EVENT_FIXED_BYTES, LINE_EVENTS_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL, SPLIT_LINE_BYTES_MIN, STATE_BYTES_MAX,
+    BATCH_RAW_BYTES_MAX, DECODED_LOG_SIZE_BYTES_MAX, BATCH_EVENTS_BYTES_MAX, EVENT_FIXED_BYTES, LINE_EVENTS_BYTES_MAX, LINE_SIZE_BYTES_MAX, MEMORY_FILE_SIZE_BYTES_MAX, RAW_ZSTD_LEVEL, SPLIT_LINE_BYTES_MIN, STATE_BYTES_MAX, SUPERSEDED_BYTES_MAX,
 };
 use crate::memory;
 use crate::mirror::Mirrors;
@@ -1182,6 +1182,7 @@ impl Ingester {
         }
         superseded.sort_unstable();
         superseded.dedup();
+        bound_superseded(&mut superseded, &batch.events, file, run);
         let batch_start = batch.byte_start;
         let state_json = serde_json::to_vec(state).unwrap_or_default();
         if state_json.len() > STATE_BYTES_MAX {
@@ -1528,6 +1529,26 @@ fn mirror_problem(e: FileError) -> FileError {
         FileError::Io(e) | FileError::Mirror(e) => FileError::Mirror(e),
         FileError::Journal(e) => FileError::Mirror(io::Error::other(format!("its records cannot be read: {e}"))),
     }
+}
+
+/// Keeps at most [`SUPERSEDED_BYTES_MAX`] of abandoned events' ids for a record, the record's
+/// own events first (only it can name them after them), the rest in order; says how many stay
+/// current.
+fn bound_superseded(ids: &mut Vec<String>, own: &[Event], file: &LogFile, run: &mut SourceRun) {
+    let size = |id: &String| id.len() + 8;
+    if ids.iter().map(size).sum::<usize>() <= SUPERSEDED_BYTES_MAX {
+        return;
+    }
+    let own: HashSet<&str> = own.iter().map(|e| e.id.as_str()).collect();
+    ids.sort_by_key(|id| !own.contains(id.as_str()));
+    let mut total = 0;
+    let keep = ids.iter().take_while(|id| {
+        total += size(id);
+        total <= SUPERSEDED_BYTES_MAX
+    }).count();
+    run.problems.push(format!("{}: {} of the events its agent abandoned stay current (more than a record names)", file.shown(), ids.len() - keep));
+    ids.truncate(keep);
+    ids.sort_unstable();
 }
 
 impl std::fmt::Display for FileError {

@@ -16,6 +16,11 @@ pub const LINE_EVENTS_BYTES_MAX: usize = 4 * 1024 * 1024;
 pub const BATCH_EVENTS_BYTES_MAX: usize = 2 * 1024 * 1024;
 /// What an event takes in a record beside its strings (numbers, tags, lengths), counted high.
 pub const EVENT_FIXED_BYTES: usize = 64;
+/// Most bytes of abandoned events' ids a record names (each id and 8 more, counted high):
+/// beyond them (a rewind to the beginning of a session of tens of thousands of events), the
+/// rest stay current, said as a problem of the run, rather than the record grow past what
+/// the journal stores and the file stop there.
+pub const SUPERSEDED_BYTES_MAX: usize = 1024 * 1024;
 /// An event's text longer than this many characters is cut at ingest, with a marker saying
 /// how many characters were cut (the raw line keeps everything).
 pub const EVENT_TEXT_CHARS_MAX: usize = 50_000;

@@ -911,6 +911,48 @@ fn a_claude_rewind_abandons_the_prompt_it_replaced_and_what_followed() {
     assert_eq!(listed, ids(&["u1", "a1", "u5"]));
 }
 
+/// A rewind to the beginning of a long session abandons more events than a record names: the
+/// record names what it holds (1 MiB of ids), says how many stay current, and the log reads on.
+#[test]
+fn a_rewind_of_more_events_than_a_record_names_is_bounded_and_the_log_reads_on() {
+    let w = World::new();
+    let log = w.log("s1.jsonl");
+    let entry = |uuid: &str, parent: &str, role: &str, text: &str| {
+        serde_json::json!({"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1", "cwd": "/home/dev/p", "timestamp": "2026-10-20T09:00:00.000Z", "message": {"role": role, "content": text}}).to_string()
+    };
+    let mut lines = vec![entry("u0", "", "user", "the first question"), entry("a0", "u0", "assistant", "the first answer")];
+    // Forty turns of 600 steps each (ids as long as Claude Code's, a UUID).
+    let id = |k: &str, i: u32| format!("{k}{i:07}-0000-4000-8000-000000000000");
+    let mut prev = "a0".to_owned();
+    for t in 1..=40 {
+        lines.push(entry(&id("u", t), &prev, "user", &format!("question {t}")));
+        prev = id("u", t);
+        for k in 0..600 {
+            let a = id("a", t * 1000 + k);
+            lines.push(entry(&a, &prev, "assistant", &format!("step {k} of turn {t}")));
+            prev = a;
+        }
+    }
+    write_lines(&log, &lines);
+    run(&w);
+    // Rewound to the second question.
+    lines.push(entry("r1", "a0", "user", "the second question, again"));
+    write_lines(&log, &lines);
+    let summary = run(&w);
+    let problems = &summary.sources["claude-code"].problems;
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("of the events its agent abandoned stay current"), "{problems:?}");
+    let named = superseded_records(&w.store());
+    assert_eq!(named.len(), 1);
+    let bytes: usize = named[0].1.iter().map(|id| id.len() + 8).sum();
+    assert!(bytes <= 1024 * 1024 && bytes > 1000 * 1024, "{bytes} bytes of ids");
+    // The log reads on.
+    lines.push(entry("r2", "r1", "assistant", "a later answer"));
+    write_lines(&log, &lines);
+    run(&w);
+    assert_eq!(event_counts(&w.store()).get("claude-code:r2"), Some(&1));
+}
+
 /// Grok's repair (a line it cannot load dropped) and compaction (a summary, then the latest
 /// turns) rewrite the transcript with lines it had, moved up: they keep the ids they had, so
 /// no event is there twice (every line after a dropped one was stored again under a new id);
