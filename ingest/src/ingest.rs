@@ -955,7 +955,7 @@ impl Ingester {
                 match parsed {
                     Some(Line::Parsed(p)) => {
                         if let Some(from) = p.abandons_from.filter(|&from| from < line_no) {
-                            batch.abandoned.push((from, line_no));
+                            batch.abandoned.push(Abandoned { from, to: line_no, session: p.events.first().map(|e| e.session.clone()) });
                         }
                         let sessions: Vec<_> = p.sessions.into_iter().map(crate::text::bounded).collect();
                         let events = events_bytes(&p.events);
@@ -1172,11 +1172,14 @@ impl Ingester {
             Some(Value::Array(ids)) => ids.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
             _ => Vec::new(),
         };
-        if !batch.abandoned.is_empty() {
-            let ranges = &batch.abandoned;
-            let first = ranges.iter().map(|r| r.0).min().unwrap_or(u64::MAX);
-            match self.events_of_lines(cur, &batch.events, first, &|line| ranges.iter().any(|&(from, to)| from <= line && line < to)) {
-                Ok(ids) => superseded.extend(ids),
+        for a in &batch.abandoned {
+            // Of the session whose line says so (a resumed log's copies of another session's
+            // lines are that session's), and not brought again by a later line of the batch
+            // (a line written twice).
+            let again: HashSet<&str> = batch.events.iter().filter(|e| e.line >= a.to).map(|e| e.id.as_str()).collect();
+            let of = |e: &Event| from_line_of(a, e);
+            match self.events_of_lines(cur, &batch.events, a.from, &of) {
+                Ok(ids) => superseded.extend(ids.into_iter().filter(|id| !again.contains(id.as_str()))),
                 Err(e) => run.problems.push(format!("{}: the turns its lines say were abandoned could not be found ({e}); they stay current", file.shown())),
             }
         }
@@ -1386,13 +1389,13 @@ impl Ingester {
             return Ok(Vec::new());
         }
         let kept_old: HashSet<u64> = kept.iter().map(|&(_, o)| o).collect();
-        self.events_of_lines(old, &[], prefix + 1, &|line| line > prefix && !kept_old.contains(&line))
+        self.events_of_lines(old, &[], prefix + 1, &|e| e.line > prefix && !kept_old.contains(&e.line))
     }
 
     /// The ids of the events of the version `cur` reads (those recorded, and `pending`, about
-    /// to be) whose lines `within` takes, none before line `first`.
-    fn events_of_lines(&self, cur: &FileCursor, pending: &[Event], first: u64, within: &dyn Fn(u64) -> bool) -> Result<Vec<String>, FileError> {
-        let mut ids: Vec<String> = pending.iter().filter(|e| within(e.line)).map(|e| e.id.clone()).collect();
+    /// to be) that `within` takes, none before line `first`.
+    fn events_of_lines(&self, cur: &FileCursor, pending: &[Event], first: u64, within: &dyn Fn(&Event) -> bool) -> Result<Vec<String>, FileError> {
+        let mut ids: Vec<String> = pending.iter().filter(|e| within(e)).map(|e| e.id.clone()).collect();
         // The version's records, latest first, down to the one holding the first line named.
         for &offset in cur.offsets.iter().rev() {
             let recs = self.journal.read_vec(offset, 1).map_err(FileError::Journal)?;
@@ -1401,7 +1404,7 @@ impl Ingester {
             if view.head().line_end <= first {
                 break;
             }
-            ids.extend(view.events().map_err(FileError::Journal)?.into_iter().filter(|e| within(e.line)).map(|e| e.id));
+            ids.extend(view.events().map_err(FileError::Journal)?.into_iter().filter(|e| within(e)).map(|e| e.id));
         }
         ids.sort_unstable();
         ids.dedup();
@@ -1576,9 +1579,21 @@ struct Batch {
     sessions: Vec<origin_engine::record::SessionChange>,
     malformed: u64,
     cut: u64,
-    /// Lines of the file's version whose events their agent abandoned, as (first, after last):
-    /// from [`Parsed::abandons_from`] to the line that said so.
-    abandoned: Vec<(u64, u64)>,
+    /// Lines of the file's version whose events their agent abandoned, as its lines say.
+    abandoned: Vec<Abandoned>,
+}
+
+/// Lines of a file's version whose events their agent abandoned: from [`Parsed::abandons_from`]
+/// to the line that said so, of the session of that line's events (any, when it has none).
+struct Abandoned {
+    from: u64,
+    to: u64,
+    session: Option<String>,
+}
+
+/// Whether event `e` is one of those `a` names.
+fn from_line_of(a: &Abandoned, e: &Event) -> bool {
+    a.from <= e.line && e.line < a.to && a.session.as_ref().is_none_or(|s| *s == e.session)
 }
 
 impl Batch {

@@ -14,7 +14,8 @@
 //! task's `<task-notification>` and the `[Request interrupted by user…]` marker. A rewind
 //! (a prompt sent in the place of an earlier one: the same `parentUuid`) leaves the branch it
 //! left in the file: that prompt and every line after it are abandoned
-//! (`Parsed::abandons_from`, recorded as superseded; the latest 64 prompts are kept, `prompts`).
+//! (`Parsed::abandons_from`, recorded as superseded; the latest 64 prompts are kept, `prompts`;
+//! the same prompt written again, its uuid, is no rewind).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use std::path::{Path, PathBuf};
 use origin_engine::record::{EventKind, Role, SessionChange};
 use serde_json::Value;
 
-use super::{Adapter, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
+use super::{first_prompt_abandoned, first_prompt_at, Adapter, FIRST_PROMPT_KEY, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::json::{Json, Shape};
 use crate::limits::LINE_ID_BYTES_MAX;
 use crate::source::{Homes, Source};
@@ -163,22 +164,26 @@ fn is_wrapper(text: &str) -> bool {
         .any(|w| t.starts_with(w))
 }
 
-/// Notes the prompt of line `line_no`, whose parent is `parent`, among the latest ([`PROMPTS`]);
-/// when one of them has the same parent, it was rewound: gives its line (where what it
-/// abandoned begins) and forgets it and those after it.
-fn rewound_to(state: &mut State, parent: &str, line_no: u64) -> Option<u64> {
+/// Notes the prompt `uuid` of line `line_no`, whose parent is `parent`, among the
+/// latest ([`PROMPTS`]); when one of them has the same parent, it was rewound: gives its line
+/// (where what it abandoned begins) and forgets it and those after it. The same prompt written
+/// again (its uuid: Claude Code writes a line twice at times, or its history again) is none.
+fn rewound_to(state: &mut State, parent: &str, uuid: &str, line_no: u64) -> Option<u64> {
     let v = state.entry(PROMPTS).or_insert_with(|| Value::Array(Vec::new()));
     if !v.is_array() {
         *v = Value::Array(Vec::new());
     }
     let Value::Array(prompts) = v else { return None };
     let same = prompts.iter().rposition(|p| p.get(0).and_then(Value::as_str) == Some(parent));
+    if same.is_some_and(|k| prompts[k].get(2).and_then(Value::as_str) == Some(uuid)) {
+        return None;
+    }
     let from = same.and_then(|k| {
         let line = prompts[k].get(1).and_then(Value::as_u64);
         prompts.truncate(k);
         line
     });
-    prompts.push(serde_json::json!([parent, line_no]));
+    prompts.push(serde_json::json!([parent, line_no, uuid]));
     if prompts.len() > PROMPTS_KEPT {
         prompts.remove(0);
     }
@@ -423,17 +428,23 @@ impl Adapter for Claude {
                 }
             }
         }
-        // A prompt that takes the place of an earlier one (the same parent: Claude Code's rewind
-        // goes back to a prompt and sends it again or another in its place, leaving the branch
-        // it left in the file) abandons that one and every line after it.
+        // A prompt that takes the place of an earlier one (the same parent: Claude Code's
+        // rewind goes back to a prompt and sends it again or another in its place, leaving the
+        // branch it left in the file) abandons that one and every line after it; the first
+        // prompt among them is no longer the session's (this one is). Not a prompt without a
+        // parent: a log's first line has none, and so may every line of a log some other tool
+        // wrote, whose prompts would each abandon the one before.
         if prompt.is_some() && !sidechain && let Some(p) = v.str_of("parentUuid").filter(|p| !p.is_empty()) {
-            out.abandons_from = rewound_to(state, p, line_no);
+            out.abandons_from = rewound_to(state, p, uuid, line_no);
+            if let Some(from) = out.abandons_from {
+                first_prompt_abandoned(state, from);
+            }
         }
-        let first = prompt.filter(|_| !state.contains_key("first_prompt"));
+        let first = prompt.filter(|_| !state.contains_key(FIRST_PROMPT_KEY));
         let new_child = parent.is_some() && !state.contains_key("parent");
         if first.is_some() || new_child {
             if first.is_some() {
-                state.insert("first_prompt".into(), Value::Bool(true));
+                first_prompt_at(state, line_no);
             }
             if let Some(p) = parent.as_ref().filter(|_| new_child) {
                 state.insert("parent".into(), Value::String(p.clone()));

@@ -78,7 +78,7 @@ use origin_engine::record::{EventKind, Role, SessionChange};
 use serde_json::Value;
 
 use super::fork;
-use super::{line_ref, Adapter, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
+use super::{first_prompt_abandoned, first_prompt_at, line_ref, Adapter, FIRST_PROMPT_KEY, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::limits::LINE_ID_BYTES_MAX;
 use crate::source::{Homes, Source};
 use crate::json::{Json, Shape};
@@ -363,7 +363,7 @@ fn item_event(file: &LogFile, state: &mut State, line_no: u64, time: i64, item: 
     };
     let (role, kind, text, prompt) = item;
     let cwd = state_str(state, "cwd");
-    if prompt && !state.contains_key("first_prompt") {
+    if prompt && !state.contains_key(FIRST_PROMPT_KEY) {
         out.sessions.push(SessionChange { session: session.clone(), project: cwd.and_then(project_of), title: None, first_prompt: Some(first_prompt(&text)), parent: None });
     }
     let mut e = event(format!("codex:{session}:{}", line_ref(state, line_no)), time, &session, cwd, role, kind, text, line_no);
@@ -371,7 +371,9 @@ fn item_event(file: &LogFile, state: &mut State, line_no: u64, time: i64, item: 
     e.agent_version = state_str(state, "version").map(str::to_owned);
     out.events.push(e);
     if prompt {
-        state.insert("first_prompt".into(), Value::Bool(true));
+        if !state.contains_key(FIRST_PROMPT_KEY) {
+            first_prompt_at(state, line_no);
+        }
         // Where this user turn begins, for a rollback to come.
         let turns = turns_mut(state);
         turns.push(Value::from(line_no));
@@ -409,6 +411,9 @@ fn rolled_back(state: &mut State, p: &Json<'_>) -> Parsed {
     let turns = turns_mut(state);
     let from = turns.len().saturating_sub(n);
     let abandons_from = if n == 0 { None } else { turns.drain(from..).next().and_then(|v| v.as_u64()) };
+    if let Some(from) = abandons_from {
+        first_prompt_abandoned(state, from);
+    }
     Parsed { abandons_from, ..Parsed::default() }
 }
 

@@ -85,6 +85,23 @@ pub const LINE_REFS_KEY: &str = "_line_refs";
 /// rest ids of their own).
 pub const LINE_REFS_MAX: usize = 256;
 
+/// Adapter state key of the first prompt of a file's session, once given: the line it is on
+/// (`true` in states written before 2026-12-07, whose line is not known).
+pub const FIRST_PROMPT_KEY: &str = "first_prompt";
+
+/// Notes that the first prompt of the file's session is on line `line_no`.
+pub fn first_prompt_at(state: &mut State, line_no: u64) {
+    state.insert(FIRST_PROMPT_KEY.into(), Value::from(line_no));
+}
+
+/// After a line abandoned the turns from line `from` on ([`Parsed::abandons_from`]): a first
+/// prompt among them is no longer the session's, and the next prompt is given as its first.
+pub fn first_prompt_abandoned(state: &mut State, from: u64) {
+    if state.get(FIRST_PROMPT_KEY).and_then(Value::as_u64).is_some_and(|line| line >= from) {
+        state.remove(FIRST_PROMPT_KEY);
+    }
+}
+
 /// What names line `line_no` in an event id made from a line number (`<session>:<line>`): the
 /// number in a file's first version; `v<N>:<line>` for a line of version N ≥ 2, except the
 /// lines a rewrite kept as they were, byte for byte (Grok's rewind keeps the turns before the

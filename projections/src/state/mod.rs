@@ -225,8 +225,20 @@ impl State {
             self.put_event(&b.source, e, offset, index);
         }
         // After its own events (some of which it may name), before its session changes (which
-        // may name the first prompt that stands in place of one abandoned).
-        b.superseded.iter().for_each(|id| self.supersede(id));
+        // may name the first prompt that stands in place of one abandoned). Only events held in
+        // the sessions of its own events: an event another session holds (a resumed log's
+        // copy of a line of the session it resumes) was not abandoned there.
+        if !b.superseded.is_empty() {
+            let mut own: Vec<&str> = b.events.iter().map(|e| e.session.as_str()).collect();
+            own.sort_unstable();
+            own.dedup();
+            for id in &b.superseded {
+                let held_elsewhere = self.events.get(id).is_some_and(|r| !own.is_empty() && !own.contains(&self.session_name(&r)));
+                if !held_elsewhere {
+                    self.supersede(id);
+                }
+            }
+        }
         for c in &b.sessions {
             if c.session.is_empty() {
                 continue;
