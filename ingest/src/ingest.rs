@@ -49,8 +49,8 @@ pub const FIRST_LINE_RECORD_KEY: &str = "_first_line_record";
 /// record to record; checked, for an agent that rewrites its logs, before a grown file is read
 /// on (see [`Adapter::logs_rewritten`]).
 const READ_CRC_KEY: &str = "_read_crc";
-/// State key, in memory only (taken off before a record's state is written): the ids of the
-/// events a rewrite abandoned, for the new version's first record to name.
+/// State key, in memory only (taken off before a record's state is written): the events a
+/// rewrite abandoned, as `[line, id]`, for the new version's first record to name.
 const ABANDONED_KEY: &str = "_abandoned";
 /// State key of a log its agent rewrites (a plain file): `[device, inode, time of change in
 /// ns]` as the file was when last read; when they moved and its length did not, every byte
@@ -759,7 +759,7 @@ impl Ingester {
             Some(crc) if check_whole => crc_of(&bytes, 0, cur.byte_end)? == crc,
             _ => true,
         };
-        let mut abandoned: Vec<String> = Vec::new();
+        let mut abandoned: Vec<(u64, String)> = Vec::new();
         if !same_version {
             let version = cur.version + 1;
             // The leading lines a rewrite kept as they were keep their ids (see `line_ref`).
@@ -792,7 +792,8 @@ impl Ingester {
                 state.insert(crate::adapter::LINE_REFS_KEY.into(), refs);
             }
             if !abandoned.is_empty() {
-                state.insert(ABANDONED_KEY.into(), Value::from(std::mem::take(&mut abandoned)));
+                let pairs: Vec<Value> = std::mem::take(&mut abandoned).into_iter().map(|(line, id)| serde_json::json!([line, id])).collect();
+                state.insert(ABANDONED_KEY.into(), Value::Array(pairs));
             }
         }
         if len == cur.byte_end && same_version {
@@ -1168,8 +1169,8 @@ impl Ingester {
         carry_crc(state, READ_CRC_KEY, read_crc, raw);
         // Events their agent abandoned, named in this record: those a rewrite left (this
         // version's first record), and those of the turns its lines say were.
-        let mut superseded: Vec<String> = match state.remove(ABANDONED_KEY) {
-            Some(Value::Array(ids)) => ids.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        let mut superseded: Vec<(u64, String)> = match state.remove(ABANDONED_KEY) {
+            Some(Value::Array(pairs)) => pairs.iter().filter_map(|v| Some((v.get(0)?.as_u64()?, v.get(1)?.as_str()?.to_owned()))).collect(),
             _ => Vec::new(),
         };
         for a in &batch.abandoned {
@@ -1179,13 +1180,11 @@ impl Ingester {
             let again: HashSet<&str> = batch.events.iter().filter(|e| e.line >= a.to).map(|e| e.id.as_str()).collect();
             let of = |e: &Event| from_line_of(a, e);
             match self.events_of_lines(cur, &batch.events, a.from, &of) {
-                Ok(ids) => superseded.extend(ids.into_iter().filter(|id| !again.contains(id.as_str()))),
+                Ok(ids) => superseded.extend(ids.into_iter().filter(|(_, id)| !again.contains(id.as_str()))),
                 Err(e) => run.problems.push(format!("{}: the turns its lines say were abandoned could not be found ({e}); they stay current", file.shown())),
             }
         }
-        superseded.sort_unstable();
-        superseded.dedup();
-        bound_superseded(&mut superseded, &batch.events, file, run);
+        let superseded = bound_superseded(superseded, file, run);
         let batch_start = batch.byte_start;
         let state_json = serde_json::to_vec(state).unwrap_or_default();
         if state_json.len() > STATE_BYTES_MAX {
@@ -1376,7 +1375,7 @@ impl Ingester {
     /// None when no leading line was kept (nothing tells a rewind from a new beginning), or
     /// when either version is longer than the lines compared (a line kept past them would be
     /// taken for abandoned).
-    fn abandoned_events(&self, adapter: &dyn Adapter, file: &LogFile, old: &FileCursor, bytes: &Bytes, kept: &[(u64, u64)]) -> Result<Vec<String>, FileError> {
+    fn abandoned_events(&self, adapter: &dyn Adapter, file: &LogFile, old: &FileCursor, bytes: &Bytes, kept: &[(u64, u64)]) -> Result<Vec<(u64, String)>, FileError> {
         let prefix = kept.iter().zip(1u64..).take_while(|&(&(n, o), i)| n == i && o == i).count() as u64;
         if prefix == 0 || old.byte_end > KEPT_COMPARE_BYTES_MAX || bytes.len() > KEPT_COMPARE_BYTES_MAX {
             return Ok(Vec::new());
@@ -1392,10 +1391,10 @@ impl Ingester {
         self.events_of_lines(old, &[], prefix + 1, &|e| e.line > prefix && !kept_old.contains(&e.line))
     }
 
-    /// The ids of the events of the version `cur` reads (those recorded, and `pending`, about
-    /// to be) that `within` takes, none before line `first`.
-    fn events_of_lines(&self, cur: &FileCursor, pending: &[Event], first: u64, within: &dyn Fn(&Event) -> bool) -> Result<Vec<String>, FileError> {
-        let mut ids: Vec<String> = pending.iter().filter(|e| within(e)).map(|e| e.id.clone()).collect();
+    /// The events of the version `cur` reads (those recorded, and `pending`, about to be) that
+    /// `within` takes, none before line `first`, as (line, id).
+    fn events_of_lines(&self, cur: &FileCursor, pending: &[Event], first: u64, within: &dyn Fn(&Event) -> bool) -> Result<Vec<(u64, String)>, FileError> {
+        let mut ids: Vec<(u64, String)> = pending.iter().filter(|e| within(e)).map(|e| (e.line, e.id.clone())).collect();
         // The version's records, latest first, down to the one holding the first line named.
         for &offset in cur.offsets.iter().rev() {
             let recs = self.journal.read_vec(offset, 1).map_err(FileError::Journal)?;
@@ -1404,10 +1403,8 @@ impl Ingester {
             if view.head().line_end <= first {
                 break;
             }
-            ids.extend(view.events().map_err(FileError::Journal)?.into_iter().filter(|e| within(e)).map(|e| e.id));
+            ids.extend(view.events().map_err(FileError::Journal)?.into_iter().filter(|e| within(e)).map(|e| (e.line, e.id)));
         }
-        ids.sort_unstable();
-        ids.dedup();
         Ok(ids)
     }
 
@@ -1534,24 +1531,28 @@ fn mirror_problem(e: FileError) -> FileError {
     }
 }
 
-/// Keeps at most [`SUPERSEDED_BYTES_MAX`] of abandoned events' ids for a record, the record's
-/// own events first (only it can name them after them), the rest in order; says how many stay
-/// current.
-fn bound_superseded(ids: &mut Vec<String>, own: &[Event], file: &LogFile, run: &mut SourceRun) {
-    let size = |id: &String| id.len() + 8;
-    if ids.iter().map(size).sum::<usize>() <= SUPERSEDED_BYTES_MAX {
-        return;
-    }
-    let own: HashSet<&str> = own.iter().map(|e| e.id.as_str()).collect();
-    ids.sort_by_key(|id| !own.contains(id.as_str()));
+/// The ids a record names of the events its agent abandoned (`(line, id)`, in any order, ids
+/// twice at most once): ascending, at most [`SUPERSEDED_BYTES_MAX`] of them, those of the latest
+/// lines (one run of lines up to where the turns were left, the record's own events among
+/// them: only it can name them after them); says how many stay current.
+fn bound_superseded(mut found: Vec<(u64, String)>, file: &LogFile, run: &mut SourceRun) -> Vec<String> {
+    found.sort_unstable_by(|a, b| b.cmp(a));
+    let mut seen = HashSet::new();
+    found.retain(|(_, id)| seen.insert(id.clone()));
     let mut total = 0;
-    let keep = ids.iter().take_while(|id| {
-        total += size(id);
-        total <= SUPERSEDED_BYTES_MAX
-    }).count();
-    run.problems.push(format!("{}: {} of the events its agent abandoned stay current (more than a record names)", file.shown(), ids.len() - keep));
-    ids.truncate(keep);
+    let keep = found
+        .iter()
+        .take_while(|(_, id)| {
+            total += id.len() + 8;
+            total <= SUPERSEDED_BYTES_MAX
+        })
+        .count();
+    if keep < found.len() {
+        run.problems.push(format!("{}: {} of the events its agent abandoned stay current (more than a record names)", file.shown(), found.len() - keep));
+    }
+    let mut ids: Vec<String> = found.into_iter().take(keep).map(|(_, id)| id).collect();
     ids.sort_unstable();
+    ids
 }
 
 impl std::fmt::Display for FileError {

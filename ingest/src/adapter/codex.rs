@@ -374,18 +374,42 @@ fn item_event(file: &LogFile, state: &mut State, line_no: u64, time: i64, item: 
         if !state.contains_key(FIRST_PROMPT_KEY) {
             first_prompt_at(state, line_no);
         }
-        // Where this user turn begins, for a rollback to come.
-        let turns = turns_mut(state);
-        turns.push(Value::from(line_no));
-        if turns.len() > TURNS_KEPT {
-            turns.remove(0);
-        }
+        push_turn(state, line_no);
     }
     Line::Parsed(out)
 }
 
-/// State key: the lines where the latest user turns begin (a user message not of injected
-/// context), at most [`TURNS_KEPT`], the turns a rollback dropped taken off.
+/// Notes that a turn begins on line `line_no`, for a rollback to come.
+fn push_turn(state: &mut State, line_no: u64) {
+    let turns = turns_mut(state);
+    turns.push(Value::from(line_no));
+    if turns.len() > TURNS_KEPT {
+        turns.remove(0);
+    }
+}
+
+/// Whether a `response_item` payload is another agent's message, which begins a turn of a
+/// thread with sub-agents: an `agent_message` item, or an assistant message whose one text is
+/// an inter-agent message (a JSON object naming its `author` and `recipient`, or the same as
+/// `author: …` and `recipient: …` lines).
+fn is_agent_turn(p: &Json<'_>) -> bool {
+    match str_of(p, "type") {
+        Some("agent_message") => true,
+        Some("message") if str_of(p, "role") == Some("assistant") => {
+            let Some([part]) = p.get("content").and_then(Json::as_array).map(Vec::as_slice) else { return false };
+            let Some(text) = str_of(part, "text") else { return false };
+            let t = text.trim_start();
+            (t.starts_with('{')
+                && serde_json::from_str::<Value>(t).is_ok_and(|v| v.get("author").is_some_and(Value::is_string) && v.get("recipient").is_some_and(Value::is_string)))
+                || (t.starts_with("author: ") && t.contains("\nrecipient: "))
+        }
+        _ => false,
+    }
+}
+
+/// State key: the lines where the latest turns begin (a user message not of injected context,
+/// or another agent's message: [`is_agent_turn`]), at most [`TURNS_KEPT`], the turns a rollback
+/// dropped taken off.
 const TURNS_KEY: &str = "turns";
 
 /// Most user turns whose first lines are kept for a rollback: one of more turns abandons those
@@ -555,10 +579,17 @@ impl Adapter for Codex {
                 // Duplicates of response items and bookkeeping: indexed once, from the response item.
                 _ => return Line::Parsed(out),
             },
-            _ => match response_item(p) {
-                Some(item) => item,
-                None => return Line::Parsed(out),
-            },
+            _ => {
+                // Another agent's message begins a turn too (Codex counts it as one when it
+                // rolls back), though it is no prompt of the person's.
+                if is_agent_turn(p) {
+                    push_turn(state, line_no);
+                }
+                match response_item(p) {
+                    Some(item) => item,
+                    None => return Line::Parsed(out),
+                }
+            }
         };
         let Some(time) = str_of(&v, "timestamp").and_then(parse_time) else {
             return Line::Malformed(format!("{ty} line without a valid timestamp"));

@@ -34,9 +34,11 @@
 //!   turn rewound or rolled back), applied after its own events. They are found by id as
 //!   before (and [`State::is_superseded`] says so) but leave search, timelines, quote lookups
 //!   and session counts, like hidden events; a tombstone hiding one, or lifted, changes no
-//!   count. A later record bringing one again makes it current again (its log says it again).
-//!   The first prompt of a session, abandoned, is no longer its prompt: the record's session
-//!   changes, or a later record's, name the one that stands.
+//!   count. A later record bringing one again makes it current again (its log says it again,
+//!   or another log still says it: the one a copy held by another session was made of). A
+//!   record names abandoned events only for the sessions of its own events. The first prompt
+//!   of a session, abandoned, is no longer its prompt: the record's session changes, or a
+//!   later record's, name the one that stands.
 //! - **Sessions** count visible events only (neither hidden nor abandoned); started and ended
 //!   are the times of the first and last visible event; a session without visible events is
 //!   not listed. Its prompt is shown only without a title, and not when the event it came
@@ -252,10 +254,13 @@ impl State {
             if let Some(t) = &c.title {
                 s.title = Some(t.clone());
             }
-            if s.first_prompt.is_none() {
+            // None yet, or one whose event was abandoned (in this record, say: a first turn
+            // rolled back with the next prompt after it).
+            let abandoned = s.prompt_event.as_deref().is_some_and(|e| self.superseded.contains(e));
+            if s.first_prompt.is_none() || abandoned {
                 if let Some(p) = &c.first_prompt {
                     let prompt = cut_prompt(p);
-                    s.prompt_event = prompt_event(b, &c.session, &prompt);
+                    s.prompt_event = prompt_event(b, &c.session, &prompt, &self.superseded);
                     s.first_prompt = Some(prompt);
                 }
             }
@@ -376,7 +381,14 @@ impl State {
     /// that abandons events of its own names them after them, [`State::ingested`]).
     pub(crate) fn put_rec(&mut self, id: &str, rec: EventRec, project: Option<&str>) {
         let copy = |held: &EventRec| held.session != NO_SESSION && rec.session != NO_SESSION && held.session != rec.session;
-        let Some((n, old)) = self.events.put_unless(id, rec, copy) else { return };
+        let Some((n, old)) = self.events.put_unless(id, rec, copy) else {
+            // A copy: the session holding it keeps it, and if it was abandoned there (a
+            // resumed log read first, which a rewind then left), this log still says it.
+            if self.superseded.remove(id) && self.tombstones.hidden_by(id).is_none() {
+                self.event_visibility(id, true);
+            }
+            return;
+        };
         if let Some(old) = old {
             self.detach(id, n, &old);
         }
@@ -821,11 +833,12 @@ impl State {
 }
 
 /// The event the first prompt of `session` came from: the batch's user message of that
-/// session whose text begins with it, else its first user message.
-fn prompt_event(b: &Ingested, session: &str, prompt: &str) -> Option<String> {
+/// session whose text begins with it (one not abandoned first: the same prompt sent again in
+/// place of one abandoned), else its first user message.
+fn prompt_event(b: &Ingested, session: &str, prompt: &str, abandoned: &BTreeSet<String>) -> Option<String> {
     let mut user = b.events.iter().filter(|e| {
         e.session == session && e.role == origin_engine::record::Role::User && e.kind == origin_engine::record::EventKind::Message
     });
-    let exact = user.clone().find(|e| cut_prompt(&e.text) == prompt);
-    exact.or_else(|| user.next()).map(|e| e.id.clone())
+    let exact = |current: bool| user.clone().find(|e| cut_prompt(&e.text) == prompt && (!current || !abandoned.contains(&e.id)));
+    exact(true).or_else(|| exact(false)).or_else(|| user.next()).map(|e| e.id.clone())
 }
