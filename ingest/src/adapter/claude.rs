@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use origin_engine::record::{EventKind, Role, SessionChange};
 use serde_json::Value;
 
-use super::{first_prompt_abandoned, first_prompt_at, Adapter, FIRST_PROMPT_KEY, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
+use super::{first_prompt_abandoned, first_prompt_at, state_array, Adapter, FIRST_PROMPT_KEY, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::json::{Json, Shape};
 use crate::limits::LINE_ID_BYTES_MAX;
 use crate::source::{Homes, Source};
@@ -53,9 +53,9 @@ const RECENT_UUIDS: &str = "recent_uuids";
 const RECENT_UUIDS_MAX: usize = 8;
 /// Adapter state: legacy summaries whose leaf was not read yet, by `leafUuid`: `[line, text]`.
 const PENDING_SUMMARIES: &str = "pending_summaries";
-/// State key: the latest prompts of the file's own conversation (not a sidechain's), as
-/// `[parentUuid, line]`, at most [`PROMPTS_KEPT`]: a later prompt with the `parentUuid` of one
-/// of them is an edit of it (a rewind), which abandons it and what followed.
+/// State key: the latest prompts of the file's own conversation (not a sidechain's) that have a
+/// parent, as `[parentUuid, line, uuid]`, at most [`PROMPTS_KEPT`]: a later prompt with the
+/// `parentUuid` of one of them is an edit of it (a rewind), which abandons it and what followed.
 const PROMPTS: &str = "prompts";
 /// Most prompts kept under [`PROMPTS`]: a rewind to an earlier one abandons nothing.
 const PROMPTS_KEPT: usize = 64;
@@ -169,11 +169,7 @@ fn is_wrapper(text: &str) -> bool {
 /// (where what it abandoned begins) and forgets it and those after it. The same prompt written
 /// again (its uuid: Claude Code writes a line twice at times, or its history again) is none.
 fn rewound_to(state: &mut State, parent: &str, uuid: &str, line_no: u64) -> Option<u64> {
-    let v = state.entry(PROMPTS).or_insert_with(|| Value::Array(Vec::new()));
-    if !v.is_array() {
-        *v = Value::Array(Vec::new());
-    }
-    let Value::Array(prompts) = v else { return None };
+    let prompts = state_array(state, PROMPTS);
     let same = prompts.iter().rposition(|p| p.get(0).and_then(Value::as_str) == Some(parent));
     if same.is_some_and(|k| prompts[k].get(2).and_then(Value::as_str) == Some(uuid)) {
         return None;

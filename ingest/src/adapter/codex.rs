@@ -42,9 +42,10 @@
 //!   never indexed, so nothing is indexed twice. Two exceptions: `thread_name_updated` gives a
 //!   session title (no event), and `error` (extended persistence only) → system/system with
 //!   its message, as nothing else records it. And `thread_rolled_back` (`num_turns`): Codex
-//!   drops the newest user turns from the thread (they stay in the file); the events from the
-//!   line where the earliest of them began are recorded as superseded (`Parsed::abandons_from`;
-//!   the state keeps where the latest 64 user turns began, `turns`).
+//!   drops the newest turns from the thread (they stay in the file); the events from the line
+//!   where the earliest of them began are recorded as superseded (`Parsed::abandons_from`; the
+//!   state keeps where the latest 64 turns began, `turns`: the person's prompts and other
+//!   agents' messages, [`is_agent_turn`]).
 //! - `world_state`, `ghost_snapshot`, encrypted `compaction` items and any type this build does
 //!   not know: no event, not malformed.
 //! - Not a JSON object, no `type`, a known record without a payload object, or an indexed record
@@ -78,7 +79,7 @@ use origin_engine::record::{EventKind, Role, SessionChange};
 use serde_json::Value;
 
 use super::fork;
-use super::{first_prompt_abandoned, first_prompt_at, line_ref, Adapter, FIRST_PROMPT_KEY, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
+use super::{first_prompt_abandoned, first_prompt_at, line_ref, state_array, Adapter, FIRST_PROMPT_KEY, FileFormat, Line, LogFile, MemoryFile, MemoryScope, Parsed, Project, State};
 use crate::limits::LINE_ID_BYTES_MAX;
 use crate::source::{Homes, Source};
 use crate::json::{Json, Shape};
@@ -381,7 +382,7 @@ fn item_event(file: &LogFile, state: &mut State, line_no: u64, time: i64, item: 
 
 /// Notes that a turn begins on line `line_no`, for a rollback to come.
 fn push_turn(state: &mut State, line_no: u64) {
-    let turns = turns_mut(state);
+    let turns = state_array(state, TURNS_KEY);
     turns.push(Value::from(line_no));
     if turns.len() > TURNS_KEPT {
         turns.remove(0);
@@ -412,27 +413,16 @@ fn is_agent_turn(p: &Json<'_>) -> bool {
 /// dropped taken off.
 const TURNS_KEY: &str = "turns";
 
-/// Most user turns whose first lines are kept for a rollback: one of more turns abandons those
-/// kept (the rest stay current).
+/// Most turns whose first lines are kept for a rollback: one of more turns abandons those kept
+/// (the rest stay current).
 const TURNS_KEPT: usize = 64;
 
-fn turns_mut(state: &mut State) -> &mut Vec<Value> {
-    let v = state.entry(TURNS_KEY).or_insert_with(|| Value::Array(Vec::new()));
-    if !v.is_array() {
-        *v = Value::Array(Vec::new());
-    }
-    match v {
-        Value::Array(a) => a,
-        _ => unreachable!("made an array above"),
-    }
-}
-
-/// A rollback (`event_msg` `thread_rolled_back`): Codex drops the newest `num_turns` user
-/// turns from the thread's history; they stay in the file. Their events, from the line where
+/// A rollback (`event_msg` `thread_rolled_back`): Codex drops the newest `num_turns` turns
+/// from the thread's history; they stay in the file. Their events, from the line where
 /// the earliest of them began, are abandoned.
 fn rolled_back(state: &mut State, p: &Json<'_>) -> Parsed {
     let n = p.get("num_turns").and_then(Json::as_u64).unwrap_or(0) as usize;
-    let turns = turns_mut(state);
+    let turns = state_array(state, TURNS_KEY);
     let from = turns.len().saturating_sub(n);
     let abandons_from = if n == 0 { None } else { turns.drain(from..).next().and_then(|v| v.as_u64()) };
     if let Some(from) = abandons_from {

@@ -89,6 +89,18 @@ pub const LINE_REFS_MAX: usize = 256;
 /// (`true` in states written before 2026-12-07, whose line is not known).
 pub const FIRST_PROMPT_KEY: &str = "first_prompt";
 
+/// The array under `key` in an adapter's state, made (empty) if it is missing or not one.
+pub fn state_array<'s>(state: &'s mut State, key: &str) -> &'s mut Vec<Value> {
+    let v = state.entry(key).or_insert_with(|| Value::Array(Vec::new()));
+    if !v.is_array() {
+        *v = Value::Array(Vec::new());
+    }
+    match v {
+        Value::Array(a) => a,
+        _ => unreachable!("made an array above"),
+    }
+}
+
 /// Notes that the first prompt of the file's session is on line `line_no`.
 pub fn first_prompt_at(state: &mut State, line_no: u64) {
     state.insert(FIRST_PROMPT_KEY.into(), Value::from(line_no));
