@@ -1055,6 +1055,42 @@ fn a_rewind_in_a_resumed_claude_session_leaves_the_original_sessions_events() {
     }
 }
 
+/// A log copied from another with a branch its rewind left (a resumed or forked session's log
+/// begins with the lines of the one it copies): the copy does not bring the branch back.
+#[test]
+fn a_log_copied_with_a_branch_its_rewind_left_does_not_bring_it_back() {
+    for copies_keep_their_session in [false, true] {
+        let w = World::new();
+        let line = |session: &str, uuid: &str, parent: Option<&str>, role: &str, text: &str| {
+            serde_json::json!({"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": session, "cwd": "/home/dev/p", "timestamp": "2026-10-20T09:00:00.000Z", "message": {"role": role, "content": text}}).to_string()
+        };
+        let rewound = |session: &str| {
+            vec![
+                line(session, "u1", None, "user", "first question"),
+                line(session, "a1", Some("u1"), "assistant", "first answer"),
+                line(session, "u2", Some("a1"), "user", "second question"),
+                line(session, "a2", Some("u2"), "assistant", "reply grape"),
+                line(session, "r1", Some("a1"), "user", "second question, asked again"),
+                line(session, "r2", Some("r1"), "assistant", "reply cherry"),
+            ]
+        };
+        write_lines(&w.log("s2.jsonl"), &rewound("s2"));
+        run(&w);
+        let mut copied = rewound(if copies_keep_their_session { "s2" } else { "s3" });
+        copied.extend([line("s3", "c1", Some("r2"), "user", "and then?"), line("s3", "c2", Some("c1"), "assistant", "then this")]);
+        write_lines(&w.log("s3.jsonl"), &copied);
+        run(&w);
+        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
+        let mut state = origin_projections::State::new();
+        state.catch_up(&j).expect("state");
+        for e in ["u2", "a2"] {
+            assert!(state.is_superseded(&format!("claude-code:{e}")), "{e}, copies keep their session: {copies_keep_their_session}");
+        }
+        let ids: Vec<String> = state.session_events(Some("claude-code"), "s2", true, 100).into_iter().map(|m| m.id).collect();
+        assert_eq!(ids, ["u1", "a1", "r1", "r2"].map(|u| format!("claude-code:{u}")), "copies keep their session: {copies_keep_their_session}");
+    }
+}
+
 /// A rewind to the beginning of a long session abandons more events than a record names: the
 /// record names what it holds (1 MiB of ids), says how many stay current, and the log reads on.
 #[test]

@@ -391,8 +391,8 @@ fn push_turn(state: &mut State, line_no: u64) {
 
 /// Whether a `response_item` payload is another agent's message, which begins a turn of a
 /// thread with sub-agents: an `agent_message` item, or an assistant message whose one text is
-/// an inter-agent message (a JSON object naming its `author` and `recipient`, or the same as
-/// `author: …` and `recipient: …` lines).
+/// an inter-agent message (a JSON object with `author`, `recipient` and `content` strings, or
+/// the same as `author: …`, `recipient: …` and `Content: …` lines).
 fn is_agent_turn(p: &Json<'_>) -> bool {
     match str_of(p, "type") {
         Some("agent_message") => true,
@@ -400,9 +400,9 @@ fn is_agent_turn(p: &Json<'_>) -> bool {
             let Some([part]) = p.get("content").and_then(Json::as_array).map(Vec::as_slice) else { return false };
             let Some(text) = str_of(part, "text") else { return false };
             let t = text.trim_start();
-            (t.starts_with('{')
-                && serde_json::from_str::<Value>(t).is_ok_and(|v| v.get("author").is_some_and(Value::is_string) && v.get("recipient").is_some_and(Value::is_string)))
-                || (t.starts_with("author: ") && t.contains("\nrecipient: "))
+            let strings = |v: &Value, keys: &[&str]| keys.iter().all(|k| v.get(*k).is_some_and(Value::is_string));
+            (t.starts_with('{') && serde_json::from_str::<Value>(t).is_ok_and(|v| strings(&v, &["author", "recipient", "content"])))
+                || (t.starts_with("author: ") && t.contains("\nrecipient: ") && t.contains("\nContent: "))
         }
         _ => false,
     }

@@ -221,10 +221,14 @@ impl State {
     }
 
     fn ingested(&mut self, offset: u64, b: &Ingested) {
+        let abandons: rustc_hash::FxHashSet<&str> = b.superseded.iter().map(String::as_str).collect();
         for (i, e) in b.events.iter().enumerate() {
             // A record's payload is at most 64 MiB, so it holds far fewer than 2^32 events.
             let index = u32::try_from(i).unwrap_or(u32::MAX);
-            self.put_event(&b.source, e, offset, index);
+            // A copy held by another session is current again unless this record abandons it
+            // too (a log copied with a branch its rewind left).
+            let lifts = !abandons.contains(e.id.as_str());
+            self.put_event(&b.source, e, offset, index, lifts);
         }
         // After its own events (some of which it may name), before its session changes (which
         // may name the first prompt that stands in place of one abandoned). Only events held in
@@ -294,7 +298,7 @@ impl State {
 
     fn imported(&mut self, offset: u64, b: &Imported) {
         let e = &b.event;
-        self.put_event(&b.source, e, offset, 0);
+        self.put_event(&b.source, e, offset, 0, true);
         for v in &b.entries {
             self.add_version(offset, v);
         }
@@ -363,11 +367,11 @@ impl State {
 
     /// Adds event `e` of `source` at (`offset`, `index`), replacing an earlier event with the
     /// same id.
-    fn put_event(&mut self, source: &str, e: &Event, offset: u64, index: u32) {
+    fn put_event(&mut self, source: &str, e: &Event, offset: u64, index: u32, lifts: bool) {
         let src = self.events.source_number(source);
         let session = if e.session.is_empty() { NO_SESSION } else { self.sessions.get_or_insert(src, &e.session) };
         let rec = EventRec { time_unix_ms: e.time_unix_ms, offset, index, session, source: src, kind: e.kind, role: e.role };
-        self.put_rec(&e.id, rec, e.project.as_deref());
+        self.put_rec(&e.id, rec, e.project.as_deref(), lifts);
     }
 
     /// Puts an event's record, replacing an earlier one with the same id in the same session
@@ -378,13 +382,15 @@ impl State {
     ///
     /// An event brought again is current again, if it was abandoned: the later record is
     /// what its agent's log now says (a line a rewrite kept takes the id it had; a record
-    /// that abandons events of its own names them after them, [`State::ingested`]).
-    pub(crate) fn put_rec(&mut self, id: &str, rec: EventRec, project: Option<&str>) {
+    /// that abandons events of its own names them after them, [`State::ingested`]). So is a
+    /// copy held by another session, when `lifts` (its record does not abandon it too).
+    pub(crate) fn put_rec(&mut self, id: &str, rec: EventRec, project: Option<&str>, lifts: bool) {
         let copy = |held: &EventRec| held.session != NO_SESSION && rec.session != NO_SESSION && held.session != rec.session;
         let Some((n, old)) = self.events.put_unless(id, rec, copy) else {
             // A copy: the session holding it keeps it, and if it was abandoned there (a
-            // resumed log read first, which a rewind then left), this log still says it.
-            if self.superseded.remove(id) && self.tombstones.hidden_by(id).is_none() {
+            // resumed log read first, which a rewind then left), this log still says it
+            // (`lifts`: unless its record abandons it too).
+            if lifts && self.superseded.remove(id) && self.tombstones.hidden_by(id).is_none() {
                 self.event_visibility(id, true);
             }
             return;
