@@ -1534,7 +1534,9 @@ fn mirror_problem(e: FileError) -> FileError {
 /// The ids a record names of the events its agent abandoned (`(line, id)`, in any order, ids
 /// twice at most once): ascending, at most [`SUPERSEDED_BYTES_MAX`] of them, those of the latest
 /// lines (one run of lines up to where the turns were left, the record's own events among
-/// them: only it can name them after them); says how many stay current.
+/// them: only it can name them after them); says how many stay current. (The lines are of
+/// one version: a rewrite's, of the version before, never meet a line's, of this one, as no
+/// agent whose logs are rewritten says so in a line.)
 fn bound_superseded(mut found: Vec<(u64, String)>, file: &LogFile, run: &mut SourceRun) -> Vec<String> {
     found.sort_unstable_by(|a, b| b.cmp(a));
     let mut seen = HashSet::new();

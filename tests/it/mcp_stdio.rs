@@ -278,6 +278,10 @@ async fn a_rewound_turn_leaves_search_and_the_timeline_and_get_marks_it_supersed
     assert_eq!((&gone["text"], &gone["status"]), (&json!("and the pelican build"), &json!("superseded")), "{gone}");
     let kept = ok(&call(&c, "get", json!({ "id": "grok:sess-r:1" })).await);
     assert_eq!(kept.get("status"), None, "{kept}");
+    let lines = ok(&call(&c, "sources", json!({ "id": "grok:sess-r:3" })).await);
+    assert_eq!(lines[0]["status"], "superseded", "{lines}");
+    let lines = ok(&call(&c, "sources", json!({ "id": "grok:sess-r:1" })).await);
+    assert_eq!(lines[0].get("status"), None, "{lines}");
     let entry = ok(&call(&c, "get", json!({ "id": cited["entry"]["id"] })).await);
     assert_eq!(entry["sources"][0]["status"], "superseded", "{entry}");
     c.cancel().await.expect("close");

@@ -13,7 +13,7 @@
 //! another session (`origin.kind` other than `human`) or marked `isMeta` is meta, as are a
 //! task's `<task-notification>` and the `[Request interrupted by user…]` marker. A rewind
 //! (a prompt sent in the place of an earlier one: the same `parentUuid`) leaves the branch it
-//! left in the file: that prompt and every line after it are abandoned
+//! left in the file: that prompt and every line after it, up to the new one, are abandoned
 //! (`Parsed::abandons_from`, recorded as superseded; the latest 64 prompts are kept, `prompts`;
 //! the same prompt written again, its uuid, is no rewind).
 

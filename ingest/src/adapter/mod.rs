@@ -178,7 +178,7 @@ pub struct Parsed {
     /// Session properties learnt from the line (title, project, first prompt, parent).
     pub sessions: Vec<SessionChange>,
     /// The line says its agent abandoned the turns from this line of the file's version up to
-    /// it (Codex's rollback, Claude's rewind): the record holding the line names their events
+    /// it, itself not among them (Codex's rollback, Claude's rewind): the record holding the line names their events
     /// as superseded (`Ingested::superseded`).
     pub abandons_from: Option<u64>,
 }

@@ -36,13 +36,14 @@
 //!   and session counts, like hidden events; a tombstone hiding one, or lifted, changes no
 //!   count. A later record bringing one again makes it current again (its log says it again,
 //!   or another log still says it: the one a copy held by another session was made of). A
-//!   record names abandoned events only for the sessions of its own events. The first prompt
+//!   record's ids apply only to events held in its own events' sessions (to any, when it has
+//!   none). The first prompt
 //!   of a session, abandoned, is no longer its prompt: the record's session changes, or a
 //!   later record's, name the one that stands.
 //! - **Sessions** count visible events only (neither hidden nor abandoned); started and ended
 //!   are the times of the first and last visible event; a session without visible events is
 //!   not listed. Its prompt is shown only without a title, and not when the event it came
-//!   from is hidden.
+//!   from is hidden or abandoned.
 //! - **Events** are kept as locators (record offset, index); a later event with the same id
 //!   replaces the earlier (a re-ingested file version) unless the earlier is in another
 //!   session (the later is a copy: a resumed Claude Code session repeats the lines of the one

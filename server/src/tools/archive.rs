@@ -1210,7 +1210,9 @@ impl Archive {
         let mut out = Vec::new();
         for (event_id, quote) in cited {
             let Lookup::Found(meta) = inner.state.event(&event_id) else { continue };
-            out.push(self.provenance(&meta, quote)?);
+            let mut shown = self.provenance(&meta, quote)?;
+            mark_abandoned(&mut shown, &inner.state, &event_id);
+            out.push(shown);
         }
         Ok(Value::Array(out))
     }
