@@ -764,15 +764,19 @@ impl Ingester {
             let version = cur.version + 1;
             // The leading lines a rewrite kept as they were keep their ids (see `line_ref`).
             let refs = if version > 1 {
-                let kept = if adapter.lines_stand_alone(file) { self.kept_lines(&cur, &bytes) } else { Vec::new() };
+                // The new version's first bytes, read once for the lines it kept and the turns it
+                // abandoned (when they cannot be read, it kept none: see `kept_lines`).
+                let now = if adapter.lines_stand_alone(file) { bytes.read(0, KEPT_COMPARE_BYTES_MAX.min(bytes.len())).ok() } else { None };
+                let kept = now.as_deref().map(|now| self.kept_lines(&cur, now)).unwrap_or_default();
                 // The turns a rewind abandoned, named by the new version's first record (a run
                 // stopped before it finds the rewrite again).
-                abandoned = match self.abandoned_events(adapter, file, &cur, &bytes, &kept) {
-                    Ok(ids) => ids,
-                    Err(e) => {
+                abandoned = match now.as_deref().map(|now| self.abandoned_events(adapter, file, &cur, now, bytes.len(), &kept)) {
+                    Some(Ok(ids)) => ids,
+                    Some(Err(e)) => {
                         run.problems.push(format!("{}: the turns a rewrite of it abandoned could not be told ({e}); they stay current", file.shown()));
                         Vec::new()
                     }
+                    None => Vec::new(),
                 };
                 Some(crate::adapter::line_refs_mapped(&state, &kept, version))
             } else {
@@ -1323,17 +1327,16 @@ impl Ingester {
         history
     }
 
-    /// The complete lines of `bytes` (a file's new version) that are lines of the version `old`
-    /// read, byte for byte, as its mirror holds them (both within their first
-    /// `KEPT_COMPARE_BYTES_MAX`), as `(new line, old line)`, both rising: each new line taken,
+    /// The complete lines of `now` (a file's new version, its first `KEPT_COMPARE_BYTES_MAX`)
+    /// that are lines of the version `old` read, byte for byte, as its mirror holds them
+    /// (within its first `KEPT_COMPARE_BYTES_MAX` too), as `(new line, old line)`, both rising: each new line taken,
     /// in order, with the first line after the last one taken that is the same (a rewind
     /// keeps the lines before the turn rewound; a compaction or a repair keeps later lines,
-    /// moved up). When the mirror cannot be read, none: the new version's lines then all take
-    /// ids of their own, which duplicates what was kept but never gives an old id to other
-    /// words.
-    fn kept_lines(&self, old: &FileCursor, bytes: &Bytes) -> Vec<(u64, u64)> {
+    /// moved up). When the mirror (or the new version) cannot be read, none: the new version's
+    /// lines then all take ids of their own, which duplicates what was kept but never gives an
+    /// old id to other words.
+    fn kept_lines(&self, old: &FileCursor, now: &[u8]) -> Vec<(u64, u64)> {
         let Ok(before) = self.mirrors.read_head(&old.mirror, KEPT_COMPARE_BYTES_MAX) else { return Vec::new() };
-        let Ok(now) = bytes.read(0, KEPT_COMPARE_BYTES_MAX.min(bytes.len())) else { return Vec::new() };
         let complete = |b: &[u8]| -> Vec<(u64, usize, usize)> {
             let mut out = Vec::new();
             let mut at = 0;
@@ -1367,7 +1370,8 @@ impl Ingester {
         pairs
     }
 
-    /// The ids of the events of the version `old` read that a rewrite into `bytes` abandoned,
+    /// The ids of the events of the version `old` read that a rewrite into `new` (its first
+    /// bytes, of `new_len`) abandoned,
     /// by its agent's word ([`Adapter::rewrite_abandons_tail`], asked with the new version's
     /// lines it did not keep): a rewind keeps the lines before the turn it rewinds, byte for
     /// byte, so those of the old version's lines after the leading lines kept in place that
@@ -1375,12 +1379,11 @@ impl Ingester {
     /// None when no leading line was kept (nothing tells a rewind from a new beginning), or
     /// when either version is longer than the lines compared (a line kept past them would be
     /// taken for abandoned).
-    fn abandoned_events(&self, adapter: &dyn Adapter, file: &LogFile, old: &FileCursor, bytes: &Bytes, kept: &[(u64, u64)]) -> Result<Vec<(u64, String)>, FileError> {
+    fn abandoned_events(&self, adapter: &dyn Adapter, file: &LogFile, old: &FileCursor, new: &[u8], new_len: u64, kept: &[(u64, u64)]) -> Result<Vec<(u64, String)>, FileError> {
         let prefix = kept.iter().zip(1u64..).take_while(|&(&(n, o), i)| n == i && o == i).count() as u64;
-        if prefix == 0 || old.byte_end > KEPT_COMPARE_BYTES_MAX || bytes.len() > KEPT_COMPARE_BYTES_MAX {
+        if prefix == 0 || old.byte_end > KEPT_COMPARE_BYTES_MAX || new_len > KEPT_COMPARE_BYTES_MAX {
             return Ok(Vec::new());
         }
-        let new = bytes.read(0, bytes.len())?;
         let kept_new: HashSet<u64> = kept.iter().map(|&(n, _)| n).collect();
         // Its lines not kept, the last one unfinished too.
         let added: Vec<&[u8]> = new.split_inclusive(|&b| b == b'\n').zip(1u64..).filter(|(_, n)| !kept_new.contains(n)).map(|(l, _)| l).collect();
@@ -1398,7 +1401,11 @@ impl Ingester {
         // The version's records, latest first, down to the one holding the first line named.
         for &offset in cur.offsets.iter().rev() {
             let recs = self.journal.read_vec(offset, 1).map_err(FileError::Journal)?;
-            let Some(r) = recs.iter().find(|r| r.offset == offset) else { continue };
+            // The cursors name records the journal holds (as for a mirror's repair): one
+            // missing is said, not passed over.
+            let Some(r) = recs.iter().find(|r| r.offset == offset) else {
+                return Err(FileError::Io(io::Error::other(format!("no record at journal offset {offset}, which its cursor names"))));
+            };
             let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(FileError::Journal)?;
             if view.head().line_end <= first {
                 break;
