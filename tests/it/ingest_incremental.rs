@@ -978,12 +978,85 @@ fn a_claude_rewind_abandons_the_prompt_it_replaced_and_what_followed() {
     let listed: Vec<String> = state.session_events(Some("claude-code"), "s1", true, 100).into_iter().map(|m| m.id).collect();
     assert_eq!(listed, ids(&["u1", "a1", "u5"]));
     assert_eq!(state.session("claude-code", "s1").expect("listed").prompt.as_deref(), Some("first question"));
-    // A prompt without a parent, as the first's: not told from a log whose lines all have none
-    // (another tool's), so no rewind.
-    lines.extend([says("a6", "u5", 13, "an answer"), prompt("u6", None, 14, "the first question, rephrased")]);
+    // A prompt without a parent, as the first's, in this log that names parents: a rewind to
+    // the conversation's start, which abandons every line from the first prompt on.
+    lines.extend([says("a6", "u5", 13, "an answer"), prompt("u6", None, 14, "the first question, rephrased"), says("a7", "u6", 15, "a new answer")]);
     write_lines(&log, &lines);
     run(&w);
-    assert_eq!(superseded_records(&w.store()).len(), 2);
+    assert_eq!(superseded_records(&w.store())[2..], [(1, ids(&["a1", "a2", "a3", "a4", "a5", "a6", "r1", "u1", "u2", "u3", "u4", "u5", "x1"]))]);
+    let mut state = origin_projections::State::new();
+    state.catch_up(&j).expect("state");
+    let listed: Vec<String> = state.session_events(Some("claude-code"), "s1", true, 100).into_iter().map(|m| m.id).collect();
+    assert_eq!(listed, ids(&["u6", "a7"]));
+    assert_eq!(state.session("claude-code", "s1").expect("listed").prompt.as_deref(), Some("the first question, rephrased"));
+}
+
+/// A prompt without a parent is sent in the place of the first (a rewind to the conversation's
+/// start) only in a log that names parents: a log whose lines all have none (another tool's)
+/// asks two questions, a compaction's boundary (no parent, no prompt) starts the conversation
+/// again, and the first prompt written twice is no rewind; a rewind to the start read at a
+/// later run than the first prompt's answer is told as well.
+#[test]
+fn a_prompt_without_a_parent_rewinds_to_the_start_only_in_a_log_that_names_parents() {
+    let w = World::new();
+    let line = |session: &str, uuid: &str, parent: Option<&str>, role: &str, text: &str| claude_entry(session, uuid, parent, role, serde_json::json!(text)).to_string();
+    let ids = |list: &[&str]| -> Vec<String> { list.iter().map(|u| format!("claude-code:{u}")).collect() };
+    // Another tool's log: no line has a parent.
+    write_lines(&w.log("flat.jsonl"), &[
+        line("flat", "f1", None, "user", "first question"),
+        line("flat", "f2", None, "assistant", "first answer"),
+        line("flat", "f3", None, "user", "second question"),
+        line("flat", "f4", None, "assistant", "second answer"),
+    ]);
+    // A compaction: its boundary has no parent and starts the conversation again.
+    let mut boundary: serde_json::Value = serde_json::from_str(&line("compacted", "c2", None, "system", "")).expect("json");
+    boundary["subtype"] = serde_json::json!("compact_boundary");
+    boundary["content"] = serde_json::json!("Conversation compacted");
+    boundary.as_object_mut().expect("object").remove("message");
+    write_lines(&w.log("compacted.jsonl"), &[
+        line("compacted", "c0", None, "user", "before the compaction"),
+        line("compacted", "c1", Some("c0"), "assistant", "an answer"),
+        boundary.to_string(),
+        line("compacted", "c3", None, "user", "after the compaction"),
+        line("compacted", "c4", Some("c3"), "assistant", "another answer"),
+    ]);
+    // A prompt without a parent abandoned by a rewind to a prompt before it: no longer the
+    // start a later prompt without a parent would rewind to.
+    write_lines(&w.log("mixed.jsonl"), &[
+        line("mixed", "m0", None, "system", "a hook ran"),
+        line("mixed", "m1", Some("m0"), "user", "a question"),
+        line("mixed", "m2", Some("m1"), "assistant", "an answer"),
+        line("mixed", "m3", None, "user", "a question without a parent"),
+        line("mixed", "m4", Some("m3"), "assistant", "its answer"),
+        line("mixed", "m5", Some("m0"), "user", "a question, rewound"),
+        line("mixed", "m6", Some("m5"), "assistant", "the answer kept"),
+        line("mixed", "m7", None, "user", "another question without a parent"),
+    ]);
+    // The first prompt written again after its answer, then (at the next run) a rewind to the
+    // start.
+    let chained = w.log("chained.jsonl");
+    let mut lines = vec![
+        line("chained", "k1", None, "user", "the first question"),
+        line("chained", "k2", Some("k1"), "assistant", "the first answer"),
+        line("chained", "k1", None, "user", "the first question"),
+    ];
+    write_lines(&chained, &lines);
+    run(&w);
+    let mixed = [(1, ids(&["m1", "m2", "m3", "m4"]))];
+    assert_eq!(superseded_records(&w.store()), mixed);
+    lines.extend([line("chained", "k3", None, "user", "the first question, in other words"), line("chained", "k4", Some("k3"), "assistant", "a better answer")]);
+    write_lines(&chained, &lines);
+    run(&w);
+    assert_eq!(superseded_records(&w.store())[1..], [(1, ids(&["k1", "k2"]))]);
+    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
+    let mut state = origin_projections::State::new();
+    state.catch_up(&j).expect("state");
+    let listed = |s: &str| -> Vec<String> { state.session_events(Some("claude-code"), s, true, 100).into_iter().map(|m| m.id).collect() };
+    assert_eq!(listed("flat"), ids(&["f1", "f2", "f3", "f4"]));
+    assert_eq!(listed("compacted"), ids(&["c0", "c1", "c2", "c3", "c4"]));
+    assert_eq!(listed("chained"), ids(&["k3", "k4"]));
+    assert_eq!(listed("mixed"), ids(&["m0", "m5", "m6", "m7"]));
+    assert_eq!(state.session("claude-code", "chained").expect("listed").prompt.as_deref(), Some("the first question, in other words"));
 }
 
 /// A session's first prompt rewound (it has a parent: a line before it): the prompt sent in its

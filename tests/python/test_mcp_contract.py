@@ -788,10 +788,14 @@ async def test_remember_ingests_new_lines_before_saving(isolated_store: Store) -
     assert log.read_bytes().endswith(b"\n")
     new_uuid = "5f0c3a9e-1d2b-4c8e-9a7f-000000000042"
     said = "Keep the healthz timeout at 500 ms unless the user says otherwise, please."
+    # The prompt follows the log's last conversation line, as Claude Code writes it (a prompt
+    # without a parent in a log that names parents would be a rewind to its start).
+    last = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x.strip()]
+    parent = [x["uuid"] for x in last if x.get("uuid") and x.get("sessionId") == "4e1d7a2c-9b3f-4c6e-8d21-7f0a5b3c9e12"][-1]
     async with isolated_store.connect() as s:
         await get_ok(s, "search", {"query": "healthz"})
         line = {
-            "parentUuid": None, "isSidechain": False, "type": "user", "sessionId": "4e1d7a2c-9b3f-4c6e-8d21-7f0a5b3c9e12",
+            "parentUuid": parent, "isSidechain": False, "type": "user", "sessionId": "4e1d7a2c-9b3f-4c6e-8d21-7f0a5b3c9e12",
             "uuid": new_uuid, "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
             "cwd": "/home/dev/demo-app", "version": "2.1.281", "gitBranch": "feat/healthz",
             "message": {"role": "user", "content": said},

@@ -15,7 +15,10 @@
 //! (a prompt sent in the place of an earlier one: the same `parentUuid`) leaves the branch it
 //! left in the file: that prompt and every line after it, up to the new one, are abandoned
 //! (`Parsed::abandons_from`, recorded as superseded; the latest 64 prompts are kept, `prompts`;
-//! the same prompt written again, its uuid, is no rewind).
+//! the same prompt written again, its uuid, is no rewind). A prompt without a parent is sent in
+//! the place of the one before it, the conversation's first (`root_prompt`), once a later line
+//! named that one as its parent (a log that chains its lines); a line without a parent that is
+//! no prompt (a compaction's boundary) starts the conversation again.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -59,6 +62,12 @@ const PENDING_SUMMARIES: &str = "pending_summaries";
 const PROMPTS: &str = "prompts";
 /// Most prompts kept under [`PROMPTS`]: a rewind to an earlier one abandons nothing.
 const PROMPTS_KEPT: usize = 64;
+/// State key: the latest prompt of the file's own conversation without a parent (its first),
+/// as `[line, uuid]`, and `[line, uuid, true]` once a later line names it as its parent (the
+/// log chains its lines, as Claude Code does): a later prompt without a parent is then sent in
+/// its place (a rewind to the conversation's start). Taken off at a line without a parent that
+/// is no prompt (a compaction's boundary: the conversation starts again from there).
+const ROOT_PROMPT: &str = "root_prompt";
 /// Adapter state: the line of the summary that titles the session.
 const SUMMARY_LINE: &str = "summary_line";
 /// Most legacy summaries kept waiting for their leaf (a file resumed many times starts with
@@ -183,6 +192,34 @@ fn rewound_to(state: &mut State, parent: &str, uuid: &str, line_no: u64) -> Opti
     if prompts.len() > PROMPTS_KEPT {
         prompts.remove(0);
     }
+    from
+}
+
+/// Notes a line of the file's own conversation (not a sidechain's) whose parent is `parent`:
+/// the root prompt it names is chained ([`ROOT_PROMPT`]).
+fn root_chained(state: &mut State, parent: &str) {
+    if let Some(Value::Array(root)) = state.get_mut(ROOT_PROMPT)
+        && root.len() == 2
+        && root[1].as_str() == Some(parent)
+    {
+        root.push(Value::Bool(true));
+    }
+}
+
+/// Notes the prompt `uuid` of line `line_no`, which has no parent, as the conversation's root
+/// ([`ROOT_PROMPT`]); when the root before it was chained (its log names parents, so a prompt
+/// without one is sent in the first's place), gives that root's line, where what it abandoned
+/// begins, and forgets the prompts after it. The same prompt written again is none.
+fn root_rewound(state: &mut State, uuid: &str, line_no: u64) -> Option<u64> {
+    let held = state.get(ROOT_PROMPT).and_then(Value::as_array);
+    if held.is_some_and(|r| r.get(1).and_then(Value::as_str) == Some(uuid)) {
+        return None;
+    }
+    let from = held.filter(|r| r.get(2).and_then(Value::as_bool) == Some(true)).and_then(|r| r.first()).and_then(Value::as_u64);
+    if let Some(from) = from {
+        state_array(state, PROMPTS).retain(|p| p.get(1).and_then(Value::as_u64).is_some_and(|line| line < from));
+    }
+    state.insert(ROOT_PROMPT.into(), serde_json::json!([line_no, uuid]));
     from
 }
 
@@ -427,13 +464,28 @@ impl Adapter for Claude {
         // A prompt that takes the place of an earlier one (the same parent: Claude Code's
         // rewind goes back to a prompt and sends it again or another in its place, leaving the
         // branch it left in the file) abandons that one and every line after it; the first
-        // prompt among them is no longer the session's (this one is). Not a prompt without a
-        // parent: a log's first line has none, and so may every line of a log some other tool
-        // wrote, whose prompts would each abandon the one before.
-        if prompt.is_some() && !sidechain && let Some(p) = v.str_of("parentUuid").filter(|p| !p.is_empty()) {
-            out.abandons_from = rewound_to(state, p, uuid, line_no);
+        // prompt among them is no longer the session's (this one is). A prompt without a
+        // parent takes the place of the one before it only when a later line named that one
+        // as its parent: every line of a log some other tool wrote may have none, and its
+        // prompts would each abandon the one before.
+        if !sidechain {
+            match v.str_of("parentUuid").filter(|p| !p.is_empty()) {
+                Some(p) => {
+                    root_chained(state, p);
+                    if prompt.is_some() {
+                        out.abandons_from = rewound_to(state, p, uuid, line_no);
+                    }
+                }
+                None if prompt.is_some() => out.abandons_from = root_rewound(state, uuid, line_no),
+                None => {
+                    state.remove(ROOT_PROMPT);
+                }
+            }
             if let Some(from) = out.abandons_from {
                 first_prompt_abandoned(state, from);
+                if state.get(ROOT_PROMPT).and_then(Value::as_array).and_then(|r| r.first()).and_then(Value::as_u64).is_some_and(|line| line >= from && line != line_no) {
+                    state.remove(ROOT_PROMPT);
+                }
             }
         }
         let first = prompt.filter(|_| !state.contains_key(FIRST_PROMPT_KEY));
