@@ -1049,7 +1049,8 @@ fn a_server_on_pipes_leaves_them_blocking_and_answers_with_stderr_on_its_output(
 /// protocol error, written to the real server as bytes: each is answered as the spec wants (a
 /// tool error, or the call itself), and the session goes on. A lone half of a surrogate pair
 /// (a JavaScript string cut inside an emoji), a number no JSON value holds, a call without a
-/// name, and a call longer than the server reads.
+/// name, a call longer than the server reads, and a call that is not JSON but names its id;
+/// a line that is not JSON and names no request is said on stderr.
 #[test]
 fn lines_the_protocol_would_drop_are_answered() {
     use std::io::{BufRead, Write};
@@ -1108,9 +1109,15 @@ fn lines_the_protocol_would_drop_are_answered() {
     }
     // Bytes that are not UTF-8 in an argument: read as U+FFFD, the call goes through.
     send(b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"search\",\"arguments\":{\"query\":\"kiwi \xff\xfe\"}}}");
+    // A line that is not JSON and names no request: said on stderr (eight at most), not answered.
+    for _ in 0..10 {
+        send(b"hello, server");
+    }
+    // A call that is not JSON (its last brace missing) but names its id: answered.
+    send(br#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"search","arguments":{"query":"kiwi"}}"#);
     let mut answers = std::collections::BTreeMap::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while answers.len() < 10 {
+    while answers.len() < 11 {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let Ok(v) = rx.recv_timeout(left) else { break };
         if let Some(id) = v["id"].as_i64() {
@@ -1120,7 +1127,7 @@ fn lines_the_protocol_would_drop_are_answered() {
     drop(stdin);
     let out = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "every line answered: {answers:?}\n{stderr}");
+    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], "every line answered: {answers:?}\n{stderr}");
     let result = |id: i64| -> (bool, String) {
         let r = &answers[&id]["result"];
         assert!(r.is_object(), "{id}: a tool result, not a protocol error: {}", answers[&id]);
@@ -1142,6 +1149,11 @@ fn lines_the_protocol_would_drop_are_answered() {
     let (error, text) = result(9);
     assert!(error && text.contains("`text` is longer than"), "9: {text}");
     assert!(stderr.contains("longer than 16 MiB was passed over"), "{stderr}");
+    let (error, text) = result(11);
+    assert!(error && text.contains("the call is not JSON Origin can read (EOF while parsing an object"), "11: {text}");
+    assert_eq!(stderr.matches("a message that is not JSON was passed over without an answer").count(), 8, "{stderr}");
+    assert_eq!(stderr.matches("more such lines are not said").count(), 1, "{stderr}");
+    assert!(stderr.contains("(expected value at line 1 column 1; it names no request to answer)"), "{stderr}");
 }
 
 /// An entry cites each event once (the spec: `sources` gives one item per cited event): the

@@ -541,6 +541,18 @@ impl ServerHandler for Server {
     }
 }
 
+/// What the server's reader does with a line from the client ([`fix_arguments`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// Passed on as it is.
+    AsIs,
+    /// Passed on as this line instead.
+    Rewritten(String),
+    /// Not JSON, and no call whose id it names: passed on as it is (the protocol layer passes
+    /// over such a line without an answer) and said on stderr, with why.
+    NotJson(String),
+}
+
 /// Rewrites a line from the client that the protocol layer would refuse or drop without an
 /// answer, where the spec wants a tool error (or the call to go through):
 /// - `arguments` that is not an object (refused as "method not found"): the call reaches
@@ -550,28 +562,50 @@ impl ServerHandler for Server {
 ///   inside an emoji), which is not JSON a parser takes (the line was dropped): the half is
 ///   read as U+FFFD, the replacement character, and the call goes through;
 /// - an argument that is JSON no value can hold (a number beyond the floating-point range,
-///   `1e400`; the line was dropped): the call answers naming the argument.
+///   `1e400`; the line was dropped): the call answers naming the argument;
+/// - a call that is not JSON (cut short, a brace missing) whose `id` can be read before where
+///   it goes wrong, or at its end (the line was dropped, and its client waited for good): the
+///   call answers that it is not JSON, and why.
+///
+/// Any other line that is not JSON is [`Pass::NotJson`]: it names no request to answer, and an
+/// answer with a null id (JSON-RPC's parse error) is what rmcp and the official MCP SDKs do
+/// not send, since a peer that echoes what it cannot read would answer it in turn, and so on.
 ///
 /// (Bytes that are not UTF-8 are read as U+FFFD before this, by the server's reader.)
-///
-/// `None` when the line goes through as it is (including a line that is not a `tools/call`).
-pub fn fix_arguments(line: &str) -> Option<String> {
+pub fn fix_arguments(line: &str) -> Pass {
     if !line.contains("tools/call") {
-        return None;
+        return not_json(line).map_or(Pass::AsIs, Pass::NotJson);
     }
     let is_call = |v: &Value| v.get("method").and_then(Value::as_str) == Some("tools/call");
     // Parsed once as written: almost every call is JSON as it is, so it is looked at for
     // surrogates only when it is not.
     if let Ok(v) = serde_json::from_str::<Value>(line) {
-        return if is_call(&v) { fix_call(v) } else { None };
+        return if is_call(&v) { fix_call(v).map_or(Pass::AsIs, Pass::Rewritten) } else { Pass::AsIs };
     }
     let mended = whole_surrogates(line);
-    let line = mended.as_deref().unwrap_or(line);
-    match serde_json::from_str::<Value>(line) {
-        Ok(v) if is_call(&v) => fix_call(v).or(mended),
-        Ok(_) => None,
-        Err(_) => unreadable_arguments(line),
+    let text = mended.as_deref().unwrap_or(line);
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) if is_call(&v) => fix_call(v).or(mended).map_or(Pass::AsIs, Pass::Rewritten),
+        Ok(_) => mended.map_or(Pass::AsIs, Pass::Rewritten),
+        Err(e) => match unreadable_arguments(text) {
+            Some(call) => Pass::Rewritten(call),
+            None => {
+                let why = format!("the call is not JSON Origin can read ({e})");
+                let tail = &text.as_bytes()[text.len().saturating_sub(TAIL_BYTES)..];
+                call_from_ends(text.as_bytes(), tail, &why).map_or(Pass::NotJson(why), Pass::Rewritten)
+            }
+        },
     }
+}
+
+/// Why `line` is not JSON the protocol layer reads (which passes over a byte order mark, and a
+/// line of white space); `None` when it is.
+fn not_json(line: &str) -> Option<String> {
+    let line = line.strip_prefix('\u{feff}').unwrap_or(line);
+    if line.trim().is_empty() {
+        return None;
+    }
+    serde_json::from_str::<serde::de::IgnoredAny>(line).err().map(|e| e.to_string())
 }
 
 /// [`fix_arguments`] of a `tools/call` that parsed.
@@ -704,11 +738,11 @@ fn id_at_end(tail: &[u8]) -> Option<Value> {
     None
 }
 
-/// A `tools/call` whose line was longer than the server reads, rewritten from the line's
-/// first bytes (its `method` and `params.name`, and its `id` when it comes before the
-/// arguments) and its last (its `id` when it is written last) as the same call whose arguments
-/// say it was too long; `None` when they do not name a call with an id.
-fn too_long_call(head: &[u8], tail: &[u8]) -> Option<String> {
+/// A `tools/call` whose line cannot be read whole (longer than the server reads, or not JSON),
+/// rewritten from the line's first bytes (its `method` and `params.name`, and its `id` when it
+/// comes before the arguments) and its last (its `id` when it is written last) as the same
+/// call whose arguments say `why`; `None` when they do not name a call with an id.
+fn call_from_ends(head: &[u8], tail: &[u8], why: &str) -> Option<String> {
     use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
     use std::cell::RefCell;
     #[derive(Default)]
@@ -759,7 +793,6 @@ fn too_long_call(head: &[u8], tail: &[u8]) -> Option<String> {
         Some(id) => id,
         None => id_at_end(tail)?,
     };
-    let why = format!("the call is longer than the {} MiB Origin reads in one message", PROTOCOL_LINE_BYTES_MAX >> 20);
     Some(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": seen.name.unwrap_or_default(), "arguments": { NOT_READABLE: why } } }).to_string())
 }
 
@@ -979,6 +1012,10 @@ async fn stop_reader(reader: tokio::task::JoinHandle<()>) {
 /// drops a longer one without an answer, so the server's reader must catch every line that long.
 const PROTOCOL_LINE_BYTES_MAX: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 
+/// Most lines that are not JSON a session says on stderr (a client that writes something
+/// else on its output would fill the log).
+const NOT_JSON_SAID_MAX: usize = 8;
+
 /// Longest line the server passes on to the protocol layer, newline included: below
 /// [`PROTOCOL_LINE_BYTES_MAX`] by a margin for [`fix_arguments`]' rewriting (which may write a
 /// number longer than the client did). A longer line is answered as too long (a call) or
@@ -1014,6 +1051,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
     let reader = tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(input);
         let mut buf = Vec::new();
+        let mut not_json_said = 0usize;
         loop {
             buf.clear();
             match (&mut lines).take(LINE_BYTES_MAX as u64).read_until(b'\n', &mut buf).await {
@@ -1041,19 +1079,35 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                     }
                 }
                 crate::say_err!("origin: a message longer than {} MiB was passed over", PROTOCOL_LINE_BYTES_MAX >> 20);
-                match too_long_call(&buf, &tail) {
+                let why = format!("the call is longer than the {} MiB Origin reads in one message", PROTOCOL_LINE_BYTES_MAX >> 20);
+                match call_from_ends(&buf, &tail, &why) {
                     Some(answer) => Some(answer),
                     None => continue,
                 }
             } else {
-                match std::str::from_utf8(&buf) {
+                let pass = match std::str::from_utf8(&buf) {
                     Ok(line) => fix_arguments(line),
                     // Bytes that are not UTF-8 (the protocol layer dropped the line unanswered)
                     // are read as U+FFFD, as half of a surrogate pair is, and the call goes on.
                     Err(_) => {
                         let line = String::from_utf8_lossy(&buf);
                         let line = line.trim_end_matches('\n');
-                        Some(fix_arguments(line).unwrap_or_else(|| line.to_owned()))
+                        match fix_arguments(line) {
+                            Pass::AsIs => Pass::Rewritten(line.to_owned()),
+                            other => other,
+                        }
+                    }
+                };
+                match pass {
+                    Pass::AsIs => None,
+                    Pass::Rewritten(line) => Some(line),
+                    Pass::NotJson(why) => {
+                        not_json_said += 1;
+                        if not_json_said <= NOT_JSON_SAID_MAX {
+                            let more = if not_json_said == NOT_JSON_SAID_MAX { "; more such lines are not said" } else { "" };
+                            crate::say_err!("origin: a message that is not JSON was passed over without an answer ({why}; it names no request to answer){more}");
+                        }
+                        None
                     }
                 }
             };
@@ -1262,13 +1316,14 @@ mod tests {
     #[test]
     fn arguments_that_are_not_an_object_reach_the_tool_as_an_error() {
         let line = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":[1,2]}}"#;
-        let fixed: Value = serde_json::from_str(&fix_arguments(line).expect("rewritten")).expect("json");
+        let Pass::Rewritten(fixed) = fix_arguments(line) else { panic!("not rewritten") };
+        let fixed: Value = serde_json::from_str(&fixed).expect("json");
         assert_eq!(fixed["params"]["arguments"][NOT_AN_OBJECT], "a list");
         assert_eq!(fixed["id"], 2);
         let ok = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}"#;
-        assert_eq!(fix_arguments(ok), None);
-        assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#), None);
-        assert_eq!(fix_arguments("not json tools/call"), None);
+        assert_eq!(fix_arguments(ok), Pass::AsIs);
+        assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#), Pass::AsIs);
+        assert!(matches!(fix_arguments("not json tools/call"), Pass::NotJson(why) if why.starts_with("the call is not JSON Origin can read (expected ident")));
     }
 
     /// Lines the protocol layer would drop or refuse reach the tools: a lone half of a
@@ -1276,7 +1331,10 @@ mod tests {
     /// answered; a call's whole head read from a line cut short.
     #[test]
     fn calls_the_protocol_would_drop_reach_the_tool() {
-        let call_of = |line: &str| -> Value { serde_json::from_str(&fix_arguments(line).expect("rewritten")).expect("json") };
+        let call_of = |line: &str| -> Value {
+            let Pass::Rewritten(fixed) = fix_arguments(line) else { panic!("not rewritten: {line}") };
+            serde_json::from_str(&fixed).expect("json")
+        };
         let lone = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"search","arguments":{"query":"cut \ud83d","project":"\udc00x \ud83d\ude80 \\ud83d"}}}"#;
         let v = call_of(lone);
         assert_eq!(v["params"]["arguments"]["query"], "cut \u{FFFD}");
@@ -1295,14 +1353,31 @@ mod tests {
             let v = call_of(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#));
             assert_eq!(v["params"]["name"], format!("{NO_NAME}{what}"));
         }
-        // Not calls, or not mendable: as they are.
-        assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"\ud83d"}} tools/call"#), None);
-        assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get","arguments":{"id":"x"}"#), None);
+        // Not a call, and not JSON even mended: said, passed on as it is.
+        assert!(matches!(fix_arguments(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"\ud83d"}} tools/call"#), Pass::NotJson(why) if why.contains("trailing characters")));
+        // Not a call, mended: passed on mended.
+        assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":1,"result":{"x":"tools/call \ud83d"}}"#), Pass::Rewritten(r#"{"jsonrpc":"2.0","id":1,"result":{"x":"tools/call \uFFFD"}}"#.into()));
+        // A call cut short (a brace missing) whose id is read before: answered.
+        let v = call_of(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get","arguments":{"id":"x"}"#);
+        assert_eq!((v["id"].as_i64(), v["params"]["name"].as_str()), (Some(1), Some("get")));
+        let why = v["params"]["arguments"][NOT_READABLE].as_str().expect("why");
+        assert!(why.starts_with("the call is not JSON Origin can read (EOF while parsing an object"), "{why}");
+        // ... or at its end; not one whose id is in neither.
+        let v = call_of(r#"{"method":"tools/call","params":{"name":"search","arguments":{"query":"x",}},"jsonrpc":"2.0","id":"t-1"}"#);
+        assert_eq!((v["id"].as_str(), v["params"]["name"].as_str()), (Some("t-1"), Some("search")));
+        assert!(matches!(fix_arguments(r#"{"method":"tools/call","params":{"name":"search","arguments":{"query":"x",}},"id":"t-1","jsonrpc":"2.0"}"#), Pass::NotJson(_)));
+        // Lines that are not calls: JSON as the protocol layer reads it (a byte order mark, white
+        // space) or not.
+        assert_eq!(fix_arguments("\u{feff}{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"), Pass::AsIs);
+        assert_eq!(fix_arguments("  \r"), Pass::AsIs);
+        assert!(matches!(fix_arguments("hello"), Pass::NotJson(why) if why.starts_with("expected value")));
+        assert!(matches!(fix_arguments(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list""#), Pass::NotJson(why) if why.starts_with("EOF while parsing")));
         // A head cut short.
+        let too_long_call = |head: &[u8], tail: &[u8]| call_from_ends(head, tail, "too long");
         let head = r#"{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"remember","arguments":{"text":"aaaaaaaa"#;
         let v: Value = serde_json::from_str(&too_long_call(head.as_bytes(), b"aaaa\"}}}\n").expect("a call")).expect("json");
         assert_eq!((v["id"].as_i64(), v["params"]["name"].as_str()), (Some(77), Some("remember")));
-        assert!(v["params"]["arguments"][NOT_READABLE].as_str().expect("why").contains("longer than the 16 MiB"));
+        assert_eq!(v["params"]["arguments"][NOT_READABLE].as_str(), Some("too long"));
         assert_eq!(too_long_call(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":{"#, b"aaa\"}}}"), None, "no id");
         assert_eq!(too_long_call(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":""#, b"\"}}"), None);
         // The id written last (the TypeScript SDK's order), found in the line's last bytes; an
