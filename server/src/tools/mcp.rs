@@ -573,39 +573,72 @@ pub enum Pass {
 ///
 /// (Bytes that are not UTF-8 are read as U+FFFD before this, by the server's reader.)
 pub fn fix_arguments(line: &str) -> Pass {
-    if !line.contains("tools/call") {
-        return not_json(line).map_or(Pass::AsIs, Pass::NotJson);
+    // As the protocol layer reads a line: without a byte order mark or its line end.
+    let body = line.strip_prefix('\u{feff}').unwrap_or(line).trim_end_matches(['\n', '\r']);
+    if body.trim().is_empty() {
+        return Pass::AsIs;
     }
     let is_call = |v: &Value| v.get("method").and_then(Value::as_str) == Some("tools/call");
-    // Parsed once as written: almost every call is JSON as it is, so it is looked at for
+    // Parsed once as written: almost every line is JSON as it is, so it is looked at for
     // surrogates only when it is not.
-    if let Ok(v) = serde_json::from_str::<Value>(line) {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
         return if is_call(&v) { fix_call(v).map_or(Pass::AsIs, Pass::Rewritten) } else { Pass::AsIs };
     }
-    let mended = whole_surrogates(line);
-    let text = mended.as_deref().unwrap_or(line);
+    let mended = whole_surrogates(body);
+    let text = mended.as_deref().unwrap_or(body);
     match serde_json::from_str::<Value>(text) {
-        Ok(v) if is_call(&v) => fix_call(v).or(mended).map_or(Pass::AsIs, Pass::Rewritten),
-        Ok(_) => mended.map_or(Pass::AsIs, Pass::Rewritten),
-        Err(e) => match unreadable_arguments(text) {
-            Some(call) => Pass::Rewritten(call),
-            None => {
+        Ok(v) if is_call(&v) => Pass::Rewritten(fix_call(v).unwrap_or_else(|| text.to_owned())),
+        Ok(_) => Pass::Rewritten(text.to_owned()),
+        // A call whose head (or whose own `id`, written last) can be read is answered.
+        Err(e) => unreadable_arguments(text)
+            .or_else(|| {
                 let why = format!("the call is not JSON Origin can read ({e})");
-                let tail = &text.as_bytes()[text.len().saturating_sub(TAIL_BYTES)..];
-                call_from_ends(text.as_bytes(), tail, &why).map_or(Pass::NotJson(why), Pass::Rewritten)
-            }
-        },
+                call_from_ends(text.as_bytes(), || outer_id(text.as_bytes()), &why)
+            })
+            .map_or_else(|| Pass::NotJson(e.to_string()), Pass::Rewritten),
     }
 }
 
-/// Why `line` is not JSON the protocol layer reads (which passes over a byte order mark, and a
-/// line of white space); `None` when it is.
-fn not_json(line: &str) -> Option<String> {
-    let line = line.strip_prefix('\u{feff}').unwrap_or(line);
-    if line.trim().is_empty() {
-        return None;
+/// An id a request may have (JSON-RPC's: a string or a number; MCP's: not null, and a whole
+/// number): a call answered under any other would be refused by the protocol layer.
+fn request_id(id: Value) -> Option<Value> {
+    (id.is_string() || id.is_i64() || id.is_u64()).then_some(id)
+}
+
+/// The last `id` member of the object `line` begins with (not of an object inside it, as a
+/// call's arguments may name one), when its value can be read; `line` need not be JSON as a
+/// whole (its depth is told by the braces and brackets outside strings before the member).
+fn outer_id(line: &[u8]) -> Option<Value> {
+    let (mut depth, mut i, mut found) = (0usize, 0usize, None);
+    while i < line.len() {
+        match line[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                // The string's end: the next quote not escaped.
+                let start = i + 1;
+                let mut j = start;
+                while j < line.len() && line[j] != b'"' {
+                    j += if line[j] == b'\\' { 2 } else { 1 };
+                }
+                let key = &line[start..j.min(line.len())];
+                i = j;
+                if depth == 1 && key == b"id" {
+                    let after = &line[(j + 1).min(line.len())..];
+                    let colon = after.iter().position(|b| !b.is_ascii_whitespace());
+                    if let Some(c) = colon.filter(|&c| after[c] == b':') {
+                        let mut values = serde_json::Deserializer::from_slice(&after[c + 1..]).into_iter::<Value>();
+                        if let Some(Ok(v)) = values.next() {
+                            found = Some(v);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
     }
-    serde_json::from_str::<serde::de::IgnoredAny>(line).err().map(|e| e.to_string())
+    found
 }
 
 /// [`fix_arguments`] of a `tools/call` that parsed.
@@ -696,7 +729,7 @@ fn unreadable_arguments(line: &str) -> Option<String> {
     if head.method.as_deref() != Some("tools/call") {
         return None;
     }
-    let id: Value = serde_json::from_str(head.id?.get()).ok()?;
+    let id = request_id(serde_json::from_str(head.id?.get()).ok()?)?;
     let params = head.params?;
     let why = params.arguments?.iter().find_map(|(arg, raw)| {
         serde_json::from_str::<Value>(raw.get()).err().map(|e| format!("`{arg}` is not a JSON value Origin can read ({e})"))
@@ -740,9 +773,10 @@ fn id_at_end(tail: &[u8]) -> Option<Value> {
 
 /// A `tools/call` whose line cannot be read whole (longer than the server reads, or not JSON),
 /// rewritten from the line's first bytes (its `method` and `params.name`, and its `id` when it
-/// comes before the arguments) and its last (its `id` when it is written last) as the same
-/// call whose arguments say `why`; `None` when they do not name a call with an id.
-fn call_from_ends(head: &[u8], tail: &[u8], why: &str) -> Option<String> {
+/// comes before the arguments), else with the id `end_id` finds (written last), as the same
+/// call whose arguments say `why`; `None` when they do not name a call with an id a request
+/// may have ([`request_id`]).
+fn call_from_ends(head: &[u8], end_id: impl FnOnce() -> Option<Value>, why: &str) -> Option<String> {
     use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
     use std::cell::RefCell;
     #[derive(Default)]
@@ -789,10 +823,10 @@ fn call_from_ends(head: &[u8], tail: &[u8], why: &str) -> Option<String> {
     if seen.method.as_deref() != Some("tools/call") {
         return None;
     }
-    let id = match seen.id {
+    let id = request_id(match seen.id {
         Some(id) => id,
-        None => id_at_end(tail)?,
-    };
+        None => end_id()?,
+    })?;
     Some(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": seen.name.unwrap_or_default(), "arguments": { NOT_READABLE: why } } }).to_string())
 }
 
@@ -1080,7 +1114,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                 }
                 crate::say_err!("origin: a message longer than {} MiB was passed over", PROTOCOL_LINE_BYTES_MAX >> 20);
                 let why = format!("the call is longer than the {} MiB Origin reads in one message", PROTOCOL_LINE_BYTES_MAX >> 20);
-                match call_from_ends(&buf, &tail, &why) {
+                match call_from_ends(&buf, || id_at_end(&tail), &why) {
                     Some(answer) => Some(answer),
                     None => continue,
                 }
@@ -1104,21 +1138,33 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                     Pass::NotJson(why) => {
                         not_json_said += 1;
                         if not_json_said <= NOT_JSON_SAID_MAX {
-                            let more = if not_json_said == NOT_JSON_SAID_MAX { "; more such lines are not said" } else { "" };
-                            crate::say_err!("origin: a message that is not JSON was passed over without an answer ({why}; it names no request to answer){more}");
+                            let more = if not_json_said == NOT_JSON_SAID_MAX { "; later ones are not said" } else { "" };
+                            crate::say_err!("origin: a message that is not JSON was passed over without an answer ({why}){more}");
                         }
                         None
                     }
                 }
             };
-            let out = match &fixed {
-                Some(f) => {
-                    let mut b = f.clone().into_bytes();
-                    b.push(b'\n');
-                    b
-                }
+            let mut out = match fixed {
+                Some(f) => f.into_bytes(),
                 None => buf.clone(),
             };
+            // The last line, at the end of the input, may have no end of its own.
+            if out.last() != Some(&b'\n') {
+                out.push(b'\n');
+            }
+            if out.len() > PROTOCOL_LINE_BYTES_MAX {
+                // Grown past what the protocol layer reads by its bytes that are not UTF-8, each
+                // read as U+FFFD (three bytes): answered as a call too long.
+                let why = format!("the call is longer than the {} MiB Origin reads in one message once its bytes that are not UTF-8 are read as U+FFFD", PROTOCOL_LINE_BYTES_MAX >> 20);
+                match call_from_ends(&out, || outer_id(&out), &why) {
+                    Some(answer) => out = format!("{answer}\n").into_bytes(),
+                    None => {
+                        crate::say_err!("origin: a message longer than {} MiB once its bytes that are not UTF-8 are read as U+FFFD was passed over", PROTOCOL_LINE_BYTES_MAX >> 20);
+                        continue;
+                    }
+                }
+            }
             if feed.write_all(&out).await.is_err() {
                 break;
             }
@@ -1323,7 +1369,7 @@ mod tests {
         let ok = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}"#;
         assert_eq!(fix_arguments(ok), Pass::AsIs);
         assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#), Pass::AsIs);
-        assert!(matches!(fix_arguments("not json tools/call"), Pass::NotJson(why) if why.starts_with("the call is not JSON Origin can read (expected ident")));
+        assert!(matches!(fix_arguments("not json tools/call"), Pass::NotJson(why) if why == "expected ident at line 1 column 2"));
     }
 
     /// Lines the protocol layer would drop or refuse reach the tools: a lone half of a
@@ -1361,11 +1407,39 @@ mod tests {
         let v = call_of(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get","arguments":{"id":"x"}"#);
         assert_eq!((v["id"].as_i64(), v["params"]["name"].as_str()), (Some(1), Some("get")));
         let why = v["params"]["arguments"][NOT_READABLE].as_str().expect("why");
-        assert!(why.starts_with("the call is not JSON Origin can read (EOF while parsing an object"), "{why}");
-        // ... or at its end; not one whose id is in neither.
-        let v = call_of(r#"{"method":"tools/call","params":{"name":"search","arguments":{"query":"x",}},"jsonrpc":"2.0","id":"t-1"}"#);
-        assert_eq!((v["id"].as_str(), v["params"]["name"].as_str()), (Some("t-1"), Some("search")));
-        assert!(matches!(fix_arguments(r#"{"method":"tools/call","params":{"name":"search","arguments":{"query":"x",}},"id":"t-1","jsonrpc":"2.0"}"#), Pass::NotJson(_)));
+        assert_eq!(why, "the call is not JSON Origin can read (EOF while parsing an object at line 1 column 91)", "the line's end not read as a line");
+        // ... or after its arguments (the TypeScript SDK's order), the object's own, not an
+        // "id" inside the arguments; a line with a byte order mark or its slash escaped alike.
+        for (line, id) in [
+            (r#"{"method":"tools/call","params":{"name":"search","arguments":{"query":"x",}},"jsonrpc":"2.0","id":"t-1"}"#, "t-1"),
+            (r#"{"method":"tools/call","params":{"name":"search","arguments":{"query":"x",}},"id":"t-2","jsonrpc":"2.0"}"#, "t-2"),
+            ("\u{feff}{\"jsonrpc\":\"2.0\",\"id\":\"t-3\",\"method\":\"tools/call\",\"params\":{\"name\":\"search\",\"arguments\":{\"query\":\"x\"}}\r\n", "t-3"),
+            (r#"{"jsonrpc":"2.0","id":"t-4","method":"tools\/call","params":{"name":"search","arguments":{"query":"x"}}"#, "t-4"),
+        ] {
+            let v = call_of(line);
+            assert_eq!((v["id"].as_str(), v["params"]["name"].as_str()), (Some(id), Some("search")), "{line}");
+        }
+        for line in [
+            // Its own id cut off: an id in its arguments is not its.
+            r#"{"method":"tools/call","params":{"name":"get","arguments":{"id":"ent_abc"}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"search","arguments":{"query":"x","id":9}"#,
+            // An id no request has.
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"search","arguments":{"limit":1e400}}}"#,
+        ] {
+            assert!(matches!(fix_arguments(line), Pass::NotJson(_)), "{line}");
+        }
+        // A valid call with a byte order mark: as it is (the protocol layer passes over the mark).
+        assert_eq!(fix_arguments("\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"search\",\"arguments\":{\"query\":\"x\"}}}\n"), Pass::AsIs);
+        // Any line with a lone surrogate half is mended; a number no JSON value holds in a line
+        // that is no call is said.
+        assert_eq!(
+            fix_arguments(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"\ud83d"}}"#),
+            Pass::Rewritten(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"\uFFFD"}}"#.into())
+        );
+        assert!(matches!(fix_arguments(r#"{"jsonrpc":"2.0","id":22,"method":"ping","params":{"_meta":{"n":1e400}}}"#), Pass::NotJson(why) if why.starts_with("number out of range")));
         // Lines that are not calls: JSON as the protocol layer reads it (a byte order mark, white
         // space) or not.
         assert_eq!(fix_arguments("\u{feff}{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"), Pass::AsIs);
@@ -1373,7 +1447,7 @@ mod tests {
         assert!(matches!(fix_arguments("hello"), Pass::NotJson(why) if why.starts_with("expected value")));
         assert!(matches!(fix_arguments(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list""#), Pass::NotJson(why) if why.starts_with("EOF while parsing")));
         // A head cut short.
-        let too_long_call = |head: &[u8], tail: &[u8]| call_from_ends(head, tail, "too long");
+        let too_long_call = |head: &[u8], tail: &[u8]| call_from_ends(head, || id_at_end(tail), "too long");
         let head = r#"{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"remember","arguments":{"text":"aaaaaaaa"#;
         let v: Value = serde_json::from_str(&too_long_call(head.as_bytes(), b"aaaa\"}}}\n").expect("a call")).expect("json");
         assert_eq!((v["id"].as_i64(), v["params"]["name"].as_str()), (Some(77), Some("remember")));
