@@ -1032,6 +1032,18 @@ fn a_prompt_without_a_parent_rewinds_to_the_start_only_in_a_log_that_names_paren
         line("mixed", "m6", Some("m5"), "assistant", "the answer kept"),
         line("mixed", "m7", None, "user", "another question without a parent"),
     ]);
+    // A conversation that starts with a command's lines (no prompt), a hook's line without a
+    // parent after it (no start of its own), then a prompt without a parent: a rewind to the
+    // start.
+    let mut hook: serde_json::Value = serde_json::from_str(&line("command", "h1", None, "user", "")).expect("json");
+    hook["type"] = serde_json::json!("attachment");
+    hook["attachment"] = serde_json::json!({"type": "hook_success", "hookName": "SessionStart:resume"});
+    write_lines(&w.log("command.jsonl"), &[
+        line("command", "d1", None, "user", "<command-message>review is running…</command-message>\n<command-name>/review</command-name>"),
+        line("command", "d2", Some("d1"), "assistant", "the review"),
+        hook.to_string(),
+        line("command", "d3", None, "user", "actually just explain the diff"),
+    ]);
     // The first prompt written again after its answer, then (at the next run) a rewind to the
     // start.
     let chained = w.log("chained.jsonl");
@@ -1042,12 +1054,14 @@ fn a_prompt_without_a_parent_rewinds_to_the_start_only_in_a_log_that_names_paren
     ];
     write_lines(&chained, &lines);
     run(&w);
-    let mixed = [(1, ids(&["m1", "m2", "m3", "m4"]))];
-    assert_eq!(superseded_records(&w.store()), mixed);
+    let first = [(1, ids(&["d1", "d2", "h1"])), (1, ids(&["m1", "m2", "m3", "m4"]))];
+    let mut found = superseded_records(&w.store());
+    found.sort();
+    assert_eq!(found, first);
     lines.extend([line("chained", "k3", None, "user", "the first question, in other words"), line("chained", "k4", Some("k3"), "assistant", "a better answer")]);
     write_lines(&chained, &lines);
     run(&w);
-    assert_eq!(superseded_records(&w.store())[1..], [(1, ids(&["k1", "k2"]))]);
+    assert_eq!(superseded_records(&w.store())[2..], [(1, ids(&["k1", "k2"]))]);
     let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
     let mut state = origin_projections::State::new();
     state.catch_up(&j).expect("state");
@@ -1056,7 +1070,33 @@ fn a_prompt_without_a_parent_rewinds_to_the_start_only_in_a_log_that_names_paren
     assert_eq!(listed("compacted"), ids(&["c0", "c1", "c2", "c3", "c4"]));
     assert_eq!(listed("chained"), ids(&["k3", "k4"]));
     assert_eq!(listed("mixed"), ids(&["m0", "m5", "m6", "m7"]));
+    assert_eq!(state.session("claude-code", "command").expect("listed").prompt.as_deref(), Some("actually just explain the diff"));
     assert_eq!(state.session("claude-code", "chained").expect("listed").prompt.as_deref(), Some("the first question, in other words"));
+}
+
+/// A resumed session's log (its copies of the original's lines written with its own session
+/// id) rewound to the start: the copies stay the original's, current there, and the resumed
+/// session's first prompt is the one sent in the start's place, not the copied one.
+#[test]
+fn a_resumed_session_rewound_to_the_start_takes_the_new_prompt_as_its_first() {
+    let w = World::new();
+    let line = |session: &str, uuid: &str, parent: Option<&str>, role: &str, text: &str| claude_entry(session, uuid, parent, role, serde_json::json!(text)).to_string();
+    let original = |session: &str| vec![line(session, "z1", None, "user", "zebra question"), line(session, "z2", Some("z1"), "assistant", "zebra answer")];
+    write_lines(&w.log("z.jsonl"), &original("z"));
+    run(&w);
+    let mut resumed = original("b");
+    resumed.extend([line("b", "b1", Some("z2"), "user", "a question in b"), line("b", "r1", None, "user", "rewound start in b"), line("b", "r2", Some("r1"), "assistant", "an answer in b")]);
+    write_lines(&w.log("b.jsonl"), &resumed);
+    run(&w);
+    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
+    let mut state = origin_projections::State::new();
+    state.catch_up(&j).expect("state");
+    let listed = |s: &str| -> Vec<String> { state.session_events(Some("claude-code"), s, true, 100).into_iter().map(|m| m.id).collect() };
+    let ids = |list: &[&str]| -> Vec<String> { list.iter().map(|u| format!("claude-code:{u}")).collect() };
+    assert_eq!(listed("z"), ids(&["z1", "z2"]));
+    assert_eq!(listed("b"), ids(&["r1", "r2"]));
+    assert_eq!(state.session("claude-code", "z").expect("listed").prompt.as_deref(), Some("zebra question"));
+    assert_eq!(state.session("claude-code", "b").expect("listed").prompt.as_deref(), Some("rewound start in b"));
 }
 
 /// A session's first prompt rewound (it has a parent: a line before it): the prompt sent in its

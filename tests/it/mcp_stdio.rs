@@ -243,7 +243,7 @@ async fn a_memory_file_version_belongs_to_no_session() {
 
 /// A Grok session rewound: the turns it abandoned leave search, the timeline and the session's
 /// count; `get` still finds them, marked `"status": "superseded"`, and an entry citing one
-/// shows it so.
+/// shows it so; a quote only an abandoned turn says cites it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rewound_turn_leaves_search_and_the_timeline_and_get_marks_it_superseded() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -284,6 +284,18 @@ async fn a_rewound_turn_leaves_search_and_the_timeline_and_get_marks_it_supersed
     assert_eq!(lines[0].get("status"), None, "{lines}");
     let entry = ok(&call(&c, "get", json!({ "id": cited["entry"]["id"] })).await);
     assert_eq!(entry["sources"][0]["status"], "superseded", "{entry}");
+    // A quote only an abandoned turn says cites it; one a current event says too cites that.
+    let quoted = |quote: &str| {
+        let c = &c;
+        let quote = quote.to_owned();
+        async move {
+            let saved = ok(&call(c, "remember", json!({ "kind": "knowledge", "text": "Builds.", "confidence": 0.5, "sources": [{ "quote": quote }] })).await);
+            let entry = ok(&call(c, "get", json!({ "id": saved["entry"]["id"] })).await);
+            (entry["sources"][0]["id"].as_str().expect("id").to_owned(), entry["sources"][0].get("status").cloned())
+        }
+    };
+    assert_eq!(quoted("the pelican build").await, ("grok:sess-r:3".to_owned(), Some(json!("superseded"))));
+    assert_eq!(quoted("build").await, ("grok:sess-r:v2:4".to_owned(), None));
     c.cancel().await.expect("close");
 }
 
@@ -1045,11 +1057,35 @@ fn a_server_on_pipes_leaves_them_blocking_and_answers_with_stderr_on_its_output(
     assert!(!fcntl_getfl(&out_write_kept).expect("flags").contains(OFlags::NONBLOCK), "stdout left non-blocking");
 }
 
+/// A client's last line without its end (written before it closes its output) is answered.
+#[test]
+fn the_last_line_without_its_end_is_answered() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    ingest(&home);
+    let mut child = server_command(&home)
+        .as_std_mut()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn origin mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(handshake_requests().trim_end().as_bytes()).expect("requests");
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    let answered: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let search = answered.iter().find(|a| a["id"] == json!(3)).unwrap_or_else(|| panic!("the last call answered: {answered:?}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(search["result"]["isError"], json!(false), "{search}");
+}
+
 /// Lines a client may send that the protocol layer would drop without an answer or refuse as a
 /// protocol error, written to the real server as bytes: each is answered as the spec wants (a
 /// tool error, or the call itself), and the session goes on. A lone half of a surrogate pair
 /// (a JavaScript string cut inside an emoji), a number no JSON value holds, a call without a
-/// name, a call longer than the server reads, and a call that is not JSON but names its id;
+/// name, a call longer than the server reads (or longer once its bytes that are not UTF-8 are
+/// read as U+FFFD), and a call that is not JSON but names its id;
 /// a line that is not JSON and names no request is said on stderr.
 #[test]
 fn lines_the_protocol_would_drop_are_answered() {
@@ -1115,9 +1151,14 @@ fn lines_the_protocol_would_drop_are_answered() {
     }
     // A call that is not JSON (its last brace missing) but names its id: answered.
     send(br#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"search","arguments":{"query":"kiwi"}}"#);
+    // A call of 6 MiB of bytes that are not UTF-8, 18 MiB once each is read as U+FFFD: answered.
+    let mut grown = br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"search","arguments":{"query":""#.to_vec();
+    grown.resize(grown.len() + (6 << 20), 0xff);
+    grown.extend_from_slice(br#""}}}"#);
+    send(&grown);
     let mut answers = std::collections::BTreeMap::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while answers.len() < 11 {
+    while answers.len() < 12 {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let Ok(v) = rx.recv_timeout(left) else { break };
         if let Some(id) = v["id"].as_i64() {
@@ -1127,7 +1168,7 @@ fn lines_the_protocol_would_drop_are_answered() {
     drop(stdin);
     let out = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], "every line answered: {answers:?}\n{stderr}");
+    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], "every line answered: {answers:?}\n{stderr}");
     let result = |id: i64| -> (bool, String) {
         let r = &answers[&id]["result"];
         assert!(r.is_object(), "{id}: a tool result, not a protocol error: {}", answers[&id]);
@@ -1151,9 +1192,11 @@ fn lines_the_protocol_would_drop_are_answered() {
     assert!(stderr.contains("longer than 16 MiB was passed over"), "{stderr}");
     let (error, text) = result(11);
     assert!(error && text.contains("the call is not JSON Origin can read (EOF while parsing an object"), "11: {text}");
+    let (error, text) = result(12);
+    assert!(error && text.contains("once its bytes that are not UTF-8 are read as U+FFFD"), "12: {text}");
     assert_eq!(stderr.matches("a message that is not JSON was passed over without an answer").count(), 8, "{stderr}");
-    assert_eq!(stderr.matches("more such lines are not said").count(), 1, "{stderr}");
-    assert!(stderr.contains("(expected value at line 1 column 1; it names no request to answer)"), "{stderr}");
+    assert_eq!(stderr.matches("later ones are not said").count(), 1, "{stderr}");
+    assert!(stderr.contains("without an answer (expected value at line 1 column 1)"), "{stderr}");
 }
 
 /// An entry cites each event once (the spec: `sources` gives one item per cited event): the

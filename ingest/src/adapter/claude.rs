@@ -15,10 +15,10 @@
 //! (a prompt sent in the place of an earlier one: the same `parentUuid`) leaves the branch it
 //! left in the file: that prompt and every line after it, up to the new one, are abandoned
 //! (`Parsed::abandons_from`, recorded as superseded; the latest 64 prompts are kept, `prompts`;
-//! the same prompt written again, its uuid, is no rewind). A prompt without a parent is sent in
-//! the place of the one before it, the conversation's first (`root_prompt`), once a later line
-//! named that one as its parent (a log that chains its lines); a line without a parent that is
-//! no prompt (a compaction's boundary) starts the conversation again.
+//! the same prompt written again, its uuid, is no rewind). A user line without a parent is sent
+//! in the place of the one before it, the conversation's start (`root_prompt`), once a later
+//! line named that one as its parent (a log that chains its lines); a system line without a
+//! parent (a compaction's boundary) starts the conversation again.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -62,11 +62,12 @@ const PENDING_SUMMARIES: &str = "pending_summaries";
 const PROMPTS: &str = "prompts";
 /// Most prompts kept under [`PROMPTS`]: a rewind to an earlier one abandons nothing.
 const PROMPTS_KEPT: usize = 64;
-/// State key: the latest prompt of the file's own conversation without a parent (its first),
-/// as `[line, uuid]`, and `[line, uuid, true]` once a later line names it as its parent (the
-/// log chains its lines, as Claude Code does): a later prompt without a parent is then sent in
-/// its place (a rewind to the conversation's start). Taken off at a line without a parent that
-/// is no prompt (a compaction's boundary: the conversation starts again from there).
+/// State key: the latest user line of the file's own conversation without a parent (its start:
+/// a prompt, a command's lines, a picture alone), as `[line, uuid]`, and `[line, uuid, true]`
+/// once a later line names it as its parent (the log chains its lines, as Claude Code does): a
+/// later user line without a parent is then sent in its place (a rewind to the conversation's
+/// start). Taken off at a system line without a parent (a compaction's boundary: the
+/// conversation starts again from there).
 const ROOT_PROMPT: &str = "root_prompt";
 /// Adapter state: the line of the summary that titles the session.
 const SUMMARY_LINE: &str = "summary_line";
@@ -206,10 +207,10 @@ fn root_chained(state: &mut State, parent: &str) {
     }
 }
 
-/// Notes the prompt `uuid` of line `line_no`, which has no parent, as the conversation's root
-/// ([`ROOT_PROMPT`]); when the root before it was chained (its log names parents, so a prompt
-/// without one is sent in the first's place), gives that root's line, where what it abandoned
-/// begins, and forgets the prompts after it. The same prompt written again is none.
+/// Notes the user line `uuid` (line `line_no`), which has no parent, as the conversation's
+/// start ([`ROOT_PROMPT`]); when the start before it was chained (its log names parents, so a
+/// line without one is sent in the start's place), gives that start's line, where what it
+/// abandoned begins, and forgets the prompts after it. The same line written again is none.
 fn root_rewound(state: &mut State, uuid: &str, line_no: u64) -> Option<u64> {
     let held = state.get(ROOT_PROMPT).and_then(Value::as_array);
     if held.is_some_and(|r| r.get(1).and_then(Value::as_str) == Some(uuid)) {
@@ -464,7 +465,7 @@ impl Adapter for Claude {
         // A prompt that takes the place of an earlier one (the same parent: Claude Code's
         // rewind goes back to a prompt and sends it again or another in its place, leaving the
         // branch it left in the file) abandons that one and every line after it; the first
-        // prompt among them is no longer the session's (this one is). A prompt without a
+        // prompt among them is no longer the session's (this one is). A user line without a
         // parent takes the place of the one before it only when a later line named that one
         // as its parent: every line of a log some other tool wrote may have none, and its
         // prompts would each abandon the one before.
@@ -476,10 +477,15 @@ impl Adapter for Claude {
                         out.abandons_from = rewound_to(state, p, uuid, line_no);
                     }
                 }
-                None if prompt.is_some() => out.abandons_from = root_rewound(state, uuid, line_no),
-                None => {
+                // Claude Code writes a person's line without a parent only where nothing comes
+                // before it: at the start, and sent in the start's place (a prompt, a command's
+                // lines, a picture alone).
+                None if ty == "user" => out.abandons_from = root_rewound(state, uuid, line_no),
+                // A compaction's boundary: the conversation starts again there.
+                None if ty == "system" => {
                     state.remove(ROOT_PROMPT);
                 }
+                None => {}
             }
             if let Some(from) = out.abandons_from {
                 first_prompt_abandoned(state, from);

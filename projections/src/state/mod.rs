@@ -260,8 +260,10 @@ impl State {
                 s.title = Some(t.clone());
             }
             // None yet, or one whose event was abandoned (in this record, say: a first turn
-            // rolled back with the next prompt after it).
-            let abandoned = s.prompt_event.as_deref().is_some_and(|e| self.superseded.contains(e));
+            // rolled back with the next prompt after it), or that this record names abandoned
+            // though another session holds it (a resumed log's copy of the first prompt, which
+            // the resumed conversation rewound: the other session still says it).
+            let abandoned = s.prompt_event.as_deref().is_some_and(|e| self.superseded.contains(e) || abandons.contains(e));
             if s.first_prompt.is_none() || abandoned {
                 if let Some(p) = &c.first_prompt {
                     let prompt = cut_prompt(p);

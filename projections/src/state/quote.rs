@@ -1,6 +1,7 @@
 //! Finding the event a quote-only source cites: the most recent visible message containing
 //! the quote, else the most recent tool result; never a tool call (the agent's own `remember`
-//! call contains the quote).
+//! call contains the quote). Events their agent abandoned (a turn rewound) only when no other
+//! does.
 
 use std::collections::VecDeque;
 
@@ -31,10 +32,26 @@ pub(crate) fn find(state: &State, journal: &Journal, quote: &str) -> Result<Opti
         return Ok(None);
     }
     let ev = &state.events;
-    let mut numbers: Vec<u32> = (0..ev.len() as u32)
-        .filter(|&n| matches!(ev.rec(n).kind, EventKind::Message | EventKind::ToolResult))
-        .filter(|&n| state.counted(ev.id(n)))
+    let citable = |n: u32| matches!(ev.rec(n).kind, EventKind::Message | EventKind::ToolResult);
+    let found = most_recent(state, journal, &q, (0..ev.len() as u32).filter(|&n| citable(n) && state.counted(ev.id(n))).collect())?;
+    if found.is_some() || state.superseded.is_empty() {
+        return Ok(found);
+    }
+    // Else an event its agent abandoned (a turn rewound) that says it: it is not hidden, and
+    // found by id; no event saying it is what a quote no event says is told.
+    let abandoned = state
+        .superseded
+        .iter()
+        .filter_map(|id| ev.find(id))
+        .filter(|&n| citable(n) && state.tombstones.hidden_by(ev.id(n)).is_none())
         .collect();
+    most_recent(state, journal, &q, abandoned)
+}
+
+/// Of the events `numbers`, the most recent message whose text holds the folded quote `q`,
+/// else the most recent tool result that does.
+fn most_recent(state: &State, journal: &Journal, q: &str, mut numbers: Vec<u32>) -> Result<Option<EventMeta>> {
+    let ev = &state.events;
     numbers.sort_by_key(|&n| std::cmp::Reverse(ev.order_key(n)));
     let candidates: Vec<EventMeta> = numbers.into_iter().map(|n| state.event_meta_of(n)).collect();
     let candidates: Vec<&EventMeta> = candidates.iter().collect();
@@ -62,7 +79,7 @@ pub(crate) fn find(state: &State, journal: &Journal, quote: &str) -> Result<Opti
             }
         };
         let ev = event_in(&cache[at].1, m)?;
-        if fold(&ev.text).contains(&q) {
+        if fold(&ev.text).contains(q) {
             if m.kind == EventKind::Message {
                 return Ok(Some(m.clone()));
             }

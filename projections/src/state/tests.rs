@@ -395,13 +395,17 @@ fn abandoned_events_leave_listings_and_counts_but_are_found_by_id() {
     assert!(!s.doc_is_listed(crate::index::Scope::Event, &eid("e2"), m.offset, m.index, NOW), "search leaves it out");
     let m1 = s.event(&eid("e1")).found().unwrap();
     assert!(s.doc_is_listed(crate::index::Scope::Event, &eid("e1"), m1.offset, m1.index, NOW));
-    assert_eq!(s.find_quote(&j, "second").unwrap(), None, "not cited by quote");
+    // Cited by a quote no current event says; a quote a current event says too cites that one,
+    // the abandoned being more recent.
+    assert_eq!(s.find_quote(&j, "second").unwrap().map(|m| m.id), Some(eid("e2")), "cited by a quote only it says");
+    assert_eq!(s.find_quote(&j, "s").unwrap().map(|m| m.id), Some(eid("e1")), "a current event first");
     // A forget of an abandoned event, and its restore, change no count.
     let plan = s.forget_plan(&eid("e2")).unwrap();
     append(&j, &[forget_with("tmb_1", &eid("e2"), &plan)]);
     s.catch_up(&j).unwrap();
     assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 1);
     assert!(matches!(s.event(&eid("e2")), Lookup::Forgotten { .. }));
+    assert_eq!(s.find_quote(&j, "second").unwrap(), None, "forgotten: not cited");
     append(&j, &[restore("tmb_1")]);
     s.catch_up(&j).unwrap();
     assert_eq!(s.session(SOURCE, "s1").unwrap().event_count, 1);
