@@ -91,6 +91,18 @@ fn parse_time_probing(value: &str, now: &Zoned, up: bool, probe_range: bool) -> 
     if let Ok(d) = v.parse::<Date>() {
         return local(d);
     }
+    // ISO 8601's other dates: a week date (`2026-W43-3`, its week's Wednesday) and an ordinal
+    // date (`2026-294`, the year's 294th day).
+    if let Ok(w) = v.parse::<jiff::civil::ISOWeekDate>() {
+        return local(w.date());
+    }
+    if let Some((y, d)) = v.split_once('-').filter(|(y, d)| y.len() == 4 && d.len() == 3 && y.bytes().chain(d.bytes()).all(|b| b.is_ascii_digit())) {
+        if let (Ok(y), Ok(d)) = (y.parse::<i16>(), d.parse::<i16>()) {
+            if let Ok(date) = Date::new(y, 1, 1).and_then(|first| first.with().day_of_year(d).build()) {
+                return local(date);
+            }
+        }
+    }
     // A month (`2026-10`): its first day.
     if let Some((y, m)) = v.split_once('-').filter(|(y, m)| y.len() == 4 && m.len() == 2 && y.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit())) {
         if let (Ok(y), Ok(m)) = (y.parse::<i16>(), m.parse::<i8>()) {
@@ -219,8 +231,14 @@ mod tests {
         for bad in ["yesterday", "7x", "m", "-3d", "2026-13-01", "2026-13", "2026-1", "2026-02-30", "2026-02-29", "2026-10-20T25:00:00Z", "2026-00", "1792487550", "+2026-10-20", "-2026-10-20T09:00:00Z"] {
             assert_eq!(parse_time_arg(bad, &now), Err(format!("{bad:?} is not a time; use 30m, 24h, 7d, 2w, a date like 2026-10-20 (or a month, 2026-10), or ISO 8601")), "{bad:?}");
         }
-        // A month is its first day's local midnight.
+        // A month is its first day's local midnight; so are a week date and an ordinal date.
         assert_eq!(parse_time_arg("2026-10", &now), parse_time_arg("2026-10-01", &now));
+        assert_eq!(parse_time_arg("2026-W43-2", &now), parse_time_arg("2026-10-20", &now));
+        assert_eq!(parse_time_arg("2026-293", &now), parse_time_arg("2026-10-20", &now));
+        assert_eq!(parse_time_arg("2024-366", &now), parse_time_arg("2024-12-31", &now), "a leap year's last day");
+        for bad in ["2026-366", "2026-000", "2026-W54-1", "2026-W43-8"] {
+            assert!(parse_time_arg(bad, &now).is_err(), "{bad:?}");
+        }
         // Times of the right shape out of reach are said to be, not "not a time".
         for far in ["9999-12-31T23:59:59.999Z", "10000-01-01", "-009999-01-01T00:00:00", "99999-01"] {
             assert_eq!(parse_time_arg(far, &now), Err(format!("{far:?} is outside the times Origin can hold (about the years -9999 to 9999)")), "{far}");
