@@ -994,7 +994,8 @@ fn a_claude_rewind_abandons_the_prompt_it_replaced_and_what_followed() {
 /// A prompt without a parent is sent in the place of the first (a rewind to the conversation's
 /// start) only in a log that names parents: a log whose lines all have none (another tool's)
 /// asks two questions, a compaction's boundary (no parent, no prompt) starts the conversation
-/// again, and the first prompt written twice is no rewind; a rewind to the start read at a
+/// again, a tool's result or a compaction's summary without a parent is sent in no prompt's
+/// place, and the first prompt written twice is no rewind; a rewind to the start read at a
 /// later run than the first prompt's answer is told as well.
 #[test]
 fn a_prompt_without_a_parent_rewinds_to_the_start_only_in_a_log_that_names_parents() {
@@ -1044,6 +1045,15 @@ fn a_prompt_without_a_parent_rewinds_to_the_start_only_in_a_log_that_names_paren
         hook.to_string(),
         line("command", "d3", None, "user", "actually just explain the diff"),
     ]);
+    // A tool's result and a compaction's summary without a parent: no rewind.
+    let mut summary: serde_json::Value = serde_json::from_str(&line("summed", "s4", None, "user", "This session is being continued from a previous conversation.")).expect("json");
+    summary["isCompactSummary"] = serde_json::json!(true);
+    write_lines(&w.log("summed.jsonl"), &[
+        line("summed", "s1", None, "user", "run the tests"),
+        claude_entry("summed", "s2", Some("s1"), "assistant", serde_json::json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make test"}}])).to_string(),
+        claude_entry("summed", "s3", None, "user", serde_json::json!([{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}])).to_string(),
+        summary.to_string(),
+    ]);
     // The first prompt written again after its answer, then (at the next run) a rewind to the
     // start.
     let chained = w.log("chained.jsonl");
@@ -1070,6 +1080,7 @@ fn a_prompt_without_a_parent_rewinds_to_the_start_only_in_a_log_that_names_paren
     assert_eq!(listed("compacted"), ids(&["c0", "c1", "c2", "c3", "c4"]));
     assert_eq!(listed("chained"), ids(&["k3", "k4"]));
     assert_eq!(listed("mixed"), ids(&["m0", "m5", "m6", "m7"]));
+    assert_eq!(listed("summed").len(), 4);
     assert_eq!(state.session("claude-code", "command").expect("listed").prompt.as_deref(), Some("actually just explain the diff"));
     assert_eq!(state.session("claude-code", "chained").expect("listed").prompt.as_deref(), Some("the first question, in other words"));
 }

@@ -479,8 +479,11 @@ impl Adapter for Claude {
                 }
                 // Claude Code writes a person's line without a parent only where nothing comes
                 // before it: at the start, and sent in the start's place (a prompt, a command's
-                // lines, a picture alone).
-                None if ty == "user" => out.abandons_from = root_rewound(state, uuid, line_no),
+                // lines, a picture alone). Not a tool's result, nor a compaction's summary:
+                // neither is sent in a prompt's place.
+                None if ty == "user" && !v.get("isCompactSummary").and_then(Json::as_bool).unwrap_or(false) && !out.events.iter().all(|e| e.kind == EventKind::ToolResult) => {
+                    out.abandons_from = root_rewound(state, uuid, line_no);
+                }
                 // A compaction's boundary: the conversation starts again there.
                 None if ty == "system" => {
                     state.remove(ROOT_PROMPT);
