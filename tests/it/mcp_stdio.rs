@@ -1156,9 +1156,15 @@ fn lines_the_protocol_would_drop_are_answered() {
     grown.resize(grown.len() + (6 << 20), 0xff);
     grown.extend_from_slice(br#""}}}"#);
     send(&grown);
+    // A call longer than the server reads after a byte order mark: answered.
+    let mut long = b"\xef\xbb\xbf".to_vec();
+    long.extend_from_slice(br#"{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"remember","arguments":{"text":""#);
+    long.resize(long.len() + (16 << 20) + 10, b'a');
+    long.extend_from_slice(br#"","confidence":1,"sources":[{"quote":"q"}]}}}"#);
+    send(&long);
     let mut answers = std::collections::BTreeMap::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while answers.len() < 12 {
+    while answers.len() < 13 {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let Ok(v) = rx.recv_timeout(left) else { break };
         if let Some(id) = v["id"].as_i64() {
@@ -1168,7 +1174,7 @@ fn lines_the_protocol_would_drop_are_answered() {
     drop(stdin);
     let out = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], "every line answered: {answers:?}\n{stderr}");
+    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], "every line answered: {answers:?}\n{stderr}");
     let result = |id: i64| -> (bool, String) {
         let r = &answers[&id]["result"];
         assert!(r.is_object(), "{id}: a tool result, not a protocol error: {}", answers[&id]);
@@ -1183,7 +1189,7 @@ fn lines_the_protocol_would_drop_are_answered() {
     let (error, text) = result(5);
     assert!(error && text.contains("longer than the 16 MiB"), "{text}");
     assert_eq!(result(6).0, false, "the session goes on: {:?}", result(6));
-    for id in [7, 8] {
+    for id in [7, 8, 13] {
         let (error, text) = result(id);
         assert!(error && text.contains("longer than the 16 MiB"), "{id}: {text}");
     }
@@ -1194,9 +1200,9 @@ fn lines_the_protocol_would_drop_are_answered() {
     assert!(error && text.contains("the call is not JSON Origin can read (EOF while parsing an object"), "11: {text}");
     let (error, text) = result(12);
     assert!(error && text.contains("once its bytes that are not UTF-8 are read as U+FFFD"), "12: {text}");
-    assert_eq!(stderr.matches("a message that is not JSON was passed over without an answer").count(), 8, "{stderr}");
+    assert_eq!(stderr.matches("a message that is not JSON came in").count(), 8, "{stderr}");
     assert_eq!(stderr.matches("later ones are not said").count(), 1, "{stderr}");
-    assert!(stderr.contains("without an answer (expected value at line 1 column 1)"), "{stderr}");
+    assert!(stderr.contains("came in (expected value at line 1 column 1); it names no call Origin can answer"), "{stderr}");
 }
 
 /// An entry cites each event once (the spec: `sources` gives one item per cited event): the

@@ -602,7 +602,59 @@ pub fn fix_arguments(line: &str) -> Pass {
 /// An id a request may have (JSON-RPC's: a string or a number; MCP's: not null, and a whole
 /// number): a call answered under any other would be refused by the protocol layer.
 fn request_id(id: Value) -> Option<Value> {
-    (id.is_string() || id.is_i64() || id.is_u64()).then_some(id)
+    match &id {
+        Value::String(_) => Some(id),
+        // As the protocol layer reads a number id: a whole one, written `1.0` or `1e2` too,
+        // that a 64-bit signed integer holds.
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= -(2f64.powi(63)) && *f < 2f64.powi(63)).map(|f| f as i64))
+            .map(Value::from),
+        _ => None,
+    }
+}
+
+/// How deep a line's text is nested in objects and lists, outside strings, as it is read in
+/// pieces: a line read whole and back at depth 0 is whole (not cut short), so an `id` written
+/// last in it is the outer object's ([`id_at_end`]).
+#[derive(Default)]
+struct Nesting {
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Nesting {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+            } else {
+                match b {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' => self.depth += 1,
+                    b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn closed(&self) -> bool {
+        self.depth == 0 && !self.in_string
+    }
+}
+
+/// The `id` written last in a line too long to read whole, of which `nesting` read every byte
+/// and `tail` holds the last: only when the line closed every object it opened (else the id
+/// found may be one inside the call's arguments, its own cut off).
+fn end_id(nesting: &Nesting, tail: &[u8]) -> Option<Value> {
+    nesting.closed().then(|| id_at_end(tail)).flatten()
 }
 
 /// The last `id` member of the object `line` begins with (not of an object inside it, as a
@@ -1100,10 +1152,15 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                 // Longer than the server reads: the rest of the line is passed over (not read
                 // as lines of its own), and a call whose head names it is answered.
                 // Its last bytes are kept: a client may write the call's `id` last.
+                // And how deep its end is nested: an id written last is the call's only in a
+                // line that closes every object it opens.
                 let (mut rest, mut tail) = (Vec::new(), buf[buf.len() - TAIL_BYTES..].to_vec());
+                let mut nesting = Nesting::default();
+                nesting.feed(&buf);
                 loop {
                     rest.clear();
                     let read = (&mut lines).take(1 << 20).read_until(b'\n', &mut rest).await;
+                    nesting.feed(&rest);
                     tail.extend_from_slice(&rest);
                     tail.drain(..tail.len().saturating_sub(TAIL_BYTES));
                     match read {
@@ -1114,7 +1171,8 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                 }
                 crate::say_err!("origin: a message longer than {} MiB was passed over", PROTOCOL_LINE_BYTES_MAX >> 20);
                 let why = format!("the call is longer than the {} MiB Origin reads in one message", PROTOCOL_LINE_BYTES_MAX >> 20);
-                match call_from_ends(&buf, || id_at_end(&tail), &why) {
+                let head = buf.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&buf);
+                match call_from_ends(head, || end_id(&nesting, &tail), &why) {
                     Some(answer) => Some(answer),
                     None => continue,
                 }
@@ -1139,7 +1197,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                         not_json_said += 1;
                         if not_json_said <= NOT_JSON_SAID_MAX {
                             let more = if not_json_said == NOT_JSON_SAID_MAX { "; later ones are not said" } else { "" };
-                            crate::say_err!("origin: a message that is not JSON was passed over without an answer ({why}){more}");
+                            crate::say_err!("origin: a message that is not JSON came in ({why}); it names no call Origin can answer{more}");
                         }
                         None
                     }
@@ -1154,13 +1212,16 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
                 out.push(b'\n');
             }
             if out.len() > PROTOCOL_LINE_BYTES_MAX {
-                // Grown past what the protocol layer reads by its bytes that are not UTF-8, each
-                // read as U+FFFD (three bytes): answered as a call too long.
-                let why = format!("the call is longer than the {} MiB Origin reads in one message once its bytes that are not UTF-8 are read as U+FFFD", PROTOCOL_LINE_BYTES_MAX >> 20);
-                match call_from_ends(&out, || outer_id(&out), &why) {
+                // Grown past what the protocol layer reads by its rewriting (bytes that are not
+                // UTF-8 each read as U+FFFD, three bytes; numbers written out): answered as a
+                // call too long.
+                let how = if std::str::from_utf8(&buf).is_err() { "once its bytes that are not UTF-8 are read as U+FFFD" } else { "once rewritten for the tool to answer" };
+                let why = format!("the call is longer than the {} MiB Origin reads in one message {how}", PROTOCOL_LINE_BYTES_MAX >> 20);
+                let line = out.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&out);
+                match call_from_ends(line, || outer_id(line), &why) {
                     Some(answer) => out = format!("{answer}\n").into_bytes(),
                     None => {
-                        crate::say_err!("origin: a message longer than {} MiB once its bytes that are not UTF-8 are read as U+FFFD was passed over", PROTOCOL_LINE_BYTES_MAX >> 20);
+                        crate::say_err!("origin: a message longer than {} MiB {how} was passed over", PROTOCOL_LINE_BYTES_MAX >> 20);
                         continue;
                     }
                 }
@@ -1440,6 +1501,25 @@ mod tests {
             Pass::Rewritten(r#"{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"\uFFFD"}}"#.into())
         );
         assert!(matches!(fix_arguments(r#"{"jsonrpc":"2.0","id":22,"method":"ping","params":{"_meta":{"n":1e400}}}"#), Pass::NotJson(why) if why.starts_with("number out of range")));
+        // A whole-number id written as a float is read as the protocol layer reads it; one no
+        // 64-bit signed integer holds is none.
+        for (id, read) in [("1.0", json!(1)), ("1e2", json!(100)), ("-7", json!(-7))] {
+            let v = call_of(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"search","arguments":{{"query":"x"}}"#));
+            assert_eq!(v["id"], read, "{id}");
+        }
+        for id in ["18446744073709551615", "9.3e18", "1.5"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"search","arguments":{{"query":"x"}}"#);
+            assert!(matches!(fix_arguments(&line), Pass::NotJson(_)), "{id}");
+        }
+        // A line too long to read whole: its last id is the call's only when the line closed
+        // every object it opened, read in pieces.
+        let whole: &[&[u8]] = &[br##"{"method":"tools/call","params":{"name":"get","arguments":{"q":"a{[\"}""##, br#"}},"id":"t-9"}"#];
+        let cut: &[&[u8]] = &[br#"{"method":"tools/call","params":{"name":"get","arguments":{"q":"a","#, br#""id":"ent_abc"}"#];
+        for (pieces, want) in [(whole, Some(json!("t-9"))), (cut, None)] {
+            let mut nesting = Nesting::default();
+            pieces.iter().for_each(|p| nesting.feed(p));
+            assert_eq!(end_id(&nesting, pieces[1]), want);
+        }
         // Lines that are not calls: JSON as the protocol layer reads it (a byte order mark, white
         // space) or not.
         assert_eq!(fix_arguments("\u{feff}{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"), Pass::AsIs);
