@@ -632,9 +632,7 @@ fn write_lines(path: &Path, lines: &[String]) {
 
 /// The text of event `id` as the store's state finds it.
 fn event_text(w: &World, id: &str) -> String {
-    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-    let mut state = origin_projections::State::new();
-    state.catch_up(&j).expect("state");
+    let (j, state) = state_of(&w);
     state.event_body(&j, id).expect("read").found().unwrap_or_else(|| panic!("no event {id}")).text
 }
 
@@ -717,6 +715,14 @@ fn claude_entry(session: &str, uuid: &str, parent: Option<&str>, role: &str, con
     serde_json::json!({"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": session, "cwd": "/home/dev/p", "timestamp": "2026-10-20T09:00:00.000Z", "message": {"role": role, "content": content}})
 }
 
+/// The store's journal and its state, caught up.
+fn state_of(w: &World) -> (Journal, origin_projections::State) {
+    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
+    let mut state = origin_projections::State::new();
+    state.catch_up(&j).expect("state");
+    (j, state)
+}
+
 /// Every record of the store that names abandoned events, as (file version, their ids).
 fn superseded_records(store: &Path) -> Vec<(u32, Vec<String>)> {
     ingested(store).into_iter().filter(|b| !b.superseded.is_empty()).map(|b| (b.file_version, b.superseded)).collect()
@@ -731,14 +737,8 @@ fn a_rewound_grok_transcripts_abandoned_turns_are_kept_but_no_longer_current() {
     let w = World::new();
     let chat = grok_chat(&w, "sess-5");
     let p = "grok:sess-5";
-    let state = |w: &World| -> (Journal, origin_projections::State) {
-        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-        let mut state = origin_projections::State::new();
-        state.catch_up(&j).expect("state");
-        (j, state)
-    };
     let listed = |w: &World| -> Vec<String> {
-        let (_, s) = state(w);
+        let (_, s) = state_of(w);
         s.session_events(Some("grok"), "sess-5", true, 100).into_iter().map(|m| m.id.strip_prefix(&format!("{p}:")).expect("grok id").to_owned()).collect()
     };
     write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("second question", 1), grok_assistant("second answer")]);
@@ -749,7 +749,7 @@ fn a_rewound_grok_transcripts_abandoned_turns_are_kept_but_no_longer_current() {
     run(&w);
     assert_eq!(superseded_records(&w.store()), [(2, vec![format!("{p}:3"), format!("{p}:4")])]);
     assert_eq!(listed(&w), ["1", "2", "v2:3", "v2:4"]);
-    let (j, s) = state(&w);
+    let (j, s) = state_of(&w);
     assert_eq!(s.session("grok", "sess-5").expect("listed").event_count, 4);
     assert!(s.is_superseded(&format!("{p}:3")) && !s.is_superseded(&format!("{p}:2")));
     assert_eq!(s.event_body(&j, &format!("{p}:3")).expect("read").found().expect("found by id").text, "second question");
@@ -782,14 +782,8 @@ fn a_rewind_read_with_the_next_turn_abandons_what_came_after_the_lines_kept_in_p
     let w = World::new();
     let chat = grok_chat(&w, "sess-6");
     let p = "grok:sess-6";
-    let state = |w: &World| -> origin_projections::State {
-        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-        let mut state = origin_projections::State::new();
-        state.catch_up(&j).expect("state");
-        state
-    };
     let listed = |w: &World| -> Vec<String> {
-        let mut v: Vec<String> = state(w).session_events(Some("grok"), "sess-6", true, 100).into_iter().map(|m| m.id.strip_prefix(&format!("{p}:")).expect("grok id").to_owned()).collect();
+        let mut v: Vec<String> = state_of(w).1.session_events(Some("grok"), "sess-6", true, 100).into_iter().map(|m| m.id.strip_prefix(&format!("{p}:")).expect("grok id").to_owned()).collect();
         v.sort();
         v
     };
@@ -805,7 +799,7 @@ fn a_rewind_read_with_the_next_turn_abandons_what_came_after_the_lines_kept_in_p
     std::fs::create_dir_all(moved.parent().expect("folder")).expect("mkdir");
     write_lines(&moved, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("new question kiwi", 1), grok_assistant("new answer mango")]);
     run(&w);
-    let s = state(&w);
+    let (_, s) = state_of(&w);
     assert!(!s.is_superseded(&format!("{p}:3")) && !s.is_superseded(&format!("{p}:4")) && s.is_superseded(&format!("{p}:6")));
     assert_eq!(event_text(&w, &format!("{p}:4")), "new answer mango");
 }
@@ -855,9 +849,7 @@ fn a_codex_rollback_abandons_the_turns_it_drops() {
     write_lines(&rollout, &lines);
     run(&w);
     assert_eq!(superseded_records(&w.store())[1..], [(1, sorted(at_lines(&[9, 10, 11])))]);
-    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-    let mut state = origin_projections::State::new();
-    state.catch_up(&j).expect("state");
+    let (j, state) = state_of(&w);
     let listed: Vec<String> = state.session_events(Some("codex"), id, true, 100).into_iter().map(|m| m.id).collect();
     assert_eq!(listed, at_lines(&[2, 3, 13]));
     assert_eq!(state.session("codex", id).expect("listed").event_count, 3);
@@ -906,9 +898,7 @@ fn a_codex_rollback_counts_another_agents_message_as_a_turn_and_gives_the_next_f
         }
         write_lines(&rollout, &lines);
         run(&w);
-        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-        let mut state = origin_projections::State::new();
-        state.catch_up(&j).expect("state");
+        let (_, state) = state_of(&w);
         let listed: Vec<String> = state.session_events(Some("codex"), id, true, 100).into_iter().map(|m| m.id).collect();
         let at_lines = |ls: &[u32]| -> Vec<String> { ls.iter().map(|l| format!("codex:{id}:{l}")).collect() };
         let session = state.session("codex", id).expect("listed");
@@ -972,9 +962,7 @@ fn a_claude_rewind_abandons_the_prompt_it_replaced_and_what_followed() {
     write_lines(&log, &lines);
     run(&w);
     assert_eq!(superseded_records(&w.store())[1..], [(1, ids(&["a4", "a5", "u3", "u4"]))]);
-    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-    let mut state = origin_projections::State::new();
-    state.catch_up(&j).expect("state");
+    let (j, state) = state_of(&w);
     let listed: Vec<String> = state.session_events(Some("claude-code"), "s1", true, 100).into_iter().map(|m| m.id).collect();
     assert_eq!(listed, ids(&["u1", "a1", "u5"]));
     assert_eq!(state.session("claude-code", "s1").expect("listed").prompt.as_deref(), Some("first question"));
@@ -1072,9 +1060,7 @@ fn a_prompt_without_a_parent_rewinds_to_the_start_only_in_a_log_that_names_paren
     write_lines(&chained, &lines);
     run(&w);
     assert_eq!(superseded_records(&w.store())[2..], [(1, ids(&["k1", "k2"]))]);
-    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-    let mut state = origin_projections::State::new();
-    state.catch_up(&j).expect("state");
+    let (_, state) = state_of(&w);
     let listed = |s: &str| -> Vec<String> { state.session_events(Some("claude-code"), s, true, 100).into_iter().map(|m| m.id).collect() };
     assert_eq!(listed("flat"), ids(&["f1", "f2", "f3", "f4"]));
     assert_eq!(listed("compacted"), ids(&["c0", "c1", "c2", "c3", "c4"]));
@@ -1099,9 +1085,7 @@ fn a_resumed_session_rewound_to_the_start_takes_the_new_prompt_as_its_first() {
     resumed.extend([line("b", "b1", Some("z2"), "user", "a question in b"), line("b", "r1", None, "user", "rewound start in b"), line("b", "r2", Some("r1"), "assistant", "an answer in b")]);
     write_lines(&w.log("b.jsonl"), &resumed);
     run(&w);
-    let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-    let mut state = origin_projections::State::new();
-    state.catch_up(&j).expect("state");
+    let (_, state) = state_of(&w);
     let listed = |s: &str| -> Vec<String> { state.session_events(Some("claude-code"), s, true, 100).into_iter().map(|m| m.id).collect() };
     let ids = |list: &[&str]| -> Vec<String> { list.iter().map(|u| format!("claude-code:{u}")).collect() };
     assert_eq!(listed("z"), ids(&["z1", "z2"]));
@@ -1136,9 +1120,7 @@ fn a_claude_rewind_of_the_first_prompt_gives_the_session_the_new_one() {
         write_lines(&log, &lines);
         run(&w);
         assert_eq!(superseded_records(&w.store()), [(1, vec!["claude-code:a1".to_owned(), "claude-code:u1".to_owned()])], "one run: {one_run}");
-        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-        let mut state = origin_projections::State::new();
-        state.catch_up(&j).expect("state");
+        let (_, state) = state_of(&w);
         assert_eq!(state.session("claude-code", "s1").expect("listed").prompt.as_deref(), Some("alpha prime prompt"), "one run: {one_run}");
     }
 }
@@ -1167,9 +1149,7 @@ fn a_rewind_in_a_resumed_claude_session_leaves_the_original_sessions_events() {
         run(&w);
         write_lines(&w.log(second.0), second.1);
         run(&w);
-        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-        let mut state = origin_projections::State::new();
-        state.catch_up(&j).expect("state");
+        let (_, state) = state_of(&w);
         let ids = |s: &str| -> Vec<String> { state.session_events(Some("claude-code"), s, true, 100).into_iter().map(|m| m.id).collect() };
         let want = |list: &[&str]| -> Vec<String> { list.iter().map(|u| format!("claude-code:{u}")).collect() };
         let case = format!("copies keep their session: {copies_keep_their_session}, the resumed log read first: {resumed_read_first}");
@@ -1210,9 +1190,7 @@ fn a_log_copied_with_a_branch_its_rewind_left_does_not_bring_it_back() {
         copied.extend([line("s3", "c1", Some("r2"), "user", "and then?"), line("s3", "c2", Some("c1"), "assistant", "then this")]);
         write_lines(&w.log("s3.jsonl"), &copied);
         run(&w);
-        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-        let mut state = origin_projections::State::new();
-        state.catch_up(&j).expect("state");
+        let (_, state) = state_of(&w);
         for e in ["u2", "a2"] {
             assert!(state.is_superseded(&format!("claude-code:{e}")), "{e}, copies keep their session: {copies_keep_their_session}");
         }
@@ -1586,9 +1564,7 @@ fn a_grok_title_written_after_the_last_line_is_recorded() {
     std::fs::write(&summary, r#"{"info":{"id":"sess-t","cwd":"/w/p"}}"#).expect("write summary");
     run(&w);
     let title = |w: &World| {
-        let j = Journal::open(w.store().join("journal"), Options::default()).expect("journal");
-        let mut state = origin_projections::State::new();
-        state.catch_up(&j).expect("state");
+        let (_, state) = state_of(&w);
         state.session("grok", "sess-t").expect("the session").title
     };
     assert_eq!(title(&w), None);

@@ -19,6 +19,17 @@ fn server_command(home: &Path) -> tokio::process::Command {
     server_command_reading(home, &sample())
 }
 
+/// [`server_command`] started with its stdin, stdout and stderr piped to this process.
+fn spawn_piped(home: &Path) -> std::process::Child {
+    server_command(home)
+        .as_std_mut()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn origin mcp")
+}
+
 /// [`server_command`], reading the agents' logs in `agents`.
 fn server_command_reading(home: &Path, agents: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(origin_bin());
@@ -1064,13 +1075,7 @@ fn the_last_line_without_its_end_is_answered() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");
     ingest(&home);
-    let mut child = server_command(&home)
-        .as_std_mut()
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn origin mcp");
+    let mut child = spawn_piped(&home);
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(handshake_requests().trim_end().as_bytes()).expect("requests");
     drop(stdin);
@@ -1091,13 +1096,7 @@ fn the_last_line_without_its_end_is_answered() {
 fn lines_the_protocol_would_drop_are_answered() {
     use std::io::{BufRead, Write};
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = server_command(dir.path())
-        .as_std_mut()
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn origin mcp");
+    let mut child = spawn_piped(dir.path());
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel::<Value>();
     std::thread::spawn(move || {

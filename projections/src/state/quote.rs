@@ -38,7 +38,7 @@ pub(crate) fn find(state: &State, journal: &Journal, quote: &str) -> Result<Opti
         return Ok(found);
     }
     // Else an event its agent abandoned (a turn rewound) that says it: it is not hidden, and
-    // found by id; no event saying it is what a quote no event says is told.
+    // found by id; a quote is refused as said by no event only when none says it.
     let abandoned = state
         .superseded
         .iter()

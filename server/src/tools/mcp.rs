@@ -549,7 +549,7 @@ pub enum Pass {
     /// Passed on as this line instead.
     Rewritten(String),
     /// Not JSON, and no call whose id it names: passed on as it is (the protocol layer passes
-    /// over such a line without an answer) and said on stderr, with why.
+    /// over most such lines without an answer) and said on stderr, with why.
     NotJson(String),
 }
 
@@ -567,7 +567,7 @@ pub enum Pass {
 ///   it goes wrong, or at its end (the line was dropped, and its client waited for good): the
 ///   call answers that it is not JSON, and why.
 ///
-/// Any other line that is not JSON is [`Pass::NotJson`]: it names no request to answer, and an
+/// Any other line that is not JSON is [`Pass::NotJson`]: it names no call to answer, and an
 /// answer with a null id (JSON-RPC's parse error) is what rmcp and the official MCP SDKs do
 /// not send, since a peer that echoes what it cannot read would answer it in turn, and so on.
 ///
@@ -1468,7 +1468,10 @@ mod tests {
         let v = call_of(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get","arguments":{"id":"x"}"#);
         assert_eq!((v["id"].as_i64(), v["params"]["name"].as_str()), (Some(1), Some("get")));
         let why = v["params"]["arguments"][NOT_READABLE].as_str().expect("why");
-        assert_eq!(why, "the call is not JSON Origin can read (EOF while parsing an object at line 1 column 91)", "the line's end not read as a line");
+        assert_eq!(why, "the call is not JSON Origin can read (EOF while parsing an object at line 1 column 91)");
+        // The same with its line's end, as the reader gives it: not read as a second line.
+        let v = call_of("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"get\",\"arguments\":{\"id\":\"x\"}\r\n");
+        assert_eq!(v["params"]["arguments"][NOT_READABLE], why, "the line's end not read as a line");
         // ... or after its arguments (the TypeScript SDK's order), the object's own, not an
         // "id" inside the arguments; a line with a byte order mark or its slash escaped alike.
         for (line, id) in [
