@@ -679,8 +679,13 @@ fn outer_id(line: &[u8]) -> Option<Value> {
                     let after = &line[(j + 1).min(line.len())..];
                     let colon = after.iter().position(|b| !b.is_ascii_whitespace());
                     if let Some(c) = colon.filter(|&c| after[c] == b':') {
-                        let mut values = serde_json::Deserializer::from_slice(&after[c + 1..]).into_iter::<Value>();
-                        if let Some(Ok(v)) = values.next() {
+                        let value = &after[c + 1..];
+                        let mut values = serde_json::Deserializer::from_slice(value).into_iter::<Value>();
+                        // Whole only when something follows it (a number cut short reads as
+                        // another number): the next member, or the object's end.
+                        if let Some(Ok(v)) = values.next()
+                            && value[values.byte_offset()..].iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|b| matches!(b, b',' | b'}'))
+                        {
                             found = Some(v);
                         }
                     }
@@ -839,8 +844,8 @@ fn call_from_ends(head: &[u8], end_id: impl FnOnce() -> Option<Value>, why: &str
     }
     // Reads the keys of an object in order into `Seen`, stopping (with an error, which ends
     // the read) at the first value that is not one of those: the line is cut, so no read of
-    // the whole succeeds.
-    struct Keys<'s>(&'s RefCell<Seen>, bool);
+    // the whole succeeds. (The line's bytes, to tell an id whole from one cut short.)
+    struct Keys<'s>(&'s RefCell<Seen>, bool, &'s [u8]);
     impl<'de> Visitor<'de> for Keys<'_> {
         type Value = ();
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -849,9 +854,18 @@ fn call_from_ends(head: &[u8], end_id: impl FnOnce() -> Option<Value>, why: &str
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
             while let Some(key) = map.next_key::<String>()? {
                 match (self.1, key.as_str()) {
-                    (false, "id") => self.0.borrow_mut().id = Some(map.next_value()?),
+                    (false, "id") => {
+                        // Whole only when something follows it (a number cut short reads as
+                        // another number): the next member, or the object's end.
+                        let raw: &serde_json::value::RawValue = map.next_value()?;
+                        let end = (raw.get().as_ptr() as usize).wrapping_sub(self.2.as_ptr() as usize).saturating_add(raw.get().len());
+                        let whole = self.2.get(end..).and_then(|rest| rest.iter().find(|b| !b.is_ascii_whitespace())).is_some_and(|b| matches!(b, b',' | b'}'));
+                        if whole {
+                            self.0.borrow_mut().id = serde_json::from_str(raw.get()).ok();
+                        }
+                    }
                     (false, "method") => self.0.borrow_mut().method = Some(map.next_value()?),
-                    (false, "params") => map.next_value_seed(ParamsSeed(self.0))?,
+                    (false, "params") => map.next_value_seed(ParamsSeed(self.0, self.2))?,
                     (true, "name") => self.0.borrow_mut().name = Some(map.next_value()?),
                     (_, "jsonrpc") => {
                         map.next_value::<IgnoredAny>()?;
@@ -862,15 +876,15 @@ fn call_from_ends(head: &[u8], end_id: impl FnOnce() -> Option<Value>, why: &str
             Ok(())
         }
     }
-    struct ParamsSeed<'s>(&'s RefCell<Seen>);
+    struct ParamsSeed<'s>(&'s RefCell<Seen>, &'s [u8]);
     impl<'de> serde::de::DeserializeSeed<'de> for ParamsSeed<'_> {
         type Value = ();
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-            d.deserialize_map(Keys(self.0, true))
+            d.deserialize_map(Keys(self.0, true, self.1))
         }
     }
     let seen = RefCell::new(Seen::default());
-    let _cut_short = serde_json::Deserializer::from_slice(head).deserialize_map(Keys(&seen, false));
+    let _cut_short = serde_json::Deserializer::from_slice(head).deserialize_map(Keys(&seen, false, head));
     let seen = seen.into_inner();
     if seen.method.as_deref() != Some("tools/call") {
         return None;
@@ -1431,6 +1445,43 @@ mod tests {
         assert_eq!(fix_arguments(ok), Pass::AsIs);
         assert_eq!(fix_arguments(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#), Pass::AsIs);
         assert!(matches!(fix_arguments("not json tools/call"), Pass::NotJson(why) if why == "expected ident at line 1 column 2"));
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+        /// A call as clients write it (its id before or after its method and its arguments, a
+        /// string or a number; arguments holding ids, braces, quotes and escapes of their own)
+        /// passes as it is; every line it is cut to is answered, if at all, under its own id,
+        /// never another (a number cut short is another number).
+        #[test]
+        fn a_cut_call_is_answered_only_under_its_own_id(
+            id in proptest::prop_oneof![(0i64..100_000).prop_map(Value::from), "[a-z0-9-]{1,8}".prop_map(Value::from)],
+            inner_id in proptest::prop_oneof![(0i64..100_000).prop_map(Value::from), "[a-z0-9-]{1,8}".prop_map(Value::from)],
+            text in "[a-z{}\\[\\]\"\\\\:, 中]{0,12}",
+            order in 0usize..4,
+            cut_at in 0.0f64..1.0,
+            from_end in proptest::option::of(1usize..12),
+        ) {
+            use proptest::prop_assert_eq;
+            let args = json!({ "query": text, "sources": [{ "id": inner_id }], "id": inner_id });
+            let params = json!({ "name": "search", "arguments": args }).to_string();
+            let line = match order {
+                0 => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#),
+                1 => format!(r#"{{"method":"tools/call","id":{id},"params":{params},"jsonrpc":"2.0"}}"#),
+                2 => format!(r#"{{"method":"tools/call","params":{params},"id":{id},"jsonrpc":"2.0"}}"#),
+                _ => format!(r#"{{"method":"tools/call","params":{params},"jsonrpc":"2.0","id":{id}}}"#),
+            };
+            prop_assert_eq!(fix_arguments(&line), Pass::AsIs);
+            // Anywhere, or within its last bytes (where an id written last is).
+            let at = from_end.map_or((cut_at * line.len() as f64) as usize, |k| line.len().saturating_sub(k));
+            let cut = &line[..line.floor_char_boundary(at)];
+            if let Pass::Rewritten(answer) = fix_arguments(cut) {
+                let v: Value = serde_json::from_str(&answer).expect("json");
+                prop_assert_eq!(&v["id"], &id, "{} answered as {}", cut, answer);
+            }
+        }
     }
 
     /// Lines the protocol layer would drop or refuse reach the tools: a lone half of a
