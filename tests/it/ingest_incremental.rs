@@ -1071,6 +1071,155 @@ fn a_prompt_without_a_parent_rewinds_to_the_start_only_in_a_log_that_names_paren
     assert_eq!(state.session("claude-code", "chained").expect("listed").prompt.as_deref(), Some("the first question, in other words"));
 }
 
+/// What a step of a Claude Code session writes, for [`claude_rewinds_leave_current_the_chain_claude_code_resumes`].
+#[derive(Clone, Debug)]
+enum ClaudeStep {
+    /// The person's prompt.
+    Prompt,
+    /// The agent's answer.
+    Answer,
+    /// A tool call and its result.
+    Tool,
+    /// A rewind to one of the prompts of the conversation (the `n`th from the latest, modulo
+    /// their count; at the first, a prompt without a parent) and a prompt sent in its place.
+    Rewind(usize),
+    /// A compaction: its boundary (no parent) and its summary.
+    Compact,
+    /// The log read so far (a run of ingest).
+    Read,
+}
+
+fn claude_step() -> impl proptest::strategy::Strategy<Value = ClaudeStep> {
+    use proptest::prelude::*;
+    prop_oneof![
+        3 => Just(ClaudeStep::Prompt),
+        3 => Just(ClaudeStep::Answer),
+        2 => Just(ClaudeStep::Tool),
+        2 => (0usize..8).prop_map(ClaudeStep::Rewind),
+        1 => Just(ClaudeStep::Compact),
+        1 => Just(ClaudeStep::Read),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// A Claude Code session written as Claude Code writes it (each line's parent the line
+    /// before it on the conversation; a rewind sends a prompt with the parent of the prompt it
+    /// replaces, none for the first; a compaction's boundary has none and names the line before
+    /// it as its logical parent), read in one run or several: the events listed are the lines
+    /// of the conversation Claude Code resumes, the chain of parents from the last line (through
+    /// a boundary's logical parent: a compaction's turns stay current), and the session's first
+    /// prompt is that chain's first. (A rewind to the first prompt after a compaction, or
+    /// before any line answered it, is not told, by choice, and not written here.)
+    #[test]
+    fn claude_rewinds_leave_current_the_chain_claude_code_resumes(steps in proptest::collection::vec(claude_step(), 1..40)) {
+        use proptest::prop_assert_eq;
+        let w = World::new();
+        let log = w.log("s.jsonl");
+        // (uuid, parent, logical parent, line, is a prompt, its text).
+        let mut lines: Vec<(String, Option<String>, Option<String>, String, bool, String)> = Vec::new();
+        let mut leaf: Option<String> = None;
+        let mut n = 0;
+        let mut written: Vec<String> = Vec::new();
+        // The chain of parents from `leaf`, through boundaries' logical parents.
+        let chain = |lines: &[(String, Option<String>, Option<String>, String, bool, String)], leaf: &Option<String>| -> Vec<String> {
+            let mut out = Vec::new();
+            let mut at = leaf.clone();
+            while let Some(u) = at {
+                let l = lines.iter().find(|l| l.0 == u).expect("a line of the log");
+                out.push(u.clone());
+                at = l.1.clone().or_else(|| l.2.clone());
+            }
+            out.reverse();
+            out
+        };
+        let mut push = |lines: &mut Vec<_>, leaf: &mut Option<String>, parent: Option<String>, logical: Option<String>, kind: &str| {
+            n += 1;
+            let uuid = format!("l{n}");
+            let text = format!("text {n}");
+            let (line, prompt) = match kind {
+                "prompt" => (claude_entry("s", &uuid, parent.as_deref(), "user", serde_json::json!(text)), true),
+                "answer" => (claude_entry("s", &uuid, parent.as_deref(), "assistant", serde_json::json!([{"type": "text", "text": text}])), false),
+                "call" => (claude_entry("s", &uuid, parent.as_deref(), "assistant", serde_json::json!([{"type": "tool_use", "id": format!("t{n}"), "name": "Bash", "input": {"command": "ls"}}])), false),
+                "result" => (claude_entry("s", &uuid, parent.as_deref(), "user", serde_json::json!([{"type": "tool_result", "tool_use_id": format!("t{}", n - 1), "content": text}])), false),
+                "summary" => {
+                    let mut v = claude_entry("s", &uuid, parent.as_deref(), "user", serde_json::json!("This session is being continued from a previous conversation."));
+                    v["isCompactSummary"] = serde_json::json!(true);
+                    (v, false)
+                }
+                _ => {
+                    let mut v = claude_entry("s", &uuid, None, "system", serde_json::json!(""));
+                    v.as_object_mut().expect("object").remove("message");
+                    v["subtype"] = serde_json::json!("compact_boundary");
+                    v["content"] = serde_json::json!("Conversation compacted");
+                    v["logicalParentUuid"] = serde_json::json!(logical);
+                    (v, false)
+                }
+            };
+            lines.push((uuid.clone(), parent, logical, line.to_string(), prompt, text));
+            *leaf = Some(uuid);
+        };
+        for step in &steps {
+            match step {
+                ClaudeStep::Prompt => { let p = leaf.clone(); push(&mut lines, &mut leaf, p, None, "prompt"); }
+                ClaudeStep::Answer => { let p = leaf.clone(); push(&mut lines, &mut leaf, p, None, "answer"); }
+                ClaudeStep::Tool => {
+                    let p = leaf.clone();
+                    push(&mut lines, &mut leaf, p, None, "call");
+                    let p = leaf.clone();
+                    push(&mut lines, &mut leaf, p, None, "result");
+                }
+                ClaudeStep::Rewind(k) => {
+                    // The prompts of the conversation after its last compaction (or all).
+                    let current = chain(&lines, &leaf);
+                    let since = current.iter().rposition(|u| lines.iter().any(|l| &l.0 == u && l.1.is_none() && !l.4)).map_or(0, |b| b + 1);
+                    let prompts: Vec<&String> = current[since..].iter().filter(|u| lines.iter().any(|l| &l.0 == *u && l.4)).collect();
+                    if prompts.is_empty() {
+                        continue;
+                    }
+                    let target = prompts[prompts.len() - 1 - k % prompts.len()].clone();
+                    let parent = lines.iter().find(|l| l.0 == target).expect("its line").1.clone();
+                    // Not told, by choice: a rewind to the first prompt after a compaction, or
+                    // before any line answered it (no line names it as its parent yet).
+                    if parent.is_none() && (since > 0 || leaf.as_ref() == Some(&target)) {
+                        continue;
+                    }
+                    push(&mut lines, &mut leaf, parent, None, "prompt");
+                }
+                ClaudeStep::Compact => {
+                    if leaf.is_none() {
+                        continue;
+                    }
+                    let logical = leaf.clone();
+                    push(&mut lines, &mut leaf, None, logical, "boundary");
+                    let p = leaf.clone();
+                    push(&mut lines, &mut leaf, p, None, "summary");
+                }
+                ClaudeStep::Read => {
+                    written = lines.iter().map(|l| l.3.clone()).collect();
+                    write_lines(&log, &written);
+                    run(&w);
+                }
+            }
+        }
+        let all: Vec<String> = lines.iter().map(|l| l.3.clone()).collect();
+        if all.is_empty() {
+            return Ok(());
+        }
+        if all != written {
+            write_lines(&log, &all);
+            run(&w);
+        }
+        let current = chain(&lines, &leaf);
+        let (_, state) = state_of(&w);
+        let listed: Vec<String> = state.session_events(Some("claude-code"), "s", true, 1000).into_iter().map(|m| m.id).collect();
+        let want: Vec<String> = lines.iter().filter(|l| current.contains(&l.0)).map(|l| format!("claude-code:{}", l.0)).collect();
+        prop_assert_eq!(&listed, &want, "steps {:?}", steps);
+        let first = lines.iter().find(|l| l.4 && current.contains(&l.0)).map(|l| l.5.clone());
+        prop_assert_eq!(state.session("claude-code", "s").and_then(|s| s.prompt.clone()), first, "steps {:?}", steps);
+    }
+}
+
 /// A resumed session's log (its copies of the original's lines written with its own session
 /// id) rewound to the start: the copies stay the original's, current there, and the resumed
 /// session's first prompt is the one sent in the start's place, not the copied one.
