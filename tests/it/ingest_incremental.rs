@@ -868,6 +868,96 @@ fn a_codex_rollback_abandons_the_turns_it_drops() {
     assert_eq!(state.session("codex", id).expect("listed").prompt.as_deref(), Some("a new start"));
 }
 
+/// What a step of a Codex thread writes, for [`codex_rollbacks_leave_current_the_turns_codex_keeps`].
+#[derive(Clone, Debug)]
+enum CodexStep {
+    /// The person's prompt: a turn begins.
+    Prompt,
+    /// The agent's answer.
+    Answer,
+    /// A tool call and its output.
+    Tool,
+    /// `thread_rolled_back` of this many turns.
+    Rollback(u32),
+    /// The rollout read so far (a run of ingest).
+    Read,
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// A Codex thread with rollbacks, read in one run or several: the events listed are those
+    /// of the turns Codex keeps (a rollback drops the latest turns still kept, at most as many
+    /// as there are; what came before the first prompt is no turn's), and the session's first
+    /// prompt is the first kept turn's.
+    #[test]
+    fn codex_rollbacks_leave_current_the_turns_codex_keeps(steps in proptest::collection::vec(proptest::prop_oneof![
+        3 => proptest::strategy::Just(CodexStep::Prompt),
+        3 => proptest::strategy::Just(CodexStep::Answer),
+        2 => proptest::strategy::Just(CodexStep::Tool),
+        2 => proptest::strategy::Strategy::prop_map(1u32..4, CodexStep::Rollback),
+        1 => proptest::strategy::Just(CodexStep::Read),
+    ], 1..40)) {
+        use proptest::prop_assert_eq;
+        let w = World::new();
+        let id = "019a0f3e-7c21-7d40-9b8e-2f61a4c0d5e9";
+        let folder = w.home().join(".codex/sessions/2026/10/20");
+        std::fs::create_dir_all(&folder).expect("mkdir");
+        let rollout = folder.join(format!("rollout-2026-10-20T16-03-11-{id}.jsonl"));
+        let at = |s: usize| format!("2026-10-20T14:{:02}:{:02}.000Z", s / 60, s % 60);
+        let item = |s: usize, payload: serde_json::Value| serde_json::json!({"timestamp": at(s), "type": "response_item", "payload": payload}).to_string();
+        let mut lines = vec![serde_json::json!({"timestamp": at(0), "type": "session_meta", "payload": {"id": id, "timestamp": at(0), "cwd": "/home/dev/demo-app", "cli_version": "0.158.1"}}).to_string()];
+        // The kept turns, each as its lines (1-based) and its prompt; the lines before the first.
+        let mut turns: Vec<(Vec<usize>, String)> = Vec::new();
+        let mut before: Vec<usize> = Vec::new();
+        let mut written = 0;
+        let mut add = |lines: &mut Vec<String>, turns: &mut Vec<(Vec<usize>, String)>, before: &mut Vec<usize>, line: String| {
+            lines.push(line);
+            match turns.last_mut() {
+                Some(t) => t.0.push(lines.len()),
+                None => before.push(lines.len()),
+            }
+        };
+        for step in &steps {
+            let s = lines.len();
+            match step {
+                CodexStep::Prompt => {
+                    let text = format!("question {s}");
+                    lines.push(item(s, serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})));
+                    turns.push((vec![lines.len()], text));
+                }
+                CodexStep::Answer => add(&mut lines, &mut turns, &mut before, item(s, serde_json::json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": format!("answer {s}")}]}))),
+                CodexStep::Tool => {
+                    add(&mut lines, &mut turns, &mut before, item(s, serde_json::json!({"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "call_id": format!("c{s}")})));
+                    add(&mut lines, &mut turns, &mut before, item(s + 1, serde_json::json!({"type": "function_call_output", "call_id": format!("c{s}"), "output": "src"})));
+                }
+                CodexStep::Rollback(n) => {
+                    lines.push(serde_json::json!({"timestamp": at(s), "type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": n}}).to_string());
+                    let keep = turns.len().saturating_sub(*n as usize);
+                    turns.truncate(keep);
+                }
+                CodexStep::Read => {
+                    write_lines(&rollout, &lines);
+                    run(&w);
+                    written = lines.len();
+                }
+            }
+        }
+        if written != lines.len() {
+            write_lines(&rollout, &lines);
+            run(&w);
+        }
+        let (_, state) = state_of(&w);
+        let listed: Vec<String> = state.session_events(Some("codex"), id, true, 1000).into_iter().map(|m| m.id).collect();
+        let mut want: Vec<usize> = before.clone();
+        want.extend(turns.iter().flat_map(|t| t.0.iter().copied()));
+        want.sort_unstable();
+        let want: Vec<String> = want.iter().map(|l| format!("codex:{id}:{l}")).collect();
+        prop_assert_eq!(&listed, &want, "steps {:?}", steps);
+        let first = turns.first().map(|t| t.1.clone());
+        prop_assert_eq!(state.session("codex", id).and_then(|s| s.prompt.clone()), first, "steps {:?}", steps);
+    }
+}
+
 /// A Codex thread's first turn rolled back with the next prompt in the same run: that prompt
 /// is the session's first. Another agent's message begins a turn too (Codex counts it so when
 /// it rolls back): a rollback of one turn after it leaves the person's prompt before it.
