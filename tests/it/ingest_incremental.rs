@@ -868,6 +868,106 @@ fn a_codex_rollback_abandons_the_turns_it_drops() {
     assert_eq!(state.session("codex", id).expect("listed").prompt.as_deref(), Some("a new start"));
 }
 
+/// What a step of a Grok session does to its transcript, for
+/// [`grok_rewinds_leave_current_what_the_transcript_says`].
+#[derive(Clone, Debug)]
+enum GrokStep {
+    /// The person's prompt, appended.
+    Prompt,
+    /// The agent's answer, appended.
+    Answer,
+    /// A rewind to one of the transcript's prompts (the `n`th from the latest, modulo their
+    /// count): the transcript replaced (a new file renamed over it) by its lines before it.
+    Rewind(usize),
+    /// The prompt rewound to, sent again as it was (its line the same, byte for byte).
+    Again,
+    /// The transcript read so far (a run of ingest).
+    Read,
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+    /// A Grok session rewound at any turn, its first too, as often as it likes, read in one run
+    /// or several (a rewind and the turns after it read together, or apart), the prompt rewound
+    /// to sent again or not: the events listed say what the transcript now says, each line once.
+    #[test]
+    fn grok_rewinds_leave_current_what_the_transcript_says(steps in proptest::collection::vec(proptest::prop_oneof![
+        3 => proptest::strategy::Just(GrokStep::Prompt),
+        3 => proptest::strategy::Just(GrokStep::Answer),
+        2 => proptest::strategy::Strategy::prop_map(0usize..6, GrokStep::Rewind),
+        1 => proptest::strategy::Just(GrokStep::Again),
+        2 => proptest::strategy::Just(GrokStep::Read),
+    ], 1..30)) {
+        use proptest::prop_assert_eq;
+        let w = World::new();
+        let chat = grok_chat(&w, "sess-m");
+        // The transcript: (text, is a prompt); it begins with the system prompt, as Grok's do
+        // (a rewind to the first prompt keeps it).
+        let system = "You are Grok, a coding agent.";
+        let mut file: Vec<(String, bool)> = vec![(system.to_owned(), false)];
+        let render = |file: &[(String, bool)]| -> Vec<String> {
+            let mut prompts = 0;
+            file.iter()
+                .map(|(text, prompt)| {
+                    if text == system {
+                        format!(r#"{{"type":"system","content":"{text}"}}"#)
+                    } else if *prompt {
+                        prompts += 1;
+                        grok_user(text, prompts - 1)
+                    } else {
+                        grok_assistant(text)
+                    }
+                })
+                .collect()
+        };
+        let mut n = 0;
+        let mut read_last: Option<Vec<(String, bool)>> = None;
+        let mut rewound: Option<String> = None;
+        for step in &steps {
+            n += 1;
+            match step {
+                GrokStep::Prompt => file.push((format!("question {n}"), true)),
+                GrokStep::Answer => file.push((format!("answer {n}"), false)),
+                GrokStep::Rewind(k) => {
+                    let prompts: Vec<usize> = file.iter().enumerate().filter(|(_, l)| l.1).map(|(i, _)| i).collect();
+                    if let Some(&at) = prompts.get(prompts.len().saturating_sub(1 + k % prompts.len().max(1))) {
+                        rewound = Some(file[at].0.clone());
+                        file.truncate(at);
+                        // As Grok rewrites it: a new file renamed over the old.
+                        let tmp = chat.with_extension("tmp");
+                        write_lines(&tmp, &render(&file));
+                        std::fs::rename(&tmp, &chat).expect("rename");
+                    }
+                }
+                GrokStep::Again => {
+                    if let Some(text) = rewound.take() {
+                        file.push((text, true));
+                    }
+                }
+                GrokStep::Read => {
+                    write_lines(&chat, &render(&file));
+                    run(&w);
+                    read_last = Some(file.clone());
+                }
+            }
+        }
+        if read_last.as_ref() != Some(&file) {
+            write_lines(&chat, &render(&file));
+            run(&w);
+        }
+        let (j, state) = state_of(&w);
+        let mut listed: Vec<String> = state
+            .session_events(Some("grok"), "sess-m", true, 1000)
+            .into_iter()
+            .map(|m| state.event_body(&j, &m.id).expect("read").found().expect("found").text)
+            .collect();
+        listed.sort();
+        let mut want: Vec<String> = file.iter().map(|l| l.0.clone()).collect();
+        want.sort();
+        prop_assert_eq!(&listed, &want, "steps {:?}", steps);
+    }
+}
+
 /// What a step of a Codex thread writes, for [`codex_rollbacks_leave_current_the_turns_codex_keeps`].
 #[derive(Clone, Debug)]
 enum CodexStep {
