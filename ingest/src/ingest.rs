@@ -1270,11 +1270,7 @@ impl Ingester {
         }
         let unread = |why: String| format!("the mirror {} {why}: the session's export was recorded whole again, as a new version", self.mirrors.display_path(&cur.mirror).display());
         if let Err(e) = self.repair_mirror(cur) {
-            let why = match e {
-                FileError::Io(e) | FileError::Mirror(e) => e.to_string(),
-                FileError::Journal(e) => e.to_string(),
-            };
-            problems.push(unread(format!("could not be made whole ({why})")));
+            problems.push(unread(format!("could not be made whole ({e})")));
             return export;
         }
         let mut history = match self.mirrors.read_head(&cur.mirror, cur.byte_end) {

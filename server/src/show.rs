@@ -56,16 +56,10 @@ pub fn body_summary(body: &Body) -> String {
         out.replace('\n', " ")
     }
     match body {
-        Body::Ingested(b) if b.superseded.is_empty() => format!("{} {} lines {}..{}, {} events", b.source, b.path, b.line_start, b.line_end, b.events.len()),
-        Body::Ingested(b) => format!(
-            "{} {} lines {}..{}, {}, {} abandoned",
-            b.source,
-            b.path,
-            b.line_start,
-            b.line_end,
-            count(b.events.len(), "event", "events"),
-            b.superseded.len()
-        ),
+        Body::Ingested(b) => {
+            let abandoned = if b.superseded.is_empty() { String::new() } else { format!(", {} abandoned", b.superseded.len()) };
+            format!("{} {} lines {}..{}, {} events{abandoned}", b.source, b.path, b.line_start, b.line_end, b.events.len())
+        }
         Body::Remembered(b) | Body::Corrected(b) => format!("{} {:?}: {}", b.id, b.kind, cut(&b.text)),
         Body::Forgotten(b) => format!("{} forgets {}", b.tombstone, b.target),
         Body::Restored(b) => format!("{} restored by {}", b.tombstone, b.author),

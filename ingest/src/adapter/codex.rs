@@ -401,7 +401,8 @@ fn is_agent_turn(p: &Json<'_>) -> bool {
             let Some(text) = str_of(part, "text") else { return false };
             let t = text.trim_start();
             let strings = |v: &Value, keys: &[&str]| keys.iter().all(|k| v.get(*k).is_some_and(Value::is_string));
-            (t.starts_with('{') && serde_json::from_str::<Value>(t).is_ok_and(|v| strings(&v, &["author", "recipient", "content"])))
+            // (Parsed only when it names a recipient: an assistant's text is rarely JSON.)
+            (t.starts_with('{') && t.contains("\"recipient\"") && serde_json::from_str::<Value>(t).is_ok_and(|v| strings(&v, &["author", "recipient", "content"])))
                 || (t.starts_with("author: ") && t.contains("\nrecipient: ") && t.contains("\nContent: "))
         }
         _ => false,

@@ -32,8 +32,8 @@
 //!   correction made later holds again.
 //! - **Abandoned events.** An `Ingested` record may name events their agent abandoned (a
 //!   turn rewound or rolled back), applied after its own events. They are found by id as
-//!   before (and [`State::is_superseded`] says so) but leave search, timelines, quote lookups
-//!   and session counts, like hidden events; a tombstone hiding one, or lifted, changes no
+//!   before (and [`State::is_superseded`] says so) but leave search, timelines and session
+//!   counts, like hidden events (a quote finds one only when no current event says it); a tombstone hiding one, or lifted, changes no
 //!   count. A later record bringing one again makes it current again (its log says it again,
 //!   or another log still says it: the one a copy held by another session was made of). A
 //!   record's ids apply only to events held in its own events' sessions (to any, when it has
