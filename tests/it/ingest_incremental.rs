@@ -723,6 +723,22 @@ fn state_of(w: &World) -> (Journal, origin_projections::State) {
     (j, state)
 }
 
+/// [`claude_entry`] with the text `text` as its content, as the log's line.
+fn claude_line(session: &str, uuid: &str, parent: Option<&str>, role: &str, text: &str) -> String {
+    claude_entry(session, uuid, parent, role, serde_json::json!(text)).to_string()
+}
+
+/// Two turns of a Claude conversation of `session` (`u1`, `a1`, `u2`, `a2`), its last answer
+/// `reply`.
+fn claude_two_turns(session: &str, reply: &str) -> Vec<String> {
+    vec![
+        claude_line(session, "u1", None, "user", "first question"),
+        claude_line(session, "a1", Some("u1"), "assistant", "first answer"),
+        claude_line(session, "u2", Some("a1"), "user", "second question"),
+        claude_line(session, "a2", Some("u2"), "assistant", reply),
+    ]
+}
+
 /// Every record of the store that names abandoned events, as (file version, their ids).
 fn superseded_records(store: &Path) -> Vec<(u32, Vec<String>)> {
     ingested(store).into_iter().filter(|b| !b.superseded.is_empty()).map(|b| (b.file_version, b.superseded)).collect()
@@ -1010,7 +1026,7 @@ proptest::proptest! {
         let mut turns: Vec<(Vec<usize>, String)> = Vec::new();
         let mut before: Vec<usize> = Vec::new();
         let mut written = 0;
-        let mut add = |lines: &mut Vec<String>, turns: &mut Vec<(Vec<usize>, String)>, before: &mut Vec<usize>, line: String| {
+        let add = |lines: &mut Vec<String>, turns: &mut Vec<(Vec<usize>, String)>, before: &mut Vec<usize>, line: String| {
             lines.push(line);
             match turns.last_mut() {
                 Some(t) => t.0.push(lines.len()),
@@ -1178,7 +1194,7 @@ fn a_claude_rewind_abandons_the_prompt_it_replaced_and_what_followed() {
 #[test]
 fn a_prompt_without_a_parent_rewinds_to_the_start_only_in_a_log_that_names_parents() {
     let w = World::new();
-    let line = |session: &str, uuid: &str, parent: Option<&str>, role: &str, text: &str| claude_entry(session, uuid, parent, role, serde_json::json!(text)).to_string();
+    let line = claude_line;
     let ids = |list: &[&str]| -> Vec<String> { list.iter().map(|u| format!("claude-code:{u}")).collect() };
     // Another tool's log: no line has a parent.
     write_lines(&w.log("flat.jsonl"), &[
@@ -1416,7 +1432,7 @@ proptest::proptest! {
 #[test]
 fn a_resumed_session_rewound_to_the_start_takes_the_new_prompt_as_its_first() {
     let w = World::new();
-    let line = |session: &str, uuid: &str, parent: Option<&str>, role: &str, text: &str| claude_entry(session, uuid, parent, role, serde_json::json!(text)).to_string();
+    let line = claude_line;
     let original = |session: &str| vec![line(session, "z1", None, "user", "zebra question"), line(session, "z2", Some("z1"), "assistant", "zebra answer")];
     write_lines(&w.log("z.jsonl"), &original("z"));
     run(&w);
@@ -1472,15 +1488,8 @@ fn a_claude_rewind_of_the_first_prompt_gives_the_session_the_new_one() {
 fn a_rewind_in_a_resumed_claude_session_leaves_the_original_sessions_events() {
     for (copies_keep_their_session, resumed_read_first) in [(false, false), (true, false), (false, true), (true, true)] {
         let w = World::new();
-        let line = |session: &str, uuid: &str, parent: Option<&str>, role: &str, text: &str| claude_entry(session, uuid, parent, role, serde_json::json!(text)).to_string();
-        let original = |session: &str| {
-            vec![
-                line(session, "u1", None, "user", "first question"),
-                line(session, "a1", Some("u1"), "assistant", "first answer"),
-                line(session, "u2", Some("a1"), "user", "second question"),
-                line(session, "a2", Some("u2"), "assistant", "reply two banana"),
-            ]
-        };
+        let line = claude_line;
+        let original = |session: &str| claude_two_turns(session, "reply two banana");
         let mut resumed = original(if copies_keep_their_session { "s1" } else { "s2" });
         resumed.extend([line("s2", "r1", Some("a1"), "user", "second question, asked again"), line("s2", "r2", Some("r1"), "assistant", "reply two cherry")]);
         let (first, second) = if resumed_read_first { (("s2.jsonl", &resumed), ("s1.jsonl", &original("s1"))) } else { (("s1.jsonl", &original("s1")), ("s2.jsonl", &resumed)) };
@@ -1512,16 +1521,11 @@ fn a_rewind_in_a_resumed_claude_session_leaves_the_original_sessions_events() {
 fn a_log_copied_with_a_branch_its_rewind_left_does_not_bring_it_back() {
     for copies_keep_their_session in [false, true] {
         let w = World::new();
-        let line = |session: &str, uuid: &str, parent: Option<&str>, role: &str, text: &str| claude_entry(session, uuid, parent, role, serde_json::json!(text)).to_string();
+        let line = claude_line;
         let rewound = |session: &str| {
-            vec![
-                line(session, "u1", None, "user", "first question"),
-                line(session, "a1", Some("u1"), "assistant", "first answer"),
-                line(session, "u2", Some("a1"), "user", "second question"),
-                line(session, "a2", Some("u2"), "assistant", "reply grape"),
-                line(session, "r1", Some("a1"), "user", "second question, asked again"),
-                line(session, "r2", Some("r1"), "assistant", "reply cherry"),
-            ]
+            let mut lines = claude_two_turns(session, "reply grape");
+            lines.extend([line(session, "r1", Some("a1"), "user", "second question, asked again"), line(session, "r2", Some("r1"), "assistant", "reply cherry")]);
+            lines
         };
         write_lines(&w.log("s2.jsonl"), &rewound("s2"));
         run(&w);
@@ -1544,7 +1548,7 @@ fn a_log_copied_with_a_branch_its_rewind_left_does_not_bring_it_back() {
 fn a_rewind_of_more_events_than_a_record_names_is_bounded_and_the_log_reads_on() {
     let w = World::new();
     let log = w.log("s1.jsonl");
-    let entry = |uuid: &str, parent: &str, role: &str, text: &str| claude_entry("s1", uuid, Some(parent), role, serde_json::json!(text)).to_string();
+    let entry = |uuid: &str, parent: &str, role: &str, text: &str| claude_line("s1", uuid, Some(parent), role, text);
     let mut lines = vec![entry("u0", "", "user", "the first question"), entry("a0", "u0", "assistant", "the first answer")];
     // Forty turns of 600 steps each (ids as long as Claude Code's, a UUID).
     let id = |k: &str, i: u32| format!("{k}{i:07}-0000-4000-8000-000000000000");
