@@ -739,6 +739,20 @@ fn claude_two_turns(session: &str, reply: &str) -> Vec<String> {
     ]
 }
 
+/// The events a Grok session lists, as their ids without `grok:<session>:` (the line they name).
+fn grok_listed(w: &World, session: &str) -> Vec<String> {
+    let (_, s) = state_of(w);
+    let prefix = format!("grok:{session}:");
+    s.session_events(Some("grok"), session, true, 100).into_iter().map(|m| m.id.strip_prefix(&prefix).expect("grok id").to_owned()).collect()
+}
+
+/// Where Codex writes the rollout of thread `id` (its folder made), started 2026-10-20.
+fn codex_rollout(w: &World, id: &str) -> PathBuf {
+    let folder = w.home().join(".codex/sessions/2026/10/20");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    folder.join(format!("rollout-2026-10-20T16-03-11-{id}.jsonl"))
+}
+
 /// Every record of the store that names abandoned events, as (file version, their ids).
 fn superseded_records(store: &Path) -> Vec<(u32, Vec<String>)> {
     ingested(store).into_iter().filter(|b| !b.superseded.is_empty()).map(|b| (b.file_version, b.superseded)).collect()
@@ -753,10 +767,7 @@ fn a_rewound_grok_transcripts_abandoned_turns_are_kept_but_no_longer_current() {
     let w = World::new();
     let chat = grok_chat(&w, "sess-5");
     let p = "grok:sess-5";
-    let listed = |w: &World| -> Vec<String> {
-        let (_, s) = state_of(w);
-        s.session_events(Some("grok"), "sess-5", true, 100).into_iter().map(|m| m.id.strip_prefix(&format!("{p}:")).expect("grok id").to_owned()).collect()
-    };
+    let listed = |w: &World| grok_listed(w, "sess-5");
     write_lines(&chat, &[grok_user("first question", 0), grok_assistant("first answer"), grok_user("second question", 1), grok_assistant("second answer")]);
     run(&w);
     assert_eq!(listed(&w), ["1", "2", "3", "4"]);
@@ -798,8 +809,8 @@ fn a_rewind_read_with_the_next_turn_abandons_what_came_after_the_lines_kept_in_p
     let w = World::new();
     let chat = grok_chat(&w, "sess-6");
     let p = "grok:sess-6";
-    let listed = |w: &World| -> Vec<String> {
-        let mut v: Vec<String> = state_of(w).1.session_events(Some("grok"), "sess-6", true, 100).into_iter().map(|m| m.id.strip_prefix(&format!("{p}:")).expect("grok id").to_owned()).collect();
+    let listed = |w: &World| {
+        let mut v = grok_listed(w, "sess-6");
         v.sort();
         v
     };
@@ -829,9 +840,7 @@ fn a_rewind_read_with_the_next_turn_abandons_what_came_after_the_lines_kept_in_p
 fn a_codex_rollback_abandons_the_turns_it_drops() {
     let w = World::new();
     let id = "019a0f3e-7c21-7d40-9b8e-2f61a4c0d5e9";
-    let folder = w.home().join(".codex/sessions/2026/10/20");
-    std::fs::create_dir_all(&folder).expect("mkdir");
-    let rollout = folder.join(format!("rollout-2026-10-20T16-03-11-{id}.jsonl"));
+    let rollout = codex_rollout(&w, id);
     let at = |s: u32| format!("2026-10-20T14:03:{s:02}.000Z");
     let item = |s: u32, payload: serde_json::Value| serde_json::json!({"timestamp": at(s), "type": "response_item", "payload": payload}).to_string();
     let user = |s: u32, text: &str| item(s, serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}));
@@ -1016,9 +1025,7 @@ proptest::proptest! {
         use proptest::prop_assert_eq;
         let w = World::new();
         let id = "019a0f3e-7c21-7d40-9b8e-2f61a4c0d5e9";
-        let folder = w.home().join(".codex/sessions/2026/10/20");
-        std::fs::create_dir_all(&folder).expect("mkdir");
-        let rollout = folder.join(format!("rollout-2026-10-20T16-03-11-{id}.jsonl"));
+        let rollout = codex_rollout(&w, id);
         let at = |s: usize| format!("2026-10-20T14:{:02}:{:02}.000Z", s / 60, s % 60);
         let item = |s: usize, payload: serde_json::Value| serde_json::json!({"timestamp": at(s), "type": "response_item", "payload": payload}).to_string();
         let mut lines = vec![serde_json::json!({"timestamp": at(0), "type": "session_meta", "payload": {"id": id, "timestamp": at(0), "cwd": "/home/dev/demo-app", "cli_version": "0.158.1"}}).to_string()];
@@ -1082,9 +1089,7 @@ fn a_codex_rollback_counts_another_agents_message_as_a_turn_and_gives_the_next_f
     for multi_agent in [false, true] {
         let w = World::new();
         let id = "019a0f3e-7c21-7d40-9b8e-2f61a4c0d5ea";
-        let folder = w.home().join(".codex/sessions/2026/10/20");
-        std::fs::create_dir_all(&folder).expect("mkdir");
-        let rollout = folder.join(format!("rollout-2026-10-20T16-03-11-{id}.jsonl"));
+        let rollout = codex_rollout(&w, id);
         let at = |s: u32| format!("2026-10-20T14:03:{s:02}.000Z");
         let message = |s: u32, role: &str, text: &str| {
             let kind = if role == "user" { "input_text" } else { "output_text" };
