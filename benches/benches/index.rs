@@ -4,11 +4,10 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use origin_benches::corpus::{self, Located};
-use origin_benches::indexbench::{copy_tree, settle, Build, CLASSES, Class, Q, is_han, make_queries, origin_build_with, records, tantivy_build, tantivy_han_build, Feed, Tantivy};
+use origin_benches::indexbench::{copy_tree, settle, Build, CLASSES, Class, Q, fts5_build, fts5_open, is_han, make_queries, origin_build_with, records, tantivy_build, tantivy_han_build, Feed, Tantivy};
 use origin_benches::{Rng, fs_type, loadavg, scratch_dir, table};
 use origin_engine::{Access, Journal, Options};
 use origin_projections::{Catalog, Filters, Match, State, open_projections, parse_query};
@@ -22,43 +21,6 @@ const SEED: u64 = 0x1a7e_57a9_e10c_0002;
 
 fn queries_per_class() -> usize {
     std::env::var("ORIGIN_BENCH_QUERIES").ok().and_then(|s| s.parse().ok()).filter(|&n| n > 0).unwrap_or(300)
-}
-
-fn fts5_open(path: &Path, tokenizer: &str) -> Connection {
-    let conn = Connection::open(path).expect("sqlite");
-    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).expect("wal");
-    assert_eq!(mode, "wal");
-    conn.execute_batch("PRAGMA synchronous=FULL").expect("sync");
-    let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0)).expect("sync");
-    assert_eq!(sync, 2, "synchronous=FULL");
-    conn.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS ev USING fts5(text, id UNINDEXED, source UNINDEXED, project UNINDEXED, kind UNINDEXED, time UNINDEXED, tokenize = '{tokenizer}')"
-    ))
-    .expect("create");
-    conn
-}
-
-/// SQLite FTS5 (default `unicode61` tokenizer), one transaction per record's events.
-fn fts5_build(batches: &[Vec<Located>], path: &Path) -> Build {
-    let start = Instant::now();
-    let mut conn = fts5_open(path, "unicode61");
-    let mut n = 0i64;
-    for b in batches {
-        let tx = conn.transaction().expect("tx");
-        {
-            let mut st = tx.prepare_cached("INSERT INTO ev(rowid, text, id, source, project, kind, time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)").expect("prepare");
-            for e in b {
-                st.execute(rusqlite::params![n, e.event.text, e.event.id, e.source, e.event.project, e.event.kind as u8, e.event.time_unix_ms])
-                    .expect("insert");
-                n += 1;
-            }
-        }
-        tx.commit().expect("commit");
-    }
-    let secs = start.elapsed().as_secs_f64();
-    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").expect("checkpoint");
-    drop(conn);
-    Build { secs, index_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0), other_bytes: 0, note: "text stored in the table".into() }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

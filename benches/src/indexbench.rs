@@ -12,11 +12,51 @@ use origin_projections::index::{MergePolicy, merge};
 use origin_projections::Catalog;
 use origin_projections::ahead::read_records;
 
+use rusqlite::Connection;
 use tantivy::schema::{FAST, STORED, STRING, Schema, TEXT};
 use tantivy::{IndexWriter, doc};
 
 use crate::corpus::Located;
 use crate::Rng;
+
+/// A SQLite FTS5 database at `path` (WAL, `synchronous=FULL`: durable) with the benchmark's
+/// table, tokenized by `tokenizer`.
+pub fn fts5_open(path: &Path, tokenizer: &str) -> Connection {
+    let conn = Connection::open(path).expect("sqlite");
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).expect("wal");
+    assert_eq!(mode, "wal");
+    conn.execute_batch("PRAGMA synchronous=FULL").expect("sync");
+    let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0)).expect("sync");
+    assert_eq!(sync, 2, "synchronous=FULL");
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS ev USING fts5(text, id UNINDEXED, source UNINDEXED, project UNINDEXED, kind UNINDEXED, time UNINDEXED, tokenize = '{tokenizer}')"
+    ))
+    .expect("create");
+    conn
+}
+
+/// SQLite FTS5 (default `unicode61` tokenizer), one transaction per record's events.
+pub fn fts5_build(batches: &[Vec<Located>], path: &Path) -> Build {
+    let start = Instant::now();
+    let mut conn = fts5_open(path, "unicode61");
+    let mut n = 0i64;
+    for b in batches {
+        let tx = conn.transaction().expect("tx");
+        {
+            let mut st = tx.prepare_cached("INSERT INTO ev(rowid, text, id, source, project, kind, time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)").expect("prepare");
+            for e in b {
+                st.execute(rusqlite::params![n, e.event.text, e.event.id, e.source, e.event.project, e.event.kind as u8, e.event.time_unix_ms])
+                    .expect("insert");
+                n += 1;
+            }
+        }
+        tx.commit().expect("commit");
+    }
+    let secs = start.elapsed().as_secs_f64();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").expect("checkpoint");
+    drop(conn);
+    Build { secs, index_bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0), other_bytes: 0, note: "text stored in the table".into() }
+}
 
 /// Bytes of all files below `dir`.
 pub fn tree_size(dir: &Path) -> u64 {
@@ -397,6 +437,11 @@ pub struct Tantivy {
 /// tantivy: one indexing thread, the text stored, one commit at the end (durable: it syncs),
 /// then waiting for its merges.
 pub fn tantivy_build(batches: &[Vec<Located>], dir: &Path) -> (Build, Tantivy) {
+    tantivy_build_with(batches, dir, 1)
+}
+
+/// [`tantivy_build`] with `threads` indexing threads (the index benchmark's peer has one).
+pub fn tantivy_build_with(batches: &[Vec<Located>], dir: &Path, threads: usize) -> (Build, Tantivy) {
     let start = Instant::now();
     let mut sb = Schema::builder();
     let id = sb.add_text_field("id", STRING | STORED);
@@ -406,7 +451,7 @@ pub fn tantivy_build(batches: &[Vec<Located>], dir: &Path) -> (Build, Tantivy) {
     let schema = sb.build();
     std::fs::create_dir_all(dir).expect("dir");
     let index = tantivy::Index::create_in_dir(dir, schema).expect("create");
-    let writer: IndexWriter = index.writer_with_num_threads(1, 256_000_000).expect("writer");
+    let writer: IndexWriter = index.writer_with_num_threads(threads, 256_000_000 * threads).expect("writer");
     let mut n = 0u64;
     for b in batches {
         for e in b {
