@@ -185,9 +185,49 @@ fn forget_hides_an_event_and_restore_brings_it_back() {
     assert_eq!(back["id"], id.as_str());
     let list = json(origin(home, &["tombstones", "--json"]));
     assert!(list[0]["restored"].is_object(), "{list}");
+    // Restored again: nothing is recorded, and the answer says who lifted it, and when.
+    let records = json(origin(home, &["status", "--json"]))["records"].clone();
+    let again = json(origin(home, &["restore", &tmb, "--json"]));
+    assert_eq!(again["restored"], Value::Null, "{again}");
+    assert_eq!(again["lifted_before"], list[0]["restored"], "{again}");
+    assert_eq!(json(origin(home, &["status", "--json"]))["records"], records, "a second restore records nothing");
     let bad = origin(home, &["restore", "tmb_000000000000", "--json"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("Unknown tombstone tmb_000000000000."));
+}
+
+/// A session without a title lists its first prompt; once that prompt is forgotten, the next
+/// visible prompt (as a timeline of the session and a listing of sessions both say), and the
+/// first again once the forget is lifted. (A forget names no new first prompt, as an agent's
+/// later record does after a rewind: the session listed neither title nor prompt.)
+#[test]
+fn a_session_whose_first_prompt_is_forgotten_lists_its_next() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    ingest_sample(home);
+    let session = "8c3f1b6e-2d7a-4e90-b5c4-6a9d0e1f2b37";
+    let prompts = || -> Vec<Value> {
+        let listed = json(origin(home, &["timeline", "--since", "2000-01-01", "--json"]));
+        let one = json(origin(home, &["timeline", "--session", session, "--json"]));
+        let listed = listed["sessions"].as_array().expect("sessions").iter().find(|s| s["session"] == session).expect("listed")["prompt"].clone();
+        vec![listed, one["session"]["prompt"].clone()]
+    };
+    let events = json(origin(home, &["timeline", "--session", session, "--json"]));
+    let asked: Vec<(String, String)> = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["role"] == "user" && e["kind"] == "message")
+        .map(|e| (e["id"].as_str().expect("id").to_owned(), e["text"].as_str().expect("text").chars().take(80).collect()))
+        .collect();
+    assert!(asked.len() >= 3, "{events}");
+    assert_eq!(prompts(), vec![Value::from(asked[0].1.as_str()); 2], "the first prompt");
+    let first = json(origin(home, &["forget", &asked[0].0, "--reason", "a secret", "--json"]));
+    assert_eq!(prompts(), vec![Value::from(asked[1].1.as_str()); 2], "the next prompt once the first is forgotten");
+    json(origin(home, &["forget", &asked[1].0, "--reason", "a secret too", "--json"]));
+    assert_eq!(prompts(), vec![Value::from(asked[2].1.as_str()); 2], "the third once the second is forgotten too");
+    json(origin(home, &["restore", first["tombstone"].as_str().expect("tombstone"), "--json"]));
+    assert_eq!(prompts(), vec![Value::from(asked[0].1.as_str()); 2], "the first again once restored");
 }
 
 #[test]
@@ -392,7 +432,7 @@ fn a_correction_does_not_carry_over_a_source_forgotten_since() {
     let bad = origin(home, &["correct", &w, "w corrected", "--json"]);
     assert!(!bad.status.success());
     let said = String::from_utf8_lossy(&bad.stderr);
-    assert!(said.contains("`sources`") && said.contains(&format!("every source of {w} has been forgotten")), "{said}");
+    assert!(said.contains("`sources` must be given") && said.contains(&format!("every event {w} cited has been forgotten")) && said.contains("cite at least one event"), "{said}");
     let w2 = json(origin(home, &["correct", &w, "w corrected", "--cite", f, "--json"]))["entry"]["id"].as_str().expect("id").to_owned();
     json(origin(home, &["restore", &tmb, "--json"]));
     assert_eq!(cited(&x), [e, f], "the old version cites both again");

@@ -765,6 +765,32 @@ impl State {
         self.session_view(&self.sessions.slots[n as usize])
     }
 
+    /// Fills in the prompt of each listed session without a title whose first prompt's event
+    /// is no longer counted (forgotten; abandoned, until a later record names the prompt that
+    /// stands): the first visible user message after that event, cut to 80 characters, its
+    /// text read from the journal. (A forget names no new first prompt, as an agent's later
+    /// record names one after a rewind: without this, such a session listed neither title nor
+    /// prompt.)
+    pub fn fill_prompts(&self, journal: &Journal, sessions: &mut [Session]) -> Result<()> {
+        for s in sessions.iter_mut().filter(|s| s.title.is_none() && s.prompt.is_none()) {
+            let Some(n) = self.events.source_known(&s.source).and_then(|src| self.sessions.find(src, &s.session)) else { continue };
+            let st = &self.sessions.slots[n as usize];
+            let Some(gone) = st.prompt_event.as_deref().filter(|e| !self.counted(e)).and_then(|e| self.events.find(e)) else { continue };
+            let after = (self.events.order_key(gone), gone);
+            let next = st.events.iter().find(|&m| {
+                let r = self.events.rec(m);
+                (r.order_key(), m) > after
+                    && r.role == origin_engine::record::Role::User
+                    && r.kind == origin_engine::record::EventKind::Message
+                    && self.counted(self.events.id(m))
+            });
+            if let Some(m) = next {
+                s.prompt = Some(cut_prompt(&event::decode(journal, &self.events.meta(m, &s.session))?.text));
+            }
+        }
+        Ok(())
+    }
+
     /// A listed session (one with visible events) of this id, of `source` when given (of the
     /// first source that has one otherwise).
     pub fn find_session(&self, source: Option<&str>, session: &str) -> Option<Session> {

@@ -1100,18 +1100,25 @@ impl Archive {
                 // kinds left out without `include_tools`) is known: none of its events was asked
                 // for.
                 return match inner.state.find_session(source.as_deref(), session) {
-                    Some(info) => Ok(json!({ "session": self.session_json(&info), "events": [] })),
+                    Some(info) => Ok(json!({ "session": self.session_json(&self.with_prompts(&inner, vec![info])?[0]), "events": [] })),
                     None => Err(ToolError::new(format!("Unknown session {session}."))),
                 };
             };
-            let info = inner.state.session(&first.source, session);
+            let info = self.with_prompts(&inner, inner.state.session(&first.source, session).into_iter().collect())?;
             let bodies = inner.state.event_bodies(&self.journal, &metas).map_err(store_error)?;
             let events: Vec<Value> = metas.iter().zip(&bodies).map(|(m, e)| self.event_json(&m.source, e, TIMELINE_TEXT_CHARS)).collect();
-            return Ok(json!({ "session": info.map(|s| self.session_json(&s)), "events": events }));
+            return Ok(json!({ "session": info.first().map(|s| self.session_json(s)), "events": events }));
         }
         let filter = SessionFilter { since_unix_ms: since, until_unix_ms: until, source, project: a.project.clone() };
-        let sessions: Vec<Value> = inner.state.sessions(&filter, limit).iter().map(|s| self.session_json(s)).collect();
+        let sessions: Vec<Value> = self.with_prompts(&inner, inner.state.sessions(&filter, limit))?.iter().map(|s| self.session_json(s)).collect();
         Ok(json!({ "sessions": sessions }))
+    }
+
+    /// `sessions` with the prompts of those whose first prompt was forgotten filled in
+    /// ([`origin_projections::State::fill_prompts`]).
+    fn with_prompts(&self, inner: &Inner, mut sessions: Vec<origin_projections::Session>) -> Result<Vec<origin_projections::Session>, ToolError> {
+        inner.state.fill_prompts(&self.journal, &mut sessions).map_err(store_error)?;
+        Ok(sessions)
     }
 
     fn session_json(&self, s: &origin_projections::Session) -> Value {
@@ -1465,7 +1472,7 @@ impl Archive {
             if sources.is_empty() {
                 return Err(ToolError::invalid(
                     "sources",
-                    format!("must cite at least one event: every source of {id} has been forgotten since it was written"),
+                    format!("must be given: every event {id} cited has been forgotten since it was written, and a version must cite at least one event (an `event_id` or a `quote` the corrected text comes from)"),
                 ));
             }
             let new_id = format!("ent_{}", random_hex(8)?);
@@ -1571,8 +1578,14 @@ impl Archive {
             return Err(ToolError::invalid("tombstone", format!("must be a tombstone id (tmb_ and 12 to 32 hex characters), not {tombstone:?}")));
         }
         self.sync()?;
-        if guard(&self.inner).state.tombstone(tombstone).is_none() {
-            return Err(ToolError::new(format!("Unknown tombstone {tombstone}.")));
+        let lifted = match guard(&self.inner).state.tombstone(tombstone) {
+            None => return Err(ToolError::new(format!("Unknown tombstone {tombstone}."))),
+            Some(t) => t.restored.map(|r| json!({ "author": r.author, "time": self.time(r.time_unix_ms) })),
+        };
+        // Lifted already: nothing is recorded (as `forget` records nothing when everything was
+        // hidden already), and the answer says by whom and when.
+        if let Some(lifted) = lifted {
+            return Ok(json!({ "restored": null, "lifted_before": lifted }));
         }
         let body = Body::Restored(Restored {
             tombstone: tombstone.to_owned(),
