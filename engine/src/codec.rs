@@ -20,9 +20,25 @@ fn to_bytes<T: Serialize>(v: &T) -> Result<Vec<u8>> {
     bincode::serde::encode_to_vec(v, config()).map_err(|e| Error::Invalid(format!("payload does not encode: {e}")))
 }
 
+/// What a payload that does not decode is, in words (bincode's own text is its type's debug
+/// form: `Utf8 { inner: Utf8Error { valid_up_to: 3, error_len: Some(1) } }`).
+fn why(e: &bincode::error::DecodeError) -> String {
+    use bincode::error::DecodeError as D;
+    match e {
+        D::UnexpectedEnd { additional } => format!("it ends {additional} bytes early"),
+        D::LimitExceeded => "it claims more than a record may hold".into(),
+        D::Utf8 { inner } => format!("a text in it is not UTF-8 ({inner})"),
+        D::UnexpectedVariant { type_name, found, .. } => format!("it names variant {found} of {type_name}, which has none such"),
+        D::InvalidBooleanValue(b) => format!("it holds {b} where a true or false is"),
+        D::InvalidCharEncoding(_) => "a character in it is not one".into(),
+        D::OutsideUsizeRange(n) => format!("it claims a length of {n}"),
+        other => format!("{other:?}"),
+    }
+}
+
 fn from_bytes<T: DeserializeOwned>(bytes: &[u8], offset: u64) -> Result<T> {
     let (v, used) = bincode::serde::decode_from_slice(bytes, config())
-        .map_err(|e| Error::Decode { offset, reason: e.to_string() })?;
+        .map_err(|e| Error::Decode { offset, reason: why(&e) })?;
     if used != bytes.len() {
         return Err(Error::Decode { offset, reason: format!("{} trailing bytes after the payload", bytes.len() - used) });
     }
@@ -260,7 +276,7 @@ impl<'a> IngestedView<'a> {
         let mut rest: &[u8] = &plain;
         for _ in 0..count {
             let (e, used): (Event, usize) = bincode::serde::decode_from_slice(rest, config())
-                .map_err(|e| Error::Decode { offset: self.offset, reason: format!("event chunk: {e}") })?;
+                .map_err(|e| Error::Decode { offset: self.offset, reason: format!("event chunk: {}", why(&e)) })?;
             events.push(e);
             rest = &rest[used..];
         }
@@ -313,7 +329,7 @@ impl<'a> IngestedView<'a> {
                 decompress_chunk(bytes, plain, self.offset)?;
                 let mut rest: &[u8] = plain;
                 let mut w = 0;
-                let bad = |e: bincode::error::DecodeError| Error::Decode { offset: self.offset, reason: format!("event chunk: {e}") };
+                let bad = |e: bincode::error::DecodeError| Error::Decode { offset: self.offset, reason: format!("event chunk: {}", why(&e)) };
                 for k in 0..u64::from(count) {
                     if w == want.len() {
                         break;

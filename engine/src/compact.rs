@@ -11,7 +11,7 @@ use crate::journal::{find_seal, LOCK_FILE_NAME};
 use crate::limits::{SEGMENT_SIZE_BYTES_MAX, SEGMENT_SIZE_BYTES_MIN};
 use crate::recovery::{scan_frames, Stop};
 use crate::segment::{segment_file_name, SegmentHeader, SEGMENT_HEADER_SIZE};
-use crate::verify::walk_inner;
+use crate::verify::{walk_inner, Payloads};
 use crate::vfs::{LockMode, OsFs, Vfs};
 
 /// What compaction did.
@@ -54,7 +54,7 @@ pub fn compact(vfs: Arc<dyn Vfs>, dir: &Path, segment_size_bytes_max: u64) -> Re
         Error::Corrupt { segment, position, reason } => refused(segment, position, &reason),
         e => e,
     })?;
-    let before = walk_inner(&*vfs, dir, false, |_| Ok(()))?;
+    let before = walk_inner(&*vfs, dir, false, Payloads::Unread, |_| Ok(()))?;
     if let Some(d) = before.damage.first() {
         return Err(refused(d.segment.clone(), d.position, &d.reason));
     }
@@ -136,7 +136,7 @@ pub fn compact(vfs: Arc<dyn Vfs>, dir: &Path, segment_size_bytes_max: u64) -> Re
         }
         report.merged.push((group.iter().map(|s| s.path.clone()).collect(), first.path.clone()));
     }
-    let after = walk_inner(&*vfs, dir, false, |_| Ok(()))?;
+    let after = walk_inner(&*vfs, dir, false, Payloads::Unread, |_| Ok(()))?;
     if !after.damage.is_empty() || after.records != before.records || after.next_offset != before.next_offset {
         return Err(Error::corrupt(dir, 0, "journal after compaction does not match the journal before"));
     }

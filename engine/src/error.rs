@@ -47,8 +47,12 @@ pub enum Error {
         /// The directory looked in.
         dir: PathBuf,
     },
-    /// A payload could not be decoded with the journal's codec.
-    #[error("record at offset {offset} could not be decoded: {reason}")]
+    /// A payload could not be decoded with the journal's codec: damage inside a record that
+    /// passed its checksum (or a record of another build's kind, asked for by name).
+    #[error(
+        "record at offset {offset} could not be decoded: {reason} (`origin journal verify` names the segment and byte of a record \
+         that should and does not; `origin journal salvage --to DIR` copies every other record)"
+    )]
     Decode {
         /// Offset of the record.
         offset: u64,
@@ -76,8 +80,9 @@ impl Error {
         Error::Corrupt { segment: segment.into(), position, reason: reason.into() }
     }
 
-    /// True for damage found on disk (as opposed to an I/O failure or a bad call).
+    /// True for damage found on disk (as opposed to an I/O failure or a bad call): bytes that
+    /// fail their checks, or a record that passes them and does not decode.
     pub fn is_corruption(&self) -> bool {
-        matches!(self, Error::Corrupt { .. })
+        matches!(self, Error::Corrupt { .. } | Error::Decode { .. })
     }
 }

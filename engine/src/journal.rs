@@ -1201,7 +1201,7 @@ pub struct OwnedRecord {
     pub payload: Vec<u8>,
 }
 
-fn to_record<'a>(frame: &FrameView<'a>, scratch: &'a mut Vec<u8>) -> Result<Record<'a>> {
+pub(crate) fn to_record<'a>(frame: &FrameView<'a>, scratch: &'a mut Vec<u8>) -> Result<Record<'a>> {
     if frame.flags & !FLAGS_KNOWN != 0 {
         return Err(Error::Decode { offset: frame.offset, reason: format!("unknown frame flags {:#x}", frame.flags) });
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::frame::FLAG_ZSTD;
 use crate::journal::{Access, Durability, Journal, NewRecord, Options};
+use crate::segment::{parse_segment_file_name, segment_file_name, u32_at, u64_at, StoreId, FORMAT_VERSION, SEGMENT_HEADER_SIZE, SEGMENT_MAGIC};
 use crate::verify::{walk, Damage, Walked};
 use crate::vfs::{OsFs, Vfs};
 
@@ -25,6 +26,23 @@ pub struct SalvageReport {
     pub torn_tail: Option<Damage>,
     /// The new journal's epoch (the old one plus one): a salvaged store is a new lineage.
     pub epoch: u64,
+    /// Where the store id came from.
+    pub identity: Identity,
+}
+
+/// Where a salvage took the store id and epoch from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Identity {
+    /// The first segment header that checks out.
+    Header,
+    /// No header checks out: the fields of those whose checksum fails but whose magic, format,
+    /// length and base offset hold (the damage elsewhere in the header, as a flipped bit of its
+    /// creation time), the value most of them give. A flip inside the id itself gives another
+    /// id: the salvaged store is then taken for another store's copy, and its projections are
+    /// rebuilt (nothing else is tied to the id yet).
+    UncheckedHeader,
+    /// No header could be read at all: a new random store id, epoch 0.
+    New,
 }
 
 const BATCH_RECORDS: usize = 4096;
@@ -42,10 +60,20 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
     {
         return Err(Error::Invalid(format!("{} is not empty: salvage writes a new journal", to.display())));
     }
-    // First pass: identity (from the first readable header).
+    // First pass: identity (from the first readable header, else see [`Identity`]).
     let first = crate::verify::verify(&*vfs, from)?;
-    let store_id = first.store_id.ok_or_else(|| Error::corrupt(from, 0, "no readable segment header to take the store id from"))?;
-    let epoch = first.epoch.unwrap_or(0) + 1;
+    let (store_id, old_epoch, identity) = match (first.store_id, first.epoch) {
+        (Some(id), Some(epoch)) => (id, epoch, Identity::Header),
+        _ => match unchecked_identity(&*vfs, from)? {
+            Some((id, epoch)) => (id, epoch, Identity::UncheckedHeader),
+            None => {
+                let mut id = [0u8; 16];
+                getrandom::fill(&mut id).map_err(|e| Error::io("getrandom", from, std::io::Error::other(e.to_string())))?;
+                (id, 0, Identity::New)
+            }
+        },
+    };
+    let epoch = old_epoch.saturating_add(1);
     let opts = Options {
         durability: Durability::Sync,
         access: Access::ReadWrite,
@@ -93,7 +121,48 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
         lost: report.damage,
         torn_tail: report.torn_tail,
         epoch,
+        identity,
     })
+}
+
+/// The store id and epoch that most segment headers failing their checksum give, counting
+/// only those whose magic, format version, length and base offset (against the file's name)
+/// hold ([`Identity::UncheckedHeader`]).
+fn unchecked_identity(vfs: &dyn Vfs, dir: &Path) -> Result<Option<(StoreId, u64)>> {
+    let mut seen: Vec<((StoreId, u64), usize)> = Vec::new();
+    let mut bases: Vec<u64> = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?.iter().filter_map(|n| parse_segment_file_name(n)).collect();
+    bases.sort_unstable();
+    for base in bases {
+        let path = dir.join(segment_file_name(base));
+        let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
+        if file.len().map_err(|e| Error::io("stat", &path, e))? < SEGMENT_HEADER_SIZE {
+            continue;
+        }
+        let mut b = [0u8; SEGMENT_HEADER_SIZE as usize];
+        file.read_exact_at(&mut b, 0).map_err(|e| Error::io("read", &path, e))?;
+        let holds = b[0..8] == SEGMENT_MAGIC
+            && u16::from_le_bytes([b[8], b[9]]) == FORMAT_VERSION
+            && u64::from(u32_at(&b, 12)) == SEGMENT_HEADER_SIZE
+            && u64_at(&b, 40) == base;
+        if !holds {
+            continue;
+        }
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&b[16..32]);
+        let key = (id, u64_at(&b, 32));
+        match seen.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((key, 1)),
+        }
+    }
+    // The most given; of as many, the earliest segment's.
+    let mut best: Option<((StoreId, u64), usize)> = None;
+    for &(k, n) in &seen {
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((k, n));
+        }
+    }
+    Ok(best.map(|(k, _)| k))
 }
 
 #[cfg(test)]
@@ -127,5 +196,59 @@ mod tests {
         let want: Vec<u8> = (0..60u8).filter(|&i| u64::from(i) != a).collect();
         assert_eq!(firsts, want);
         assert_eq!(out.epoch(), 1);
+    }
+
+    /// A journal of one segment whose header fails its checksum (a flipped bit of its creation
+    /// time, which nothing else reads) is salvaged whole under its store id; one whose header is
+    /// not readable at all (its magic flipped) is salvaged whole under a new id. Either header's
+    /// damage is its 64 bytes, not the segment.
+    #[test]
+    fn a_journal_whose_only_header_is_damaged_is_salvaged_whole() {
+        for (bit, identity) in [(50 * 8, Identity::UncheckedHeader), (3, Identity::New)] {
+            let fs = SimFs::new(11);
+            let dir = Path::new("/a/journal");
+            let j = Journal::open_with(Arc::new(fs.clone()), dir, Options::default()).expect("open");
+            for i in 0..30u8 {
+                j.append(vec![NewRecord::scratch(vec![i; 100])]).expect("append");
+            }
+            let (id, seg) = (j.store_id(), j.segment_paths()[0].clone());
+            drop(j);
+            fs.flip_bit(&seg, bit).expect("flip");
+            let r = salvage(Arc::new(fs.clone()), dir, Path::new("/b/journal")).expect("salvage");
+            assert_eq!((r.records_copied, r.identity), (30, identity), "{:?}", r.lost);
+            assert_eq!(r.lost.len(), 1, "{:?}", r.lost);
+            assert_eq!((r.lost[0].position, r.lost[0].size_bytes, r.lost[0].offsets_lost), (0, 64, None), "{:?}", r.lost);
+            let out = Journal::open_with(Arc::new(fs.clone()), Path::new("/b/journal"), Options::default()).expect("open salvaged");
+            assert_eq!(out.store_id() == id, identity == Identity::UncheckedHeader);
+            let firsts: Vec<u8> = out.read_vec(0, usize::MAX).expect("read").iter().map(|r| r.payload[0]).collect();
+            assert_eq!(firsts, (0..30u8).collect::<Vec<u8>>());
+        }
+    }
+
+    /// A record that passes its checksum but whose payload does not decode (a kind this build
+    /// reads, its bytes not that kind's) is damage to verify, named by segment, byte and offset,
+    /// and salvage leaves it out (every other record copied); a record of a kind this build
+    /// does not read is another build's and is neither.
+    #[test]
+    fn a_record_that_does_not_decode_is_damage_and_salvage_leaves_it_out() {
+        let fs = SimFs::new(12);
+        let dir = Path::new("/a/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, Options::default()).expect("open");
+        j.append(vec![NewRecord::scratch(vec![1; 10])]).expect("append");
+        j.append(vec![NewRecord::raw(crate::record::RecordKind::Remembered as u8, 1, vec![0xff; 40])]).expect("append");
+        j.append(vec![NewRecord::raw(77, 1, vec![0xff; 40])]).expect("append");
+        j.append(vec![NewRecord::scratch(vec![3; 10])]).expect("append");
+        let seg = j.segment_paths()[0].clone();
+        drop(j);
+        let v = crate::verify::verify(&fs, dir).expect("verify");
+        assert_eq!(v.damage.len(), 1, "{:?}", v.damage);
+        let d = &v.damage[0];
+        assert_eq!((&d.segment, d.offsets_lost), (&seg, Some((1, 1))), "{d:?}");
+        assert!(d.position > 64 && d.reason.starts_with("record at offset 1 passes its checksum but does not decode: "), "{d:?}");
+        let r = salvage(Arc::new(fs.clone()), dir, Path::new("/b/journal")).expect("salvage");
+        assert_eq!((r.records_copied, r.lost.clone()), (3, v.damage.clone()));
+        let out = Journal::open_with(Arc::new(fs.clone()), Path::new("/b/journal"), Options::default()).expect("open salvaged");
+        let kinds: Vec<u8> = out.read_vec(0, usize::MAX).expect("read").iter().map(|r| r.kind).collect();
+        assert_eq!(kinds, [250, 77, 250]);
     }
 }

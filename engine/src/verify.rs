@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::frame::{check_frame, Check, FrameView, KIND_SEAL};
 use crate::index::{decode_index, INDEX_SUFFIX};
 use crate::journal::LOCK_FILE_NAME;
+use crate::record::RecordKind;
 use crate::recovery::{classify_tail, find_next_valid, scan_frames, Stop, Tail};
 use crate::segment::{parse_segment_file_name, SegmentHeader, StoreId, SEGMENT_HEADER_SIZE};
 use crate::vfs::{LockMode, OsFs, Vfs};
@@ -95,11 +96,38 @@ pub fn verify(vfs: &dyn Vfs, dir: &Path) -> Result<VerifyReport> {
     walk(vfs, dir, |_| Ok(()))
 }
 
-/// Reads every segment of the journal in `dir`, checking every header and frame, and passes
-/// every readable record and every damage to `visit`, in order. After damage it looks for the
-/// next readable frame and goes on. Errors only for I/O that stops the walk itself.
+/// Reads every segment of the journal in `dir`, checking every header and frame, and every
+/// record's payload of a kind this build reads, and passes every readable record and every
+/// damage to `visit`, in order. After damage it looks for the next readable frame and goes on.
+/// Errors only for I/O that stops the walk itself.
 pub fn walk(vfs: &dyn Vfs, dir: &Path, visit: impl FnMut(Walked<'_>) -> Result<()>) -> Result<VerifyReport> {
-    walk_inner(vfs, dir, true, visit)
+    walk_inner(vfs, dir, true, Payloads::Decoded, visit)
+}
+
+/// Whether a walk reads records' payloads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Payloads {
+    /// Every record of a kind and version this build reads is decompressed and decoded: one
+    /// that passes its checksum but does not decode (written so by a faulty build, or by memory
+    /// that flipped a bit before the checksum was taken) is damage, at its frame, and is not
+    /// passed on as a record. (Every read of the state stops at such a record.)
+    Decoded,
+    /// Frames are checked, payloads are not read (compaction, which copies frames as they are).
+    Unread,
+}
+
+/// Why a record that passed its checksum cannot be read by this build, if so: its payload does
+/// not decompress or decode. A kind or a version of one this build does not read is another
+/// build's record, not damage (the projections pass over it).
+fn unreadable(f: &FrameView<'_>, scratch: &mut Vec<u8>) -> Option<String> {
+    if !RecordKind::from_u8(f.kind).is_some_and(|k| k.reads_version(f.kind_version)) {
+        return None;
+    }
+    match crate::journal::to_record(f, scratch).and_then(|r| r.decode()) {
+        Ok(_) => None,
+        Err(Error::Decode { reason, .. }) => Some(reason),
+        Err(e) => Some(e.to_string()),
+    }
 }
 
 /// [`walk`], for a caller that already holds the store's exclusive lock (`lock_last` false).
@@ -107,6 +135,7 @@ pub(crate) fn walk_inner(
     vfs: &dyn Vfs,
     dir: &Path,
     lock_last: bool,
+    payloads: Payloads,
     mut visit: impl FnMut(Walked<'_>) -> Result<()>,
 ) -> Result<VerifyReport> {
     if !vfs.exists(dir).map_err(|e| Error::io("stat", dir, e))? {
@@ -139,6 +168,7 @@ pub(crate) fn walk_inner(
     // Each map is let go once its segment is walked.
     let mut maps = maps.into_iter();
     let mut report = VerifyReport { dir: dir.to_path_buf(), ..Default::default() };
+    let mut scratch = Vec::new();
     // Every journal starts at offset 0 (see `Journal::open`).
     let mut expected: u64 = 0;
     let count = bases.len();
@@ -214,14 +244,17 @@ pub(crate) fn walk_inner(
                     Error::Corrupt { reason, .. } => reason.clone(),
                     other => other.to_string(),
                 };
-                let d = Damage { segment: path.clone(), position: 0, reason, size_bytes: data.len() as u64, offsets_lost: None };
                 if empty_tail {
+                    let d = Damage { segment: path.clone(), position: 0, reason, size_bytes: data.len() as u64, offsets_lost: None };
                     // A segment whose creation a crash cut short: it holds no records.
                     report.torn_tail = Some(d);
                     report.segments.push(seg);
                     continue;
                 }
-                damage(&mut report, d, &mut visit)?;
+                // The header alone: the frames after it are checked on their own, and read on.
+                let size_bytes = SEGMENT_HEADER_SIZE.min(data.len() as u64);
+                let reason = format!("{reason} (the records after it are read on)");
+                damage(&mut report, Damage { segment: path.clone(), position: 0, reason, size_bytes, offsets_lost: None }, &mut visit)?;
             }
         }
 
@@ -275,14 +308,31 @@ pub(crate) fn walk_inner(
         let mut pos = SEGMENT_HEADER_SIZE.min(data.len() as u64);
         loop {
             let mut visit_error = None;
-            let scan = scan_frames(data, 0, pos, next, None, |f, _| {
-                if visit_error.is_none() {
-                    visit_error = visit(Walked::Record(f)).err();
+            let mut undecoded = Vec::new();
+            let scan = scan_frames(data, 0, pos, next, None, |f, at| {
+                if visit_error.is_some() {
+                    return;
                 }
+                if payloads == Payloads::Decoded
+                    && let Some(why) = unreadable(f, &mut scratch)
+                {
+                    let d = Damage {
+                        segment: path.clone(),
+                        position: at,
+                        reason: format!("record at offset {} passes its checksum but does not decode: {why}", f.offset),
+                        size_bytes: f.frame_len as u64,
+                        offsets_lost: Some((f.offset, f.offset)),
+                    };
+                    visit_error = visit(Walked::Damage(&d)).err();
+                    undecoded.push(d);
+                    return;
+                }
+                visit_error = visit(Walked::Record(f)).err();
             });
             if let Some(e) = visit_error {
                 return Err(e);
             }
+            report.damage.append(&mut undecoded);
             seg.records += scan.records;
             next = scan.next_offset;
             match scan.stop {

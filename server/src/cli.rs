@@ -21,7 +21,8 @@ pub struct Cli {
 }
 
 const EXIT_CODES: &str = "Exit codes: 0 success (verify: clean); 1 journal damaged (the message names segment and byte); \
-2 bad command line; 3 store unreadable or the operation failed; 4 verify found only a torn tail (cut by the next write).";
+2 bad command line (an argument or a value refused); 3 store unreadable or the operation failed (an unknown id, a refused \
+write); 4 verify found only a torn tail (cut by the next write).";
 
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
@@ -145,7 +146,7 @@ pub enum JournalCommand {
         #[arg(long, default_value_t = 1024)]
         size: usize,
         /// Concurrent appenders.
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1024))]
         threads: u64,
         /// Segment size in bytes.
         #[arg(long, default_value_t = origin_engine::limits::SEGMENT_SIZE_BYTES_DEFAULT)]

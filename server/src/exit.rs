@@ -10,7 +10,8 @@ pub enum Exit {
     Ok = 0,
     /// The journal is damaged (corruption found); the message names segment and byte.
     Damaged = 1,
-    /// The command line was wrong (clap's own code).
+    /// The command line was wrong: clap's own code, and a value a command refused
+    /// ([`BadValue`], a tool's invalid input).
     Usage = 2,
     /// The store could not be read or written (I/O error, no journal, refused writes).
     Failed = 3,
@@ -24,10 +25,30 @@ impl From<Exit> for ExitCode {
     }
 }
 
+/// A value on the command line that clap took and the command refused (a time that is none,
+/// an offset past the journal's end): exit 2, as for clap's own refusals.
+#[derive(Debug)]
+pub struct BadValue(pub String);
+
+impl std::fmt::Display for BadValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadValue {}
+
 /// The exit code for an error that reached the edge: 1 for the journal's damage wherever it
-/// was found ([`is_journal_damage`](origin::tools::archive::is_journal_damage)), else 3.
+/// was found ([`is_journal_damage`](origin::tools::archive::is_journal_damage)), 2 for a
+/// [`BadValue`], else 3.
 pub fn for_error(e: &anyhow::Error) -> Exit {
-    if e.chain().any(origin::tools::archive::is_journal_damage) { Exit::Damaged } else { Exit::Failed }
+    if e.chain().any(origin::tools::archive::is_journal_damage) {
+        Exit::Damaged
+    } else if e.chain().any(|c| c.is::<BadValue>()) {
+        Exit::Usage
+    } else {
+        Exit::Failed
+    }
 }
 
 #[cfg(test)]

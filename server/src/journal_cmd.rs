@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use origin_engine::segment::store_id_hex;
+use origin_engine::salvage::Identity;
 use origin_engine::verify::Damage;
 use origin_engine::{Access, Durability, Journal, NewRecord, Options};
 use serde_json::json;
 
-use crate::exit::Exit;
+use crate::exit::{BadValue, Exit};
 use crate::out::{say, Out};
 use crate::show;
 
@@ -226,6 +227,15 @@ pub fn salvage(dir: &Path, to: &Path) -> Result<Exit> {
     let mut out = Out::new();
     let r = origin_engine::salvage::salvage_dir(dir, to).with_context(|| format!("salvaging {} into {}", dir.display(), to.display()))?;
     say!(out, "copied {} records into {} (epoch {})", r.records_copied, r.to.display(), r.epoch);
+    match r.identity {
+        Identity::Header => {}
+        Identity::UncheckedHeader => say!(
+            out,
+            "no segment header checks out: the store id was read from the damaged headers (if the damage is in the id itself, \
+             the projections take the salvaged store for another and are rebuilt)"
+        ),
+        Identity::New => say!(out, "no segment header could be read: the salvaged journal has a new store id"),
+    }
     if r.duplicates_skipped > 0 {
         say!(out, "skipped {} duplicate copies of records already taken", r.duplicates_skipped);
     }
@@ -278,10 +288,10 @@ pub fn stress_payload(thread: u64, seq: u64, size: usize) -> Vec<u8> {
 /// `origin journal stress`.
 pub fn stress(dir: &Path, records: u64, size: usize, threads: u64, segment_size: u64, quiet: bool) -> Result<Exit> {
     if threads == 0 || threads > 1024 {
-        bail!("--threads must be 1 to 1024");
+        return Err(BadValue("--threads must be 1 to 1024".into()).into());
     }
     if !(16..=origin_engine::limits::RECORD_PAYLOAD_SIZE_MAX).contains(&size) {
-        bail!("--size must be 16 to {} bytes", origin_engine::limits::RECORD_PAYLOAD_SIZE_MAX);
+        return Err(BadValue(format!("--size must be 16 to {} bytes", origin_engine::limits::RECORD_PAYLOAD_SIZE_MAX)).into());
     }
     let opts = Options { segment_size_bytes_max: segment_size, durability: Durability::Sync, ..Options::default() };
     let j = Arc::new(Journal::open(dir, opts).with_context(|| format!("opening the journal in {}", dir.display()))?);
@@ -343,18 +353,24 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     let j = open_read_only(dir)?;
     let until_at = match until {
         None => None,
-        Some(u) if !u.is_empty() && u.bytes().all(|b| b.is_ascii_digit()) => Some((Some(u.parse::<u64>().context("--until offset")?), None)),
+        Some(u) if !u.is_empty() && u.bytes().all(|b| b.is_ascii_digit()) => {
+            Some((Some(u.parse::<u64>().map_err(|e| BadValue(format!("--until {u} is no offset ({e})")))?), None))
+        }
         Some(u) => {
             let now = jiff::Zoned::now();
             // Records at or before the time are replayed: a finer time rounds down.
-            let ms = crate::tools::conventions::parse_time_arg_inclusive(u, &now).map_err(|why| anyhow::anyhow!("--until {why}"))?;
+            let ms = crate::tools::conventions::parse_time_arg_inclusive(u, &now).map_err(|why| BadValue(format!("--until {why}")))?;
             Some((None, Some(ms)))
         }
     };
     if let Some((Some(offset), _)) = until_at
         && offset > j.next_offset()
     {
-        bail!("--until {offset} is past the journal's end: its records end before offset {} (a time is given with a date, e.g. 2026-10-20T09:00:00Z)", j.next_offset());
+        return Err(BadValue(format!(
+            "--until {offset} is past the journal's end: its records end before offset {} (a time is given with a date, e.g. 2026-10-20T09:00:00Z)",
+            j.next_offset()
+        ))
+        .into());
     }
     if let Some(to) = to {
         check_replay_folder(home, to)?;

@@ -219,7 +219,13 @@ fn print(result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
         }
         Err(e) => {
             origin::say_err!("origin: {e}");
-            Ok(if e.is_journal_damage() { Exit::Damaged } else { Exit::Failed })
+            Ok(if e.is_journal_damage() {
+                Exit::Damaged
+            } else if e.is_invalid_input() {
+                Exit::Usage
+            } else {
+                Exit::Failed
+            })
         }
     }
 }

@@ -18,6 +18,11 @@ fn origin(home: &Path, args: &[&str]) -> Output {
         .expect("run origin")
 }
 
+/// The JSON a command printed, whatever its exit code (`journal verify` exits 1 on damage).
+fn json_any(out: Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("json ({e}): {}", String::from_utf8_lossy(&out.stderr)))
+}
+
 fn json(out: Output) -> Value {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("json")
@@ -230,6 +235,97 @@ fn a_session_whose_first_prompt_is_forgotten_lists_its_next() {
     assert_eq!(prompts(), vec![Value::from(asked[0].1.as_str()); 2], "the first again once restored");
 }
 
+/// A record that passes its checksum but does not decode (here a `remembered` record of
+/// bytes that are none: a faulty build's, or memory that flipped before the checksum was
+/// taken): every read that reaches it stops, exit 1, saying its offset and what to run;
+/// `journal verify` names its segment and byte (exit 1, where it said "clean"); `journal
+/// salvage` leaves it out and copies every other record (it copied it), and the salvaged
+/// store answers as before it was written.
+#[test]
+fn a_record_that_does_not_decode_is_found_by_verify_and_left_out_by_salvage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    ingest_sample(home);
+    let before = json(origin(home, &["search", "库存", "--json"]));
+    let j = origin_engine::Journal::open(home.join("journal"), origin_engine::Options::default()).expect("journal");
+    let bad = j.next_offset();
+    j.append(vec![origin_engine::NewRecord::raw(origin_engine::RecordKind::Remembered as u8, 1, vec![0xff; 64])]).expect("append");
+    let records = j.next_offset();
+    drop(j);
+    let read = origin(home, &["search", "库存", "--json"]);
+    let said = String::from_utf8_lossy(&read.stderr);
+    assert_eq!(read.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("record at offset {bad} could not be decoded")) && said.contains("origin journal salvage --to DIR"), "{said}");
+    let verify = origin(home, &["journal", "verify"]);
+    let said = String::from_utf8_lossy(&verify.stdout).to_string() + &String::from_utf8_lossy(&verify.stderr);
+    assert_eq!(verify.status.code(), Some(1), "{said}");
+    let segment = segment_files(home).last().expect("a segment").display().to_string();
+    assert!(said.contains(&segment) && said.contains(&format!("record at offset {bad} passes its checksum but does not decode")), "{said}");
+    let salvaged = home.join("salvaged");
+    let out = origin(home, &["journal", "salvage", "--to", salvaged.to_str().expect("utf-8")]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains(&format!("copied {} records", records - 1)) && said.contains(&format!("offset {bad} lost")), "{said}");
+    std::fs::rename(home.join("journal"), home.join("journal.damaged")).expect("move the journal aside");
+    std::fs::rename(&salvaged, home.join("journal")).expect("the salvaged journal in its place");
+    assert_eq!(json(origin(home, &["search", "库存", "--json"])), before);
+}
+
+/// One bit of the only segment's header flipped (its creation time: the records are whole):
+/// verify reports the header with its 64 bytes, and salvage copies every record under the
+/// store's id (it refused, "no readable segment header"), and the salvaged store answers as
+/// before.
+#[test]
+fn a_journal_of_one_segment_whose_header_is_damaged_is_salvaged_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    ingest_sample(home);
+    let before = json(origin(home, &["search", "库存", "--json"]));
+    let segments = segment_files(home);
+    assert_eq!(segments.len(), 1, "{segments:?}");
+    let mut bytes = std::fs::read(&segments[0]).expect("read");
+    bytes[50] ^= 0x10;
+    std::fs::write(&segments[0], &bytes).expect("flip a bit of the header's creation time");
+    let verify = json_any(origin(home, &["journal", "verify", "--json"]));
+    assert_eq!(verify["damage"][0]["position"], 0, "{verify}");
+    assert_eq!(verify["damage"][0]["size_bytes"], 64, "{verify}");
+    let salvaged = home.join("salvaged");
+    let out = origin(home, &["journal", "salvage", "--to", salvaged.to_str().expect("utf-8")]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains(&format!("copied {} records", verify["records"])) && said.contains("the store id was read from the damaged headers"), "{said}");
+    std::fs::rename(home.join("journal"), home.join("journal.damaged")).expect("move the journal aside");
+    std::fs::rename(&salvaged, home.join("journal")).expect("the salvaged journal in its place");
+    assert_eq!(json(origin(home, &["search", "库存", "--json"])), before);
+}
+
+/// A value the command line holds and the command refuses (a limit out of range, a time that
+/// is none, a kind that is none, a thread count or an offset no journal takes) exits 2, as
+/// clap's own refusals do (it exited 3, the code of a store that failed); an id the store does
+/// not know still exits 3.
+#[test]
+fn values_a_command_refuses_exit_2_and_what_the_store_cannot_do_3() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    ingest_sample(home);
+    let refused: [&[&str]; 6] = [
+        &["search", "库存", "--limit", "0"],
+        &["search", "库存", "--since", "garbage"],
+        &["remember", "a fact", "--kind", "rumour", "--quote", "库存"],
+        &["timeline", "--limit", "501"],
+        &["journal", "stress", "--threads", "0"],
+        &["journal", "replay", "--until", "not a time", "--to", "/nonexistent-origin-replay"],
+    ];
+    for args in refused {
+        let out = origin(home, args);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(!said.contains("panicked"), "{args:?}: {said}");
+    }
+    let unknown = origin(home, &["get", "ent_000000000000"]);
+    assert_eq!(unknown.status.code(), Some(3), "{}", String::from_utf8_lossy(&unknown.stderr));
+}
+
 #[test]
 fn journal_replay_rebuilds_the_state_snapshot_and_the_text_index() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -317,7 +413,7 @@ fn journal_replay_until_an_offset_or_a_time_and_past_records_it_cannot_read() {
     assert_eq!(summary(&before_all)["read_to"], 0);
     assert_eq!(summary(&before_all)["sessions"], 0);
     let past = origin(home, &["journal", "replay", "--until", &(end + 1).to_string(), "--to", dir.path().join("past").to_str().expect("utf-8")]);
-    assert!(!past.status.success());
+    assert_eq!(past.status.code(), Some(2), "a value the command refused");
     let said = String::from_utf8_lossy(&past.stderr);
     assert!(said.contains(&format!("--until {} is past the journal's end: its records end before offset {end}", end + 1)), "{said}");
     assert!(!dir.path().join("past").exists(), "nothing written");

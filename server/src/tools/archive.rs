@@ -132,19 +132,35 @@ fn name_arg(arg: &str, value: &Option<String>) -> Result<(), ToolError> {
 
 /// A failure the caller can act on: becomes a tool error with this exact text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError(pub String, bool);
+pub struct ToolError(pub String, Failure);
+
+/// What kind of failure a [`ToolError`] is (the command line's exit code tells them apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// An argument is not one the tool takes ([`ToolError::invalid`]).
+    Invalid,
+    /// The store failed because its journal is damaged.
+    Damage,
+    /// Anything else: an unknown id, a refused operation, the store's other failures.
+    Other,
+}
 
 impl std::error::Error for ToolError {}
 
 impl ToolError {
     /// A failure with this text (not the journal's damage).
     pub fn new(text: impl Into<String>) -> ToolError {
-        ToolError(text.into(), false)
+        ToolError(text.into(), Failure::Other)
     }
 
     /// True if the store failed because its journal is damaged (a command exits 1 for it).
     pub fn is_journal_damage(&self) -> bool {
-        self.1
+        self.1 == Failure::Damage
+    }
+
+    /// True if an argument was refused (a command exits 2 for it, as for a bad command line).
+    pub fn is_invalid_input(&self) -> bool {
+        self.1 == Failure::Invalid
     }
 
     /// `Unknown entry or event <id>.`
@@ -157,7 +173,7 @@ impl ToolError {
     }
     /// Invalid input, naming the argument and why.
     pub fn invalid(arg: &str, why: impl std::fmt::Display) -> ToolError {
-        ToolError::new(format!("Invalid input: `{arg}` {why}"))
+        ToolError(format!("Invalid input: `{arg}` {why}"), Failure::Invalid)
     }
 }
 
@@ -172,7 +188,7 @@ type ToolResult = Result<Value, ToolError>;
 /// A failure of the store itself (I/O, damage): reported as a tool error too, with its cause.
 fn store_error<E: std::error::Error + 'static>(e: E) -> ToolError {
     let damaged = is_journal_damage(&e);
-    ToolError(format!("The Origin store failed: {e}"), damaged)
+    ToolError(format!("The Origin store failed: {e}"), if damaged { Failure::Damage } else { Failure::Other })
 }
 
 /// A catch-up's failure ([`Archive::sync`]): reading the journal or applying a record.
@@ -192,7 +208,7 @@ impl From<origin_engine::Error> for SyncFailed {
 
 /// [`store_error`] for a failure the store's code found and words itself.
 fn store_failed(why: impl std::fmt::Display) -> ToolError {
-    ToolError(format!("The Origin store failed: {why}"), false)
+    ToolError(format!("The Origin store failed: {why}"), Failure::Other)
 }
 
 /// True if `e` is the journal's corruption, or an error that carries it: the store's errors
