@@ -155,6 +155,14 @@ pub enum CatalogOpened {
         /// Why.
         reason: String,
     },
+    /// The index's folder could not be read or written (a full disk, a read-only file system,
+    /// no permission: [`CatalogError::is_io`]): an index in this process's memory, fed from the
+    /// journal's start, answers instead ([`open_projections`](crate::open_projections) opens it
+    /// so; a read of the archive does not fail for a projection it can build).
+    InMemory {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Errors of the catalog.
@@ -177,6 +185,14 @@ pub enum CatalogError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl CatalogError {
+    /// True if a file of the index could not be read or written (not damage, not the
+    /// journal's failure).
+    pub fn is_io(&self) -> bool {
+        matches!(self, CatalogError::Io { .. } | CatalogError::Index(IndexError::Io { .. }))
+    }
 }
 
 fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> CatalogError {
@@ -1785,8 +1801,8 @@ mod tests {
     }
 
     /// A damaged snapshot is rebuilt beside the index; an index folder that cannot be made is
-    /// the error given; a record the state cannot decode fails the state, whose error is given
-    /// (also when the index fails too).
+    /// an index in memory, the reason said; a record the state cannot decode fails the state,
+    /// whose error is given (also when the index's folder cannot be made).
     #[test]
     fn catalog_opened_beside_the_state_reports_what_failed() {
         let (dir, j, idx, c) = committed_store_of_one_event();
@@ -1805,11 +1821,12 @@ mod tests {
         // The index's folder is a file.
         let file = dir.path().join("not-a-folder");
         fs::write(&file, b"x").unwrap();
-        match crate::open_projections(&j, &snap, &file, crate::Verify::Ahead, crate::StateRead::ToEnd) {
-            Err(crate::OpenError::Catalog(e)) => assert!(e.to_string().contains("not-a-folder"), "{e}"),
-            Err(e) => panic!("the state failed: {e}"),
-            Ok(_) => panic!("opened an index in a file"),
-        }
+        let mut in_file = crate::open_projections(&j, &snap, &file, crate::Verify::Ahead, crate::StateRead::ToEnd).unwrap();
+        assert!(matches!(&in_file.catalog_opened, CatalogOpened::InMemory { reason } if reason.contains("not-a-folder")), "{:?}", in_file.catalog_opened);
+        in_file.catalog.catch_up(&j).unwrap();
+        assert_eq!(keys(&in_file.catalog, "release", Scope::Event).len(), 1, "searched in memory");
+        assert_eq!(fs::read(&file).unwrap(), b"x", "the file left as it was");
+        drop(in_file);
         // A record the state cannot decode (the index reads no record until it catches up):
         // the state's error, alone and when the index fails too.
         let version = RecordKind::Remembered.current_version();
@@ -1820,6 +1837,42 @@ mod tests {
                 Err(e) => panic!("the index's error was given: {e}"),
                 Ok(_) => panic!("a record that cannot be decoded was applied"),
             }
+        }
+    }
+
+    /// A first open of the index on a full disk (each write it makes failing in turn with
+    /// ENOSPC: its manifest, its journal file) answers from an index in memory, the reason
+    /// said, instead of failing every read of the store; the disk freed, the next open writes
+    /// the index on it.
+    #[test]
+    fn an_index_that_cannot_be_written_at_its_first_open_is_built_in_memory() {
+        use origin_engine::sim::{Fault, SimFs};
+        let store = || {
+            let fs = SimFs::new(5);
+            let vfs: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(fs.clone());
+            let j = Journal::open_with(vfs, Path::new("/s/journal"), Options::default()).unwrap();
+            append(&j, &ingested(vec![event(1, EventKind::Message, "release workflow")]));
+            (fs, j)
+        };
+        let open = |j: &Journal| crate::open_projections(j, Path::new("/s/state.snap"), Path::new("/s/index"), crate::Verify::WhenNeeded, crate::StateRead::ToEnd).unwrap();
+        // The writes a first open makes, counted on a disk with room.
+        let (fs, j) = store();
+        let from = fs.ops();
+        assert_eq!(open(&j).catalog_opened, CatalogOpened::Fresh);
+        let writes: Vec<u64> = fs.kinds()[from as usize..].iter().enumerate().filter(|(_, k)| **k == "write").map(|(i, _)| from + i as u64).collect();
+        assert!(writes.len() >= 2, "{:?}", fs.kinds());
+        for at in writes {
+            let (fs, j) = store();
+            fs.inject(at, Fault::DiskFull);
+            let mut o = open(&j);
+            assert!(matches!(&o.catalog_opened, CatalogOpened::InMemory { reason } if reason.contains("No space left on device")), "{at}: {:?}", o.catalog_opened);
+            o.catalog.catch_up(&j).unwrap();
+            assert_eq!(keys(&o.catalog, "release", Scope::Event), ["claude-code:e1"], "{at}: searched in memory");
+            drop(o);
+            let mut again = open(&j);
+            assert!(matches!(again.catalog_opened, CatalogOpened::Fresh | CatalogOpened::Rebuilt { .. }), "{at}: {:?}", again.catalog_opened);
+            again.catalog.catch_up(&j).unwrap();
+            assert_eq!(again.catalog.commit().unwrap(), Committed::Written, "{at}: on disk once there is room");
         }
     }
 

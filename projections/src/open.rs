@@ -75,13 +75,17 @@ pub fn open_projections(
     read: StateRead,
 ) -> Result<OpenedProjections, OpenError> {
     let vfs: &dyn Vfs = &**journal.vfs();
-    let open_catalog = || {
-        Catalog::open(index_dir, journal).map(|(mut c, opened)| {
+    let open_catalog = || match Catalog::open(index_dir, journal) {
+        Ok((mut c, opened)) => {
             if verify == Verify::Ahead {
                 c.verify_ahead();
             }
-            (c, opened)
-        })
+            Ok((c, opened))
+        }
+        // The folder cannot be read or written (a full disk: a first open writes its manifest
+        // and journal file): the index is built in memory instead of failing every read.
+        Err(e) if e.is_io() => Ok((Catalog::in_memory(), CatalogOpened::InMemory { reason: e.to_string() })),
+        Err(e) => Err(e),
     };
     let (state, catalog) = std::thread::scope(|s| {
         let open_state = || match read {

@@ -704,8 +704,12 @@ impl Archive {
         if let origin_projections::SnapshotUse::Rejected { reason } = &state_opened.snapshot {
             crate::say_err!("origin: the projections' snapshot {} was not used ({reason}); they were rebuilt from the journal", snapshot_path.display());
         }
-        if let CatalogOpened::Rebuilt { reason } = &opened {
-            crate::say_err!("origin: rebuilding the text index from the journal: {reason}");
+        match &opened {
+            CatalogOpened::Rebuilt { reason } => crate::say_err!("origin: rebuilding the text index from the journal: {reason}"),
+            CatalogOpened::InMemory { reason } => crate::say_err!(
+                "origin: the text index cannot be kept on disk ({reason}); this process builds it in memory from the journal"
+            ),
+            CatalogOpened::Loaded { .. } | CatalogOpened::Fresh => {}
         }
         let archive = Archive {
             home: home.to_path_buf(),
