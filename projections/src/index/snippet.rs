@@ -12,6 +12,10 @@ use super::stem::{STEM_PREFIX, Stems, is_stop_word, stem_first_char};
 use super::token::{TextForm, TokenKind, for_each_token_of};
 use unicode_segmentation::{GraphemeCursor, UnicodeSegmentation};
 
+/// A window's start moves past the word it cuts into when that word ends within this many
+/// characters ([`window_start`]).
+const WORD_CUT_CHARS_MAX: usize = 24;
+
 /// A grapheme cluster of more characters than this (a letter under hundreds of marks, a long
 /// chain of emoji joined by U+200D) is shown and cut by its characters: whole, it could fill a
 /// snippet and hide the match after it.
@@ -237,7 +241,12 @@ fn window_start(text: &str, marks: &[(usize, usize)], content_end: usize) -> usi
     let cut = text[..first].char_indices().nth(before - context).map_or(first, |(i, _)| i);
     // Not inside a grapheme cluster: a window that began at an accent would show it alone.
     let cut = cluster_start(text, cut);
-    match text[cut..first].find(char::is_whitespace) {
+    // Not inside a word either, when one ends near: the window begins after the next white
+    // space within a word's length. (Further, the text before the match is a run without
+    // spaces, of emoji, flags or letters under marks: the window began at the match, with
+    // none of the context there was room for.)
+    let near = text[cut..first].char_indices().take(WORD_CUT_CHARS_MAX + 1).find(|(_, c)| c.is_whitespace()).map(|(w, _)| w);
+    match near {
         Some(w) => {
             let after_space = cut + w;
             let rest = &text[after_space..first];
@@ -364,6 +373,20 @@ mod tests {
         let s = snip(&long_match, &"机".repeat(40));
         assert!(s.chars().count() <= SNIPPET_CHARS_MAX);
         assert!(s.starts_with('['));
+    }
+
+    /// Text before the match that is a run without spaces longer than a word (emoji, flags,
+    /// letters under combining marks) is shown as context cut between its clusters; a word cut
+    /// into is still passed to its end.
+    #[test]
+    fn index_snippet_shows_context_from_a_run_without_spaces() {
+        for (run, cluster) in [("😀".repeat(300), "😀"), ("🇫🇷".repeat(100), "🇫🇷"), ("e\u{301}".repeat(100), "e\u{301}")] {
+            let s = snip(&format!("{run} n12needle after"), "n12needle");
+            assert!(s.starts_with(&format!("…{cluster}")) && s.contains(&format!("{cluster} [n12needle] after")), "{s}");
+            assert!(s.chars().count() >= 150 && s.chars().count() <= SNIPPET_CHARS_MAX, "{} {s}", s.chars().count());
+        }
+        let s = snip(&format!("{} needle", "word ".repeat(100)), "needle");
+        assert!(s.starts_with("…word word") && s.ends_with("[needle]"), "{s}");
     }
 
     /// The window's ends fall between grapheme clusters: an accent stays with its letter, a
