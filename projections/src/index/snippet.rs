@@ -229,6 +229,23 @@ fn merge(mut marks: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
 /// Where the window starts: early enough to give the first match some context, or the whole
 /// text before it when the rest is short; at a word start when one is near.
 fn window_start(text: &str, marks: &[(usize, usize)], content_end: usize) -> usize {
+    let start = window_start_near(text, marks, content_end);
+    // Past white space, a window may stand on a mark that joins it (a space and U+0301, or
+    // U+200D, are one cluster): it begins at the next cluster, not on the lone mark (not past
+    // the first match).
+    let first = marks.first().map_or(content_end, |m| m.0);
+    if start >= first || start >= text.len() {
+        return start;
+    }
+    let mut cursor = GraphemeCursor::new(start, text.len(), true);
+    match cursor.is_boundary(text, 0) {
+        Ok(false) => cursor.next_boundary(text, 0).ok().flatten().map_or(start, |b| b.min(first)),
+        _ => start,
+    }
+}
+
+/// [`window_start`] before it is moved to a cluster's start.
+fn window_start_near(text: &str, marks: &[(usize, usize)], content_end: usize) -> usize {
     let lead = text.len() - text.trim_start().len();
     let Some(&(first, _)) = marks.first() else { return lead };
     let before = text[..first].chars().count();
@@ -387,6 +404,16 @@ mod tests {
         }
         let s = snip(&format!("{} needle", "word ".repeat(100)), "needle");
         assert!(s.starts_with("…word word") && s.ends_with("[needle]"), "{s}");
+        // White space that a mark joins (a space and U+0301, or U+200D: one cluster) is not
+        // where a window begins: not on the lone mark, at the next cluster (it began on the
+        // mark: "…\u{301}ab").
+        for joiner in ["\u{301}", "\u{200d}"] {
+            let s = snip(&format!("{}ab needle", format!("ab {joiner}").repeat(120)), "needle");
+            assert!(s.starts_with("…ab") && s.contains("[needle]"), "{joiner:?}: {s:?}");
+            // At the text's start, the mark left out is said.
+            let s = snip(&format!(" {joiner}ab needle"), "needle");
+            assert_eq!(s, "…ab [needle]", "{joiner:?}");
+        }
     }
 
     /// The window's ends fall between grapheme clusters: an accent stays with its letter, a
