@@ -242,7 +242,7 @@ impl<'a> IngestedView<'a> {
                 }
                 Ok(IngestedView { origin, head, raw_zstd, chunks, whole: None, superseded, offset })
             }
-            v => Err(bad(format!("ingested version {v} is not one this build reads"))),
+            v => Err(Error::Unreadable { offset, what: format!("an ingested record of version {v}") }),
         }
     }
 
@@ -259,6 +259,12 @@ impl<'a> IngestedView<'a> {
     /// The events the record says were abandoned ([`Ingested::superseded`]).
     pub fn superseded(&self) -> &[String] {
         &self.superseded
+    }
+
+    /// The raw lines, decompressed (their frame's checksum checked: damage is an
+    /// [`Error::Decode`] naming the record).
+    pub fn raw_lines(&self) -> Result<Vec<u8>> {
+        zstd::decode_all(self.raw_zstd()).map_err(|e| Error::Decode { offset: self.offset, reason: format!("its raw lines do not decompress: {e}") })
     }
 
     /// The raw lines, one zstd frame (what the mirror holds for this record).
@@ -399,12 +405,9 @@ impl<'a> IngestedView<'a> {
 
 /// Decodes a payload of the given kind and schema version.
 pub fn decode(kind: u8, kind_version: u8, payload: &[u8], offset: u64) -> Result<(Option<RecordOrigin>, Body)> {
-    let kind = RecordKind::from_u8(kind).ok_or_else(|| Error::Decode { offset, reason: format!("unknown record kind {kind}") })?;
+    let kind = RecordKind::from_u8(kind).ok_or_else(|| Error::Unreadable { offset, what: format!("a record of kind {kind}") })?;
     if !kind.reads_version(kind_version) {
-        return Err(Error::Decode {
-            offset,
-            reason: format!("{} version {kind_version} is not one this build reads", kind.name()),
-        });
+        return Err(Error::Unreadable { offset, what: format!("a {} record of version {kind_version}", kind.name()) });
     }
     fn with<T: DeserializeOwned>(p: &[u8], offset: u64, f: impl FnOnce(T) -> Body) -> Result<(Option<RecordOrigin>, Body)> {
         let (origin, v): (Option<RecordOrigin>, T) = from_bytes(p, offset)?;

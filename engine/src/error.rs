@@ -47,8 +47,20 @@ pub enum Error {
         /// The directory looked in.
         dir: PathBuf,
     },
+    /// A record of a kind, or a version of a kind, this build does not read: a newer Origin
+    /// wrote it. Not damage: the store is read by that version.
+    #[error(
+        "record at offset {offset} is {what}, which this version of Origin does not read: a newer version wrote it; \
+         read this store with that version (or a later one)"
+    )]
+    Unreadable {
+        /// Offset of the record.
+        offset: u64,
+        /// Its kind and version, in words.
+        what: String,
+    },
     /// A payload could not be decoded with the journal's codec: damage inside a record that
-    /// passed its checksum (or a record of another build's kind, asked for by name).
+    /// passed its checksum.
     #[error(
         "record at offset {offset} could not be decoded: {reason} (`origin journal verify` names the segment and byte of a record \
          that should and does not; `origin journal salvage --to DIR` copies every other record)"

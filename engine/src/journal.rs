@@ -340,6 +340,7 @@ fn replicate(e: &Error) -> Error {
         Error::Poisoned { cause } => Error::Poisoned { cause: cause.clone() },
         Error::Invalid(s) => Error::Invalid(s.clone()),
         Error::Decode { offset, reason } => Error::Decode { offset: *offset, reason: reason.clone() },
+        Error::Unreadable { offset, what } => Error::Unreadable { offset: *offset, what: what.clone() },
         Error::NoJournal { dir } => Error::NoJournal { dir: dir.clone() },
     }
 }

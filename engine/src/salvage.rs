@@ -80,6 +80,28 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
         new_store_identity: Some((store_id, epoch)),
         ..Options::default()
     };
+    let made = !vfs.exists(to).map_err(|e| Error::io("stat", to, e))?;
+    let copied = copy(&vfs, from, to, opts);
+    if copied.is_err() {
+        // What it wrote is no journal anyone asked for: `to` is left as it was found (absent,
+        // or empty), so that the salvage can be run again there.
+        let _ = if made { vfs.remove_all(to) } else { vfs.list_dir(to).map(|names| names.iter().for_each(|n| drop(vfs.remove_all(&to.join(n))))) };
+    }
+    let (copied, duplicates, report) = copied?;
+    Ok(SalvageReport {
+        to: to.to_path_buf(),
+        records_copied: copied,
+        duplicates_skipped: duplicates,
+        lost: report.damage,
+        torn_tail: report.torn_tail,
+        epoch,
+        identity,
+    })
+}
+
+/// The second pass of [`salvage`]: every readable record of `from` appended to a new journal
+/// in `to`; (records copied, duplicates skipped, the walk's report).
+fn copy(vfs: &Arc<dyn Vfs>, from: &Path, to: &Path, opts: Options) -> Result<(u64, u64, crate::verify::VerifyReport)> {
     let out = Journal::open_with(vfs.clone(), to, opts)?;
     let mut batch = Vec::with_capacity(BATCH_RECORDS);
     let mut last: Option<u64> = None;
@@ -92,7 +114,7 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
         }
         Ok(())
     };
-    let report = walk(&*vfs, from, |w| {
+    let report = walk(&**vfs, from, |w| {
         if let Walked::Record(f) = w {
             if last.is_some_and(|l| f.offset <= l) {
                 duplicates += 1;
@@ -114,15 +136,7 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
         Ok(())
     })?;
     flush(&mut batch)?;
-    Ok(SalvageReport {
-        to: to.to_path_buf(),
-        records_copied: copied,
-        duplicates_skipped: duplicates,
-        lost: report.damage,
-        torn_tail: report.torn_tail,
-        epoch,
-        identity,
-    })
+    Ok((copied, duplicates, report))
 }
 
 /// The store id and epoch that most segment headers failing their checksum give, counting
@@ -250,5 +264,119 @@ mod tests {
         let out = Journal::open_with(Arc::new(fs.clone()), Path::new("/b/journal"), Options::default()).expect("open salvaged");
         let kinds: Vec<u8> = out.read_vec(0, usize::MAX).expect("read").iter().map(|r| r.kind).collect();
         assert_eq!(kinds, [250, 77, 250]);
+    }
+
+    /// Rewrites the frame of record `offset` in `seg` with `flags` (the same length: its bytes
+    /// and checksum those of a frame written so).
+    fn reflag(fs: &SimFs, seg: &Path, offset: u64, flags: u16) {
+        let mut bytes = fs.read_file(seg).expect("read");
+        let mut found = None;
+        crate::recovery::scan_frames(&bytes, 0, crate::segment::SEGMENT_HEADER_SIZE, 0, None, |f, at| {
+            if f.offset == offset {
+                found = Some((at as usize, f.frame_len, f.time_unix_ms, f.kind, f.kind_version, f.payload.to_vec()));
+            }
+        });
+        let (at, len, time, kind, version, payload) = found.expect("the frame");
+        let mut frame = Vec::new();
+        crate::frame::encode_frame(&mut frame, offset, time, kind, version, flags, &payload);
+        assert_eq!(frame.len(), len);
+        bytes[at..at + len].copy_from_slice(&frame);
+        fs.write_file(seg, &bytes).expect("write");
+    }
+
+    /// Whatever a read of the journal cannot pass is damage, whatever the record's kind, and
+    /// salvage leaves it out: frame flags the journal does not know, a payload marked
+    /// compressed that does not decompress (of a kind this build does not know, which a read
+    /// decompresses all the same). A newer build's kind or version of a kind is not damage, and
+    /// salvage copies it; a read of it says a newer version wrote it (not damage either). An
+    /// `ingested` record whose raw lines are not a zstd frame decodes, and fails where its raw
+    /// lines are read, naming its offset.
+    #[test]
+    fn what_a_read_cannot_pass_is_damage_and_a_newer_builds_record_is_not() {
+        use crate::record::{Body, Ingested, RecordKind};
+        let ingested = |raw_zstd: Vec<u8>| {
+            let body = Body::Ingested(Ingested {
+                source: "claude-code".into(),
+                path: "/p".into(),
+                mirror: "claude-code/p".into(),
+                file_version: 1,
+                byte_start: 0,
+                byte_end: 5,
+                line_start: 1,
+                line_end: 2,
+                prefix_hash: 7,
+                raw_zstd,
+                events: Vec::new(),
+                sessions: Vec::new(),
+                malformed_lines: 0,
+                cut_lines: 0,
+                state: b"{}".to_vec(),
+                superseded: Vec::new(),
+            });
+            NewRecord::new(&body).expect("record")
+        };
+        let fs = SimFs::new(13);
+        let dir = Path::new("/a/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, Options::default()).expect("open");
+        j.append(vec![ingested(zstd::encode_all(&b"line\n"[..], 0).expect("zstd"))]).expect("append"); // 0: whole
+        j.append(vec![ingested(vec![1, 2, 3])]).expect("append"); // 1: raw lines that are no zstd
+        j.append(vec![NewRecord::raw(77, 1, vec![0x41; 100])]).expect("append"); // 2: marked compressed below
+        j.append(vec![NewRecord::raw(77, 1, vec![0x42; 100])]).expect("append"); // 3: a flag no build sets
+        j.append(vec![NewRecord::raw(RecordKind::Remembered as u8, 9, vec![0x43; 100])]).expect("append"); // 4: a newer version
+        j.append(vec![NewRecord::raw(78, 1, vec![0x44; 100])]).expect("append"); // 5: a newer kind
+        let seg = j.segment_paths()[0].clone();
+        drop(j);
+        reflag(&fs, &seg, 2, crate::frame::FLAG_ZSTD);
+        reflag(&fs, &seg, 3, 0x2);
+        let v = crate::verify::verify(&fs, dir).expect("verify");
+        let lost: Vec<Option<(u64, u64)>> = v.damage.iter().map(|d| d.offsets_lost).collect();
+        assert_eq!(lost, [Some((2, 2)), Some((3, 3))], "{:?}", v.damage);
+        assert!(v.damage.iter().all(|d| d.undecodable), "{:?}", v.damage);
+        assert!(v.damage[1].reason.contains("unknown frame flags 0x2"), "{:?}", v.damage[1]);
+        let r = salvage(Arc::new(fs.clone()), dir, Path::new("/b/journal")).expect("salvage");
+        assert_eq!(r.records_copied, 4);
+        let out = Journal::open_with(Arc::new(fs.clone()), Path::new("/b/journal"), Options::default()).expect("open salvaged");
+        let recs = out.read_vec(0, usize::MAX).expect("read");
+        let kinds: Vec<(u8, u8)> = recs.iter().map(|r| (r.kind, r.kind_version)).collect();
+        let ingested = (RecordKind::Ingested as u8, RecordKind::Ingested.current_version());
+        assert_eq!(kinds, [ingested, ingested, (RecordKind::Remembered as u8, 9), (78, 1)]);
+        let newer = crate::codec::decode(recs[2].kind, recs[2].kind_version, &recs[2].payload, recs[2].offset).expect_err("a newer version");
+        assert!(!newer.is_corruption() && newer.to_string().contains("a newer version wrote it"), "{newer}");
+        let view = |i: usize| crate::codec::IngestedView::open(recs[i].kind_version, &recs[i].payload, recs[i].offset).expect("opens");
+        assert_eq!(view(0).raw_lines().expect("whole"), b"line\n");
+        let raw = view(1).raw_lines().expect_err("not a zstd frame");
+        assert!(raw.is_corruption() && raw.to_string().contains("record at offset 1 could not be decoded: its raw lines do not decompress"), "{raw}");
+    }
+
+    /// A salvage that fails part way (the disk full as it writes the new journal) leaves its
+    /// folder as it found it: absent, or empty, so that it can be run again there.
+    #[test]
+    fn a_salvage_that_fails_leaves_its_folder_as_it_found_it() {
+        let fs = SimFs::new(14);
+        let dir = Path::new("/a/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, Options::default()).expect("open");
+        for i in 0..20u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 100])]).expect("append");
+        }
+        drop(j);
+        for existed in [false, true] {
+            let to = Path::new("/b/journal");
+            if existed {
+                fs.create_dir_all(to).expect("mkdir");
+            }
+            // The last write a salvage makes, found on a copy of the machine.
+            let probe = fs.snapshot();
+            let from = probe.ops() as usize;
+            salvage(Arc::new(probe.clone()), dir, to).expect("salvage on the copy");
+            let last_write = probe.kinds()[from..].iter().rposition(|k| *k == "write").expect("a write");
+            fs.inject(fs.ops() + last_write as u64, crate::sim::Fault::DiskFull);
+            salvage(Arc::new(fs.clone()), dir, to).expect_err("the disk is full");
+            assert_eq!(fs.exists(to).expect("stat"), existed);
+            if existed {
+                assert!(fs.list_dir(to).expect("list").is_empty());
+            }
+            salvage(Arc::new(fs.clone()), dir, to).expect("salvaged once there is room");
+            let _ = fs.remove_all(Path::new("/b"));
+        }
     }
 }

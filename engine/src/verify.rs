@@ -25,6 +25,9 @@ pub struct Damage {
     pub size_bytes: u64,
     /// Offsets lost, if the records around the damage tell: first and last, inclusive.
     pub offsets_lost: Option<(u64, u64)>,
+    /// A record whose frame checks out and whose payload does not decode: the frames around
+    /// it are whole, so the journal takes writes after it (a read of it fails).
+    pub undecodable: bool,
 }
 
 /// One segment as verify saw it.
@@ -116,15 +119,21 @@ pub(crate) enum Payloads {
     Unread,
 }
 
-/// Why a record that passed its checksum cannot be read by this build, if so: its payload does
-/// not decompress or decode. A kind or a version of one this build does not read is another
-/// build's record, not damage (the projections pass over it).
+/// Why a record that passed its checksum cannot be read, if so: its frame's flags are not the
+/// journal's, or its payload does not decompress (any kind: every read of the journal
+/// decompresses every record it passes), or, of a kind and version this build reads, does not
+/// decode. A kind or a version this build does not read is a newer build's record, not damage.
+/// (An `ingested` record's raw lines, a zstd frame of their own with its own checksum, are
+/// checked where they are read: `sources`, a mirror written again.)
 fn unreadable(f: &FrameView<'_>, scratch: &mut Vec<u8>) -> Option<String> {
-    let Some(kind) = RecordKind::from_u8(f.kind).filter(|k| k.reads_version(f.kind_version)) else { return None };
-    // Opaque bytes decode as they are: only their decompression is checked (not a copy).
-    let checked = crate::journal::to_record(f, scratch).and_then(|r| if kind == RecordKind::Scratch { Ok(()) } else { r.decode().map(drop) });
+    let checked = crate::journal::to_record(f, scratch).and_then(|r| match RecordKind::from_u8(f.kind) {
+        // Opaque bytes decode as they are.
+        Some(RecordKind::Scratch) | None => Ok(()),
+        Some(k) if !k.reads_version(f.kind_version) => Ok(()),
+        Some(_) => r.decode().map(drop),
+    });
     match checked {
-        Ok(_) => None,
+        Ok(()) => None,
         Err(Error::Decode { reason, .. }) => Some(reason),
         Err(e) => Some(e.to_string()),
     }
@@ -213,6 +222,7 @@ pub(crate) fn walk_inner(
                             reason: format!("header says base offset {}, file name says {base}", h.base_offset),
                             size_bytes: 8,
                             offsets_lost: None,
+                            undecodable: false,
                         },
                         &mut visit,
                     )?;
@@ -230,6 +240,7 @@ pub(crate) fn walk_inner(
                             reason: "segment belongs to another store or epoch".into(),
                             size_bytes: 24,
                             offsets_lost: None,
+                            undecodable: false,
                         },
                         &mut visit,
                     )?,
@@ -245,7 +256,7 @@ pub(crate) fn walk_inner(
                     other => other.to_string(),
                 };
                 if empty_tail {
-                    let d = Damage { segment: path.clone(), position: 0, reason, size_bytes: data.len() as u64, offsets_lost: None };
+                    let d = Damage { segment: path.clone(), position: 0, reason, size_bytes: data.len() as u64, offsets_lost: None, undecodable: false };
                     // A segment whose creation a crash cut short: it holds no records.
                     report.torn_tail = Some(d);
                     report.segments.push(seg);
@@ -254,7 +265,7 @@ pub(crate) fn walk_inner(
                 // The header alone: the frames after it are checked on their own, and read on.
                 let size_bytes = SEGMENT_HEADER_SIZE.min(data.len() as u64);
                 let reason = format!("{reason} (the records after it are read on)");
-                damage(&mut report, Damage { segment: path.clone(), position: 0, reason, size_bytes, offsets_lost: None }, &mut visit)?;
+                damage(&mut report, Damage { segment: path.clone(), position: 0, reason, size_bytes, offsets_lost: None, undecodable: false }, &mut visit)?;
             }
         }
 
@@ -276,6 +287,7 @@ pub(crate) fn walk_inner(
                         reason: format!("segment starts at offset {base}, inside the segment before (which ends at {e})"),
                         size_bytes: 0,
                         offsets_lost: None,
+                        undecodable: false,
                     },
                     &mut visit,
                 )?;
@@ -294,6 +306,7 @@ pub(crate) fn walk_inner(
                         },
                         size_bytes: 0,
                         offsets_lost: Some((e, base - 1)),
+                        undecodable: false,
                     },
                     &mut visit,
                 )?;
@@ -322,6 +335,7 @@ pub(crate) fn walk_inner(
                         reason: format!("record at offset {} passes its checksum but does not decode: {why}", f.offset),
                         size_bytes: f.frame_len as u64,
                         offsets_lost: Some((f.offset, f.offset)),
+                        undecodable: true,
                     };
                     visit_error = visit(Walked::Damage(&d)).err();
                     undecoded.push(d);
@@ -346,6 +360,7 @@ pub(crate) fn walk_inner(
                                 reason: "sealed segment does not end with a seal frame".into(),
                                 size_bytes: 0,
                                 offsets_lost: None,
+                                undecodable: false,
                             },
                             &mut visit,
                         )?;
@@ -366,6 +381,7 @@ pub(crate) fn walk_inner(
                                 reason: "torn tail: the last write was cut by a crash; the next read-write open cuts it".into(),
                                 size_bytes: data.len() as u64 - p,
                                 offsets_lost: None,
+                                undecodable: false,
                             });
                             break;
                         }
@@ -387,7 +403,7 @@ pub(crate) fn walk_inner(
                     };
                     damage(
                         &mut report,
-                        Damage { segment: path.clone(), position: p, reason, size_bytes: end - p, offsets_lost },
+                        Damage { segment: path.clone(), position: p, reason, size_bytes: end - p, offsets_lost, undecodable: false },
                         &mut visit,
                     )?;
                     match resume {

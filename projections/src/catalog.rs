@@ -155,8 +155,8 @@ pub enum CatalogOpened {
         /// Why.
         reason: String,
     },
-    /// The index's folder could not be read or written (a full disk, a read-only file system,
-    /// no permission: [`CatalogError::is_io`]): an index in this process's memory, fed from the
+    /// The index's folder could not be read or written (a full disk, the folder read-only or
+    /// not permitted: [`CatalogError::is_io`]): an index in this process's memory, fed from the
     /// journal's start, answers instead ([`open_projections`](crate::open_projections) opens it
     /// so; a read of the archive does not fail for a projection it can build).
     InMemory {

@@ -133,7 +133,7 @@ pub enum JournalCommand {
     /// Rewrite sealed segments, merging small neighbours; verifies before replacing anything.
     Compact {
         /// Largest merged segment, in bytes.
-        #[arg(long, default_value_t = origin_engine::limits::SEGMENT_SIZE_BYTES_DEFAULT)]
+        #[arg(long, default_value_t = origin_engine::limits::SEGMENT_SIZE_BYTES_DEFAULT, value_parser = segment_sizes())]
         segment_size: u64,
     },
     /// Exercise the durable write path on this disk: append scratch records (ignored by
@@ -149,12 +149,17 @@ pub enum JournalCommand {
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1024))]
         threads: u64,
         /// Segment size in bytes.
-        #[arg(long, default_value_t = origin_engine::limits::SEGMENT_SIZE_BYTES_DEFAULT)]
+        #[arg(long, default_value_t = origin_engine::limits::SEGMENT_SIZE_BYTES_DEFAULT, value_parser = segment_sizes())]
         segment_size: u64,
         /// Print only the summary, not an ack line per record.
         #[arg(long)]
         quiet: bool,
     },
+}
+
+/// The segment sizes the journal takes, for clap to refuse others (exit 2).
+fn segment_sizes() -> clap::builder::RangedU64ValueParser {
+    clap::value_parser!(u64).range(origin_engine::limits::SEGMENT_SIZE_BYTES_MIN..=origin_engine::limits::SEGMENT_SIZE_BYTES_MAX)
 }
 
 /// The store's home: `--home`, `ORIGIN_HOME`, or `~/.origin`, made absolute against the

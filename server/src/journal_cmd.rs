@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use origin_engine::segment::store_id_hex;
 use origin_engine::salvage::Identity;
 use origin_engine::verify::Damage;
@@ -103,6 +103,7 @@ fn damage_json(d: &Damage) -> serde_json::Value {
         "reason": d.reason,
         "size_bytes": d.size_bytes,
         "offsets_lost": d.offsets_lost.map(|(a, b)| json!([a, b])),
+        "undecodable": d.undecodable,
     })
 }
 
@@ -151,8 +152,14 @@ pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
         Exit::TornTail => "no corruption; a torn tail will be cut by the next write".to_owned(),
         // A writer judges the last segment whole at every open and append; of a sealed segment
         // it checks the header and seal, and its records only as they are read.
-        _ if r.damage.iter().any(|d| r.segments.last().is_some_and(|s| s.path == d.segment)) => format!(
+        // A record that does not decode stops no write (its frame, and those around it, check out).
+        _ if r.damage.iter().any(|d| !d.undecodable && r.segments.last().is_some_and(|s| s.path == d.segment)) => format!(
             "{} damaged region(s), in the last segment: writes are refused; `origin journal salvage --to DIR` copies every readable record",
+            r.damage.len()
+        ),
+        _ if r.damage.iter().all(|d| d.undecodable) => format!(
+            "{} record(s) that pass their checksums and do not decode: every read that reaches one fails, naming its offset; \
+             `origin journal salvage --to DIR` copies every other record",
             r.damage.len()
         ),
         _ => format!(
@@ -225,6 +232,9 @@ pub fn dump(dir: &Path, from: u64, limit: usize, json: bool) -> Result<Exit> {
 /// `origin journal salvage --to DIR`.
 pub fn salvage(dir: &Path, to: &Path) -> Result<Exit> {
     let mut out = Out::new();
+    if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(BadValue(format!("{} is not empty: salvage writes a new journal there", to.display())).into());
+    }
     let r = origin_engine::salvage::salvage_dir(dir, to).with_context(|| format!("salvaging {} into {}", dir.display(), to.display()))?;
     say!(out, "copied {} records into {} (epoch {})", r.records_copied, r.to.display(), r.epoch);
     match r.identity {
@@ -468,7 +478,7 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
 /// journal, projections or mirrors.
 fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
     if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
-        bail!("{} is not empty: the replay writes a store of its own there", to.display());
+        return Err(BadValue(format!("{} is not empty: the replay writes a store of its own there", to.display())).into());
     }
     // Where `to` is: its longest part that exists resolved by the file system (symlinks and
     // `..` as the system takes them), then the rest, which does not exist, read as written.
@@ -487,7 +497,7 @@ fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
         }
     }
     if resolved == home || ["journal", "projections", "raw"].iter().any(|f| resolved.starts_with(home.join(f))) {
-        bail!("{} is inside the store ({}): the replay writes a store of its own elsewhere", to.display(), home.display());
+        return Err(BadValue(format!("{} is inside the store ({}): the replay writes a store of its own elsewhere", to.display(), home.display())).into());
     }
     Ok(())
 }

@@ -261,6 +261,9 @@ fn a_record_that_does_not_decode_is_found_by_verify_and_left_out_by_salvage() {
     assert_eq!(verify.status.code(), Some(1), "{said}");
     let segment = segment_files(home).last().expect("a segment").display().to_string();
     assert!(said.contains(&segment) && said.contains(&format!("record at offset {bad} passes its checksum but does not decode")), "{said}");
+    // Its frame, and those around it, check out: the journal takes writes after it, and
+    // verify does not say otherwise.
+    assert!(said.contains("1 record(s) that pass their checksums and do not decode") && !said.contains("writes are refused"), "{said}");
     let salvaged = home.join("salvaged");
     let out = origin(home, &["journal", "salvage", "--to", salvaged.to_str().expect("utf-8")]);
     let said = String::from_utf8_lossy(&out.stdout);
@@ -300,21 +303,31 @@ fn a_journal_of_one_segment_whose_header_is_damaged_is_salvaged_whole() {
 }
 
 /// A value the command line holds and the command refuses (a limit out of range, a time that
-/// is none, a kind that is none, a thread count or an offset no journal takes) exits 2, as
-/// clap's own refusals do (it exited 3, the code of a store that failed); an id the store does
-/// not know still exits 3.
+/// is none, a kind that is none, a thread count or a segment size no journal takes, a folder
+/// that is not empty or inside the store) exits 2, as clap's own refusals do (it exited 3, the
+/// code of a store that failed); an id the store does not know still exits 3.
 #[test]
 fn values_a_command_refuses_exit_2_and_what_the_store_cannot_do_3() {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path();
     ingest_sample(home);
-    let refused: [&[&str]; 6] = [
+    let full = dir.path().join("full");
+    std::fs::create_dir_all(&full).expect("mkdir");
+    std::fs::write(full.join("x"), b"x").expect("a file in it");
+    let full = full.to_str().expect("utf-8");
+    let inside = home.join("projections").join("x");
+    let refused: [&[&str]; 11] = [
         &["search", "库存", "--limit", "0"],
         &["search", "库存", "--since", "garbage"],
         &["remember", "a fact", "--kind", "rumour", "--quote", "库存"],
         &["timeline", "--limit", "501"],
         &["journal", "stress", "--threads", "0"],
+        &["journal", "stress", "--segment-size", "1"],
+        &["journal", "compact", "--segment-size", "1"],
         &["journal", "replay", "--until", "not a time", "--to", "/nonexistent-origin-replay"],
+        &["journal", "replay", "--to", full],
+        &["journal", "replay", "--to", inside.to_str().expect("utf-8")],
+        &["journal", "salvage", "--to", full],
     ];
     for args in refused {
         let out = origin(home, args);

@@ -1253,7 +1253,7 @@ impl Archive {
             let view = origin_engine::codec::IngestedView::open(r.kind_version, &r.payload, r.offset).map_err(store_error)?;
             let e = view.event(u64::from(meta.index)).map_err(store_error)?.ok_or_else(|| store_failed("event position does not hold"))?;
             let h = view.head();
-            let raw_bytes = zstd::decode_all(view.raw_zstd()).map_err(store_error)?;
+            let raw_bytes = view.raw_lines().map_err(store_error)?;
             let raw_line = e
                 .line
                 .checked_sub(h.line_start)
@@ -1333,7 +1333,7 @@ impl Archive {
                 // Another file's record; or this mirror's, not the next piece: the walk ends.
                 return Ok(if p.mirror == h.mirror { ControlFlow::Break(()) } else { ControlFlow::Continue(()) });
             }
-            let bytes = zstd::decode_all(view.raw_zstd()).map_err(|e| origin_engine::Error::Decode { offset: r.offset, reason: e.to_string() })?;
+            let bytes = view.raw_lines()?;
             if bytes.len() as u64 != p.byte_end - p.byte_start || bytes.contains(&b'\n') {
                 return Ok(ControlFlow::Break(()));
             }
