@@ -59,6 +59,19 @@ pub struct Decoding {
     broken: bool,
 }
 
+/// Opens a file the agents' folders hold, for reading, refusing anything but a regular file:
+/// a pipe, a socket or a device named like a log, a side file or a memory file is said, not
+/// read (opened without waiting, as a pipe no one writes to would keep an open waiting for
+/// good, and a read after it: every command of the store waited behind its ingest lock).
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file (a pipe, a socket or a device): not read"));
+    }
+    Ok(f)
+}
+
 /// A decoder of `file` from its beginning (a handle of its own onto the same open file).
 fn decoder_of(file: &File) -> io::Result<zstd::Decoder<'static, BufReader<File>>> {
     let mut f = file.try_clone()?;
@@ -72,7 +85,7 @@ impl Bytes {
     /// cursor, read to see a grown file). Its whole decoding is checked here: a frame that
     /// does not decode is an error now, not halfway through its lines.
     pub fn zstd(path: &Path, decoded_max: u64, keep: Option<u64>) -> io::Result<Bytes> {
-        let file = File::open(path)?;
+        let file = open_regular(path)?;
         let mut decoder = decoder_of(&file)?;
         let (mut len, mut last_newline, mut head, mut kept_byte) = (0u64, None, Vec::new(), None);
         let mut step = vec![0u8; SCAN_STEP_BYTES];

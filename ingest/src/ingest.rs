@@ -3,7 +3,7 @@
 //! memory files.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -234,7 +234,7 @@ fn log_name(key: &str) -> &str {
 /// The first `n` bytes of a log file as its lines read (decoded when compressed), fewer when
 /// it is shorter.
 fn log_head(file: &LogFile, n: u64) -> io::Result<Vec<u8>> {
-    let f = File::open(&file.path)?;
+    let f = crate::bytes::open_regular(&file.path)?;
     let mut out = Vec::new();
     match file.format {
         FileFormat::ZstdLines => zstd::Decoder::new(f)?.take(n).read_to_end(&mut out)?,
@@ -636,7 +636,7 @@ impl Ingester {
     fn open_bytes(&self, adapter: &dyn Adapter, file: &LogFile, keep: Option<u64>) -> io::Result<Bytes> {
         match file.format {
             FileFormat::Lines => {
-                let f = File::open(&file.path)?;
+                let f = crate::bytes::open_regular(&file.path)?;
                 let len = f.metadata()?.len();
                 Ok(Bytes::Disk(f, len))
             }
@@ -759,6 +759,21 @@ impl Ingester {
             Some(crc) if check_whole => crc_of(&bytes, 0, cur.byte_end)? == crc,
             _ => true,
         };
+        // A log its agent only appends to, now shorter than what was read and its bytes all
+        // the start of what was read (a copy over it, a sync tool, a restore, caught part way):
+        // nothing to read until it grows past the old end (the same version, read on) or its
+        // bytes differ (a new version). Read as a new version at once, the lines written back
+        // after were lines of that version, ids of their own: the same events listed twice.
+        if !same_version
+            && cur.version > 0
+            && !adapter.logs_rewritten()
+            && file.format == FileFormat::Lines
+            && len < cur.byte_end
+            && len <= KEPT_COMPARE_BYTES_MAX
+            && self.mirrors.read_head(&cur.mirror, len).is_ok_and(|read| read.len() as u64 == len && bytes.read(0, len).is_ok_and(|now| now == read))
+        {
+            return self.repair_mirror(&cur).map_err(mirror_problem);
+        }
         let mut abandoned: Vec<(u64, String)> = Vec::new();
         if !same_version {
             let version = cur.version + 1;
@@ -1012,6 +1027,13 @@ impl Ingester {
                 if !giant {
                     if !bytes.newline_after(window_end, len, WINDOW_BYTES)? {
                         // Read a window at a time: it may be hundreds of megabytes.
+                        // Written at an earlier run, the log not grown since (a log only grows
+                        // within its version: its bytes are those written then): kept as it is,
+                        // not written again at every run (gigabytes, for a line a crash left
+                        // unfinished).
+                        if self.mirrors.tail_len(&cur.mirror) == Some(len - pos) {
+                            break;
+                        }
                         let mut at = pos;
                         let mut next = || -> io::Result<Option<Vec<u8>>> {
                             let n = (len - at).min(WINDOW_BYTES);
@@ -1441,7 +1463,11 @@ impl Ingester {
         if meta.len() > MEMORY_FILE_SIZE_BYTES_MAX {
             return Err(FileError::Io(io::Error::other(format!("memory file over {MEMORY_FILE_SIZE_BYTES_MAX} bytes"))));
         }
-        let content = std::fs::read(&m.path)?;
+        let mut content = Vec::new();
+        crate::bytes::open_regular(&m.path)?.take(MEMORY_FILE_SIZE_BYTES_MAX + 1).read_to_end(&mut content)?;
+        if content.len() as u64 > MEMORY_FILE_SIZE_BYTES_MAX {
+            return Err(FileError::Io(io::Error::other(format!("memory file over {MEMORY_FILE_SIZE_BYTES_MAX} bytes"))));
+        }
         let path = m.path.to_string_lossy().into_owned();
         let prev = cursors.memory.get(&path).cloned().unwrap_or_default();
         if prev.version > 0 && prev.hash == memory_hash(&content) {
@@ -1626,7 +1652,7 @@ const DATED_SCAN_BYTES_MAX: u64 = 64 * 1024 * 1024;
 /// [`DATED_SCAN_BYTES_MAX`] of its end of the file.
 fn dated_ends(adapter: &dyn Adapter, path: &Path) -> (Option<i64>, Option<i64>) {
     use std::io::{Seek, SeekFrom};
-    let Ok(mut f) = File::open(path) else { return (None, None) };
+    let Ok(mut f) = crate::bytes::open_regular(path) else { return (None, None) };
     let Ok(len) = f.metadata().map(|m| m.len()) else { return (None, None) };
     let mut read = |from: u64, n: u64| -> Option<Vec<u8>> {
         f.seek(SeekFrom::Start(from)).ok()?;

@@ -71,10 +71,19 @@ impl Mirrors {
         write().map_err(naming(&path))
     }
 
-    /// Replaces the `.tail` file (removes it when `tail` is empty).
+    /// Replaces the `.tail` file (removes it when `tail` is empty), unless it holds `tail`
+    /// already (a run with nothing new wrote it again at every run).
     pub fn write_tail(&self, mirror: &str, tail: &[u8]) -> io::Result<()> {
+        if !tail.is_empty() && self.tail_len(mirror) == Some(tail.len() as u64) && fs::read(self.tail(mirror)).is_ok_and(|held| held == tail) {
+            return Ok(());
+        }
         let mut once = Some(tail);
         self.write_tail_each(mirror, &mut || Ok(once.take().filter(|t| !t.is_empty()).map(<[u8]>::to_vec)))
+    }
+
+    /// The length of the `.tail` file, if there is one.
+    pub fn tail_len(&self, mirror: &str) -> Option<u64> {
+        fs::metadata(self.tail(mirror)).ok().filter(|m| m.is_file()).map(|m| m.len())
     }
 
     /// [`Mirrors::write_tail`] of bytes handed over a piece at a time by `next` (`None` when
@@ -183,6 +192,15 @@ mod tests {
         m.write_tail("claude-code/p/s.jsonl", b"").expect("no tail");
         assert!(!tail.exists() && !tmp.exists());
         m.write_tail("claude-code/p/s.jsonl", b"").expect("nothing to remove");
+        // The same tail again is not written again (the file stays the one written); another
+        // of the same length is.
+        use std::os::unix::fs::MetadataExt;
+        m.write_tail("claude-code/p/s.jsonl", b"xyz").expect("tail");
+        let inode = fs::metadata(&tail).expect("tail").ino();
+        m.write_tail("claude-code/p/s.jsonl", b"xyz").expect("the same tail");
+        assert_eq!(fs::metadata(&tail).expect("tail").ino(), inode, "not written again");
+        m.write_tail("claude-code/p/s.jsonl", b"xyw").expect("another tail");
+        assert_eq!(fs::read(&tail).expect("tail"), b"xyw");
     }
 
     /// A range of a mirror handed over in pieces is the range read whole, across frames and

@@ -1,17 +1,28 @@
-//! Listing files below an agent's folder: bounded depth and count, sorted, never following
-//! symbolic links out of the tree, and reporting what could not be read.
+//! Listing files below an agent's folder: bounded depth and count, sorted, and reporting what
+//! could not be read. A symbolic link below the folder to a file outside it (a log kept
+//! elsewhere) is read; one to a file inside it is not (the file is read under its own path);
+//! one to a folder is not followed, and said (a link to `/` would walk the whole disk at every
+//! run), as is a folder that cannot be read.
 
 use std::path::{Path, PathBuf};
 
 use crate::limits::{FILES_PER_SOURCE_MAX, WALK_DEPTH_MAX};
 
 /// Files below `root` (not `root` itself) for which `keep` is true, sorted by path.
-/// A missing `root` gives nothing and no problem (the agent is not installed).
+/// A missing `root` gives nothing and no problem (the agent is not installed); one that cannot
+/// be looked at (a folder above it or itself without permission) is said.
 pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<String>) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    if !root.is_dir() {
-        return out;
+    match std::fs::metadata(root) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return out,
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => return out,
+        Err(e) => {
+            problems.push(format!("cannot read {}: {e}", root.display()));
+            return out;
+        }
     }
+    let inside = std::fs::canonicalize(root).ok();
     let mut stack = vec![(root.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
@@ -31,6 +42,20 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
             };
             let path = entry.path();
             let Ok(ft) = entry.file_type() else { continue };
+            let ft = if ft.is_symlink() {
+                match std::fs::metadata(&path) {
+                    Ok(m) if m.is_dir() => {
+                        problems.push(format!("{} is a symbolic link to a folder: not followed (its logs are not read)", path.display()));
+                        continue;
+                    }
+                    // A log kept elsewhere; one of this tree's own is read under its own path.
+                    Ok(m) if m.is_file() && !inside.as_ref().is_some_and(|r| std::fs::canonicalize(&path).is_ok_and(|t| t.starts_with(r))) => m.file_type(),
+                    // Dangling, a pipe or a device, or a file of this tree.
+                    _ => continue,
+                }
+            } else {
+                ft
+            };
             if ft.is_dir() {
                 if depth + 1 < WALK_DEPTH_MAX {
                     stack.push((path, depth + 1));
@@ -52,4 +77,37 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
 /// `path` relative to `root`, as a string with `/` separators (for mirror paths).
 pub fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// Below an agent's folder, a symbolic link to a log kept elsewhere is read (under the
+    /// link's path); one to a log of the folder itself is not (it is read under its own path);
+    /// one to a folder is said and not followed; a dangling one is passed over.
+    #[test]
+    fn links_to_logs_elsewhere_are_read_and_links_to_folders_said() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, elsewhere) = (tmp.path().join("agent"), tmp.path().join("elsewhere"));
+        std::fs::create_dir_all(root.join("p")).unwrap();
+        std::fs::create_dir_all(elsewhere.join("more")).unwrap();
+        std::fs::write(root.join("p/own.jsonl"), b"{}\n").unwrap();
+        std::fs::write(elsewhere.join("kept.jsonl"), b"{}\n").unwrap();
+        std::fs::write(elsewhere.join("more/deep.jsonl"), b"{}\n").unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("kept.jsonl"), root.join("p/kept.jsonl")).unwrap();
+        std::os::unix::fs::symlink(root.join("p/own.jsonl"), root.join("p/again.jsonl")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("more"), root.join("more")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("gone.jsonl"), root.join("p/gone.jsonl")).unwrap();
+        let mut problems = Vec::new();
+        let found = files(&root, &|p| p.extension().is_some_and(|e| e == "jsonl"), &mut problems);
+        assert_eq!(found, [root.join("p/kept.jsonl"), root.join("p/own.jsonl")]);
+        assert_eq!(problems, [format!("{} is a symbolic link to a folder: not followed (its logs are not read)", root.join("more").display())]);
+        // A root that is missing, or below a file, is no agent: nothing said.
+        for missing in [tmp.path().join("none"), root.join("p/own.jsonl/x")] {
+            assert!(files(&missing, &|_| true, &mut problems).is_empty());
+            assert_eq!(problems.len(), 1, "{problems:?}");
+        }
+    }
 }

@@ -104,6 +104,13 @@ fn a_line_longer_than_a_window_still_being_written_waits_then_is_read() {
     let recs = ingested(&w.store());
     let ing = w.ingester();
     assert!(ing.mirrors().read(&recs[0].mirror).expect("mirror") == std::fs::read(&path).expect("read"), "the mirror's tail holds what is not a line yet");
+    // A run with nothing new keeps the tail it wrote (it wrote its 70 MB again at every run).
+    use std::os::unix::fs::MetadataExt;
+    let tail = |p: &std::path::Path| std::fs::metadata(p.with_extension("jsonl.tail")).expect("the tail").ino();
+    let mirror_base = w.store().join("raw").join(&recs[0].mirror);
+    let written = tail(&mirror_base);
+    w.ingester().run(None, &mut |_| {}).expect("ingest with nothing new");
+    assert_eq!(tail(&mirror_base), written, "the tail not written again");
     std::fs::write(&path, format!("{before}{giant}\n")).expect("finish");
     let second = w.ingester().run(None, &mut |_| {}).expect("ingest");
     assert_eq!((second.sources["claude-code"].lines, second.sources["claude-code"].cut), (1, 0), "{:?}", second.sources["claude-code"]);
@@ -240,4 +247,51 @@ fn an_unreadable_entry_does_not_stop_the_other_files() {
     std::fs::write(w.log("ok.jsonl"), format!("{}\n", line("k1", "readable"))).expect("write");
     w.ingester().run(None, &mut |_| {}).expect("ingest");
     assert_eq!(event_counts(&w.store()).get("claude-code:k1"), Some(&1));
+}
+
+/// A pipe (FIFO) where an agent's side file, database file or memory file should be (a Grok
+/// session's `summary.json` and `updates.jsonl`, ZCode's `db.sqlite-shm`, a `CLAUDE.md`) is not
+/// opened to wait for a writer: ingest finishes (it waited for good, holding the store's ingest
+/// lock, and every command of the store after it) and reads the logs beside them. (The run is
+/// given two minutes; a run past them is the fault.)
+#[test]
+fn a_pipe_where_a_side_file_should_be_does_not_stop_ingest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    crate::ingest_memory::copy_tree(&crate::ingest_memory::fixtures().join("agent-home"), &home);
+    let grok = home.join(".grok/sessions/%2Fhome%2Fdev%2Fwork%2Fweather-api/01a1a0af-e7c0-7226-b63c-5ab791b7584a");
+    let pipes = [grok.join("summary.json"), grok.join("updates.jsonl"), home.join(".zcode/cli/db/db.sqlite-shm"), home.join("demo-app/CLAUDE.md")];
+    for p in &pipes {
+        let _ = std::fs::remove_file(p);
+        let made = std::process::Command::new("mkfifo").arg(p).status().expect("mkfifo");
+        assert!(made.success(), "mkfifo {}", p.display());
+    }
+    let store = dir.path().join("store");
+    let mut child = std::process::Command::new(origin_tests::origin_bin())
+        .args(["--home", store.to_str().expect("utf-8"), "ingest", "--agents-home", home.to_str().expect("utf-8"), "--recorded-home", "/home/dev"])
+        .env("ORIGIN_WATCH_INTERVAL_MS", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run origin");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("ingest still waits after two minutes (on a pipe)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("output");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let found = std::process::Command::new(origin_tests::origin_bin())
+        .args(["--home", store.to_str().expect("utf-8"), "timeline", "--since", "2000-01-01", "--json"])
+        .env("HOME", "/nonexistent-origin-test-home")
+        .output()
+        .expect("timeline");
+    let listed: serde_json::Value = serde_json::from_slice(&found.stdout).expect("json");
+    let sessions: Vec<&str> = listed["sessions"].as_array().expect("sessions").iter().filter_map(|s| s["session"].as_str()).collect();
+    assert!(sessions.contains(&"01a1a0af-e7c0-7226-b63c-5ab791b7584a"), "the Grok transcript beside the pipes is read: {sessions:?}");
 }

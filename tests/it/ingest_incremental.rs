@@ -406,6 +406,32 @@ fn a_file_that_shrinks_starts_a_new_version_and_keeps_the_old_mirror() {
     assert_eq!(recs[1].events[0].line, 1);
 }
 
+/// A log its agent only appends to, caught shorter than what was read with its bytes the
+/// start of what was read (a copy over it or a restore part way, emptied included), is not a
+/// new version: nothing is read until it grows past the old end, then only what is new, in the
+/// same version (a new version gave the lines written back ids of their own: a Codex or Cursor
+/// session listed them twice). Cut and written with other bytes, it is a new version.
+#[test]
+fn a_log_cut_short_and_written_back_is_read_on_not_again() {
+    let w = World::new();
+    let lines: Vec<String> = (1..=4).map(|i| format!("{}\n", line(&format!("k{i}"), &format!("line {i}")))).collect();
+    std::fs::write(w.log("k.jsonl"), lines[..3].concat()).expect("write");
+    run(&w);
+    for cut in [lines[..1].concat(), String::new()] {
+        std::fs::write(w.log("k.jsonl"), &cut).expect("cut short");
+        run(&w);
+        assert_eq!(ingested(&w.store()).len(), 1, "nothing recorded while it is cut short");
+    }
+    std::fs::write(w.log("k.jsonl"), lines.concat()).expect("written back, and one line more");
+    run(&w);
+    let recs = ingested(&w.store());
+    assert_eq!(recs.iter().map(|r| r.file_version).collect::<Vec<u32>>(), [1, 1]);
+    assert_eq!(recs[1].events.iter().map(|e| e.line).collect::<Vec<u64>>(), [4]);
+    std::fs::write(w.log("k.jsonl"), format!("{}\n", line("other", "other bytes"))).expect("cut and written over");
+    run(&w);
+    assert_eq!(ingested(&w.store()).last().expect("a record").file_version, 2);
+}
+
 #[test]
 fn a_file_whose_beginning_changes_is_a_new_version_even_when_longer() {
     let w = World::new();

@@ -116,7 +116,9 @@ fn persisted_output(log: &Path, text: &str) -> Option<String> {
     if !meta.is_file() || meta.len() > PERSISTED_OUTPUT_BYTES_MAX {
         return None;
     }
-    Some(String::from_utf8_lossy(&std::fs::read(&path).ok()?).into_owned())
+    let mut bytes = Vec::new();
+    crate::bytes::open_regular(&path).ok()?.take(PERSISTED_OUTPUT_BYTES_MAX).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The whole output a line's `toolUseResult` keeps (a command's `stdout`, then its `stderr`;
@@ -140,7 +142,7 @@ fn full_result(line: &[u8]) -> Option<String> {
 /// `reference`), read from its first 4 KiB; `None` without one.
 fn memory_type(path: &Path) -> Option<String> {
     let mut head = Vec::new();
-    std::fs::File::open(path).ok()?.take(4096).read_to_end(&mut head).ok()?;
+    crate::bytes::open_regular(path).ok()?.take(4096).read_to_end(&mut head).ok()?;
     let text = String::from_utf8_lossy(&head);
     let mut lines = text.lines();
     if lines.next()?.trim_end() != "---" {

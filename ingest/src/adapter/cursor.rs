@@ -521,7 +521,7 @@ fn prescan(path: &Path, place: &Place, state: &mut State) {
 /// Up to `n` bytes of the file at `path` from byte `from`.
 fn read_range(path: &Path, from: u64, n: u64) -> std::io::Result<Vec<u8>> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path)?;
+    let mut f = crate::bytes::open_regular(path)?;
     f.seek(SeekFrom::Start(from))?;
     let mut out = Vec::new();
     f.take(n).read_to_end(&mut out)?;
@@ -940,7 +940,7 @@ impl Cursor {
 
 /// Complete lines (`\n`-terminated) in a file.
 fn count_lines(path: &Path) -> Option<u64> {
-    let mut f = std::fs::File::open(path).ok()?;
+    let mut f = crate::bytes::open_regular(path).ok()?;
     let mut buf = vec![0u8; 64 * 1024];
     let mut n = 0u64;
     loop {

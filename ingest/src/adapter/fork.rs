@@ -44,7 +44,6 @@
 //! until the line after the fork's header.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -272,7 +271,7 @@ fn read_lines(path: &Path) -> io::Result<Vec<Kept>> {
 
 /// [`read_lines`] with a `.zst` refused past `decoded_max` bytes, and at most `lines_max` lines.
 fn read_lines_within(path: &Path, decoded_max: u64, lines_max: usize) -> io::Result<Vec<Kept>> {
-    let file = File::open(path)?;
+    let file = crate::bytes::open_regular(path)?;
     let zst = path.extension().is_some_and(|e| e == "zst");
     let decoded: Box<dyn Read> = if zst { Box::new(zstd::Decoder::new(file)?.take(decoded_max + 1)) } else { Box::new(file) };
     let mut r = BufReader::with_capacity(1 << 16, decoded);

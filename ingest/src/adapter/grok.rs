@@ -219,7 +219,7 @@ fn read_summary(file: &LogFile, state: &mut State, find_parent: bool) {
 }
 
 fn read_small(path: &Path) -> Option<Vec<u8>> {
-    let f = std::fs::File::open(path).ok()?;
+    let f = crate::bytes::open_regular(path).ok()?;
     let mut buf = Vec::new();
     f.take(SIDE_FILE_BYTES_MAX + 1).read_to_end(&mut buf).ok()?;
     (buf.len() as u64 <= SIDE_FILE_BYTES_MAX).then_some(buf)
@@ -279,7 +279,7 @@ struct UpdateMeta {
 
 /// Reads new lines of `updates.jsonl` into `turn_times` (`{"<prompt index>": [first ms, last ms]}`).
 fn read_updates(path: &Path, state: &mut State) {
-    let Ok(mut f) = std::fs::File::open(path) else { return };
+    let Ok(mut f) = crate::bytes::open_regular(path) else { return };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let mut from = state.get("updates_read").and_then(Value::as_u64).unwrap_or(0);
     if len < from {
@@ -324,7 +324,7 @@ fn read_updates(path: &Path, state: &mut State) {
 /// Where each turn starts and ends in the transcript (`{"<prompt index>": [first line, last line]}`)
 /// and how many complete lines it has.
 fn scan_turns(path: &Path, state: &mut State) {
-    let Ok(f) = std::fs::File::open(path) else { return };
+    let Ok(f) = crate::bytes::open_regular(path) else { return };
     let mut reader = BufReader::with_capacity(64 * 1024, f);
     let mut starts: Vec<(u64, u64)> = Vec::new();
     let mut n = 0u64;

@@ -292,7 +292,7 @@ fn db_files(db: &Path) -> Vec<u8> {
             out.extend_from_slice(&since.as_nanos().to_le_bytes());
         }
         if head > 0 {
-            if let Ok(mut f) = std::fs::File::open(&p) {
+            if let Ok(mut f) = crate::bytes::open_regular(Path::new(&p)) {
                 let mut buf = vec![0u8; head];
                 let n = io::Read::read(&mut f, &mut buf).unwrap_or(0);
                 out.extend_from_slice(&buf[..n]);
@@ -449,8 +449,13 @@ impl Adapter for Zcode {
 
     fn discover(&self, homes: &Homes) -> (Vec<LogFile>, Vec<String>) {
         let db = homes.zcode.join(DB);
-        if !db.is_file() {
-            return (Vec::new(), Vec::new());
+        match std::fs::metadata(&db) {
+            Ok(m) if m.is_file() => {}
+            // Not installed (or no database yet).
+            Ok(_) => return (Vec::new(), Vec::new()),
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => return (Vec::new(), Vec::new()),
+            // A folder on its way without permission: said, as a folder that cannot be listed is.
+            Err(e) => return (Vec::new(), vec![format!("cannot read {}: {e}", db.display())]),
         }
         let mut ids = match session_ids(&db) {
             Ok(ids) => ids,
