@@ -110,10 +110,11 @@ pub fn walk(vfs: &dyn Vfs, dir: &Path, visit: impl FnMut(Walked<'_>) -> Result<(
 /// Whether a walk reads records' payloads.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Payloads {
-    /// Every record of a kind and version this build reads is decompressed and decoded: one
-    /// that passes its checksum but does not decode (written so by a faulty build, or by memory
-    /// that flipped a bit before the checksum was taken) is damage, at its frame, and is not
-    /// passed on as a record. (Every read of the state stops at such a record.)
+    /// Every record is read as a read of the journal reads it (its frame's flags, its payload
+    /// decompressed) and, of a kind and version this build reads, decoded ([`unreadable`]):
+    /// one that passes its checksum and cannot be read so (written by a faulty build, or by
+    /// memory that flipped a bit before the checksum was taken) is damage, at its frame, and is
+    /// not passed on as a record. (Every read that reaches such a record stops there.)
     Decoded,
     /// Frames are checked, payloads are not read (compaction, which copies frames as they are).
     Unread,

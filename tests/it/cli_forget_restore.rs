@@ -235,6 +235,18 @@ fn a_session_whose_first_prompt_is_forgotten_lists_its_next() {
     assert_eq!(prompts(), vec![Value::from(asked[0].1.as_str()); 2], "the first again once restored");
 }
 
+/// Salvages the journal of the store at `home` into a folder of its own and puts that in the
+/// journal's place (the damaged one moved aside); returns what salvage printed.
+fn salvage_in_place(home: &Path) -> String {
+    let salvaged = home.join("salvaged");
+    let out = origin(home, &["journal", "salvage", "--to", salvaged.to_str().expect("utf-8")]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::rename(home.join("journal"), home.join("journal.damaged")).expect("move the journal aside");
+    std::fs::rename(&salvaged, home.join("journal")).expect("the salvaged journal in its place");
+    said
+}
+
 /// A record that passes its checksum but does not decode (here a `remembered` record of
 /// bytes that are none: a faulty build's, or memory that flipped before the checksum was
 /// taken): every read that reaches it stops, exit 1, saying its offset and what to run;
@@ -264,13 +276,8 @@ fn a_record_that_does_not_decode_is_found_by_verify_and_left_out_by_salvage() {
     // Its frame, and those around it, check out: the journal takes writes after it, and
     // verify does not say otherwise.
     assert!(said.contains("1 record(s) that pass their checksums and do not decode") && !said.contains("writes are refused"), "{said}");
-    let salvaged = home.join("salvaged");
-    let out = origin(home, &["journal", "salvage", "--to", salvaged.to_str().expect("utf-8")]);
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    let said = salvage_in_place(home);
     assert!(said.contains(&format!("copied {} records", records - 1)) && said.contains(&format!("offset {bad} lost")), "{said}");
-    std::fs::rename(home.join("journal"), home.join("journal.damaged")).expect("move the journal aside");
-    std::fs::rename(&salvaged, home.join("journal")).expect("the salvaged journal in its place");
     assert_eq!(json(origin(home, &["search", "库存", "--json"])), before);
 }
 
@@ -292,13 +299,8 @@ fn a_journal_of_one_segment_whose_header_is_damaged_is_salvaged_whole() {
     let verify = json_any(origin(home, &["journal", "verify", "--json"]));
     assert_eq!(verify["damage"][0]["position"], 0, "{verify}");
     assert_eq!(verify["damage"][0]["size_bytes"], 64, "{verify}");
-    let salvaged = home.join("salvaged");
-    let out = origin(home, &["journal", "salvage", "--to", salvaged.to_str().expect("utf-8")]);
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    let said = salvage_in_place(home);
     assert!(said.contains(&format!("copied {} records", verify["records"])) && said.contains("the store id was read from the damaged headers"), "{said}");
-    std::fs::rename(home.join("journal"), home.join("journal.damaged")).expect("move the journal aside");
-    std::fs::rename(&salvaged, home.join("journal")).expect("the salvaged journal in its place");
     assert_eq!(json(origin(home, &["search", "库存", "--json"])), before);
 }
 
