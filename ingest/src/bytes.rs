@@ -59,10 +59,11 @@ pub struct Decoding {
     broken: bool,
 }
 
-/// Opens a file the agents' folders hold, for reading, refusing anything but a regular file:
-/// a pipe, a socket or a device named like a log, a side file or a memory file is said, not
-/// read (opened without waiting, as a pipe no one writes to would keep an open waiting for
-/// good, and a read after it: every command of the store waited behind its ingest lock).
+/// Opens a file the agents' folders hold, for reading, refusing anything but a regular file
+/// (an error its caller says or passes over, as for a file that cannot be read): a pipe, a
+/// socket or a device named like a log, a side file or a memory file is not read (opened
+/// without waiting, as a pipe no one writes to would keep an open waiting for good, and a read
+/// after it: every command of the store waited behind its ingest lock).
 pub fn open_regular(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
@@ -118,6 +119,15 @@ impl Bytes {
             Bytes::Disk(_, n) => *n,
             Bytes::Mem(v) => v.len() as u64,
             Bytes::Zstd(d) => d.borrow().len,
+        }
+    }
+
+    /// The length now: of a plain file, as the file system says it is at this moment (it may
+    /// have been cut, or grown, since it was opened); else [`Bytes::len`].
+    pub fn len_now(&self) -> io::Result<u64> {
+        match self {
+            Bytes::Disk(f, _) => Ok(f.metadata()?.len()),
+            _ => Ok(self.len()),
         }
     }
 

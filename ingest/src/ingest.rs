@@ -57,6 +57,10 @@ const ABANDONED_KEY: &str = "_abandoned";
 /// read of it is checked (a rewrite to the same length, renamed over it, was taken as
 /// unchanged).
 const FILE_STAT_KEY: &str = "_file_stat";
+/// State key: a log its agent only appends to was seen cut short to a prefix of what was read
+/// (a copy or a restore part way): the CRC-32 of what was read (`0..byte_end`), which the log
+/// must give again, once it has grown back, to be read on in its version.
+const CUT_CRC_KEY: &str = "_cut_crc";
 /// State key of an exported log: `[stamp, length]`, its adapter's [`Adapter::export_stamp`]
 /// taken before the export ingest read, and that export's length. While the stamp is the same
 /// and the file was read to that length, the log is not exported again.
@@ -758,21 +762,36 @@ impl Ingester {
             // old end still a newline, was read as growth and never seen).
             Some(crc) if check_whole => crc_of(&bytes, 0, cur.byte_end)? == crc,
             _ => true,
+        } && match state.get(CUT_CRC_KEY).and_then(Value::as_u64) {
+            // Seen cut short, and grown back: every byte read must be what it was.
+            Some(crc) => crc_of(&bytes, 0, cur.byte_end)? == crc,
+            None => true,
         };
+        // Grown back as it was: read on (the key goes with the next record written).
+        let restored = same_version && state.remove(CUT_CRC_KEY).is_some();
         // A log its agent only appends to, now shorter than what was read and its bytes all
         // the start of what was read (a copy over it, a sync tool, a restore, caught part way):
         // nothing to read until it grows past the old end (the same version, read on) or its
         // bytes differ (a new version). Read as a new version at once, the lines written back
         // after were lines of that version, ids of their own: the same events listed twice.
-        if !same_version
-            && cur.version > 0
-            && !adapter.logs_rewritten()
-            && file.format == FileFormat::Lines
-            && len < cur.byte_end
-            && len <= KEPT_COMPARE_BYTES_MAX
-            && self.mirrors.read_head(&cur.mirror, len).is_ok_and(|read| read.len() as u64 == len && bytes.read(0, len).is_ok_and(|now| now == read))
-        {
-            return self.repair_mirror(&cur).map_err(mirror_problem);
+        // (Its length taken again: cut after it was opened, a read of it came up short.) The
+        // cut is recorded once (`CUT_CRC_KEY`), so that bytes written back otherwise past its
+        // first 4 KiB, once it has grown past the old end, are a new version, not growth.
+        if !same_version && cur.version > 0 && !adapter.logs_rewritten() && file.format == FileFormat::Lines && cur.byte_end <= KEPT_COMPARE_BYTES_MAX {
+            let now = bytes.len_now()?.min(len);
+            if now < cur.byte_end
+                && let Ok(read) = self.mirrors.read_head(&cur.mirror, cur.byte_end)
+                && read.len() as u64 == cur.byte_end
+                && bytes.read(0, now).is_ok_and(|b| b.len() as u64 == now && b[..] == read[..now as usize])
+            {
+                if !state.contains_key(CUT_CRC_KEY) {
+                    state.insert(CUT_CRC_KEY.into(), Value::from(crc32fast::hash(&read)));
+                    let head = read[..cur.byte_end.min(PREFIX_HASH_BYTES) as usize].to_vec();
+                    let batch = Batch::new(cur.byte_end, cur.line_end);
+                    self.append_batch(cursors, file, &mut cur, &mut state, partial, batch, &[], &head, run)?;
+                }
+                return self.repair_mirror(&cur).map_err(mirror_problem);
+            }
         }
         let mut abandoned: Vec<(u64, String)> = Vec::new();
         if !same_version {
@@ -824,7 +843,8 @@ impl Ingester {
             // run need not export it again.
             // Likewise a plain file's stat that moved with its bytes the same (checked whole
             // above): recorded, so that it is not read whole again at every run.
-            let mut restamped = false;
+            // Grown back to its old end exactly: the cut is no longer recorded.
+            let mut restamped = restored;
             if let Some(s) = stamp.clone().filter(|s| state.get(EXPORT_STAMP_KEY) != Some(s)) {
                 state.insert(EXPORT_STAMP_KEY.into(), s);
                 restamped = true;
@@ -1027,11 +1047,16 @@ impl Ingester {
                 if !giant {
                     if !bytes.newline_after(window_end, len, WINDOW_BYTES)? {
                         // Read a window at a time: it may be hundreds of megabytes.
-                        // Written at an earlier run, the log not grown since (a log only grows
-                        // within its version: its bytes are those written then): kept as it is,
+                        // Written at an earlier run, of this length, and the log not changed
+                        // since it was (its time of change not after the tail's): kept as it is,
                         // not written again at every run (gigabytes, for a line a crash left
                         // unfinished).
-                        if self.mirrors.tail_len(&cur.mirror) == Some(len - pos) {
+                        let changed = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+                        if let Some(tail) = self.mirrors.tail_meta(&cur.mirror)
+                            && tail.len() == len - pos
+                            && let (Some(log), Ok(written)) = (changed(&file.path), tail.modified())
+                            && log <= written
+                        {
                             break;
                         }
                         let mut at = pos;

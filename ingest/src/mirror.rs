@@ -83,7 +83,12 @@ impl Mirrors {
 
     /// The length of the `.tail` file, if there is one.
     pub fn tail_len(&self, mirror: &str) -> Option<u64> {
-        fs::metadata(self.tail(mirror)).ok().filter(|m| m.is_file()).map(|m| m.len())
+        self.tail_meta(mirror).map(|m| m.len())
+    }
+
+    /// The `.tail` file's metadata, if there is one.
+    pub fn tail_meta(&self, mirror: &str) -> Option<fs::Metadata> {
+        fs::metadata(self.tail(mirror)).ok().filter(|m| m.is_file())
     }
 
     /// [`Mirrors::write_tail`] of bytes handed over a piece at a time by `next` (`None` when

@@ -23,6 +23,7 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
         }
     }
     let inside = std::fs::canonicalize(root).ok();
+    let mut linked_folders = 0usize;
     let mut stack = vec![(root.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
@@ -45,7 +46,10 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
             let ft = if ft.is_symlink() {
                 match std::fs::metadata(&path) {
                     Ok(m) if m.is_dir() => {
-                        problems.push(format!("{} is a symbolic link to a folder: not followed (its logs are not read)", path.display()));
+                        linked_folders += 1;
+                        if linked_folders <= LINKED_FOLDERS_SAID_MAX {
+                            problems.push(format!("{} is a symbolic link to a folder: not followed (what it holds is not read)", path.display()));
+                        }
                         continue;
                     }
                     // A log kept elsewhere; one of this tree's own is read under its own path.
@@ -63,6 +67,7 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
             } else if ft.is_file() && keep(&path) {
                 if out.len() >= FILES_PER_SOURCE_MAX {
                     problems.push(format!("more than {FILES_PER_SOURCE_MAX} files under {}: the rest were left out", root.display()));
+                    said_linked_folders(root, linked_folders, problems);
                     out.sort();
                     return out;
                 }
@@ -70,8 +75,23 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
             }
         }
     }
+    said_linked_folders(root, linked_folders, problems);
     out.sort();
     out
+}
+
+/// Linked folders said one by one, at most; the rest are counted in one line.
+const LINKED_FOLDERS_SAID_MAX: usize = 8;
+
+/// The line that counts the linked folders below `root` not said one by one.
+fn said_linked_folders(root: &Path, count: usize, problems: &mut Vec<String>) {
+    if count > LINKED_FOLDERS_SAID_MAX {
+        problems.push(format!(
+            "and {} more symbolic links to folders below {}: not followed",
+            count - LINKED_FOLDERS_SAID_MAX,
+            root.display()
+        ));
+    }
 }
 
 /// `path` relative to `root`, as a string with `/` separators (for mirror paths).
@@ -103,7 +123,15 @@ mod tests {
         let mut problems = Vec::new();
         let found = files(&root, &|p| p.extension().is_some_and(|e| e == "jsonl"), &mut problems);
         assert_eq!(found, [root.join("p/kept.jsonl"), root.join("p/own.jsonl")]);
-        assert_eq!(problems, [format!("{} is a symbolic link to a folder: not followed (its logs are not read)", root.join("more").display())]);
+        assert_eq!(problems, [format!("{} is a symbolic link to a folder: not followed (what it holds is not read)", root.join("more").display())]);
+        // Many linked folders: eight said, the rest counted in one line.
+        for i in 0..20 {
+            std::os::unix::fs::symlink(elsewhere.join("more"), root.join(format!("more{i}"))).unwrap();
+        }
+        let mut many = Vec::new();
+        files(&root, &|p| p.extension().is_some_and(|e| e == "jsonl"), &mut many);
+        assert_eq!(many.len(), 9, "{many:?}");
+        assert_eq!(many[8], format!("and 13 more symbolic links to folders below {}: not followed", root.display()));
         // A root that is missing, or below a file, is no agent: nothing said.
         for missing in [tmp.path().join("none"), root.join("p/own.jsonl/x")] {
             assert!(files(&missing, &|_| true, &mut problems).is_empty());

@@ -111,6 +111,14 @@ fn a_line_longer_than_a_window_still_being_written_waits_then_is_read() {
     let written = tail(&mirror_base);
     w.ingester().run(None, &mut |_| {}).expect("ingest with nothing new");
     assert_eq!(tail(&mirror_base), written, "the tail not written again");
+    // Changed in place, its length the same (the log changed after the tail was written): the
+    // tail is written again, and the mirror is the log's bytes.
+    let mut bytes = std::fs::read(&path).expect("read");
+    let at = bytes.len() - 100;
+    bytes[at] = if bytes[at] == b'x' { b'y' } else { b'x' };
+    std::fs::write(&path, &bytes).expect("changed in place");
+    w.ingester().run(None, &mut |_| {}).expect("ingest");
+    assert!(ing.mirrors().read(&recs[0].mirror).expect("mirror") == bytes, "the tail written again");
     std::fs::write(&path, format!("{before}{giant}\n")).expect("finish");
     let second = w.ingester().run(None, &mut |_| {}).expect("ingest");
     assert_eq!((second.sources["claude-code"].lines, second.sources["claude-code"].cut), (1, 0), "{:?}", second.sources["claude-code"]);
@@ -250,7 +258,8 @@ fn an_unreadable_entry_does_not_stop_the_other_files() {
 }
 
 /// A pipe (FIFO) where an agent's side file, database file or memory file should be (a Grok
-/// session's `summary.json` and `updates.jsonl`, ZCode's `db.sqlite-shm`, a `CLAUDE.md`) is not
+/// session's `summary.json` and `updates.jsonl`, ZCode's `db.sqlite-shm` and `db.sqlite-journal`,
+/// which SQLite opens itself, a `CLAUDE.md`) is not
 /// opened to wait for a writer: ingest finishes (it waited for good, holding the store's ingest
 /// lock, and every command of the store after it) and reads the logs beside them. (The run is
 /// given two minutes; a run past them is the fault.)
@@ -261,7 +270,8 @@ fn a_pipe_where_a_side_file_should_be_does_not_stop_ingest() {
     std::fs::create_dir_all(&home).expect("mkdir");
     crate::ingest_memory::copy_tree(&crate::ingest_memory::fixtures().join("agent-home"), &home);
     let grok = home.join(".grok/sessions/%2Fhome%2Fdev%2Fwork%2Fweather-api/01a1a0af-e7c0-7226-b63c-5ab791b7584a");
-    let pipes = [grok.join("summary.json"), grok.join("updates.jsonl"), home.join(".zcode/cli/db/db.sqlite-shm"), home.join("demo-app/CLAUDE.md")];
+    let db = home.join(".zcode/cli/db");
+    let pipes = [grok.join("summary.json"), grok.join("updates.jsonl"), db.join("db.sqlite-shm"), db.join("db.sqlite-journal"), home.join("demo-app/CLAUDE.md")];
     for p in &pipes {
         let _ = std::fs::remove_file(p);
         let made = std::process::Command::new("mkfifo").arg(p).status().expect("mkfifo");
@@ -284,8 +294,10 @@ fn a_pipe_where_a_side_file_should_be_does_not_stop_ingest() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let out = child.wait_with_output().expect("output");
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
+    // SQLite opens a database's journal itself: the one file of them said.
+    assert!(said.contains("db.sqlite-journal is not a regular file"), "{said}");
     let found = std::process::Command::new(origin_tests::origin_bin())
         .args(["--home", store.to_str().expect("utf-8"), "timeline", "--since", "2000-01-01", "--json"])
         .env("HOME", "/nonexistent-origin-test-home")

@@ -408,28 +408,44 @@ fn a_file_that_shrinks_starts_a_new_version_and_keeps_the_old_mirror() {
 
 /// A log its agent only appends to, caught shorter than what was read with its bytes the
 /// start of what was read (a copy over it or a restore part way, emptied included), is not a
-/// new version: nothing is read until it grows past the old end, then only what is new, in the
-/// same version (a new version gave the lines written back ids of their own: a Codex or Cursor
-/// session listed them twice). Cut and written with other bytes, it is a new version.
+/// new version: the cut is recorded (no line), and once the log grows past the old end with
+/// the bytes read before, only what is new is read, in the same version (a new version gave
+/// the lines written back ids of their own: a Codex or Cursor session listed them twice).
+/// Written back with other bytes past its first 4 KiB (which a grown log is checked by), or
+/// cut and written over, it is a new version.
 #[test]
 fn a_log_cut_short_and_written_back_is_read_on_not_again() {
     let w = World::new();
-    let lines: Vec<String> = (1..=4).map(|i| format!("{}\n", line(&format!("k{i}"), &format!("line {i}")))).collect();
-    std::fs::write(w.log("k.jsonl"), lines[..3].concat()).expect("write");
+    let text = |i: usize, word: &str| format!("line {i} {}", word.repeat(300));
+    let lines: Vec<String> = (1..=5).map(|i| format!("{}\n", line(&format!("k{i}"), &text(i, "abcd ")))).collect();
+    std::fs::write(w.log("k.jsonl"), lines[..4].concat()).expect("write");
     run(&w);
-    for cut in [lines[..1].concat(), String::new()] {
+    let versions = |w: &World| ingested(&w.store()).iter().map(|r| r.file_version).collect::<Vec<u32>>();
+    for cut in [lines[..3].concat(), String::new()] {
+        assert!(cut.is_empty() || cut.len() > 4096, "the kept bytes pass the first 4 KiB");
         std::fs::write(w.log("k.jsonl"), &cut).expect("cut short");
         run(&w);
-        assert_eq!(ingested(&w.store()).len(), 1, "nothing recorded while it is cut short");
+        let recs = ingested(&w.store());
+        assert_eq!(versions(&w), [1, 1], "the cut recorded once, in the same version");
+        assert!(recs[1].events.is_empty(), "no line read of a log cut short");
     }
     std::fs::write(w.log("k.jsonl"), lines.concat()).expect("written back, and one line more");
     run(&w);
     let recs = ingested(&w.store());
-    assert_eq!(recs.iter().map(|r| r.file_version).collect::<Vec<u32>>(), [1, 1]);
-    assert_eq!(recs[1].events.iter().map(|e| e.line).collect::<Vec<u64>>(), [4]);
+    assert_eq!(versions(&w), [1, 1, 1]);
+    assert_eq!(recs[2].events.iter().map(|e| e.line).collect::<Vec<u64>>(), [5]);
+    // Cut again, then written back with the fourth line's text changed (the same length):
+    // past the first 4 KiB, so only the cut's record tells it apart; a new version.
+    std::fs::write(w.log("k.jsonl"), lines[..3].concat()).expect("cut short again");
+    run(&w);
+    let changed = format!("{}\n", line("k4", &text(4, "wxyz ")));
+    assert_eq!(changed.len(), lines[3].len());
+    std::fs::write(w.log("k.jsonl"), [lines[..3].concat(), changed, lines[4].clone()].concat()).expect("written back otherwise");
+    run(&w);
+    assert_eq!(versions(&w).last(), Some(&2), "{:?}", versions(&w));
     std::fs::write(w.log("k.jsonl"), format!("{}\n", line("other", "other bytes"))).expect("cut and written over");
     run(&w);
-    assert_eq!(ingested(&w.store()).last().expect("a record").file_version, 2);
+    assert_eq!(versions(&w).last(), Some(&3));
 }
 
 #[test]

@@ -86,8 +86,21 @@ fn uri_path(path: &Path) -> String {
     out
 }
 
-/// Opens the database read-only (the `-wal` file is read too; nothing is written).
+/// Opens the database read-only (the `-wal` file is read too; nothing is written). The
+/// database and the files SQLite opens beside it (`-journal`, `-wal`, `-shm`) must be regular
+/// files or absent: SQLite opens them itself, and one that is a pipe kept the open waiting for
+/// good (and every command of the store behind the ingest lock).
 fn open(db: &Path) -> rusqlite::Result<Connection> {
+    for suffix in ["", "-journal", "-wal", "-shm"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        if std::fs::metadata(&p).is_ok_and(|m| !m.is_file()) {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                Some(format!("{} is not a regular file (a pipe, a socket, a device or a folder): the database is not read", Path::new(&p).display())),
+            ));
+        }
+    }
     let uri = format!("file:{}?mode=ro", uri_path(db));
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(uri, flags)?;
