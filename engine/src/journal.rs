@@ -21,6 +21,7 @@ use crate::limits::*;
 use crate::record::{Body, RecordKind, RecordOrigin};
 use crate::recovery::{classify_tail, scan_frames, Stop, Tail};
 use crate::segment::{parse_segment_file_name, segment_file_name, u32_at, u64_at, SegmentHeader, StoreId, FORMAT_VERSION, SEGMENT_HEADER_SIZE};
+use crate::tip::{advance_tip, all_segments_gone, read_tip, segments_gone, tip_path, Tip, TipFile};
 use crate::vfs::{LockFile, LockMode, Mapped, OsFs, Vfs, VfsFile};
 
 /// Name of the lock file inside the journal directory.
@@ -151,6 +152,8 @@ pub struct OpenReport {
     pub torn_tails: Vec<TornTail>,
     /// Segment files left over by an interrupted compaction and removed (or, read-only, ignored).
     pub leftovers: Vec<PathBuf>,
+    /// Why `TIP` could not be brought up to the last segment, if it could not (nothing is lost).
+    pub tip_unwritten: Option<String>,
 }
 
 /// Counters and identity, for `origin status`.
@@ -376,9 +379,33 @@ impl Journal {
         let mut report = OpenReport::default();
 
         let mut unwritten = Vec::new();
+        let tip = read_tip(&*vfs, dir)?;
         let loaded = match load_view(&*vfs, dir, &opts, rw, &mut report, &mut unwritten)? {
-            Some(loaded) => loaded,
+            Some(loaded) => {
+                let (store_id, epoch, view) = &loaded;
+                if let Some(e) = segments_gone(dir, &tip, (*store_id, *epoch), view.active.base, None) {
+                    return Err(e);
+                }
+                // A journal written before `TIP` was, or whose last segment's writer died
+                // before writing it: from now on a removed last segment is told. Failing to
+                // write it loses nothing, so the open goes on and the user is told.
+                let behind = !matches!(tip, TipFile::Read(t) if t.is_of(*store_id, *epoch) && t.base >= view.active.base);
+                if rw && behind {
+                    let t = Tip { store_id: *store_id, epoch: *epoch, base: view.active.base };
+                    if let Err(e) = advance_tip(&*vfs, dir, t) {
+                        report.tip_unwritten = Some(format!(
+                            "could not write {}: {e}; it only lets an open tell a removed last segment from one not started yet, \
+                             so nothing is lost: the next open tries again",
+                            tip_path(dir).display()
+                        ));
+                    }
+                }
+                loaded
+            }
             None => {
+                if let Some(e) = all_segments_gone(dir, &tip) {
+                    return Err(e);
+                }
                 if !rw {
                     return Err(Error::NoJournal { dir: dir.to_path_buf() });
                 }
@@ -918,6 +945,8 @@ impl Journal {
                 if repair {
                     f.sync_data().map_err(|e| Error::io("fdatasync", path, e))?;
                     self.vfs.sync_dir(&self.dir).map_err(|e| Error::io("fsync directory", &self.dir, e))?;
+                    let tip = Tip { store_id: self.store_id, epoch: self.epoch, base: next };
+                    advance_tip(&*self.vfs, &self.dir, tip)?;
                 }
                 Ok(Successor::Opened(f))
             }
@@ -1469,6 +1498,8 @@ pub(crate) fn create_segment(vfs: &dyn Vfs, dir: &Path, store_id: StoreId, epoch
     f.write_all_at(&header.encode(), 0).map_err(|e| Error::io("write", &path, e))?;
     f.sync_data().map_err(|e| Error::io("fdatasync", &path, e))?;
     vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
+    // Only now, with the segment on disk, may `TIP` name it.
+    advance_tip(vfs, dir, Tip { store_id, epoch, base })?;
     Ok(f)
 }
 
@@ -1859,6 +1890,202 @@ mod tests {
         assert_eq!(saved.records_copied, 60 - second);
         let j = Journal::open(&to, opts(4096)).expect("the salvaged journal opens");
         assert_eq!(j.read_vec(0, 1).expect("read")[0].payload, vec![second as u8; 150]);
+    }
+
+    /// A journal whose last segment files are gone (a user's `rm`, a backup restored without
+    /// its newest files) is damage, at the open and for verify, naming the segment `TIP` says
+    /// was started, where its writer would have made that segment again and given its records'
+    /// offsets to new ones; salvage keeps the rest. A segment not made yet after a seal (its
+    /// writer died first, so `TIP` names the one before) is made, as before.
+    #[test]
+    fn a_journal_whose_last_segments_are_gone_is_damage_not_a_shorter_journal() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let fresh = |name: &str| -> (PathBuf, Vec<PathBuf>) {
+            let dir = tmp.path().join(name).join("journal");
+            let j = Journal::open(&dir, opts(4096)).expect("open");
+            for i in 0..120u8 {
+                j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+            }
+            let paths = j.segment_paths();
+            assert!(paths.len() > 3, "{paths:?}");
+            (dir, paths)
+        };
+        let remove = |seg: &Path| {
+            std::fs::remove_file(seg).expect("remove a segment");
+            let idx = seg.with_extension(INDEX_SUFFIX.trim_start_matches('.'));
+            if idx.exists() {
+                std::fs::remove_file(idx).expect("and its index");
+            }
+        };
+        let base_of = |p: &Path| crate::segment::parse_segment_file_name(p.file_name().and_then(|n| n.to_str()).expect("name")).expect("base");
+        for gone in [1, 2] {
+            let (dir, paths) = fresh(&format!("gone{gone}"));
+            let last = paths.last().expect("last").clone();
+            for p in &paths[paths.len() - gone..] {
+                remove(p);
+            }
+            let kept = &paths[paths.len() - gone - 1];
+            for access in [Access::ReadWrite, Access::ReadOnly] {
+                match Journal::open(&dir, Options { access, ..opts(4096) }) {
+                    Err(Error::Corrupt { segment, reason, .. }) => {
+                        assert_eq!(segment, last, "{reason}");
+                        assert!(reason.starts_with("the segment file is gone"), "{reason}");
+                        assert!(reason.contains(&format!("the last segment left starts at offset {}", base_of(kept))), "{reason}");
+                    }
+                    other => panic!("{gone} gone, {access:?}: {:?}", other.map(|j| j.next_offset())),
+                }
+            }
+            assert!(!last.exists(), "no segment made again in the place of the one gone");
+            let report = crate::verify::verify_dir(&dir).expect("verify");
+            assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
+            let reached = base_of(&paths[paths.len() - gone]);
+            assert_eq!(report.damage[0].segment, last);
+            assert!(report.damage[0].is_file_gone(&report));
+            assert!(report.damage[0].reason.contains(&format!("the records from offset {reached} on are lost")), "{:?}", report.damage);
+            let to = tmp.path().join(format!("salvaged{gone}"));
+            let saved = crate::salvage::salvage_dir(&dir, &to).expect("salvage");
+            assert_eq!(saved.records_copied, reached);
+            let j = Journal::open(&to, opts(4096)).expect("the salvaged journal opens");
+            assert_eq!(j.append(vec![NewRecord::scratch(vec![1])]).expect("append").start, reached);
+        }
+
+        // Its writer died after the seal, before making the next segment: `TIP` names the
+        // segment sealed, and the open makes the next one.
+        let (dir, paths) = fresh("unmade");
+        let last = paths.last().expect("last");
+        remove(last);
+        let before = &paths[paths.len() - 2];
+        let store = crate::segment::SegmentHeader::decode(&std::fs::read(before).expect("read"), before).expect("header");
+        let tip = crate::tip::Tip { store_id: store.store_id, epoch: store.epoch, base: base_of(before) };
+        std::fs::write(dir.join(crate::tip::TIP_FILE_NAME), tip.encode()).expect("tip");
+        let j = Journal::open(&dir, opts(4096)).expect("a segment not made yet is made");
+        assert_eq!(j.next_offset(), base_of(last));
+        assert!(last.exists());
+        drop(j);
+
+        // A journal written before `TIP` was: the first read-write open writes it (a read-only
+        // open writes nothing), and from then on a last segment gone is told.
+        let (dir, paths) = fresh("older");
+        let tip_path = dir.join(crate::tip::TIP_FILE_NAME);
+        std::fs::remove_file(&tip_path).expect("no TIP");
+        drop(Journal::open(&dir, Options { access: Access::ReadOnly, ..opts(4096) }).expect("read-only open"));
+        assert!(!tip_path.exists());
+        drop(Journal::open(&dir, opts(4096)).expect("open"));
+        let read = crate::tip::read_tip(&OsFs, &dir).expect("read TIP");
+        assert!(matches!(read, crate::tip::TipFile::Read(t) if t.base == base_of(paths.last().expect("last"))), "{read:?}");
+        remove(paths.last().expect("last"));
+        assert!(Journal::open(&dir, opts(4096)).map(|j| j.next_offset()).expect_err("told").to_string().contains("the segment file is gone"));
+
+        // A `TIP` that does not read is said by verify and written again by the next open.
+        let (dir, paths) = fresh("garbled");
+        let tip_path = dir.join(crate::tip::TIP_FILE_NAME);
+        let mut b = std::fs::read(&tip_path).expect("TIP");
+        b[33] ^= 1;
+        std::fs::write(&tip_path, &b).expect("garble");
+        let report = crate::verify::verify_dir(&dir).expect("verify");
+        assert!(report.is_clean());
+        assert!(report.tip_note.as_ref().is_some_and(|n| n.contains("TIP: does not read (its checksum does not match)")), "{:?}", report.tip_note);
+        drop(Journal::open(&dir, opts(4096)).expect("open"));
+        assert_eq!(crate::verify::verify_dir(&dir).expect("verify").tip_note, None);
+        remove(paths.last().expect("last"));
+        assert!(Journal::open(&dir, opts(4096)).map(|j| j.next_offset()).expect_err("told").to_string().contains("the segment file is gone"));
+
+        // Every segment gone, `TIP` left: no new journal in its place, until `TIP` is removed.
+        let (dir, paths) = fresh("all");
+        for p in &paths {
+            remove(p);
+        }
+        for access in [Access::ReadWrite, Access::ReadOnly] {
+            let e = Journal::open(&dir, Options { access, ..opts(4096) }).map(|j| j.next_offset()).expect_err("told");
+            assert!(e.is_corruption() && e.to_string().contains("no segment file is left"), "{access:?}: {e}");
+        }
+        assert!(crate::verify::verify_dir(&dir).expect_err("told").to_string().contains("no segment file is left"));
+        assert!(std::fs::read_dir(&dir).expect("list").all(|e| !e.expect("entry").file_name().to_string_lossy().ends_with(".seg")));
+        std::fs::remove_file(dir.join(crate::tip::TIP_FILE_NAME)).expect("remove TIP");
+        assert!(Journal::open(&dir, opts(4096)).expect("a new journal").open_report().created);
+    }
+
+    /// The first read-write open of a journal written before `TIP` was writes it; a write, a
+    /// sync or a permission that fails then (at any of its calls) loses nothing and stops no
+    /// open: the open goes on, says why, and the next open writes it.
+    #[test]
+    fn a_tip_that_cannot_be_written_at_an_open_stops_nothing() {
+        use crate::sim::Fault;
+        use crate::tip::{read_tip, TipFile, TIP_FILE_NAME};
+        let fs = SimFs::new(9);
+        let dir = Path::new("/t/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open");
+        for i in 0..60u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+        }
+        let last = crate::segment::parse_segment_file_name(j.segment_paths().last().and_then(|p| p.file_name()).and_then(|n| n.to_str()).expect("name")).expect("base");
+        drop(j);
+        crate::vfs::Vfs::remove_file(&fs, &dir.join(TIP_FILE_NAME)).expect("a journal without TIP");
+        crate::vfs::Vfs::sync_dir(&fs, dir).expect("sync");
+        let probe = fs.after_power_cut(0);
+        drop(Journal::open_with(Arc::new(probe.clone()), dir, opts(4096)).expect("open"));
+        assert!(matches!(read_tip(&probe, dir).expect("TIP"), TipFile::Read(t) if t.base == last));
+        let mut told = 0;
+        for k in 0..probe.ops() {
+            for fault in [Fault::DiskFull, Fault::SyncFails, Fault::Denied] {
+                let f = fs.after_power_cut(0);
+                f.inject(k, fault);
+                let j = Journal::open_with(Arc::new(f.clone()), dir, opts(4096)).unwrap_or_else(|e| panic!("{fault:?} at call {k}: {e}"));
+                if let Some(why) = j.open_report().tip_unwritten {
+                    assert!(why.contains("could not write /t/journal/TIP") && why.contains("nothing is lost"), "{why}");
+                    told += 1;
+                }
+                drop(j);
+                let j = Journal::open_with(Arc::new(f.clone()), dir, opts(4096)).expect("the next open");
+                assert_eq!(j.open_report().tip_unwritten, None, "{fault:?} at call {k}");
+                assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 60);
+                assert!(matches!(read_tip(&f, dir).expect("TIP"), TipFile::Read(t) if t.base == last), "{fault:?} at call {k}");
+            }
+        }
+        // A full disk or a denied write at its write, a failed sync at its sync.
+        assert!(told >= 3, "{told}");
+    }
+
+    /// A writer that takes up a segment another process started (which failed, or died,
+    /// before writing `TIP`) brings `TIP` up to it.
+    #[test]
+    fn a_writer_that_takes_up_a_segment_another_started_brings_tip_up_to_it() {
+        use crate::sim::Fault;
+        use crate::tip::{read_tip, TipFile};
+        let run = |fs: &SimFs, fault: Option<u64>| -> (Option<Range<u64>>, bool) {
+            let dir = Path::new("/t/journal");
+            let a = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open a");
+            let b = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open b");
+            let mut roll = None;
+            for i in 0..40u8 {
+                let (before, segments) = (fs.ops(), a.segment_paths().len());
+                if roll.is_none() && fault.is_some_and(|k| k >= before) {
+                    if a.append(vec![NewRecord::scratch(vec![i; 150])]).is_err() {
+                        // The roll stopped at `TIP`'s write: the other writer takes up the segment.
+                        b.append(vec![NewRecord::scratch(vec![i; 150])]).expect("b appends");
+                        let TipFile::Read(t) = read_tip(fs, dir).expect("TIP") else { panic!("no TIP") };
+                        let last = b.segment_paths().last().expect("last").clone();
+                        return (None, t.base == crate::segment::parse_segment_file_name(last.file_name().and_then(|n| n.to_str()).expect("name")).expect("base"));
+                    }
+                    continue;
+                }
+                a.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+                if roll.is_none() && a.segment_paths().len() > segments {
+                    roll = Some(before..fs.ops());
+                }
+            }
+            (roll, false)
+        };
+        let probe = SimFs::new(3);
+        let (roll, _) = run(&probe, None);
+        let roll = roll.expect("a roll");
+        let kinds = probe.kinds();
+        let rename = roll.clone().find(|&k| kinds[k as usize] == "rename").expect("TIP's rename in the roll (the index's comes after)");
+        assert_eq!(kinds[rename as usize - 2], "write", "{:?}", &kinds[roll.start as usize..roll.end as usize]);
+        let fs = SimFs::new(3);
+        fs.inject(rename - 2, Fault::DiskFull);
+        let (_, brought_up) = run(&fs, Some(rename - 2));
+        assert!(brought_up, "TIP names the segment the other writer took up");
     }
 
     /// A handle keeps at most [`INDEX_WRITE_UNSAID_MAX`] index write failures for the user to be

@@ -28,6 +28,7 @@ pub mod salvage;
 pub mod segment;
 pub mod sim;
 pub mod snapshot;
+pub mod tip;
 pub mod verify;
 pub mod vfs;
 

@@ -10,6 +10,7 @@ use crate::journal::LOCK_FILE_NAME;
 use crate::record::RecordKind;
 use crate::recovery::{classify_tail, find_next_valid, scan_frames, Stop, Tail};
 use crate::segment::{parse_segment_file_name, SegmentHeader, StoreId, SEGMENT_HEADER_SIZE};
+use crate::tip::{all_segments_gone, read_tip, segments_gone, tip_path, TipFile};
 use crate::vfs::{LockMode, OsFs, Vfs};
 
 /// Damage found: never skipped silently.
@@ -72,6 +73,16 @@ pub struct VerifyReport {
     pub index_notes: Vec<String>,
     /// Segments left over by an interrupted compaction (covered by the segment before).
     pub leftovers: Vec<PathBuf>,
+    /// A `TIP` that does not read or was written for another store or epoch (not damage: the
+    /// next read-write open writes it again), said.
+    pub tip_note: Option<String>,
+}
+
+impl Damage {
+    /// True for a segment file that is gone (`TIP` names it; the walk found no such file).
+    pub fn is_file_gone(&self, report: &VerifyReport) -> bool {
+        report.segments.iter().all(|s| s.path != self.segment)
+    }
 }
 
 impl VerifyReport {
@@ -157,13 +168,14 @@ pub(crate) fn walk_inner(
     // holds the exclusive lock, replaces and removes files: a listing taken while it runs, or
     // before it, would name files gone by the time they are read). Every segment but the last
     // is mapped then, the last opened: what they hold stays readable, removed or not.
-    let (bases, maps, last_file) = {
+    let (bases, maps, last_file, tip) = {
         let _lock = if lock_last { Some(lock()?) } else { None };
         let names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
         let mut bases: Vec<u64> = names.iter().filter_map(|n| parse_segment_file_name(n)).collect();
         bases.sort_unstable();
+        let tip = read_tip(vfs, dir)?;
         let Some((&last, sealed)) = bases.split_last() else {
-            return Err(Error::NoJournal { dir: dir.to_path_buf() });
+            return Err(all_segments_gone(dir, &tip).unwrap_or_else(|| Error::NoJournal { dir: dir.to_path_buf() }));
         };
         let mut maps = Vec::with_capacity(sealed.len());
         for &base in sealed {
@@ -173,7 +185,7 @@ pub(crate) fn walk_inner(
         }
         let path = dir.join(crate::segment::segment_file_name(last));
         let last_file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
-        (bases, maps, last_file)
+        (bases, maps, last_file, tip)
     };
     // Each map is let go once its segment is walked.
     let mut maps = maps.into_iter();
@@ -447,6 +459,25 @@ pub(crate) fn walk_inner(
         }
         report.segments.push(seg);
     }
+    // A last segment whose file was removed leaves no trace in the segments before it.
+    // (A journal whose every header is damaged names no store to compare `TIP` with.)
+    let store = report.store_id.zip(report.epoch);
+    let gone = match (store, report.segments.last()) {
+        (Some(store), Some(last)) => segments_gone(dir, &tip, store, last.base, report.next_offset),
+        _ => None,
+    };
+    if let Some(Error::Corrupt { segment, position, reason }) = gone {
+        let d = Damage { segment, position, reason, size_bytes: 0, offsets_lost: None, undecodable: false };
+        visit(Walked::Damage(&d))?;
+        report.damage.push(d);
+    }
+    report.tip_note = match tip {
+        TipFile::Unreadable(why) => Some(format!("{}: does not read ({why}); the next read-write open writes it again", tip_path(dir).display())),
+        TipFile::Read(t) if store.is_some_and(|(id, epoch)| !t.is_of(id, epoch)) => {
+            Some(format!("{}: written for another store or epoch; the next read-write open writes it again", tip_path(dir).display()))
+        }
+        _ => None,
+    };
     Ok(report)
 }
 

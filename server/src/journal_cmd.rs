@@ -131,6 +131,7 @@ pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
             "torn_tail": r.torn_tail.as_ref().map(damage_json),
             "index_notes": r.index_notes,
             "leftovers": r.leftovers,
+            "tip_note": r.tip_note,
         });
         say!(out, "{}", serde_json::to_string_pretty(&v)?);
         return Ok(exit);
@@ -147,12 +148,21 @@ pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
     for l in &r.leftovers {
         say!(out, "note: {} is left over from an interrupted compaction; the next open removes it", l.display());
     }
+    if let Some(n) = &r.tip_note {
+        say!(out, "note: {n}");
+    }
     let verdict = match exit {
         Exit::Ok => "clean".to_owned(),
         Exit::TornTail => "no corruption; a torn tail will be cut by the next write".to_owned(),
         // A writer judges the last segment whole at every open and append; of a sealed segment
         // it checks the header and seal, and its records only as they are read.
         // A record that does not decode stops no write (its frame, and those around it, check out).
+        // The journal's newest segment files are gone (`TIP` names one): an open refuses.
+        _ if r.damage.iter().any(|d| d.is_file_gone(&r)) => format!(
+            "{} damaged region(s); the journal's newest segment file is gone: the store does not open; \
+             `origin journal salvage --to DIR` copies every readable record",
+            r.damage.len()
+        ),
         _ if r.damage.iter().any(|d| !d.undecodable && r.segments.last().is_some_and(|s| s.path == d.segment)) => format!(
             "{} damaged region(s), in the last segment: writes are refused; `origin journal salvage --to DIR` copies every readable record",
             r.damage.len()

@@ -281,6 +281,44 @@ fn a_record_that_does_not_decode_is_found_by_verify_and_left_out_by_salvage() {
     assert_eq!(json(origin(home, &["search", "库存", "--json"])), before);
 }
 
+/// The journal's last segment file removed (a user's `rm`, a backup restored without its
+/// newest file) after an entry was remembered in it: every command exits 1 naming the file
+/// gone and saying what to run (a write made the segment again, gave the lost records' offsets
+/// to new ones, and search answered without the entry, saying nothing); verify names it; the
+/// salvaged store answers as before the entry.
+#[test]
+fn a_journal_whose_last_segment_file_is_gone_is_damage_not_a_shorter_journal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    ingest_sample(home);
+    let before = json(origin(home, &["search", "库存", "--json"]));
+    // A second segment: the first sealed by a handle that writes small segments.
+    let small = origin_engine::Options { segment_size_bytes_max: 4096, ..origin_engine::Options::default() };
+    let j = origin_engine::Journal::open(home.join("journal"), small).expect("journal");
+    j.append(vec![origin_engine::NewRecord::scratch(vec![0; 16])]).expect("append");
+    drop(j);
+    let segments = segment_files(home);
+    assert_eq!(segments.len(), 2, "{segments:?}");
+    let entry = json(origin(home, &["remember", "kiwi harvest plan", "--quote", "库存", "--json"]));
+    assert!(entry["entry"]["id"].is_string(), "{entry}");
+    std::fs::remove_file(&segments[1]).expect("remove the last segment");
+    let gone = segments[1].display().to_string();
+    for args in [&["search", "库存", "--json"][..], &["remember", "another fact", "--quote", "库存"][..]] {
+        let out = origin(home, args);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert!(said.contains(&gone) && said.contains("the segment file is gone") && said.contains("origin journal salvage"), "{args:?}: {said}");
+    }
+    assert!(!segments[1].exists(), "no segment made again in its place");
+    let verify = origin(home, &["journal", "verify"]);
+    let said = String::from_utf8_lossy(&verify.stdout).to_string() + &String::from_utf8_lossy(&verify.stderr);
+    assert_eq!(verify.status.code(), Some(1), "{said}");
+    assert!(said.contains(&gone) && said.contains("the segment file is gone"), "{said}");
+    assert!(said.contains("the journal's newest segment file is gone: the store does not open"), "{said}");
+    salvage_in_place(home);
+    assert_eq!(json(origin(home, &["search", "库存", "--json"])), before);
+}
+
 /// One bit of the only segment's header flipped (its creation time: the records are whole):
 /// verify reports the header with its 64 bytes, and salvage copies every record under the
 /// store's id (it refused, "no readable segment header"), and the salvaged store answers as

@@ -605,6 +605,9 @@ pub fn say_journal_repairs(j: &Journal) {
     for l in &report.leftovers {
         crate::say_err!("origin: removed {}, left by an interrupted compaction", l.display());
     }
+    if let Some(m) = &report.tip_unwritten {
+        crate::say_err!("origin: {m}");
+    }
     for m in j.take_index_write_failures() {
         crate::say_err!("origin: {m}");
     }
