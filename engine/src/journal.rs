@@ -379,7 +379,8 @@ impl Journal {
         let mut report = OpenReport::default();
 
         let mut unwritten = Vec::new();
-        let tip = read_tip(&*vfs, dir)?;
+        let mut poisoned = None;
+        let tip = read_tip(&*vfs, dir);
         let loaded = match load_view(&*vfs, dir, &opts, rw, &mut report, &mut unwritten)? {
             Some(loaded) => {
                 let (store_id, epoch, view) = &loaded;
@@ -391,8 +392,17 @@ impl Journal {
                 // write it loses nothing, so the open goes on and the user is told.
                 let behind = !matches!(tip, TipFile::Read(t) if t.is_of(*store_id, *epoch) && t.base >= view.active.base);
                 if rw && behind {
-                    let t = Tip { store_id: *store_id, epoch: *epoch, base: view.active.base };
-                    if let Err(e) = advance_tip(&*vfs, dir, t) {
+                    // `TIP` names a segment only once its header and its name are on disk: the
+                    // writer that started it may have failed, or died, before it synced them.
+                    let a = &view.active;
+                    let synced = a.file.sync_data().map_err(|e| Error::io("fdatasync", &a.path, e));
+                    let synced = synced.and_then(|()| vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e)));
+                    if let Err(e) = &synced {
+                        // What is on disk of the segment is unknown: write nothing more to it.
+                        poisoned = Some(Error::Poisoned { cause: format!("syncing {} at the open: {e}", a.path.display()) });
+                    }
+                    let t = Tip { store_id: *store_id, epoch: *epoch, base: a.base };
+                    if let Err(e) = synced.and_then(|()| advance_tip(&*vfs, dir, t)) {
                         report.tip_unwritten = Some(format!(
                             "could not write {}: {e}; it only lets an open tell a removed last segment from one not started yet, \
                              so nothing is lost: the next open tries again",
@@ -447,6 +457,9 @@ impl Journal {
             index_write_failures: AtomicU64::new(unwritten_count),
             index_write_unsaid: Mutex::new(unwritten),
         };
+        if let Some(e) = poisoned {
+            journal.refuse(e);
+        }
         {
             let _w = guard(&journal.writer);
             journal.catch_up(if rw { TailMode::Repair } else { TailMode::Report })?;
@@ -843,7 +856,7 @@ impl Journal {
             (a.path.clone(), a.file.clone(), a.base, a.end_pos, next)
         };
         let path = self.dir.join(segment_file_name(next));
-        let file = match self.open_successor(&path, next, mode) {
+        let file = match self.open_successor(&path, base, next, mode) {
             Ok(Successor::Opened(f)) => f,
             Ok(Successor::NotYet) => return Ok(false),
             Ok(Successor::Compacted) => {
@@ -918,8 +931,9 @@ impl Journal {
     /// short while being created. A writer adopting a segment another process created syncs
     /// its header and the directory first: that process may have died before it did. A missing
     /// segment with segments after it was merged into one before it by a compaction
-    /// ([`Successor::Compacted`]): nothing is created then.
-    fn open_successor(&self, path: &Path, next: u64, mode: TailMode) -> Result<Successor> {
+    /// ([`Successor::Compacted`]): nothing is created then; one `TIP` names was removed
+    /// (damage). `base` is the sealed segment's.
+    fn open_successor(&self, path: &Path, base: u64, next: u64, mode: TailMode) -> Result<Successor> {
         let repair = mode == TailMode::Repair;
         if !self.vfs.exists(path).map_err(|e| Error::io("stat", path, e))? {
             // A segment is missing after a seal only while the process that wrote the seal
@@ -929,6 +943,11 @@ impl Journal {
             let names = self.vfs.list_dir(&self.dir).map_err(|e| Error::io("list", &self.dir, e))?;
             if names.iter().filter_map(|n| parse_segment_file_name(n)).any(|base| base > next) {
                 return Ok(Successor::Compacted);
+            }
+            // Unless `TIP` says it was started: then its file was removed (under a handle that
+            // had not reached it), and making it again would give its records' offsets again.
+            if let Some(e) = segments_gone(&self.dir, &read_tip(&*self.vfs, &self.dir), (self.store_id, self.epoch), base, Some(next)) {
+                return Err(e);
             }
             if !repair {
                 return Ok(Successor::NotYet);
@@ -1971,7 +1990,7 @@ mod tests {
         drop(Journal::open(&dir, Options { access: Access::ReadOnly, ..opts(4096) }).expect("read-only open"));
         assert!(!tip_path.exists());
         drop(Journal::open(&dir, opts(4096)).expect("open"));
-        let read = crate::tip::read_tip(&OsFs, &dir).expect("read TIP");
+        let read = crate::tip::read_tip(&OsFs, &dir);
         assert!(matches!(read, crate::tip::TipFile::Read(t) if t.base == base_of(paths.last().expect("last"))), "{read:?}");
         remove(paths.last().expect("last"));
         assert!(Journal::open(&dir, opts(4096)).map(|j| j.next_offset()).expect_err("told").to_string().contains("the segment file is gone"));
@@ -2024,7 +2043,7 @@ mod tests {
         crate::vfs::Vfs::sync_dir(&fs, dir).expect("sync");
         let probe = fs.after_power_cut(0);
         drop(Journal::open_with(Arc::new(probe.clone()), dir, opts(4096)).expect("open"));
-        assert!(matches!(read_tip(&probe, dir).expect("TIP"), TipFile::Read(t) if t.base == last));
+        assert!(matches!(read_tip(&probe, dir), TipFile::Read(t) if t.base == last));
         let mut told = 0;
         for k in 0..probe.ops() {
             for fault in [Fault::DiskFull, Fault::SyncFails, Fault::Denied] {
@@ -2039,7 +2058,7 @@ mod tests {
                 let j = Journal::open_with(Arc::new(f.clone()), dir, opts(4096)).expect("the next open");
                 assert_eq!(j.open_report().tip_unwritten, None, "{fault:?} at call {k}");
                 assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 60);
-                assert!(matches!(read_tip(&f, dir).expect("TIP"), TipFile::Read(t) if t.base == last), "{fault:?} at call {k}");
+                assert!(matches!(read_tip(&f, dir), TipFile::Read(t) if t.base == last), "{fault:?} at call {k}");
             }
         }
         // A full disk or a denied write at its write, a failed sync at its sync.
@@ -2063,7 +2082,7 @@ mod tests {
                     if a.append(vec![NewRecord::scratch(vec![i; 150])]).is_err() {
                         // The roll stopped at `TIP`'s write: the other writer takes up the segment.
                         b.append(vec![NewRecord::scratch(vec![i; 150])]).expect("b appends");
-                        let TipFile::Read(t) = read_tip(fs, dir).expect("TIP") else { panic!("no TIP") };
+                        let TipFile::Read(t) = read_tip(fs, dir) else { panic!("no TIP") };
                         let last = b.segment_paths().last().expect("last").clone();
                         return (None, t.base == crate::segment::parse_segment_file_name(last.file_name().and_then(|n| n.to_str()).expect("name")).expect("base"));
                     }
@@ -2086,6 +2105,63 @@ mod tests {
         fs.inject(rename - 2, Fault::DiskFull);
         let (_, brought_up) = run(&fs, Some(rename - 2));
         assert!(brought_up, "TIP names the segment the other writer took up");
+    }
+
+    /// A handle behind another (one that has not looked since the other rolled to a new
+    /// segment) that finds the segment after its last seal gone, with `TIP` naming it, does not
+    /// make it again (which gave the lost records' offsets to its own): its appends fail, naming
+    /// the segment.
+    #[test]
+    fn a_handle_behind_a_removed_segment_does_not_make_it_again() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("journal");
+        let (a, b) = (Journal::open(&dir, opts(4096)).expect("a"), Journal::open(&dir, opts(4096)).expect("b"));
+        let before = b.segment_paths().len();
+        for i in 0u8.. {
+            b.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+            if b.segment_paths().len() > before {
+                break;
+            }
+        }
+        let newest = b.segment_paths().last().expect("newest").clone();
+        drop(b);
+        std::fs::remove_file(&newest).expect("remove the newest segment");
+        for _ in 0..2 {
+            match a.append(vec![NewRecord::scratch(vec![1])]) {
+                Err(Error::Corrupt { segment, reason, .. }) => {
+                    assert_eq!(segment, newest);
+                    assert!(reason.starts_with("the segment file is gone"), "{reason}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(!newest.exists(), "not made again");
+    }
+
+    /// A `TIP` that cannot be read (here a folder in its place) stops no open and no walk
+    /// (salvage, the way out of damage, included): verify notes it, and an open that cannot
+    /// write it says so.
+    #[test]
+    fn a_tip_that_cannot_be_read_stops_nothing() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("journal");
+        let j = Journal::open(&dir, opts(4096)).expect("open");
+        for i in 0..60u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+        }
+        drop(j);
+        let tip = dir.join(crate::tip::TIP_FILE_NAME);
+        std::fs::remove_file(&tip).expect("remove TIP");
+        std::fs::create_dir(&tip).expect("a folder in its place");
+        let report = crate::verify::verify_dir(&dir).expect("verify");
+        assert!(report.is_clean(), "{:?}", report.damage);
+        assert!(report.tip_note.as_ref().is_some_and(|n| n.contains("does not read (it cannot be read")), "{:?}", report.tip_note);
+        let j = Journal::open(&dir, opts(4096)).expect("open");
+        assert!(j.open_report().tip_unwritten.is_some_and(|w| w.contains("could not write")));
+        assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 60);
+        drop(j);
+        let saved = crate::salvage::salvage_dir(&dir, &tmp.path().join("salvaged")).expect("salvage");
+        assert_eq!(saved.records_copied, 60);
     }
 
     /// A handle keeps at most [`INDEX_WRITE_UNSAID_MAX`] index write failures for the user to be

@@ -87,24 +87,34 @@ pub fn tip_path(dir: &Path) -> PathBuf {
     dir.join(TIP_FILE_NAME)
 }
 
-/// Reads `dir`'s `TIP`. An I/O error other than its absence is an error.
-pub fn read_tip(vfs: &dyn Vfs, dir: &Path) -> Result<TipFile> {
+/// Reads `dir`'s `TIP`. One that cannot be read (an I/O error other than its absence) is
+/// [`TipFile::Unreadable`], as one that does not decode: it only guards, so it stops no open
+/// and no walk (salvage included); a read-write open tries to write it again.
+pub fn read_tip(vfs: &dyn Vfs, dir: &Path) -> TipFile {
     let path = tip_path(dir);
     let file = match vfs.open_read(&path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(TipFile::Absent),
-        Err(e) => return Err(Error::io("open", &path, e)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return TipFile::Absent,
+        Err(e) => return TipFile::Unreadable(format!("it cannot be opened: {e}")),
     };
-    let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
-    if len != TIP_SIZE as u64 {
-        return Ok(TipFile::Unreadable(format!("{len} bytes, not {TIP_SIZE}")));
+    // One byte more than a `TIP`, to tell a longer file.
+    let mut b = [0u8; TIP_SIZE + 1];
+    let mut got = 0;
+    while got < b.len() {
+        match file.read_at(&mut b[got..], got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return TipFile::Unreadable(format!("it cannot be read: {e}")),
+        }
     }
-    let mut b = [0u8; TIP_SIZE];
-    file.read_exact_at(&mut b, 0).map_err(|e| Error::io("read", &path, e))?;
-    Ok(match Tip::decode(&b) {
+    if got > TIP_SIZE {
+        return TipFile::Unreadable(format!("more than {TIP_SIZE} bytes"));
+    }
+    match Tip::decode(&b[..got]) {
         Ok(t) => TipFile::Read(t),
         Err(why) => TipFile::Unreadable(why),
-    })
+    }
 }
 
 /// Writes `tip` unless `dir`'s `TIP` already names this store and epoch at `tip.base` or
@@ -113,7 +123,7 @@ pub fn read_tip(vfs: &dyn Vfs, dir: &Path) -> Result<TipFile> {
 /// failed sync leaves what is on disk unknown).
 pub fn advance_tip(vfs: &dyn Vfs, dir: &Path, tip: Tip) -> Result<()> {
     let path = tip_path(dir);
-    if let Ok(TipFile::Read(t)) = read_tip(vfs, dir)
+    if let TipFile::Read(t) = read_tip(vfs, dir)
         && t.is_of(tip.store_id, tip.epoch)
         && t.base >= tip.base
     {
@@ -144,7 +154,8 @@ pub fn segments_gone(dir: &Path, tip: &TipFile, store: (StoreId, u64), last_base
         0,
         format!(
             "the segment file is gone: {} says this journal started it, and the last segment left starts at offset {last_base}; \
-             the records{from} are lost with the files removed (restore them, or run `origin journal salvage` to go on without them)",
+             the records{from} are lost with the files removed (restore them; or, if this journal was itself restored from a \
+             backup or copied while Origin ran, or the files are lost, run `origin journal salvage --to DIR` to go on from what it holds)",
             tip_path(dir).display()
         ),
     ))

@@ -384,6 +384,28 @@ fn a_failed_fsync_while_rolling_a_segment_poisons_the_handle_and_loses_nothing_a
                 failures.push(format!("SyncFails at op {k}, then a power cut (survivor seed {s}): {e}"));
             }
         }
+        // Opened again with nothing appended (reads, an ingest that finds nothing new), then a
+        // power cut at any call of that open or after it: the open that brings `TIP` up to the
+        // segment the failed roll started syncs that segment and its name first, so no later
+        // open finds `TIP` naming a segment that did not survive ("the segment file is gone").
+        let probe = fs.snapshot();
+        drop(open(&probe).expect("reopen"));
+        for cut in 0..=probe.ops() {
+            let m = fs.snapshot();
+            if cut < probe.ops() {
+                m.inject(cut, Fault::PowerCut);
+            }
+            match open(&m) {
+                Ok(j) => drop(j),
+                Err(_) if m.crashed() => {}
+                Err(e) => failures.push(format!("SyncFails at op {k}, an open with no fault: {e}")),
+            }
+            for s in 0..4 {
+                if let Err(e) = check_reopened(&m.after_power_cut(s), &acked, acked.len()) {
+                    failures.push(format!("SyncFails at op {k}, an open, a power cut at its call {cut} (survivor seed {s}): {e}"));
+                }
+            }
+        }
     }
     assert!(sync_failures >= 3, "the roll makes at least three fsyncs (segment data, new header, directory)");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
