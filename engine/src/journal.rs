@@ -152,8 +152,10 @@ pub struct OpenReport {
     pub torn_tails: Vec<TornTail>,
     /// Segment files left over by an interrupted compaction and removed (or, read-only, ignored).
     pub leftovers: Vec<PathBuf>,
-    /// Why `TIP` could not be brought up to the last segment, if it could not (nothing is lost).
+    /// Why `TIP` could not be brought up to the last segment, if it could not.
     pub tip_unwritten: Option<String>,
+    /// A `TIP` that did not read, written again by this open, said.
+    pub tip_rewritten: Option<String>,
 }
 
 /// Counters and identity, for `origin status`.
@@ -394,20 +396,47 @@ impl Journal {
                 if rw && behind {
                     // `TIP` names a segment only once its header and its name are on disk: the
                     // writer that started it may have failed, or died, before it synced them.
+                    // The header is written again (the same bytes) before the sync: after a
+                    // failed sync the kernel may hold its page as clean without its being on
+                    // disk, and a sync of a file with nothing dirty writes nothing.
                     let a = &view.active;
-                    let synced = a.file.sync_data().map_err(|e| Error::io("fdatasync", &a.path, e));
-                    let synced = synced.and_then(|()| vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e)));
-                    if let Err(e) = &synced {
-                        // What is on disk of the segment is unknown: write nothing more to it.
-                        poisoned = Some(Error::Poisoned { cause: format!("syncing {} at the open: {e}", a.path.display()) });
-                    }
+                    let mut head = [0u8; SEGMENT_HEADER_SIZE as usize];
+                    let synced = a
+                        .file
+                        .read_exact_at(&mut head, 0)
+                        .map_err(|e| Error::io("read", &a.path, e))
+                        .and_then(|()| a.file.write_all_at(&head, 0).map_err(|e| Error::io("write", &a.path, e)))
+                        .and_then(|()| a.file.sync_data().map_err(|e| Error::io("fdatasync", &a.path, e)))
+                        .and_then(|()| vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e)));
                     let t = Tip { store_id: *store_id, epoch: *epoch, base: a.base };
-                    if let Err(e) = synced.and_then(|()| advance_tip(&*vfs, dir, t)) {
-                        report.tip_unwritten = Some(format!(
-                            "could not write {}: {e}; it only lets an open tell a removed last segment from one not started yet, \
-                             so nothing is lost: the next open tries again",
-                            tip_path(dir).display()
-                        ));
+                    match synced {
+                        Err(e) => {
+                            // What is on disk of the segment is unknown: nothing more is written
+                            // to the journal through this handle (the open reads on, repairing
+                            // nothing).
+                            report.tip_unwritten = Some(format!(
+                                "could not make the last segment {} sure on disk at the open ({e}): writes are refused until the \
+                                 store is opened again, and {} was not written",
+                                a.path.display(),
+                                tip_path(dir).display()
+                            ));
+                            poisoned = Some(Error::Poisoned { cause: format!("making {} sure on disk at the open: {e}", a.path.display()) });
+                        }
+                        Ok(()) => {
+                            if let TipFile::Unreadable(why) = &tip {
+                                report.tip_rewritten = Some(format!(
+                                    "{} did not read ({why}); it is written again, so a segment file removed before now is not told",
+                                    tip_path(dir).display()
+                                ));
+                            }
+                            if let Err(e) = advance_tip(&*vfs, dir, t) {
+                                report.tip_unwritten = Some(format!(
+                                    "could not write {}: {e}; it only lets an open tell a removed last segment from one not started \
+                                     yet, so nothing is lost: the next open tries again (remove it if it is not a file)",
+                                    tip_path(dir).display()
+                                ));
+                            }
+                        }
                     }
                 }
                 loaded
@@ -457,12 +486,13 @@ impl Journal {
             index_write_failures: AtomicU64::new(unwritten_count),
             index_write_unsaid: Mutex::new(unwritten),
         };
+        let repair = rw && poisoned.is_none();
         if let Some(e) = poisoned {
             journal.refuse(e);
         }
         {
             let _w = guard(&journal.writer);
-            journal.catch_up(if rw { TailMode::Repair } else { TailMode::Report })?;
+            journal.catch_up(if repair { TailMode::Repair } else { TailMode::Report })?;
         }
         Ok(journal)
     }
@@ -801,6 +831,15 @@ impl Journal {
             match scan.stop {
                 Stop::End => return Ok(()),
                 Stop::Sealed { next_offset, .. } => {
+                    if mode == TailMode::Repair {
+                        // The writer of this seal may have died before it synced it: records
+                        // written after it, in the next segment, must not outlive it.
+                        if let Err(e) = file.sync_data() {
+                            let e = Error::io("fdatasync", &path, e);
+                            self.refuse(Error::Poisoned { cause: format!("syncing the seal of {}: {e}", path.display()) });
+                            return Err(e);
+                        }
+                    }
                     self.write_view().active.sealed_next = Some(next_offset);
                 }
                 Stop::Bad { pos, reason } => {
@@ -2051,7 +2090,13 @@ mod tests {
                 f.inject(k, fault);
                 let j = Journal::open_with(Arc::new(f.clone()), dir, opts(4096)).unwrap_or_else(|e| panic!("{fault:?} at call {k}: {e}"));
                 if let Some(why) = j.open_report().tip_unwritten {
-                    assert!(why.contains("could not write /t/journal/TIP") && why.contains("nothing is lost"), "{why}");
+                    if why.contains("writes are refused until the store is opened again") {
+                        // The segment's header could not be made sure on disk: no `TIP`, no write.
+                        assert!(why.contains("/t/journal/TIP was not written"), "{why}");
+                        assert!(matches!(j.append(vec![NewRecord::scratch(vec![1])]), Err(Error::Poisoned { .. })), "{fault:?} at call {k}");
+                    } else {
+                        assert!(why.contains("could not write /t/journal/TIP") && why.contains("nothing is lost"), "{why}");
+                    }
                     told += 1;
                 }
                 drop(j);
@@ -2151,17 +2196,103 @@ mod tests {
         }
         drop(j);
         let tip = dir.join(crate::tip::TIP_FILE_NAME);
+        // A link to itself: it cannot be opened (it stopped every open and walk). The open
+        // writes `TIP` in its place and says a removal before now is not told.
+        std::fs::remove_file(&tip).expect("remove TIP");
+        std::os::unix::fs::symlink("TIP", &tip).expect("a link to itself");
+        let report = crate::verify::verify_dir(&dir).expect("verify");
+        assert!(report.is_clean(), "{:?}", report.damage);
+        assert!(report.tip_note.as_ref().is_some_and(|n| n.contains("does not read (it cannot be opened")), "{:?}", report.tip_note);
+        let saved = crate::salvage::salvage_dir(&dir, &tmp.path().join("salvaged")).expect("salvage");
+        assert_eq!(saved.records_copied, 60);
+        let j = Journal::open(&dir, opts(4096)).expect("open");
+        let said = j.open_report();
+        assert_eq!(said.tip_unwritten, None);
+        assert!(said.tip_rewritten.is_some_and(|w| w.contains("a segment file removed before now is not told")));
+        assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 60);
+        drop(j);
+        assert!(matches!(crate::tip::read_tip(&OsFs, &dir), crate::tip::TipFile::Read(_)));
+        // A folder: it cannot be read, nor written over; the open says so.
         std::fs::remove_file(&tip).expect("remove TIP");
         std::fs::create_dir(&tip).expect("a folder in its place");
         let report = crate::verify::verify_dir(&dir).expect("verify");
         assert!(report.is_clean(), "{:?}", report.damage);
         assert!(report.tip_note.as_ref().is_some_and(|n| n.contains("does not read (it cannot be read")), "{:?}", report.tip_note);
         let j = Journal::open(&dir, opts(4096)).expect("open");
-        assert!(j.open_report().tip_unwritten.is_some_and(|w| w.contains("could not write")));
+        assert!(j.open_report().tip_unwritten.is_some_and(|w| w.contains("could not write") && w.contains("remove it if it is not a file")));
         assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 60);
         drop(j);
-        let saved = crate::salvage::salvage_dir(&dir, &tmp.path().join("salvaged")).expect("salvage");
+        let saved = crate::salvage::salvage_dir(&dir, &tmp.path().join("salvaged-again")).expect("salvage");
         assert_eq!(saved.records_copied, 60);
+    }
+
+    /// An open whose sync of the last segment fails (to bring `TIP` up to it) writes nothing
+    /// more: not `TIP`, not the segment after a seal, not a record.
+    #[test]
+    fn an_open_whose_sync_fails_writes_nothing_more() {
+        use crate::sim::Fault;
+        use crate::tip::TIP_FILE_NAME;
+        let fs = SimFs::new(6);
+        let dir = Path::new("/s/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open");
+        for i in 0..40u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+        }
+        let paths = j.segment_paths();
+        drop(j);
+        // The last segment's writer died after its seal, before starting the next; a journal
+        // written before `TIP` was.
+        let (sealed, next) = (&paths[paths.len() - 2], paths.last().expect("last"));
+        crate::vfs::Vfs::remove_file(&fs, next).expect("remove");
+        crate::vfs::Vfs::remove_file(&fs, &dir.join(TIP_FILE_NAME)).expect("remove TIP");
+        crate::vfs::Vfs::sync_dir(&fs, dir).expect("sync");
+        let probe = fs.snapshot();
+        drop(Journal::open_with(Arc::new(probe.clone()), dir, opts(4096)).expect("open"));
+        assert!(crate::vfs::Vfs::exists(&probe, next).expect("stat"), "an open makes the segment after the seal");
+        let kinds = probe.kinds();
+        let sync = kinds.iter().position(|k| *k == "sync_data").expect("the open's sync") as u64;
+        let f = fs.snapshot();
+        f.inject(sync, Fault::SyncFails);
+        let j = Journal::open_with(Arc::new(f.clone()), dir, opts(4096)).expect("the open goes on");
+        assert!(j.open_report().tip_unwritten.is_some_and(|w| w.contains("writes are refused")));
+        assert!(matches!(j.append(vec![NewRecord::scratch(vec![1])]), Err(Error::Poisoned { .. })));
+        let kept = crate::segment::parse_segment_file_name(next.file_name().and_then(|n| n.to_str()).expect("name")).expect("base");
+        assert_eq!(j.read_vec(0, usize::MAX).expect("reads go on").len() as u64, kept);
+        drop(j);
+        assert!(!crate::vfs::Vfs::exists(&f, next).expect("stat"), "no segment made after {}", sealed.display());
+        assert!(!crate::vfs::Vfs::exists(&f, &dir.join(TIP_FILE_NAME)).expect("stat"), "no TIP written");
+    }
+
+    /// A seal its writer wrote and did not sync (it died first) is synced by the writer that
+    /// reads it and starts the next segment: records acknowledged there survive a power cut
+    /// with the seal before them (it could be lost, and every open then failed on a sealed
+    /// segment with no seal).
+    #[test]
+    fn a_seal_its_writer_did_not_sync_is_synced_by_the_writer_that_reads_it() {
+        let fs = SimFs::new(5);
+        let dir = Path::new("/s/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(64 << 10)).expect("open");
+        for i in 0..20u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+        }
+        let (path, next) = (j.segment_paths()[0].clone(), j.next_offset());
+        drop(j);
+        // The seal a writer killed before its sync leaves: written, in the page cache only.
+        let mut seal = Vec::new();
+        crate::frame::encode_frame(&mut seal, next, now_unix_ms(), KIND_SEAL, 1, 0, &[]);
+        let f = crate::vfs::Vfs::open_rw(&fs, &path).expect("open the segment");
+        f.write_all_at(&seal, f.len().expect("len")).expect("write the seal");
+        drop(f);
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(64 << 10)).expect("open");
+        let acked = j.append(vec![NewRecord::scratch(vec![99; 150])]).expect("append after the seal");
+        assert_eq!(acked, next..next + 1);
+        assert_eq!(j.segment_paths().len(), 2, "written in the next segment");
+        drop(j);
+        for seed in 0..16 {
+            let after = fs.after_power_cut(seed);
+            let j = Journal::open_with(Arc::new(after.clone()), dir, opts(64 << 10)).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(j.read_vec(0, usize::MAX).expect("read").len() as u64, next + 1, "seed {seed}");
+        }
     }
 
     /// A handle keeps at most [`INDEX_WRITE_UNSAID_MAX`] index write failures for the user to be

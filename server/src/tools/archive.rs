@@ -605,7 +605,7 @@ pub fn say_journal_repairs(j: &Journal) {
     for l in &report.leftovers {
         crate::say_err!("origin: removed {}, left by an interrupted compaction", l.display());
     }
-    if let Some(m) = &report.tip_unwritten {
+    for m in [&report.tip_rewritten, &report.tip_unwritten].into_iter().flatten() {
         crate::say_err!("origin: {m}");
     }
     for m in j.take_index_write_failures() {
