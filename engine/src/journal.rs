@@ -401,19 +401,27 @@ impl Journal {
                     // disk, and a sync of a file with nothing dirty writes nothing.
                     let a = &view.active;
                     let mut head = [0u8; SEGMENT_HEADER_SIZE as usize];
-                    let synced = a
+                    let rewritten = a
                         .file
                         .read_exact_at(&mut head, 0)
                         .map_err(|e| Error::io("read", &a.path, e))
-                        .and_then(|()| a.file.write_all_at(&head, 0).map_err(|e| Error::io("write", &a.path, e)))
-                        .and_then(|()| a.file.sync_data().map_err(|e| Error::io("fdatasync", &a.path, e)))
-                        .and_then(|()| vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e)));
+                        .and_then(|()| a.file.write_all_at(&head, 0).map_err(|e| Error::io("write", &a.path, e)));
+                    // Err((true, _)): a sync failed; Err((false, _)): the header's read or write.
+                    let synced: std::result::Result<(), (bool, Error)> = match rewritten {
+                        Err(e) => Err((false, e)),
+                        Ok(()) => a
+                            .file
+                            .sync_data()
+                            .map_err(|e| Error::io("fdatasync", &a.path, e))
+                            .and_then(|()| vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e)))
+                            .map_err(|e| (true, e)),
+                    };
                     let t = Tip { store_id: *store_id, epoch: *epoch, base: a.base };
                     match synced {
-                        Err(e) => {
-                            // What is on disk of the segment is unknown: nothing more is written
-                            // to the journal through this handle (the open reads on, repairing
-                            // nothing).
+                        Err((true, e)) => {
+                            // A failed sync: what is on disk of the segment is unknown, so
+                            // nothing more is written to the journal through this handle (the
+                            // open reads on, repairing nothing).
                             report.tip_unwritten = Some(format!(
                                 "could not make the last segment {} sure on disk at the open ({e}): writes are refused until the \
                                  store is opened again, and {} was not written",
@@ -422,21 +430,31 @@ impl Journal {
                             ));
                             poisoned = Some(Error::Poisoned { cause: format!("making {} sure on disk at the open: {e}", a.path.display()) });
                         }
-                        Ok(()) => {
-                            if let TipFile::Unreadable(why) = &tip {
-                                report.tip_rewritten = Some(format!(
-                                    "{} did not read ({why}); it is written again, so a segment file removed before now is not told",
-                                    tip_path(dir).display()
-                                ));
+                        Err((false, e)) => {
+                            // The header could not be read or written again (a full disk on a
+                            // copy-on-write file system): nothing changed; no `TIP` this time.
+                            report.tip_unwritten = Some(format!(
+                                "could not write {} at the open ({e}): nothing is lost, the next open tries again",
+                                tip_path(dir).display()
+                            ));
+                        }
+                        Ok(()) => match advance_tip(&*vfs, dir, t) {
+                            Ok(()) => {
+                                if let TipFile::Unreadable(why) = &tip {
+                                    report.tip_rewritten = Some(format!(
+                                        "{} did not read ({why}); it is written again, so a segment file removed before now is not told",
+                                        tip_path(dir).display()
+                                    ));
+                                }
                             }
-                            if let Err(e) = advance_tip(&*vfs, dir, t) {
+                            Err(e) => {
                                 report.tip_unwritten = Some(format!(
                                     "could not write {}: {e}; it only lets an open tell a removed last segment from one not started \
                                      yet, so nothing is lost: the next open tries again (remove it if it is not a file)",
                                     tip_path(dir).display()
                                 ));
                             }
-                        }
+                        },
                     }
                 }
                 loaded
@@ -831,15 +849,6 @@ impl Journal {
             match scan.stop {
                 Stop::End => return Ok(()),
                 Stop::Sealed { next_offset, .. } => {
-                    if mode == TailMode::Repair {
-                        // The writer of this seal may have died before it synced it: records
-                        // written after it, in the next segment, must not outlive it.
-                        if let Err(e) = file.sync_data() {
-                            let e = Error::io("fdatasync", &path, e);
-                            self.refuse(Error::Poisoned { cause: format!("syncing the seal of {}: {e}", path.display()) });
-                            return Err(e);
-                        }
-                    }
                     self.write_view().active.sealed_next = Some(next_offset);
                 }
                 Stop::Bad { pos, reason } => {
@@ -894,6 +903,17 @@ impl Journal {
             let Some(next) = a.sealed_next else { return Ok(true) };
             (a.path.clone(), a.file.clone(), a.base, a.end_pos, next)
         };
+        if mode == TailMode::Repair {
+            // The seal's writer (another process, found by this scan or an earlier `refresh`)
+            // may have died before it synced it: records written after it, in the next
+            // segment, must not outlive it. (A seal this handle wrote is synced already, and
+            // syncing it again costs a sync of a clean file, once a segment.)
+            if let Err(e) = old_file.sync_data() {
+                let e = Error::io("fdatasync", &old_path, e);
+                self.refuse(Error::Poisoned { cause: format!("syncing the seal of {}: {e}", old_path.display()) });
+                return Err(e);
+            }
+        }
         let path = self.dir.join(segment_file_name(next));
         let file = match self.open_successor(&path, base, next, mode) {
             Ok(Successor::Opened(f)) => f,
@@ -2083,7 +2103,7 @@ mod tests {
         let probe = fs.after_power_cut(0);
         drop(Journal::open_with(Arc::new(probe.clone()), dir, opts(4096)).expect("open"));
         assert!(matches!(read_tip(&probe, dir), TipFile::Read(t) if t.base == last));
-        let mut told = 0;
+        let (mut told, mut refused) = (0, 0);
         for k in 0..probe.ops() {
             for fault in [Fault::DiskFull, Fault::SyncFails, Fault::Denied] {
                 let f = fs.after_power_cut(0);
@@ -2094,6 +2114,7 @@ mod tests {
                         // The segment's header could not be made sure on disk: no `TIP`, no write.
                         assert!(why.contains("/t/journal/TIP was not written"), "{why}");
                         assert!(matches!(j.append(vec![NewRecord::scratch(vec![1])]), Err(Error::Poisoned { .. })), "{fault:?} at call {k}");
+                        refused += 1;
                     } else {
                         assert!(why.contains("could not write /t/journal/TIP") && why.contains("nothing is lost"), "{why}");
                     }
@@ -2106,8 +2127,10 @@ mod tests {
                 assert!(matches!(read_tip(&f, dir), TipFile::Read(t) if t.base == last), "{fault:?} at call {k}");
             }
         }
-        // A full disk or a denied write at its write, a failed sync at its sync.
+        // A full disk or a denied write at its write, a failed sync at its sync; a failed sync
+        // of the segment itself refuses writes.
         assert!(told >= 3, "{told}");
+        assert!(refused >= 1, "{refused}");
     }
 
     /// A writer that takes up a segment another process started (which failed, or died,
@@ -2220,6 +2243,7 @@ mod tests {
         assert!(report.tip_note.as_ref().is_some_and(|n| n.contains("does not read (it cannot be read")), "{:?}", report.tip_note);
         let j = Journal::open(&dir, opts(4096)).expect("open");
         assert!(j.open_report().tip_unwritten.is_some_and(|w| w.contains("could not write") && w.contains("remove it if it is not a file")));
+        assert_eq!(j.open_report().tip_rewritten, None, "not written again, so not said to be");
         assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 60);
         drop(j);
         let saved = crate::salvage::salvage_dir(&dir, &tmp.path().join("salvaged-again")).expect("salvage");
@@ -2264,34 +2288,46 @@ mod tests {
     }
 
     /// A seal its writer wrote and did not sync (it died first) is synced by the writer that
-    /// reads it and starts the next segment: records acknowledged there survive a power cut
-    /// with the seal before them (it could be lost, and every open then failed on a sealed
-    /// segment with no seal).
+    /// reads it and starts the next segment, whether an open found the seal or an earlier
+    /// `refresh` did (as ingest and the server refresh, then append): records acknowledged there
+    /// survive a power cut with the seal before them (it could be lost, and every open then
+    /// failed on a sealed segment with no seal).
     #[test]
     fn a_seal_its_writer_did_not_sync_is_synced_by_the_writer_that_reads_it() {
-        let fs = SimFs::new(5);
-        let dir = Path::new("/s/journal");
-        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(64 << 10)).expect("open");
-        for i in 0..20u8 {
-            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
-        }
-        let (path, next) = (j.segment_paths()[0].clone(), j.next_offset());
-        drop(j);
-        // The seal a writer killed before its sync leaves: written, in the page cache only.
-        let mut seal = Vec::new();
-        crate::frame::encode_frame(&mut seal, next, now_unix_ms(), KIND_SEAL, 1, 0, &[]);
-        let f = crate::vfs::Vfs::open_rw(&fs, &path).expect("open the segment");
-        f.write_all_at(&seal, f.len().expect("len")).expect("write the seal");
-        drop(f);
-        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(64 << 10)).expect("open");
-        let acked = j.append(vec![NewRecord::scratch(vec![99; 150])]).expect("append after the seal");
-        assert_eq!(acked, next..next + 1);
-        assert_eq!(j.segment_paths().len(), 2, "written in the next segment");
-        drop(j);
-        for seed in 0..16 {
-            let after = fs.after_power_cut(seed);
-            let j = Journal::open_with(Arc::new(after.clone()), dir, opts(64 << 10)).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-            assert_eq!(j.read_vec(0, usize::MAX).expect("read").len() as u64, next + 1, "seed {seed}");
+        for refreshed in [false, true] {
+            let fs = SimFs::new(5);
+            let dir = Path::new("/s/journal");
+            let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(64 << 10)).expect("open");
+            for i in 0..20u8 {
+                j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+            }
+            let (path, next) = (j.segment_paths()[0].clone(), j.next_offset());
+            let open = || Journal::open_with(Arc::new(fs.clone()), dir, opts(64 << 10)).expect("open");
+            let before = refreshed.then(open);
+            drop(j);
+            // The seal a writer killed before its sync leaves: written, in the page cache only.
+            let mut seal = Vec::new();
+            crate::frame::encode_frame(&mut seal, next, now_unix_ms(), KIND_SEAL, 1, 0, &[]);
+            let f = crate::vfs::Vfs::open_rw(&fs, &path).expect("open the segment");
+            f.write_all_at(&seal, f.len().expect("len")).expect("write the seal");
+            drop(f);
+            let j = match before {
+                Some(j) => {
+                    j.refresh().expect("refresh");
+                    j
+                }
+                None => open(),
+            };
+            let acked = j.append(vec![NewRecord::scratch(vec![99; 150])]).expect("append after the seal");
+            assert_eq!(acked, next..next + 1);
+            assert_eq!(j.segment_paths().len(), 2, "written in the next segment");
+            drop(j);
+            for seed in 0..16 {
+                let after = fs.after_power_cut(seed);
+                let j = Journal::open_with(Arc::new(after.clone()), dir, opts(64 << 10))
+                    .unwrap_or_else(|e| panic!("refreshed {refreshed}, seed {seed}: {e}"));
+                assert_eq!(j.read_vec(0, usize::MAX).expect("read").len() as u64, next + 1, "seed {seed}");
+            }
         }
     }
 

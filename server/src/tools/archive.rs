@@ -594,9 +594,14 @@ fn source_arg(value: &Option<String>) -> Result<Option<String>, ToolError> {
 pub fn say_journal_repairs(j: &Journal) {
     let report = j.open_report();
     for t in &report.torn_tails {
-        let kept = t.copy.as_ref().map_or_else(String::new, |c| format!("; they are kept in {}", c.display()));
+        // A torn tail is cut by the open that finds it, which keeps its bytes; an open that
+        // refuses writes (a failed sync) leaves it for the next.
+        let done = match &t.copy {
+            Some(c) => format!("were cut; they are kept in {}", c.display()),
+            None => "are left for the next open to cut (this one refuses writes)".to_owned(),
+        };
         crate::say_err!(
-            "origin: the journal's last write was cut short (a crash or power cut, before it was acknowledged): {} bytes after byte {} of {} were cut{kept}",
+            "origin: the journal's last write was cut short (a crash or power cut, before it was acknowledged): {} bytes after byte {} of {} {done}",
             t.size_bytes,
             t.position,
             t.segment.display()
