@@ -2,7 +2,8 @@
 //! could not be read. A symbolic link below the folder to a file outside it (a log kept
 //! elsewhere) is read; one to a file inside it is not (the file is read under its own path);
 //! one to a folder is not followed, and said (a link to `/` would walk the whole disk at every
-//! run), as is a folder that cannot be read.
+//! run), as is a folder that cannot be read, and a pipe, socket or device where a log the agent
+//! writes would be (it is not read: a pipe would hold up every run).
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +25,13 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
     }
     let inside = std::fs::canonicalize(root).ok();
     let mut linked_folders = 0usize;
+    let mut not_files = 0usize;
+    let mut not_a_file = |path: &Path, problems: &mut Vec<String>| {
+        not_files += 1;
+        if not_files <= SAID_ONE_BY_ONE_MAX {
+            problems.push(format!("{} is not a regular file (a pipe, socket or device): not read", path.display()));
+        }
+    };
     let mut stack = vec![(root.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
@@ -47,14 +55,18 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
                 match std::fs::metadata(&path) {
                     Ok(m) if m.is_dir() => {
                         linked_folders += 1;
-                        if linked_folders <= LINKED_FOLDERS_SAID_MAX {
+                        if linked_folders <= SAID_ONE_BY_ONE_MAX {
                             problems.push(format!("{} is a symbolic link to a folder: not followed (what it holds is not read)", path.display()));
                         }
                         continue;
                     }
                     // A log kept elsewhere; one of this tree's own is read under its own path.
                     Ok(m) if m.is_file() && !inside.as_ref().is_some_and(|r| std::fs::canonicalize(&path).is_ok_and(|t| t.starts_with(r))) => m.file_type(),
-                    // Dangling, a pipe or a device, or a file of this tree.
+                    Ok(m) if !m.is_file() && keep(&path) => {
+                        not_a_file(&path, problems);
+                        continue;
+                    }
+                    // Dangling, or a file of this tree.
                     _ => continue,
                 }
             } else {
@@ -68,27 +80,43 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
                 if out.len() >= FILES_PER_SOURCE_MAX {
                     problems.push(format!("more than {FILES_PER_SOURCE_MAX} files under {}: the rest were left out", root.display()));
                     said_linked_folders(root, linked_folders, problems);
+                    said_not_files(root, not_files, problems);
                     out.sort();
                     return out;
                 }
                 out.push(path);
+            } else if !ft.is_file() && keep(&path) {
+                not_a_file(&path, problems);
             }
         }
     }
     said_linked_folders(root, linked_folders, problems);
+    said_not_files(root, not_files, problems);
     out.sort();
     out
 }
 
-/// Linked folders said one by one, at most; the rest are counted in one line.
-const LINKED_FOLDERS_SAID_MAX: usize = 8;
+/// Linked folders, and pipes, sockets or devices, said one by one, at most; the rest are
+/// counted in one line each.
+const SAID_ONE_BY_ONE_MAX: usize = 8;
 
 /// The line that counts the linked folders below `root` not said one by one.
 fn said_linked_folders(root: &Path, count: usize, problems: &mut Vec<String>) {
-    if count > LINKED_FOLDERS_SAID_MAX {
+    if count > SAID_ONE_BY_ONE_MAX {
         problems.push(format!(
             "and {} more symbolic links to folders below {}: not followed",
-            count - LINKED_FOLDERS_SAID_MAX,
+            count - SAID_ONE_BY_ONE_MAX,
+            root.display()
+        ));
+    }
+}
+
+/// The line that counts the pipes, sockets and devices below `root` not said one by one.
+fn said_not_files(root: &Path, count: usize, problems: &mut Vec<String>) {
+    if count > SAID_ONE_BY_ONE_MAX {
+        problems.push(format!(
+            "and {} more pipes, sockets or devices below {}: not read",
+            count - SAID_ONE_BY_ONE_MAX,
             root.display()
         ));
     }
@@ -137,5 +165,34 @@ mod tests {
             assert!(files(&missing, &|_| true, &mut problems).is_empty());
             assert_eq!(problems.len(), 1, "{problems:?}");
         }
+    }
+
+    /// A pipe or a socket where a log would be (by its name), or a link to one, is said and not
+    /// read (a pipe would hold up every run); one the agent would not read is passed over.
+    #[test]
+    fn pipes_and_sockets_where_logs_would_be_are_said() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("agent");
+        std::fs::create_dir_all(root.join("p")).unwrap();
+        std::fs::write(root.join("p/log.jsonl"), b"{}\n").unwrap();
+        for fifo in [root.join("p/fifo.jsonl"), root.join("p/fifo.txt"), tmp.path().join("elsewhere.jsonl")] {
+            assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        }
+        let _socket = std::os::unix::net::UnixListener::bind(root.join("p/socket.jsonl")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("elsewhere.jsonl"), root.join("p/linked.jsonl")).unwrap();
+        let mut problems = Vec::new();
+        let found = files(&root, &|p| p.extension().is_some_and(|e| e == "jsonl"), &mut problems);
+        assert_eq!(found, [root.join("p/log.jsonl")]);
+        problems.sort();
+        let said = |name: &str| format!("{} is not a regular file (a pipe, socket or device): not read", root.join("p").join(name).display());
+        assert_eq!(problems, [said("fifo.jsonl"), said("linked.jsonl"), said("socket.jsonl")]);
+        // Many: eight said, the rest counted in one line.
+        for i in 0..10 {
+            assert!(std::process::Command::new("mkfifo").arg(root.join(format!("p/more{i}.jsonl"))).status().unwrap().success());
+        }
+        let mut many = Vec::new();
+        files(&root, &|p| p.extension().is_some_and(|e| e == "jsonl"), &mut many);
+        assert_eq!(many.len(), 9, "{many:?}");
+        assert_eq!(many[8], format!("and 5 more pipes, sockets or devices below {}: not read", root.display()));
     }
 }
