@@ -259,7 +259,7 @@ fn an_unreadable_entry_does_not_stop_the_other_files() {
 
 /// A pipe (FIFO) where an agent's side file, database file or memory file should be (a Grok
 /// session's `summary.json` and `updates.jsonl`, ZCode's `db.sqlite-shm` and `db.sqlite-journal`,
-/// which SQLite opens itself, a `CLAUDE.md`) is not
+/// which SQLite opens itself, a `CLAUDE.md`) or a log (a Claude `*.jsonl`, said) is not
 /// opened to wait for a writer: ingest finishes (it waited for good, holding the store's ingest
 /// lock, and every command of the store after it) and reads the logs beside them. (The run is
 /// given two minutes; a run past them is the fault.)
@@ -271,7 +271,8 @@ fn a_pipe_where_a_side_file_should_be_does_not_stop_ingest() {
     crate::ingest_memory::copy_tree(&crate::ingest_memory::fixtures().join("agent-home"), &home);
     let grok = home.join(".grok/sessions/%2Fhome%2Fdev%2Fwork%2Fweather-api/01a1a0af-e7c0-7226-b63c-5ab791b7584a");
     let db = home.join(".zcode/cli/db");
-    let pipes = [grok.join("summary.json"), grok.join("updates.jsonl"), db.join("db.sqlite-shm"), db.join("db.sqlite-journal"), home.join("demo-app/CLAUDE.md")];
+    let claude_log = home.join(".claude/projects/-home-dev-demo-app/piped.jsonl");
+    let pipes = [grok.join("summary.json"), grok.join("updates.jsonl"), db.join("db.sqlite-shm"), db.join("db.sqlite-journal"), home.join("demo-app/CLAUDE.md"), claude_log.clone()];
     for p in &pipes {
         let _ = std::fs::remove_file(p);
         let made = std::process::Command::new("mkfifo").arg(p).status().expect("mkfifo");
@@ -296,8 +297,9 @@ fn a_pipe_where_a_side_file_should_be_does_not_stop_ingest() {
     let out = child.wait_with_output().expect("output");
     let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
-    // SQLite opens a database's journal itself: the one file of them said.
+    // SQLite opens a database's journal itself: said, as a pipe named as a log the walk lists is.
     assert!(said.contains("db.sqlite-journal is not a regular file"), "{said}");
+    assert!(said.contains(&format!("{} is not a regular file (a pipe, socket or device): not read", claude_log.display())), "{said}");
     let found = std::process::Command::new(origin_tests::origin_bin())
         .args(["--home", store.to_str().expect("utf-8"), "timeline", "--since", "2000-01-01", "--json"])
         .env("HOME", "/nonexistent-origin-test-home")
