@@ -1853,6 +1853,18 @@ mod tests {
         assert!(e.to_string().contains("offsets 0 to 18446744073709551614 are missing"), "{e}");
     }
 
+    /// Appends `n` records of 150 bytes, one by one, the `i`-th holding the byte `i`.
+    fn append_numbered(j: &Journal, n: u8) {
+        for i in 0..n {
+            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+        }
+    }
+
+    /// A segment file's base offset, from its name.
+    fn base_of(segment: &Path) -> u64 {
+        segment.file_name().and_then(|n| n.to_str()).and_then(parse_segment_file_name).expect("a segment's name")
+    }
+
     fn vfs_create_dir(fs: &SimFs, dir: &Path) {
         crate::vfs::Vfs::create_dir_all(fs, dir).expect("mkdir");
     }
@@ -1939,9 +1951,7 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("journal");
         let j = Journal::open(&dir, opts(4096)).expect("open");
-        for i in 0..60u8 {
-            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
-        }
+        append_numbered(&j, 60);
         let paths = j.segment_paths();
         drop(j);
         assert!(paths.len() > 2);
@@ -1981,9 +1991,7 @@ mod tests {
         let fresh = |name: &str| -> (PathBuf, Vec<PathBuf>) {
             let dir = tmp.path().join(name).join("journal");
             let j = Journal::open(&dir, opts(4096)).expect("open");
-            for i in 0..120u8 {
-                j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
-            }
+            append_numbered(&j, 120);
             let paths = j.segment_paths();
             assert!(paths.len() > 3, "{paths:?}");
             (dir, paths)
@@ -1995,7 +2003,6 @@ mod tests {
                 std::fs::remove_file(idx).expect("and its index");
             }
         };
-        let base_of = |p: &Path| crate::segment::parse_segment_file_name(p.file_name().and_then(|n| n.to_str()).expect("name")).expect("base");
         for gone in [1, 2] {
             let (dir, paths) = fresh(&format!("gone{gone}"));
             let last = paths.last().expect("last").clone();
@@ -2093,10 +2100,8 @@ mod tests {
         let fs = SimFs::new(9);
         let dir = Path::new("/t/journal");
         let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open");
-        for i in 0..60u8 {
-            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
-        }
-        let last = crate::segment::parse_segment_file_name(j.segment_paths().last().and_then(|p| p.file_name()).and_then(|n| n.to_str()).expect("name")).expect("base");
+        append_numbered(&j, 60);
+        let last = base_of(j.segment_paths().last().expect("last"));
         drop(j);
         crate::vfs::Vfs::remove_file(&fs, &dir.join(TIP_FILE_NAME)).expect("a journal without TIP");
         crate::vfs::Vfs::sync_dir(&fs, dir).expect("sync");
@@ -2152,7 +2157,7 @@ mod tests {
                         b.append(vec![NewRecord::scratch(vec![i; 150])]).expect("b appends");
                         let TipFile::Read(t) = read_tip(fs, dir) else { panic!("no TIP") };
                         let last = b.segment_paths().last().expect("last").clone();
-                        return (None, t.base == crate::segment::parse_segment_file_name(last.file_name().and_then(|n| n.to_str()).expect("name")).expect("base"));
+                        return (None, t.base == base_of(&last));
                     }
                     continue;
                 }
@@ -2214,9 +2219,7 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("journal");
         let j = Journal::open(&dir, opts(4096)).expect("open");
-        for i in 0..60u8 {
-            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
-        }
+        append_numbered(&j, 60);
         drop(j);
         let tip = dir.join(crate::tip::TIP_FILE_NAME);
         // A link to itself: it cannot be opened (it stopped every open and walk). The open
@@ -2259,9 +2262,7 @@ mod tests {
         let fs = SimFs::new(6);
         let dir = Path::new("/s/journal");
         let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open");
-        for i in 0..40u8 {
-            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
-        }
+        append_numbered(&j, 40);
         let paths = j.segment_paths();
         drop(j);
         // The last segment's writer died after its seal, before starting the next; a journal
@@ -2280,7 +2281,7 @@ mod tests {
         let j = Journal::open_with(Arc::new(f.clone()), dir, opts(4096)).expect("the open goes on");
         assert!(j.open_report().tip_unwritten.is_some_and(|w| w.contains("writes are refused")));
         assert!(matches!(j.append(vec![NewRecord::scratch(vec![1])]), Err(Error::Poisoned { .. })));
-        let kept = crate::segment::parse_segment_file_name(next.file_name().and_then(|n| n.to_str()).expect("name")).expect("base");
+        let kept = base_of(next);
         assert_eq!(j.read_vec(0, usize::MAX).expect("reads go on").len() as u64, kept);
         drop(j);
         assert!(!crate::vfs::Vfs::exists(&f, next).expect("stat"), "no segment made after {}", sealed.display());
@@ -2298,9 +2299,7 @@ mod tests {
             let fs = SimFs::new(5);
             let dir = Path::new("/s/journal");
             let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(64 << 10)).expect("open");
-            for i in 0..20u8 {
-                j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
-            }
+            append_numbered(&j, 20);
             let (path, next) = (j.segment_paths()[0].clone(), j.next_offset());
             let open = || Journal::open_with(Arc::new(fs.clone()), dir, opts(64 << 10)).expect("open");
             let before = refreshed.then(open);
