@@ -24,14 +24,8 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
         }
     }
     let inside = std::fs::canonicalize(root).ok();
-    let mut linked_folders = 0usize;
-    let mut not_files = 0usize;
-    let mut not_a_file = |path: &Path, problems: &mut Vec<String>| {
-        not_files += 1;
-        if not_files <= SAID_ONE_BY_ONE_MAX {
-            problems.push(format!("{} is not a regular file (a pipe, socket or device): not read", path.display()));
-        }
-    };
+    let mut linked_folders = Tally { what: "symbolic links to folders", verdict: "not followed", count: 0 };
+    let mut not_files = Tally { what: "pipes, sockets or devices", verdict: "not read", count: 0 };
     let mut stack = vec![(root.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
@@ -54,16 +48,13 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
             let ft = if ft.is_symlink() {
                 match std::fs::metadata(&path) {
                     Ok(m) if m.is_dir() => {
-                        linked_folders += 1;
-                        if linked_folders <= SAID_ONE_BY_ONE_MAX {
-                            problems.push(format!("{} is a symbolic link to a folder: not followed (what it holds is not read)", path.display()));
-                        }
+                        linked_folders.say(problems, || format!("{} is a symbolic link to a folder: not followed (what it holds is not read)", path.display()));
                         continue;
                     }
                     // A log kept elsewhere; one of this tree's own is read under its own path.
                     Ok(m) if m.is_file() && !inside.as_ref().is_some_and(|r| std::fs::canonicalize(&path).is_ok_and(|t| t.starts_with(r))) => m.file_type(),
                     Ok(m) if !m.is_file() && keep(&path) => {
-                        not_a_file(&path, problems);
+                        not_files.say(problems, || not_a_file(&path));
                         continue;
                     }
                     // Dangling, or a file of this tree.
@@ -79,47 +70,51 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
             } else if ft.is_file() && keep(&path) {
                 if out.len() >= FILES_PER_SOURCE_MAX {
                     problems.push(format!("more than {FILES_PER_SOURCE_MAX} files under {}: the rest were left out", root.display()));
-                    said_linked_folders(root, linked_folders, problems);
-                    said_not_files(root, not_files, problems);
+                    linked_folders.said_the_rest(root, problems);
+                    not_files.said_the_rest(root, problems);
                     out.sort();
                     return out;
                 }
                 out.push(path);
             } else if !ft.is_file() && keep(&path) {
-                not_a_file(&path, problems);
+                not_files.say(problems, || not_a_file(&path));
             }
         }
     }
-    said_linked_folders(root, linked_folders, problems);
-    said_not_files(root, not_files, problems);
+    linked_folders.said_the_rest(root, problems);
+    not_files.said_the_rest(root, problems);
     out.sort();
     out
 }
 
-/// Linked folders, and pipes, sockets or devices, said one by one, at most; the rest are
-/// counted in one line each.
+/// Entries of one kind a walk passes over, said one by one up to `SAID_ONE_BY_ONE_MAX`
+/// (eight), the rest counted in one line.
+struct Tally {
+    what: &'static str,
+    verdict: &'static str,
+    count: usize,
+}
+
 const SAID_ONE_BY_ONE_MAX: usize = 8;
 
-/// The line that counts the linked folders below `root` not said one by one.
-fn said_linked_folders(root: &Path, count: usize, problems: &mut Vec<String>) {
-    if count > SAID_ONE_BY_ONE_MAX {
-        problems.push(format!(
-            "and {} more symbolic links to folders below {}: not followed",
-            count - SAID_ONE_BY_ONE_MAX,
-            root.display()
-        ));
+impl Tally {
+    fn say(&mut self, problems: &mut Vec<String>, line: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.count <= SAID_ONE_BY_ONE_MAX {
+            problems.push(line());
+        }
+    }
+
+    /// The line that counts those below `root` not said one by one, if any.
+    fn said_the_rest(&self, root: &Path, problems: &mut Vec<String>) {
+        if self.count > SAID_ONE_BY_ONE_MAX {
+            problems.push(format!("and {} more {} below {}: {}", self.count - SAID_ONE_BY_ONE_MAX, self.what, root.display(), self.verdict));
+        }
     }
 }
 
-/// The line that counts the pipes, sockets and devices below `root` not said one by one.
-fn said_not_files(root: &Path, count: usize, problems: &mut Vec<String>) {
-    if count > SAID_ONE_BY_ONE_MAX {
-        problems.push(format!(
-            "and {} more pipes, sockets or devices below {}: not read",
-            count - SAID_ONE_BY_ONE_MAX,
-            root.display()
-        ));
-    }
+fn not_a_file(path: &Path) -> String {
+    format!("{} is not a regular file (a pipe, socket or device): not read", path.display())
 }
 
 /// `path` relative to `root`, as a string with `/` separators (for mirror paths).
