@@ -394,68 +394,7 @@ impl Journal {
                 // write it loses nothing, so the open goes on and the user is told.
                 let behind = !matches!(tip, TipFile::Read(t) if t.is_of(*store_id, *epoch) && t.base >= view.active.base);
                 if rw && behind {
-                    // `TIP` names a segment only once its header and its name are on disk: the
-                    // writer that started it may have failed, or died, before it synced them.
-                    // The header is written again (the same bytes) before the sync: after a
-                    // failed sync the kernel may hold its page as clean without its being on
-                    // disk, and a sync of a file with nothing dirty writes nothing.
-                    let a = &view.active;
-                    let mut head = [0u8; SEGMENT_HEADER_SIZE as usize];
-                    let rewritten = a
-                        .file
-                        .read_exact_at(&mut head, 0)
-                        .map_err(|e| Error::io("read", &a.path, e))
-                        .and_then(|()| a.file.write_all_at(&head, 0).map_err(|e| Error::io("write", &a.path, e)));
-                    // Err((true, _)): a sync failed; Err((false, _)): the header's read or write.
-                    let synced: std::result::Result<(), (bool, Error)> = match rewritten {
-                        Err(e) => Err((false, e)),
-                        Ok(()) => a
-                            .file
-                            .sync_data()
-                            .map_err(|e| Error::io("fdatasync", &a.path, e))
-                            .and_then(|()| vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e)))
-                            .map_err(|e| (true, e)),
-                    };
-                    let t = Tip { store_id: *store_id, epoch: *epoch, base: a.base };
-                    match synced {
-                        Err((true, e)) => {
-                            // A failed sync: what is on disk of the segment is unknown, so
-                            // nothing more is written to the journal through this handle (the
-                            // open reads on, repairing nothing).
-                            report.tip_unwritten = Some(format!(
-                                "could not make the last segment {} sure on disk at the open ({e}): writes are refused until the \
-                                 store is opened again, and {} was not written",
-                                a.path.display(),
-                                tip_path(dir).display()
-                            ));
-                            poisoned = Some(Error::Poisoned { cause: format!("making {} sure on disk at the open: {e}", a.path.display()) });
-                        }
-                        Err((false, e)) => {
-                            // The header could not be read or written again (a full disk on a
-                            // copy-on-write file system): nothing changed; no `TIP` this time.
-                            report.tip_unwritten = Some(format!(
-                                "could not write {} at the open ({e}): nothing is lost, the next open tries again",
-                                tip_path(dir).display()
-                            ));
-                        }
-                        Ok(()) => match advance_tip(&*vfs, dir, t) {
-                            Ok(()) => {
-                                if let TipFile::Unreadable(why) = &tip {
-                                    report.tip_rewritten = Some(format!(
-                                        "{} did not read ({why}); it is written again, so a segment file removed before now is not told",
-                                        tip_path(dir).display()
-                                    ));
-                                }
-                            }
-                            Err(e) => {
-                                report.tip_unwritten = Some(format!(
-                                    "could not write {}: {e}; it only lets an open tell a removed last segment from one not started \
-                                     yet, so nothing is lost: the next open tries again (remove it if it is not a file)",
-                                    tip_path(dir).display()
-                                ));
-                            }
-                        },
-                    }
+                    poisoned = bring_tip_up(&*vfs, dir, &tip, (*store_id, *epoch), &view.active, &mut report);
                 }
                 loaded
             }
@@ -1559,6 +1498,58 @@ fn write_index(vfs: &dyn Vfs, segment: &Path, bytes: &[u8]) -> io::Result<()> {
 /// header is corruption: under the disk model a header that reached the disk is whole.
 fn is_cut_creation(len: u64, head: &[u8]) -> bool {
     len < SEGMENT_HEADER_SIZE || (len <= head.len() as u64 && head.iter().all(|&b| b == 0))
+}
+
+/// Brings `dir`'s `TIP` (as read, `tip`) up to the last segment `a` at a read-write open;
+/// what could not be done is said in `report`. `TIP` names a segment only once its header and
+/// its name are on disk: the writer that started it may have failed, or died, before it synced
+/// them. The header is written again (the same bytes) before the sync: after a failed sync the
+/// kernel may hold its page as clean without its being on disk, and a sync of a file with
+/// nothing dirty writes nothing. Returns the refusal a failed sync calls for (what is on disk
+/// of the segment is unknown: nothing more is written through the handle, and the open reads
+/// on, repairing nothing).
+fn bring_tip_up(vfs: &dyn Vfs, dir: &Path, tip: &TipFile, store: (StoreId, u64), a: &Active, report: &mut OpenReport) -> Option<Error> {
+    let mut head = [0u8; SEGMENT_HEADER_SIZE as usize];
+    let rewritten = a
+        .file
+        .read_exact_at(&mut head, 0)
+        .map_err(|e| Error::io("read", &a.path, e))
+        .and_then(|()| a.file.write_all_at(&head, 0).map_err(|e| Error::io("write", &a.path, e)));
+    if let Err(e) = rewritten {
+        // Nothing changed (a full disk on a copy-on-write file system, say): no `TIP` this time.
+        report.tip_unwritten = Some(format!("could not write {} at the open ({e}): nothing is lost, the next open tries again", tip_path(dir).display()));
+        return None;
+    }
+    let synced = a
+        .file
+        .sync_data()
+        .map_err(|e| Error::io("fdatasync", &a.path, e))
+        .and_then(|()| vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e)));
+    if let Err(e) = synced {
+        report.tip_unwritten = Some(format!(
+            "could not make the last segment {} sure on disk at the open ({e}): writes are refused until the store is opened \
+             again, and {} was not written",
+            a.path.display(),
+            tip_path(dir).display()
+        ));
+        return Some(Error::Poisoned { cause: format!("making {} sure on disk at the open: {e}", a.path.display()) });
+    }
+    match advance_tip(vfs, dir, Tip { store_id: store.0, epoch: store.1, base: a.base }) {
+        Ok(()) => {
+            if let TipFile::Unreadable(why) = tip {
+                report.tip_rewritten =
+                    Some(format!("{} did not read ({why}); it is written again, so a segment file removed before now is not told", tip_path(dir).display()));
+            }
+        }
+        Err(e) => {
+            report.tip_unwritten = Some(format!(
+                "could not write {}: {e}; it only lets an open tell a removed last segment from one not started yet, so nothing is \
+                 lost: the next open tries again (remove it if it is not a file)",
+                tip_path(dir).display()
+            ));
+        }
+    }
+    None
 }
 
 /// Creates a segment: header written and synced, then the directory synced.
