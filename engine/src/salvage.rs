@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::frame::FLAG_ZSTD;
 use crate::journal::{Access, Durability, Journal, NewRecord, Options};
-use crate::segment::{parse_segment_file_name, segment_file_name, u32_at, u64_at, StoreId, FORMAT_VERSION, SEGMENT_HEADER_SIZE, SEGMENT_MAGIC};
+use crate::segment::{parse_segment_file_name, segment_file_name, SegmentHeader, StoreId, SEGMENT_HEADER_SIZE};
 use crate::verify::{walk, Damage, Walked};
 use crate::vfs::{OsFs, Vfs};
 
@@ -81,13 +81,23 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
         ..Options::default()
     };
     let made = !vfs.exists(to).map_err(|e| Error::io("stat", to, e))?;
-    let copied = copy(&vfs, from, to, opts);
-    if copied.is_err() {
-        // What it wrote is no journal anyone asked for: `to` is left as it was found (absent,
-        // or empty), so that the salvage can be run again there.
-        let _ = if made { vfs.remove_all(to) } else { vfs.list_dir(to).map(|names| names.iter().for_each(|n| drop(vfs.remove_all(&to.join(n))))) };
-    }
-    let (copied, duplicates, report) = copied?;
+    let (copied, duplicates, report) = match copy(&vfs, from, to, opts) {
+        Ok(c) => c,
+        Err(e) => {
+            // What it wrote is no journal anyone asked for: `to` is left as it was found
+            // (absent, or empty), so that the salvage can be run again there; if even that
+            // fails, both are said.
+            let cleaned = if made {
+                vfs.remove_all(to)
+            } else {
+                vfs.list_dir(to).and_then(|names| names.iter().try_for_each(|n| vfs.remove_all(&to.join(n))))
+            };
+            return Err(match cleaned {
+                Ok(()) => e,
+                Err(c) => Error::io("remove what a failed salvage wrote in", to, std::io::Error::new(c.kind(), format!("{c} (the salvage failed: {e})"))),
+            });
+        }
+    };
     Ok(SalvageReport {
         to: to.to_path_buf(),
         records_copied: copied,
@@ -154,16 +164,11 @@ fn unchecked_identity(vfs: &dyn Vfs, dir: &Path) -> Result<Option<(StoreId, u64)
         }
         let mut b = [0u8; SEGMENT_HEADER_SIZE as usize];
         file.read_exact_at(&mut b, 0).map_err(|e| Error::io("read", &path, e))?;
-        let holds = b[0..8] == SEGMENT_MAGIC
-            && u16::from_le_bytes([b[8], b[9]]) == FORMAT_VERSION
-            && u64::from(u32_at(&b, 12)) == SEGMENT_HEADER_SIZE
-            && u64_at(&b, 40) == base;
-        if !holds {
+        let Ok(h) = SegmentHeader::decode_unchecked(&b, &path) else { continue };
+        if h.base_offset != base {
             continue;
         }
-        let mut id = [0u8; 16];
-        id.copy_from_slice(&b[16..32]);
-        let key = (id, u64_at(&b, 32));
+        let key = (h.store_id, h.epoch);
         match seen.iter_mut().find(|(k, _)| *k == key) {
             Some((_, n)) => *n += 1,
             None => seen.push((key, 1)),

@@ -59,6 +59,16 @@ impl SegmentHeader {
         if crc32fast::hash(&b[0..60]) != stored {
             return Err(Error::corrupt(path, 0, "segment header checksum mismatch"));
         }
+        SegmentHeader::decode_unchecked(b, path)
+    }
+
+    /// [`SegmentHeader::decode`] without its checksum: the magic, format version and header
+    /// length must hold (salvage's reading of headers whose checksum fails).
+    pub fn decode_unchecked(bytes: &[u8], path: &Path) -> Result<SegmentHeader> {
+        if bytes.len() < SEGMENT_HEADER_SIZE as usize {
+            return Err(Error::corrupt(path, 0, format!("segment header cut short ({} bytes)", bytes.len())));
+        }
+        let b = &bytes[..SEGMENT_HEADER_SIZE as usize];
         if b[0..8] != SEGMENT_MAGIC {
             return Err(Error::corrupt(path, 0, "not an Origin segment (bad magic)"));
         }
