@@ -74,16 +74,14 @@ impl Mirrors {
     /// Replaces the `.tail` file (removes it when `tail` is empty), unless it holds `tail`
     /// already (a run with nothing new wrote it again at every run).
     pub fn write_tail(&self, mirror: &str, tail: &[u8]) -> io::Result<()> {
-        if !tail.is_empty() && self.tail_len(mirror) == Some(tail.len() as u64) && fs::read(self.tail(mirror)).is_ok_and(|held| held == tail) {
+        if !tail.is_empty()
+            && self.tail_meta(mirror).is_some_and(|m| m.len() == tail.len() as u64)
+            && fs::read(self.tail(mirror)).is_ok_and(|held| held == tail)
+        {
             return Ok(());
         }
         let mut once = Some(tail);
         self.write_tail_each(mirror, &mut || Ok(once.take().filter(|t| !t.is_empty()).map(<[u8]>::to_vec)))
-    }
-
-    /// The length of the `.tail` file, if there is one.
-    pub fn tail_len(&self, mirror: &str) -> Option<u64> {
-        self.tail_meta(mirror).map(|m| m.len())
     }
 
     /// The `.tail` file's metadata, if there is one.
