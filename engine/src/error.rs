@@ -92,6 +92,12 @@ impl Error {
         Error::Corrupt { segment: segment.into(), position, reason: reason.into() }
     }
 
+    /// True for a write refused for want of write access (a read-only file system, or
+    /// permissions that let this process read and not write): such a store can still be read.
+    pub fn is_write_refused(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if crate::vfs::is_read_only_error(source))
+    }
+
     /// True for damage found on disk (as opposed to an I/O failure or a bad call): bytes that
     /// fail their checks, or a record that passes them and does not decode.
     pub fn is_corruption(&self) -> bool {

@@ -454,6 +454,11 @@ impl Journal {
         Ok(journal)
     }
 
+    /// True if this handle was opened to read only ([`Access::ReadOnly`]).
+    pub fn is_read_only(&self) -> bool {
+        self.opts.access == Access::ReadOnly
+    }
+
     /// The journal directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -2342,6 +2347,39 @@ mod tests {
         let j = Journal::open(&dir, opts(4096)).expect("reopen");
         assert_eq!(j.status().expect("status").index_write_failures, sealed.len() as u64);
         assert_eq!(j.take_index_write_failures().len(), INDEX_WRITE_UNSAID_MAX);
+    }
+
+    #[test]
+    fn a_journal_that_cannot_be_written_is_read_as_it_is() {
+        let fs = SimFs::new(41);
+        let dir = Path::new("/store/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open");
+        append_numbered(&j, 60);
+        let written = j.read_vec(0, usize::MAX).expect("read").into_iter().map(|r| r.payload).collect::<Vec<_>>();
+        assert!(fs.list_dir(dir).expect("list").iter().filter(|n| n.ends_with(".seg")).count() > 1, "several segments");
+        drop(j);
+        let before = fs.snapshot();
+        let ro: Arc<dyn Vfs> = Arc::new(crate::sim::ReadOnlyFs(Arc::new(fs.clone())));
+        // To write: refused for want of write access, which a caller can tell.
+        let Err(refused) = Journal::open_with(ro.clone(), dir, opts(4096)) else { panic!("a read-only file system refuses a writer") };
+        assert!(refused.is_write_refused(), "{refused}");
+        assert!(refused.to_string().contains("read-only"), "{refused}");
+        // To read: every record, and more appends refused by the handle.
+        let j = Journal::open_with(ro.clone(), dir, Options { access: Access::ReadOnly, ..opts(4096) }).expect("a read-only open");
+        assert!(j.is_read_only());
+        j.refresh().expect("refresh");
+        assert_eq!(j.read_vec(0, usize::MAX).expect("read").into_iter().map(|r| r.payload).collect::<Vec<_>>(), written);
+        assert!(matches!(j.append(vec![NewRecord::scratch(vec![1])]), Err(Error::Invalid(_))));
+        drop(j);
+        for (name, bytes) in fs.list_dir(dir).expect("list").into_iter().map(|n| (n.clone(), fs.read_file(&dir.join(&n)).expect("read"))) {
+            assert_eq!(before.read_file(&dir.join(&name)).expect("was there"), bytes, "{name} unchanged");
+        }
+        // A journal folder that is not there is said as such.
+        let missing = Journal::open_with(ro, Path::new("/elsewhere/journal"), Options { access: Access::ReadOnly, ..opts(4096) });
+        assert!(matches!(missing, Err(Error::NoJournal { .. })), "{:?}", missing.err());
+        // Other failures are not taken for a refusal to write.
+        assert!(!Error::io("write", dir, io::Error::from_raw_os_error(libc::ENOSPC)).is_write_refused());
+        assert!(!Error::corrupt(dir, 0, "x").is_write_refused());
     }
 }
 

@@ -671,3 +671,84 @@ impl VfsFile for SimFile {
         Ok(Mapped::Owned(Arc::new(lock_node(&self.node).data.clone())))
     }
 }
+
+/// A file system mounted read-only, over another (tests): every call that would change it
+/// fails with `EROFS`, as Linux answers on a read-only mount, and the rest go through. A
+/// directory that exists is made as `create_dir_all` makes it (nothing to do); an exclusive
+/// lock, which opens its file for writing, is refused; a shared lock and a reusable lock file
+/// go through (Origin opens those for reading where writing is refused: see [`Vfs::lock`]).
+#[derive(Debug, Clone)]
+pub struct ReadOnlyFs(pub Arc<dyn Vfs>);
+
+fn read_only() -> io::Error {
+    io::Error::from_raw_os_error(libc::EROFS)
+}
+
+impl Vfs for ReadOnlyFs {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        if self.0.exists(path)? { Ok(()) } else { Err(read_only()) }
+    }
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        self.0.list_dir(path)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.0.exists(path)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn VfsFile>> {
+        Ok(Arc::new(ReadOnlyFile(self.0.open_read(path)?)))
+    }
+    fn open_rw(&self, _: &Path) -> io::Result<Arc<dyn VfsFile>> {
+        Err(read_only())
+    }
+    fn create_new(&self, _: &Path) -> io::Result<Arc<dyn VfsFile>> {
+        Err(read_only())
+    }
+    fn remove_file(&self, _: &Path) -> io::Result<()> {
+        Err(read_only())
+    }
+    fn rename(&self, _: &Path, _: &Path) -> io::Result<()> {
+        Err(read_only())
+    }
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.0.sync_dir(path)
+    }
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn LockGuard>> {
+        match mode {
+            LockMode::Shared => self.0.lock(path, mode),
+            LockMode::Exclusive => Err(read_only()),
+        }
+    }
+    fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>> {
+        self.0.open_lock(path)
+    }
+    fn try_lock(&self, _: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+        Err(read_only())
+    }
+    fn remove_all(&self, _: &Path) -> io::Result<()> {
+        Err(read_only())
+    }
+}
+
+/// A file of a [`ReadOnlyFs`]: writes fail with `EBADF`, as on a file opened for reading.
+struct ReadOnlyFile(Arc<dyn VfsFile>);
+
+impl VfsFile for ReadOnlyFile {
+    fn len(&self) -> io::Result<u64> {
+        self.0.len()
+    }
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        self.0.read_at(buf, pos)
+    }
+    fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
+        Err(io::Error::from_raw_os_error(libc::EBADF))
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+    fn set_len(&self, _: u64) -> io::Result<()> {
+        Err(io::Error::from_raw_os_error(libc::EBADF))
+    }
+    fn map(&self) -> io::Result<Mapped> {
+        self.0.map()
+    }
+}

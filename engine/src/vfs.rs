@@ -54,9 +54,13 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
     /// Takes an advisory lock on `path` (created if missing), blocking until granted.
     /// Locks taken through separate calls conflict with each other, in one process or many.
+    /// A shared lock needs only read access to the file (a store that cannot be written can
+    /// still be read); where the file is missing from a read-only file system, no process can
+    /// be writing and the lock is granted without one.
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn LockGuard>>;
     /// Opens `path` (created if missing) as a reusable [`LockFile`]. Handles opened by
-    /// separate calls conflict with each other like separate [`Vfs::lock`] calls do.
+    /// separate calls conflict with each other like separate [`Vfs::lock`] calls do. Where
+    /// the file cannot be written, it is opened for reading, as a shared [`Vfs::lock`] is.
     fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>>;
     /// Takes an exclusive lock on `path` (created if missing) as [`Vfs::lock`] does, if no
     /// one holds it now; `None` if someone does.
@@ -129,23 +133,59 @@ struct OsFile {
 }
 
 struct OsLock {
-    _file: File,
+    _file: Option<File>,
 }
 impl LockGuard for OsLock {}
 
+/// A lock file kept open; `None` when it is missing from a read-only file system, where no
+/// process can be writing (see [`open_lock_file`]).
 struct OsLockFile {
-    file: File,
+    file: Option<File>,
 }
 
 impl LockFile for OsLockFile {
     fn lock(&self, mode: LockMode) -> io::Result<()> {
-        match mode {
-            LockMode::Shared => self.file.lock_shared(),
-            LockMode::Exclusive => self.file.lock(),
+        match (&self.file, mode) {
+            (None, _) => Ok(()),
+            (Some(f), LockMode::Shared) => f.lock_shared(),
+            (Some(f), LockMode::Exclusive) => f.lock(),
         }
     }
     fn unlock(&self) -> io::Result<()> {
-        self.file.unlock()
+        self.file.as_ref().map_or(Ok(()), File::unlock)
+    }
+}
+
+/// True for an error that says the file system, or the permissions on it, let this process
+/// read and not write.
+pub fn is_read_only_error(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM))
+}
+
+/// How a lock file is opened: for reading and writing, created if missing, as every lock is
+/// taken where Origin may write; where that is refused for want of write access (a read-only
+/// mount, a store owned by another user), for reading only, as a shared lock needs no more
+/// (`flock` does not ask for write access), so that a store that cannot be written can still
+/// be read. `Ok(None)`: the file is missing from a read-only file system, where it cannot be
+/// made and no process can be writing, so that no lock is needed.
+fn open_lock_file(path: &Path, open: impl Fn(&Path, bool) -> io::Result<File>) -> io::Result<Option<File>> {
+    match open(path, true) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if is_read_only_error(&e) => match open(path, false) {
+            Ok(f) => Ok(Some(f)),
+            Err(missing) if missing.kind() == io::ErrorKind::NotFound && e.raw_os_error() == Some(libc::EROFS) => Ok(None),
+            // The first error is the one that says why: write access was refused.
+            Err(_) => Err(e),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+fn open_os_lock_file(path: &Path, write: bool) -> io::Result<File> {
+    if write {
+        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
+    } else {
+        File::open(path)
     }
 }
 
@@ -189,21 +229,26 @@ impl Vfs for OsFs {
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn LockGuard>> {
         // A fresh open file description per lock: flock locks on separate descriptions
         // conflict even inside one process, which is what the journal relies on.
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
-        match mode {
-            LockMode::Shared => file.lock_shared()?,
-            LockMode::Exclusive => file.lock()?,
+        // A shared lock is a reader's, which needs no write access; an exclusive one is a
+        // writer's, which must be able to write.
+        let file = match mode {
+            LockMode::Shared => open_lock_file(path, open_os_lock_file)?,
+            LockMode::Exclusive => Some(open_os_lock_file(path, true)?),
+        };
+        match (&file, mode) {
+            (None, _) => {}
+            (Some(f), LockMode::Shared) => f.lock_shared()?,
+            (Some(f), LockMode::Exclusive) => f.lock()?,
         }
         Ok(Box::new(OsLock { _file: file }))
     }
     fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>> {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
-        Ok(Box::new(OsLockFile { file }))
+        Ok(Box::new(OsLockFile { file: open_lock_file(path, open_os_lock_file)? }))
     }
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         match file.try_lock() {
-            Ok(()) => Ok(Some(Box::new(OsLock { _file: file }))),
+            Ok(()) => Ok(Some(Box::new(OsLock { _file: Some(file) }))),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
@@ -247,5 +292,59 @@ impl VfsFile for OsFile {
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(&self.file)? };
         Ok(Mapped::Map(map))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(code: i32) -> io::Error {
+        io::Error::from_raw_os_error(code)
+    }
+
+    /// `open_lock_file` with an opener that answers as a file system would: `write` says
+    /// what opening for writing gives, `read` what opening for reading gives.
+    fn opened(write: Option<i32>, read: Option<i32>) -> (io::Result<Option<File>>, Vec<bool>) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("LOCK");
+        std::fs::write(&file, b"").unwrap();
+        let calls = std::sync::Mutex::new(Vec::new());
+        let got = open_lock_file(&file, |p, w| {
+            calls.lock().unwrap().push(w);
+            match if w { write } else { read } {
+                Some(code) => Err(err(code)),
+                None => File::open(p),
+            }
+        });
+        (got, calls.into_inner().unwrap())
+    }
+
+    #[test]
+    fn a_lock_file_that_cannot_be_written_is_opened_for_reading() {
+        // Written when it can be: no second open.
+        let (got, calls) = opened(None, None);
+        assert!(got.unwrap().is_some());
+        assert_eq!(calls, [true]);
+        // A read-only mount, a store owned by another user, an immutable file: read.
+        for code in [libc::EROFS, libc::EACCES, libc::EPERM] {
+            let (got, calls) = opened(Some(code), None);
+            assert!(got.unwrap().is_some(), "{code}");
+            assert_eq!(calls, [true, false], "{code}");
+        }
+        // Missing from a read-only file system: no lock is needed, as no one can write there.
+        let (got, _) = opened(Some(libc::EROFS), Some(libc::ENOENT));
+        assert!(got.unwrap().is_none());
+        // Missing where it may not be made for want of permission: another user may be
+        // writing, so this is not read without a lock; the refusal is the error said.
+        let (got, _) = opened(Some(libc::EACCES), Some(libc::ENOENT));
+        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EACCES));
+        // Failing to be read too: the refusal to write is said.
+        let (got, _) = opened(Some(libc::EROFS), Some(libc::EIO));
+        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EROFS));
+        // Any other failure is said as it is, with no second try.
+        let (got, calls) = opened(Some(libc::ENOSPC), None);
+        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(calls, [true]);
     }
 }

@@ -504,8 +504,13 @@ impl Ingester {
     }
 
     /// Reads every new complete line of every log file (or only of the files in `only`), and
-    /// imports changed native memory files.
+    /// imports changed native memory files. On a journal opened to read only (a store that
+    /// cannot be written: its opener says so), nothing is read and nothing is locked: the
+    /// summary is empty.
     pub fn run(&self, only: Option<&HashSet<PathBuf>>, progress: &mut (dyn FnMut(Progress) + Send)) -> Result<RunSummary, IngestError> {
+        if self.journal.is_read_only() {
+            return Ok(RunSummary::default());
+        }
         let lock_file = OpenOptions::new()
             .read(true)
             .write(true)

@@ -309,6 +309,11 @@ pub struct Catalog {
     left_out: LeftOut,
     left_out_events_to: u64,
     left_out_entries_to: u64,
+    /// The store cannot be written ([`Journal::is_read_only`]): this process never takes the
+    /// writer's lock, so it writes no segment and merges none (its documents stay in memory, as
+    /// those of a process whose writer's lock another holds), and an index that must be built
+    /// again is built in memory.
+    read_only: bool,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -418,6 +423,7 @@ impl Catalog {
             left_out: LeftOut::default(),
             left_out_events_to: 0,
             left_out_entries_to: 0,
+            read_only: false,
         }
     }
 
@@ -428,9 +434,16 @@ impl Catalog {
 
     /// Opens the catalog in `dir` for `journal`'s store, creating it if needed; an index that
     /// cannot be used is deleted (under the writer's lock) and built again from the journal.
+    ///
+    /// On a journal opened to read only, nothing is written: an index that is whole and of the
+    /// journal is read as it is, and one that is missing or must be built again is built in
+    /// this process's memory ([`CatalogOpened::InMemory`]).
     pub fn open(dir: &Path, journal: &Journal) -> Result<(Catalog, CatalogOpened), CatalogError> {
+        let read_only = journal.is_read_only();
         let dir = &Folder::new(journal.vfs().clone(), dir);
-        dir.create()?;
+        if !read_only {
+            dir.create()?;
+        }
         let identity = identity_bytes(journal.store_id(), journal.epoch());
         // One over the size written is another file: it differs (and is rebuilt), unread.
         let found = match dir.read(IDENTITY_FILE, IDENTITY_SIZE_BYTES) {
@@ -455,9 +468,10 @@ impl Catalog {
                         Some(reason) => Some(reason),
                         None => {
                         let read_to = index.mark().unwrap_or(0);
-                        let c = Catalog::with(Some(dir.clone()), index, read_to);
+                        let mut c = Catalog::with(Some(dir.clone()), index, read_to);
+                        c.read_only = read_only;
                         // Clean up what a crashed writer left, if no one is writing now.
-                        if let Some(_lock) = lock(dir, false)? {
+                        if let Some(_lock) = c.writer_lock(dir)? {
                             c.index.remove_leftovers()?;
                         }
                         let opened = match c.index.mark() {
@@ -501,7 +515,17 @@ impl Catalog {
             Some(_) => Some("it belongs to another journal (store id or epoch differ), or its journal file is damaged".into()),
             None => None,
         };
-        // Start over: no index, or one that cannot be used.
+        // Start over: no index, or one that cannot be used; in memory where nothing may be
+        // written.
+        if read_only {
+            let reason = match problem {
+                Some(reason) => format!("the store cannot be written, and its text index cannot be used: {reason}"),
+                None => "the store cannot be written, and it holds no text index".to_owned(),
+            };
+            let mut c = Catalog::in_memory();
+            c.read_only = true;
+            return Ok((c, CatalogOpened::InMemory { reason }));
+        }
         let opened = match problem {
             Some(reason) => CatalogOpened::Rebuilt { reason },
             None => CatalogOpened::Fresh,
@@ -631,6 +655,10 @@ impl Catalog {
         if self.writing() {
             return Ok(None);
         }
+        if self.read_only {
+            self.start_over_in_memory();
+            return Ok(Some(damage.to_string()));
+        }
         let damaged = self.index.damaged_segments();
         let _lock = lock(&dir, true)?;
         // Another process that found the same damage may have repaired it first: its
@@ -663,6 +691,19 @@ impl Catalog {
         Ok(())
     }
 
+    /// Starts the events' index over in this process's memory, to be fed from the journal's
+    /// start (verifying ahead as it did), leaving the damaged one on disk as it is: what a
+    /// catalog that may not write does where another would delete it and start over there.
+    fn start_over_in_memory(&mut self) {
+        let ahead = self.index.verifies_ahead();
+        self.index = Index::in_memory();
+        if ahead {
+            self.index.verify_ahead();
+        }
+        self.dir = None;
+        self.read_to = 0;
+    }
+
     /// Takes what another process committed or merged. If the mark moved, the in-memory
     /// documents are dropped and [`Catalog::read_to`] goes back to the new mark (feed the
     /// journal again from there). Returns true if it did.
@@ -692,6 +733,10 @@ impl Catalog {
         let Some(dir) = self.dir.clone() else { return Err(damage.into()) };
         if self.writing() {
             return Err(damage.into());
+        }
+        if self.read_only {
+            self.start_over_in_memory();
+            return Ok(Some(damage.to_string()));
         }
         let _lock = lock(&dir, true)?;
         let damage = match self.refresh() {
@@ -835,6 +880,9 @@ impl Catalog {
         if let Some(held) = self.writer.upgrade() {
             return Ok(Some(held));
         }
+        if self.read_only {
+            return Ok(None);
+        }
         let Some(file) = lock(dir, false)? else { return Ok(None) };
         let held = Arc::new(file);
         self.writer = Arc::downgrade(&held);
@@ -844,7 +892,9 @@ impl Catalog {
     /// True once enough documents wait in memory to be worth a segment (and no commit is
     /// being written).
     pub fn wants_commit(&self) -> bool {
-        !self.index.committing()
+        // One that may not write keeps its documents in memory.
+        !(self.read_only && self.dir.is_some())
+            && !self.index.committing()
             && (self.index.memory_doc_count() >= self.commit_docs || self.index.memory_bytes() >= self.commit_bytes)
     }
 
@@ -1874,6 +1924,99 @@ mod tests {
             again.catalog.catch_up(&j).unwrap();
             assert_eq!(again.catalog.commit().unwrap(), Committed::Written, "{at}: on disk once there is room");
         }
+    }
+
+    /// Every file under `dir` with its bytes.
+    fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+        let mut found = std::collections::BTreeMap::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else {
+                    found.insert(p.clone(), fs::read(&p).unwrap());
+                }
+            }
+        }
+        found
+    }
+
+    /// A store that cannot be written (a read-only mount): its index is read as it is and
+    /// nothing is written to its folder: no leftover of a crashed writer removed, no segment
+    /// committed or merged (the documents it lacks stay in memory), a damaged segment built
+    /// again in memory and not deleted, and a missing index built in memory.
+    #[test]
+    fn an_index_on_a_store_that_cannot_be_written_is_read_as_it_is() {
+        use origin_engine::sim::ReadOnlyFs;
+        use origin_engine::vfs::{OsFs, Vfs};
+        let (dir, j, idx, mut c) = committed_store_of_one_event();
+        append(&j, &ingested(vec![event(2, EventKind::Message, "release notes")]));
+        c.catch_up(&j).unwrap();
+        assert_eq!(c.commit().unwrap(), Committed::Written);
+        drop(c);
+        assert_eq!(segment_files(&idx).len(), 2, "two segments, which an idle index would merge");
+        // Records the index has not read, and what a crashed writer left.
+        append(&j, &ingested(vec![event(3, EventKind::Message, "release checklist")]));
+        fs::write(idx.join("9.segment.tmp"), b"left by a crash").unwrap();
+        drop(j);
+        let before = files_under(dir.path());
+        let ro: Arc<dyn Vfs> = Arc::new(ReadOnlyFs(Arc::new(OsFs)));
+        let j = Journal::open_with(ro, &dir.path().join("journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).unwrap();
+        let all = ["claude-code:e1", "claude-code:e2", "claude-code:e3"];
+        let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+        assert!(matches!(opened, CatalogOpened::Loaded { .. }), "{opened:?}");
+        c.set_commit_docs(1);
+        c.catch_up(&j).unwrap();
+        assert!(!c.wants_commit(), "a catalog that may not write keeps its documents in memory");
+        assert_eq!(keys(&c, "release", Scope::Event), all);
+        assert_eq!(c.commit().unwrap(), Committed::Busy);
+        assert!(c.plan_merge(&MergePolicy { idle: true, ..MergePolicy::default() }).unwrap().is_none());
+        assert_eq!(c.index().segments().len(), 2);
+        assert_eq!(files_under(dir.path()), before, "nothing written");
+        drop(c);
+        // A damaged segment (the file system under the mount changed it): built again in
+        // memory, the file left as it is.
+        let seg = segment_files(&idx)[0].clone();
+        let mut bytes = fs::read(&seg).unwrap();
+        bytes[40] ^= 0x01;
+        fs::write(&seg, &bytes).unwrap();
+        let before = files_under(dir.path());
+        let (mut c, _) = Catalog::open(&idx, &j).unwrap();
+        assert!(c.index().verify().is_err_and(|e| e.to_string().contains("body CRC")));
+        let reason = c.repair(&j).unwrap().expect("repaired");
+        assert!(reason.contains("body CRC"), "{reason}");
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "release", Scope::Event), all);
+        assert_eq!(files_under(dir.path()), before, "the damaged index left as it is");
+        // A manifest damaged after the open (read again by a refresh): the same.
+        fs::write(&seg, {
+            bytes[40] ^= 0x01;
+            &bytes
+        })
+        .unwrap();
+        let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
+        assert!(matches!(opened, CatalogOpened::Loaded { .. }), "{opened:?}");
+        let manifest = idx.join(crate::index::MANIFEST_FILE_NAME);
+        let mut m = fs::read(&manifest).unwrap();
+        let last = m.len() - 1;
+        m[last] ^= 0x01;
+        fs::write(&manifest, &m).unwrap();
+        let before = files_under(dir.path());
+        let reason = c.refresh_repairing(&j).unwrap().expect("repaired");
+        assert!(reason.contains("manifest"), "{reason}");
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "release", Scope::Event), all);
+        assert_eq!(files_under(dir.path()), before, "the damaged manifest left as it is");
+        // No index: built in memory, the folder not made.
+        let none = dir.path().join("no-index");
+        let (mut c, opened) = Catalog::open(&none, &j).unwrap();
+        assert!(matches!(&opened, CatalogOpened::InMemory { reason } if reason.contains("cannot be written")), "{opened:?}");
+        c.catch_up(&j).unwrap();
+        assert_eq!(keys(&c, "release", Scope::Event), all);
+        assert!(!none.exists());
+        assert_eq!(files_under(dir.path()), before);
     }
 
     /// The segment files of an index directory, sorted.

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
 use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, EventKind, Forgotten, Restored};
-use origin_engine::{Journal, NewRecord, Options};
+use origin_engine::vfs::{OsFs, Vfs};
+use origin_engine::{Access, Journal, NewRecord, Options};
 use origin_ingest::{Freshness, Homes, Ingester};
 use origin_projections::catalog::{CatalogOpened, CommitInFlight, Committed};
 use origin_projections::ahead::read_records;
@@ -628,10 +629,29 @@ pub struct Archive {
     /// its store's (the lines of its records are those lines, at the same places).
     mirrors: PathBuf,
     journal: Arc<Journal>,
+    /// Why the store cannot be written, when it was opened to read only ([`open_journal`]).
+    read_only: Option<String>,
     freshness: Arc<Freshness>,
     inner: Mutex<Inner>,
     device: String,
     tz: TimeZone,
+}
+
+/// Opens the store's journal in `dir` to write; where the store cannot be written (a
+/// read-only mount, a backup, a store another user owns: the journal's lock or files refuse
+/// write access), to read only, with why it cannot be written. A journal that cannot be
+/// opened to read either gives the first error when there is none to read (it says what
+/// refused the write), else the second.
+fn open_journal(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Journal, Option<String>), origin_engine::Error> {
+    match Journal::open_with(vfs.clone(), dir, Options::default()) {
+        Ok(j) => Ok((j, None)),
+        Err(refused) if refused.is_write_refused() => match Journal::open_with(vfs, dir, Options { access: Access::ReadOnly, ..Options::default() }) {
+            Ok(j) => Ok((j, Some(refused.to_string()))),
+            Err(origin_engine::Error::NoJournal { .. }) => Err(refused),
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    }
 }
 
 /// In a store made by `origin journal replay --to`: what it is a replay of, and up to where.
@@ -674,9 +694,29 @@ impl Archive {
     /// a search; when needed for a command that may not search, which then never reads the
     /// index's postings).
     pub fn open(home: &Path, homes: Option<Homes>, recorded_home: Option<&str>, verify: origin_projections::Verify) -> anyhow::Result<Archive> {
-        let journal = Arc::new(Journal::open(home.join("journal"), Options::default())?);
+        Archive::open_on(Arc::new(OsFs), home, homes, recorded_home, verify)
+    }
+
+    /// [`Archive::open`] with the journal and the projections on `vfs` (tests: a file system
+    /// that refuses writes).
+    fn open_on(
+        vfs: Arc<dyn Vfs>,
+        home: &Path,
+        homes: Option<Homes>,
+        recorded_home: Option<&str>,
+        verify: origin_projections::Verify,
+    ) -> anyhow::Result<Archive> {
+        let (journal, read_only) = open_journal(vfs, &home.join("journal"))?;
+        let journal = Arc::new(journal);
         say_journal_repairs(&journal);
-        let reads_logs = homes.is_some();
+        if let Some(why) = &read_only {
+            crate::say_err!(
+                "origin: the store in {} cannot be written ({why}); it is read as it is: no agents' logs are read into it, \
+                 and nothing can be remembered, corrected, forgotten or restored there",
+                home.display()
+            );
+        }
+        let reads_logs = homes.is_some() && read_only.is_none();
         let homes = homes.unwrap_or_else(|| Homes::under(home));
         let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(origin_ingest::snapshot::path_in(home));
         if !reads_logs {
@@ -724,6 +764,7 @@ impl Archive {
             as_of: replay.as_ref().map(|r| r.as_of),
             mirrors: replay.map_or_else(|| home.join("raw"), |r| r.of.join("raw")),
             journal,
+            read_only,
             freshness,
             inner: Mutex::new(Inner { saved_to, state, catalog, commit: None, commit_failures: None, interval: background_interval(), left_out_said: 0 }),
             device: origin_ingest::ingest::device_name(),
@@ -875,6 +916,10 @@ impl Archive {
     /// text index's in-memory documents (so the next start replays and indexes only what
     /// follows).
     pub fn save_snapshot(&self) -> Result<(), ToolError> {
+        // Nothing is written to a store that cannot be written.
+        if self.read_only.is_some() {
+            return Ok(());
+        }
         // The state's snapshot first: it is what a next start needs most (rebuilding the state
         // reads the whole journal), and writing it takes a fraction of a second, while the
         // index's commit below may take seconds, which a client ending the process may not
@@ -917,6 +962,9 @@ impl Archive {
     /// (agents often end their MCP servers that way), and every command after a rebuild, still
     /// start quickly next time, however few records the store holds.
     pub fn checkpoint(&self, records: u64) -> Result<bool, ToolError> {
+        if self.read_only.is_some() {
+            return Ok(false);
+        }
         {
             let inner = guard(&self.inner);
             let state_to = inner.state.read_to();
@@ -1408,6 +1456,13 @@ impl Archive {
     }
 
     fn append(&self, body: &Body) -> Result<(), ToolError> {
+        if let Some(why) = &self.read_only {
+            return Err(ToolError::new(format!(
+                "The Origin store in {} cannot be written ({why}), so Origin reads it as it is and records nothing there. \
+                 Make it writable (or use a store that is) to remember, correct, forget or restore.",
+                self.home.display()
+            )));
+        }
         let rec = NewRecord::new(body).map_err(store_error)?;
         self.journal.append(vec![rec]).map_err(store_error)?;
         self.sync()
@@ -1628,6 +1683,93 @@ impl Archive {
 #[cfg(test)]
 mod tests {
     use super::{parse_positive, store_error, store_failed, LineShown, RAW_LINE_CHARS};
+    use super::{Archive, EntryArgs, SearchArgs, SourceArg};
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    /// Every file under `dir` with its bytes.
+    fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut found = BTreeMap::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).expect("read_dir") {
+                let p = e.expect("entry").path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else {
+                    found.insert(p.clone(), std::fs::read(&p).expect("read"));
+                }
+            }
+        }
+        found
+    }
+
+    /// A store on a file system that refuses every write (a read-only mount, a backup) is
+    /// read as it is: searches answer from what it holds, with its snapshot and text index;
+    /// no agents' logs are read into it; remember and forget say it cannot be written; saving,
+    /// committing and merging write nothing; and nothing in it changes.
+    #[test]
+    fn a_store_that_cannot_be_written_is_read_as_it_is() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("store");
+        let agents = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/agent-home");
+        let homes = || Some(origin_ingest::Homes::under(&agents));
+        let verify = origin_projections::Verify::Ahead;
+        let remembered = {
+            let a = Archive::open(&home, homes(), None, verify).expect("open");
+            a.fresh_for_write().expect("ingest");
+            let args = EntryArgs {
+                text: Some("Query strings are built with URLSearchParams.".into()),
+                sources: vec![SourceArg { quote: Some("URLSearchParams".into()), ..SourceArg::default() }],
+                confidence: Some(0.9),
+                ..EntryArgs::default()
+            };
+            let entry = a.remember(&args, "test").expect("remember");
+            a.save_snapshot().expect("save");
+            // A record the snapshot does not reflect: the read-only open reads it from the
+            // journal, and has it to save.
+            a.remember(&EntryArgs { text: Some("Releases wait for CI.".into()), ..args }, "test").expect("remember");
+            entry["entry"]["id"].as_str().expect("an id").to_owned()
+        };
+        // Made by the first ingest: a read-only store may lack it (and cannot make it).
+        std::fs::remove_file(home.join("ingest.lock")).expect("the ingest lock");
+        let before = files_under(dir.path());
+        let ro: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(origin_engine::sim::ReadOnlyFs(Arc::new(origin_engine::vfs::OsFs)));
+        let a = Archive::open_on(ro.clone(), &home, homes(), None, verify).expect("a read-only open");
+        assert!(a.read_only.as_deref().is_some_and(|why| why.contains("read-only")), "{:?}", a.read_only);
+        let search = |q: &str| a.search(&SearchArgs { query: Some(q.into()), ..SearchArgs::default() }).expect("search");
+        let found = search("URLSearchParams");
+        assert_eq!(found["entries"][0]["id"], remembered.as_str(), "{found}");
+        assert_eq!(search("Releases wait")["entries"].as_array().map(Vec::len), Some(1), "read past the snapshot");
+        assert!(!found["events"].as_array().expect("events").is_empty(), "{found}");
+        let refused = a
+            .remember(
+                &EntryArgs {
+                    text: Some("Another fact.".into()),
+                    sources: vec![SourceArg { quote: Some("URLSearchParams".into()), ..SourceArg::default() }],
+                    confidence: Some(0.5),
+                    ..EntryArgs::default()
+                },
+                "test",
+            )
+            .expect_err("remember refused");
+        assert!(refused.to_string().contains("cannot be written") && refused.to_string().contains("read-only"), "{refused}");
+        let refused = a.forget(&remembered, "a test", "test").expect_err("forget refused");
+        assert!(refused.to_string().contains("cannot be written"), "{refused}");
+        assert!(a.freshness().ingester().discover().iter().all(|(_, files, _)| files.is_empty()), "no agents' logs looked at");
+        assert!(a.freshness().before_write().expect("an ingest that reads nothing").sources.is_empty());
+        a.save_snapshot().expect("nothing to save");
+        assert!(!a.checkpoint(0).expect("checkpoint"));
+        assert!(!a.merge_step(true).expect("merge"));
+        a.commit_step();
+        assert_eq!(search("URLSearchParams")["entries"][0]["id"], remembered.as_str());
+        drop(a);
+        assert_eq!(files_under(dir.path()), before, "nothing written");
+        // No store there: the refusal to make one is said.
+        let e = Archive::open_on(ro, &dir.path().join("nowhere"), homes(), None, verify).err().expect("no store");
+        assert!(format!("{e:#}").contains("Read-only file system"), "{e:#}");
+    }
 
     /// A line taken a piece at a time shows what cutting it whole shows: lines shorter and
     /// longer than the head, of one-, two-, three- and four-byte characters, a combining mark at
