@@ -259,7 +259,7 @@ fn an_unreadable_entry_does_not_stop_the_other_files() {
 
 /// A pipe (FIFO) where an agent's side file, database file or memory file should be (a Grok
 /// session's `summary.json` and `updates.jsonl`, ZCode's `db.sqlite-shm` and `db.sqlite-journal`,
-/// which SQLite opens itself, a `CLAUDE.md`) or a log (a Claude `*.jsonl`, said) is not
+/// which SQLite opens itself, a `CLAUDE.md`, said) or a log (a Claude `*.jsonl`, said) is not
 /// opened to wait for a writer: ingest finishes (it waited for good, holding the store's ingest
 /// lock, and every command of the store after it) and reads the logs beside them. (The run is
 /// given two minutes; a run past them is the fault.)
@@ -300,6 +300,8 @@ fn a_pipe_where_a_side_file_should_be_does_not_stop_ingest() {
     // SQLite opens a database's journal itself: said, as a pipe named as a log the walk lists is.
     assert!(said.contains("db.sqlite-journal is not a regular file"), "{said}");
     assert!(said.contains(&format!("{} is not a regular file (a pipe, socket or device): not read", claude_log.display())), "{said}");
+    // A memory file's name given to a pipe is said too (it was passed over without a word).
+    assert!(said.contains(&format!("{} is not a regular file (a pipe, socket, device or folder): not read as a memory file", home.join("demo-app/CLAUDE.md").display())), "{said}");
     let found = std::process::Command::new(origin_tests::origin_bin())
         .args(["--home", store.to_str().expect("utf-8"), "timeline", "--since", "2000-01-01", "--json"])
         .env("HOME", "/nonexistent-origin-test-home")

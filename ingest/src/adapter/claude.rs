@@ -566,7 +566,7 @@ impl Adapter for Claude {
                 out.push(MemoryFile { source: Source::ClaudeCode, path, scope, project });
             }
         }
-        out.retain(|m| m.path.is_file());
+        super::keep_regular(&mut out, problems);
         out
     }
 }

@@ -604,7 +604,7 @@ impl Adapter for Codex {
                 out.push(MemoryFile { source: Source::Codex, path: agents(dir), scope: MemoryScope::Project, project: p.name() });
             }
         }
-        out.retain(|m| m.path.is_file());
+        super::keep_regular(&mut out, problems);
         out
     }
 }

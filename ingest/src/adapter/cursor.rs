@@ -1031,7 +1031,7 @@ impl Adapter for Cursor {
             out.push(mk(dir.join(".cursorrules")));
             out.push(mk(dir.join("AGENTS.md")));
         }
-        out.retain(|m| m.path.is_file());
+        super::keep_regular(&mut out, problems);
         out
     }
 }

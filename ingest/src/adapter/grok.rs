@@ -669,7 +669,7 @@ impl Adapter for Grok {
             let mk = |path: PathBuf| MemoryFile { source: Source::Grok, path, scope: MemoryScope::Project, project: p.name() };
             out.extend(walk::files(&dir.join(".grok/rules"), &md, problems).into_iter().map(mk));
         }
-        out.retain(|m| m.path.is_file());
+        super::keep_regular(&mut out, problems);
         // A folder two projects share (their repository's root) once; `AGENTS.md` and
         // `Agents.md` once where the file system does not tell them apart.
         let mut seen = std::collections::HashSet::new();

@@ -311,9 +311,24 @@ pub trait Adapter: Send + Sync {
 
     /// The agent's native memory files (user-level, and project-level for the projects the
     /// logs name, read in their folders here or, for files the agent keeps by project in its
-    /// own folder, found by the project's path as the logs write it). Only files that exist. Folders that could not be listed are added to
-    /// `problems`, for the user to be told.
+    /// own folder, found by the project's path as the logs write it). Only regular files that
+    /// exist ([`keep_regular`]). Folders that could not be listed, and a memory file's name given
+    /// to something else (a pipe, a folder), are added to `problems`, for the user to be told.
     fn memory_files(&self, homes: &Homes, projects: &[Project], problems: &mut Vec<String>) -> Vec<MemoryFile>;
+}
+
+/// Keeps the memory files of `out` that are regular files (or links to one); one whose name is
+/// given to something else (a pipe, a socket, a device, a folder) is said in `problems`, as a
+/// log's name given to a pipe is, and not read.
+pub(crate) fn keep_regular(out: &mut Vec<MemoryFile>, problems: &mut Vec<String>) {
+    out.retain(|m| match std::fs::metadata(&m.path) {
+        Ok(meta) if meta.is_file() => true,
+        Ok(_) => {
+            problems.push(format!("{} is not a regular file (a pipe, socket, device or folder): not read as a memory file", m.path.display()));
+            false
+        }
+        Err(_) => false,
+    });
 }
 
 /// Whose memory a native memory file holds.

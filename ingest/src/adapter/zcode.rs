@@ -638,13 +638,14 @@ impl Adapter for Zcode {
         Line::Parsed(out)
     }
 
-    fn memory_files(&self, _homes: &Homes, projects: &[Project], _problems: &mut Vec<String>) -> Vec<MemoryFile> {
+    fn memory_files(&self, _homes: &Homes, projects: &[Project], problems: &mut Vec<String>) -> Vec<MemoryFile> {
         // ZCode injects the project's AGENTS.md; its own memory feature's files are not known.
-        projects
+        let mut out = projects
             .iter()
             .filter_map(|p| Some(MemoryFile { source: Source::Zcode, path: p.dir.as_ref()?.join("AGENTS.md"), scope: MemoryScope::Project, project: p.name() }))
-            .filter(|m| m.path.is_file())
-            .collect()
+            .collect();
+        super::keep_regular(&mut out, problems);
+        out
     }
 }
 
