@@ -77,7 +77,6 @@ fn io_hint(e: &io::Error) -> &'static str {
     match e.raw_os_error() {
         Some(libc::ENOSPC) => " (the disk is full: free space, then retry)",
         Some(libc::EDQUOT) => " (disk quota exceeded)",
-        Some(libc::EROFS) => " (the file system is read-only)",
         Some(libc::EACCES) | Some(libc::EPERM) => " (permission denied: check ownership of the store)",
         _ => "",
     }

@@ -2359,11 +2359,11 @@ mod tests {
         assert!(fs.list_dir(dir).expect("list").iter().filter(|n| n.ends_with(".seg")).count() > 1, "several segments");
         drop(j);
         let before = fs.snapshot();
-        let ro: Arc<dyn Vfs> = Arc::new(crate::sim::ReadOnlyFs(Arc::new(fs.clone())));
+        let ro: Arc<dyn Vfs> = Arc::new(crate::sim::ReadOnlyFs::new(Arc::new(fs.clone())));
         // To write: refused for want of write access, which a caller can tell.
         let Err(refused) = Journal::open_with(ro.clone(), dir, opts(4096)) else { panic!("a read-only file system refuses a writer") };
         assert!(refused.is_write_refused(), "{refused}");
-        assert!(refused.to_string().contains("read-only"), "{refused}");
+        assert!(refused.to_string().contains("Read-only file system"), "{refused}");
         // To read: every record, and more appends refused by the handle.
         let j = Journal::open_with(ro.clone(), dir, Options { access: Access::ReadOnly, ..opts(4096) }).expect("a read-only open");
         assert!(j.is_read_only());

@@ -514,6 +514,10 @@ impl Vfs for SimFs {
         }
         Ok(())
     }
+
+    fn check_writable(&self, path: &Path) -> io::Result<()> {
+        if lock(&self.state).live.contains_key(path) { Ok(()) } else { Err(io::Error::from(io::ErrorKind::NotFound)) }
+    }
 }
 
 impl SimFs {
@@ -672,13 +676,34 @@ impl VfsFile for SimFile {
     }
 }
 
-/// A file system mounted read-only, over another (tests): every call that would change it
-/// fails with `EROFS`, as Linux answers on a read-only mount, and the rest go through. A
-/// directory that exists is made as `create_dir_all` makes it (nothing to do); an exclusive
-/// lock, which opens its file for writing, is refused; a shared lock and a reusable lock file
-/// go through (Origin opens those for reading where writing is refused: see [`Vfs::lock`]).
+/// A file system mounted read-only, over another (tests): below its path (all of it by
+/// default), every call that would change it fails with `EROFS`, as Linux answers on a
+/// read-only mount, and the rest go through. A directory that exists is made as
+/// `create_dir_all` makes it (nothing to do); locks go through (Origin opens a lock file for
+/// reading where writing it is refused: see [`Vfs::lock`]), a writer failing at its first
+/// write.
 #[derive(Debug, Clone)]
-pub struct ReadOnlyFs(pub Arc<dyn Vfs>);
+pub struct ReadOnlyFs {
+    inner: Arc<dyn Vfs>,
+    below: PathBuf,
+}
+
+impl ReadOnlyFs {
+    /// All of `inner`, read-only.
+    pub fn new(inner: Arc<dyn Vfs>) -> ReadOnlyFs {
+        ReadOnlyFs { inner, below: PathBuf::from("/") }
+    }
+
+    /// `inner` with only what is below `path` read-only (a read-only mount there).
+    pub fn below(inner: Arc<dyn Vfs>, path: &Path) -> ReadOnlyFs {
+        ReadOnlyFs { inner, below: path.to_path_buf() }
+    }
+
+    /// `Err(EROFS)` if `path` is on the read-only mount.
+    fn refuse(&self, path: &Path) -> io::Result<()> {
+        if path.starts_with(&self.below) { Err(read_only()) } else { Ok(()) }
+    }
+}
 
 fn read_only() -> io::Error {
     io::Error::from_raw_os_error(libc::EROFS)
@@ -686,46 +711,61 @@ fn read_only() -> io::Error {
 
 impl Vfs for ReadOnlyFs {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        if self.0.exists(path)? { Ok(()) } else { Err(read_only()) }
+        if self.inner.exists(path)? {
+            return Ok(());
+        }
+        self.refuse(path)?;
+        self.inner.create_dir_all(path)
     }
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        self.0.list_dir(path)
+        self.inner.list_dir(path)
     }
     fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.0.exists(path)
+        self.inner.exists(path)
     }
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn VfsFile>> {
-        Ok(Arc::new(ReadOnlyFile(self.0.open_read(path)?)))
+        let file = self.inner.open_read(path)?;
+        Ok(if self.refuse(path).is_err() { Arc::new(ReadOnlyFile(file)) } else { file })
     }
-    fn open_rw(&self, _: &Path) -> io::Result<Arc<dyn VfsFile>> {
-        Err(read_only())
+    fn open_rw(&self, path: &Path) -> io::Result<Arc<dyn VfsFile>> {
+        self.refuse(path)?;
+        self.inner.open_rw(path)
     }
-    fn create_new(&self, _: &Path) -> io::Result<Arc<dyn VfsFile>> {
-        Err(read_only())
+    fn create_new(&self, path: &Path) -> io::Result<Arc<dyn VfsFile>> {
+        self.refuse(path)?;
+        self.inner.create_new(path)
     }
-    fn remove_file(&self, _: &Path) -> io::Result<()> {
-        Err(read_only())
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.refuse(path)?;
+        self.inner.remove_file(path)
     }
-    fn rename(&self, _: &Path, _: &Path) -> io::Result<()> {
-        Err(read_only())
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.refuse(from)?;
+        self.refuse(to)?;
+        self.inner.rename(from, to)
     }
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        self.0.sync_dir(path)
+        self.inner.sync_dir(path)
     }
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn LockGuard>> {
-        match mode {
-            LockMode::Shared => self.0.lock(path, mode),
-            LockMode::Exclusive => Err(read_only()),
-        }
+        self.inner.lock(path, mode)
     }
     fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>> {
-        self.0.open_lock(path)
+        self.inner.open_lock(path)
     }
-    fn try_lock(&self, _: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
-        Err(read_only())
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+        self.inner.try_lock(path)
     }
-    fn remove_all(&self, _: &Path) -> io::Result<()> {
-        Err(read_only())
+    fn remove_all(&self, path: &Path) -> io::Result<()> {
+        self.refuse(path)?;
+        self.inner.remove_all(path)
+    }
+    fn check_writable(&self, path: &Path) -> io::Result<()> {
+        if !self.inner.exists(path)? {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        self.refuse(path)?;
+        self.inner.check_writable(path)
     }
 }
 

@@ -54,19 +54,24 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
     /// Takes an advisory lock on `path` (created if missing), blocking until granted.
     /// Locks taken through separate calls conflict with each other, in one process or many.
-    /// A shared lock needs only read access to the file (a store that cannot be written can
-    /// still be read); where the file is missing from a read-only file system, no process can
-    /// be writing and the lock is granted without one.
+    /// A lock needs only read access to its file (a store that cannot be written can still be
+    /// read); where the file is missing from a read-only file system, no process can be
+    /// writing and the lock is granted without one.
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn LockGuard>>;
     /// Opens `path` (created if missing) as a reusable [`LockFile`]. Handles opened by
     /// separate calls conflict with each other like separate [`Vfs::lock`] calls do. Where
     /// the file cannot be written, it is opened for reading, as a shared [`Vfs::lock`] is.
     fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>>;
-    /// Takes an exclusive lock on `path` (created if missing) as [`Vfs::lock`] does, if no
-    /// one holds it now; `None` if someone does.
+    /// Takes an exclusive lock on `path` (created if missing, opened as [`Vfs::lock`] opens
+    /// it), if no one holds it now; `None` if someone does.
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>>;
     /// Removes a file, or a directory and everything in it.
     fn remove_all(&self, path: &Path) -> io::Result<()>;
+    /// Whether this process may make and change files in the directory `path` (`access(2)`
+    /// with `W_OK`): `Ok` if it may; else the error that says why not (`EROFS` on a read-only
+    /// file system, `EACCES` without write permission: [`is_read_only_error`]), or why it
+    /// could not be told (not there). Nothing is written to find out.
+    fn check_writable(&self, path: &Path) -> io::Result<()>;
 }
 
 /// An open file.
@@ -162,20 +167,25 @@ pub fn is_read_only_error(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM))
 }
 
-/// How a lock file is opened: for reading and writing, created if missing, as every lock is
-/// taken where Origin may write; where that is refused for want of write access (a read-only
-/// mount, a store owned by another user), for reading only, as a shared lock needs no more
-/// (`flock` does not ask for write access), so that a store that cannot be written can still
-/// be read. `Ok(None)`: the file is missing from a read-only file system, where it cannot be
-/// made and no process can be writing, so that no lock is needed.
+/// How a lock file is opened: for reading and writing, created if missing; where that is
+/// refused for want of write access (a read-only mount, a lock file another user owns), for
+/// reading only, as `flock` asks no more of either lock (the lock is the file's, whatever
+/// the file is open for): so a store that cannot be written can still be read, and one whose
+/// lock file alone is another user's can still be written. `Ok(None)`: the file is missing
+/// from a read-only file system, where it cannot be made and no process can be writing, so
+/// that no lock is needed (a writer there fails at its first write).
 fn open_lock_file(path: &Path, open: impl Fn(&Path, bool) -> io::Result<File>) -> io::Result<Option<File>> {
     match open(path, true) {
         Ok(f) => Ok(Some(f)),
         Err(e) if is_read_only_error(&e) => match open(path, false) {
             Ok(f) => Ok(Some(f)),
-            Err(missing) if missing.kind() == io::ErrorKind::NotFound && e.raw_os_error() == Some(libc::EROFS) => Ok(None),
-            // The first error is the one that says why: write access was refused.
-            Err(_) => Err(e),
+            Err(missing) if missing.kind() == io::ErrorKind::NotFound => {
+                // Missing, and may not be made: said by the refusal to make it.
+                if e.raw_os_error() == Some(libc::EROFS) { Ok(None) } else { Err(e) }
+            }
+            // There, and not readable either: what stops reading is what to say (a read-only
+            // mount refuses every write, and the user would be sent the wrong way).
+            Err(unreadable) => Err(unreadable),
         },
         Err(e) => Err(e),
     }
@@ -229,12 +239,7 @@ impl Vfs for OsFs {
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn LockGuard>> {
         // A fresh open file description per lock: flock locks on separate descriptions
         // conflict even inside one process, which is what the journal relies on.
-        // A shared lock is a reader's, which needs no write access; an exclusive one is a
-        // writer's, which must be able to write.
-        let file = match mode {
-            LockMode::Shared => open_lock_file(path, open_os_lock_file)?,
-            LockMode::Exclusive => Some(open_os_lock_file(path, true)?),
-        };
+        let file = open_lock_file(path, open_os_lock_file)?;
         match (&file, mode) {
             (None, _) => {}
             (Some(f), LockMode::Shared) => f.lock_shared()?,
@@ -246,7 +251,7 @@ impl Vfs for OsFs {
         Ok(Box::new(OsLockFile { file: open_lock_file(path, open_os_lock_file)? }))
     }
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        let Some(file) = open_lock_file(path, open_os_lock_file)? else { return Ok(Some(Box::new(OsLock { _file: None }))) };
         match file.try_lock() {
             Ok(()) => Ok(Some(Box::new(OsLock { _file: Some(file) }))),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -255,6 +260,14 @@ impl Vfs for OsFs {
     }
     fn remove_all(&self, path: &Path) -> io::Result<()> {
         if std::fs::symlink_metadata(path)?.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) }
+    }
+    fn check_writable(&self, path: &Path) -> io::Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+        // SAFETY: `c` is a NUL-terminated string that outlives the call.
+        #[allow(unsafe_code)]
+        let r = unsafe { libc::access(c.as_ptr(), libc::W_OK) };
+        if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
     }
 }
 
@@ -339,9 +352,12 @@ mod tests {
         // writing, so this is not read without a lock; the refusal is the error said.
         let (got, _) = opened(Some(libc::EACCES), Some(libc::ENOENT));
         assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EACCES));
-        // Failing to be read too: the refusal to write is said.
+        // Failing to be read too: what stops the read is said (on a read-only mount, a lock
+        // file this user may not read).
+        let (got, _) = opened(Some(libc::EROFS), Some(libc::EACCES));
+        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EACCES));
         let (got, _) = opened(Some(libc::EROFS), Some(libc::EIO));
-        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EROFS));
+        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EIO));
         // Any other failure is said as it is, with no second try.
         let (got, calls) = opened(Some(libc::ENOSPC), None);
         assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::ENOSPC));

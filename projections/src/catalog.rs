@@ -435,15 +435,17 @@ impl Catalog {
     /// Opens the catalog in `dir` for `journal`'s store, creating it if needed; an index that
     /// cannot be used is deleted (under the writer's lock) and built again from the journal.
     ///
-    /// On a journal opened to read only, nothing is written: an index that is whole and of the
-    /// journal is read as it is, and one that is missing or must be built again is built in
-    /// this process's memory ([`CatalogOpened::InMemory`]).
+    /// On a journal opened to read only, or where the folder cannot be written (a read-only
+    /// mount of the projections, another user's folder: [`Vfs::writable`]), nothing is
+    /// written: an index that is whole and of the journal is read as it is, and one that is
+    /// missing or must be built again is built in this process's memory
+    /// ([`CatalogOpened::InMemory`]).
+    ///
+    /// [`Vfs::writable`]: origin_engine::vfs::Vfs::check_writable
     pub fn open(dir: &Path, journal: &Journal) -> Result<(Catalog, CatalogOpened), CatalogError> {
-        let read_only = journal.is_read_only();
         let dir = &Folder::new(journal.vfs().clone(), dir);
-        if !read_only {
-            dir.create()?;
-        }
+        let unwritable = if journal.is_read_only() { Some("the store cannot be written".to_owned()) } else { Catalog::unwritable(dir)? };
+        let read_only = unwritable.is_some();
         let identity = identity_bytes(journal.store_id(), journal.epoch());
         // One over the size written is another file: it differs (and is rebuilt), unread.
         let found = match dir.read(IDENTITY_FILE, IDENTITY_SIZE_BYTES) {
@@ -517,10 +519,10 @@ impl Catalog {
         };
         // Start over: no index, or one that cannot be used; in memory where nothing may be
         // written.
-        if read_only {
+        if let Some(why) = unwritable {
             let reason = match problem {
-                Some(reason) => format!("the store cannot be written, and its text index cannot be used: {reason}"),
-                None => "the store cannot be written, and it holds no text index".to_owned(),
+                Some(reason) => format!("{why}, and its text index cannot be used: {reason}"),
+                None => format!("{why}, and it holds no text index"),
             };
             let mut c = Catalog::in_memory();
             c.read_only = true;
@@ -531,6 +533,22 @@ impl Catalog {
             None => CatalogOpened::Fresh,
         };
         Ok((Catalog::start_over_in(dir, journal)?, opened))
+    }
+
+    /// Why the catalog's folder cannot be written (made first if missing), if it cannot.
+    fn unwritable(dir: &Folder) -> Result<Option<String>, CatalogError> {
+        let path = dir.path();
+        let refused = |e: std::io::Error| Some(format!("the text index's folder {} cannot be written ({e})", path.display()));
+        match dir.vfs().create_dir_all(path) {
+            Ok(()) => {}
+            Err(e) if origin_engine::vfs::is_read_only_error(&e) => return Ok(refused(e)),
+            Err(e) => return Err(io("create", path)(e)),
+        }
+        match dir.vfs().check_writable(path) {
+            Ok(()) => Ok(None),
+            Err(e) if origin_engine::vfs::is_read_only_error(&e) => Ok(refused(e)),
+            Err(e) => Err(io("look at", path)(e)),
+        }
     }
 
     /// An empty catalog in `dir` for `journal`'s store: whatever index the directory held is
@@ -1962,7 +1980,7 @@ mod tests {
         fs::write(idx.join("9.segment.tmp"), b"left by a crash").unwrap();
         drop(j);
         let before = files_under(dir.path());
-        let ro: Arc<dyn Vfs> = Arc::new(ReadOnlyFs(Arc::new(OsFs)));
+        let ro: Arc<dyn Vfs> = Arc::new(ReadOnlyFs::new(Arc::new(OsFs)));
         let j = Journal::open_with(ro, &dir.path().join("journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).unwrap();
         let all = ["claude-code:e1", "claude-code:e2", "claude-code:e3"];
         let (mut c, opened) = Catalog::open(&idx, &j).unwrap();
@@ -2009,6 +2027,24 @@ mod tests {
         c.catch_up(&j).unwrap();
         assert_eq!(keys(&c, "release", Scope::Event), all);
         assert_eq!(files_under(dir.path()), before, "the damaged manifest left as it is");
+        // The journal writable, the index's folder not (a read-only mount of it): the same.
+        m[last] ^= 0x01;
+        fs::write(&manifest, &m).unwrap();
+        let rw = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        append(&rw, &ingested(vec![event(4, EventKind::Message, "release party")]));
+        let before = files_under(&idx);
+        let below: Arc<dyn Vfs> = Arc::new(ReadOnlyFs::below(Arc::new(OsFs), &idx));
+        let rw = Journal::open_with(below, &dir.path().join("journal"), Options::default()).unwrap();
+        let (mut c, opened) = Catalog::open(&idx, &rw).unwrap();
+        assert!(matches!(opened, CatalogOpened::Loaded { .. }), "{opened:?}");
+        c.set_commit_docs(1);
+        c.catch_up(&rw).unwrap();
+        assert!(!c.wants_commit());
+        assert_eq!(c.commit().unwrap(), Committed::Busy);
+        assert_eq!(keys(&c, "release", Scope::Event).len(), 4);
+        assert_eq!(files_under(&idx), before, "nothing written in the index's folder");
+        drop((c, rw));
+        let before = files_under(dir.path());
         // No index: built in memory, the folder not made.
         let none = dir.path().join("no-index");
         let (mut c, opened) = Catalog::open(&none, &j).unwrap();

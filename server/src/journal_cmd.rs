@@ -28,6 +28,12 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let s = j.status()?;
     let torn_pending = j.open_report().torn_tails;
     let records = s.next_offset - s.first_offset;
+    // Why the store cannot be written, if it cannot (commands then read it as it is).
+    use origin_engine::vfs::Vfs as _;
+    let unwritable = match origin_engine::vfs::OsFs.check_writable(dir) {
+        Err(e) if origin_engine::vfs::is_read_only_error(&e) => Some(format!("{}: {e}", dir.display())),
+        _ => None,
+    };
     // From the cursor snapshot when it checks out (else the whole journal is read).
     let (cursors, _) = origin_ingest::snapshot::caught_up(&j, &origin_ingest::snapshot::path_in(home)).context("reading ingest counters from the journal")?;
     if json {
@@ -54,6 +60,8 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
             "last_offset": if records > 0 { Some(s.next_offset - 1) } else { None },
             "torn_tails_repaired": s.torn_tails_repaired,
             "torn_tails_pending": torn_pending.len(),
+            "writable": unwritable.is_none(),
+            "not_writable_because": unwritable,
             "sources": sources,
         });
         say!(out, "{}", serde_json::to_string_pretty(&v)?);
@@ -63,6 +71,9 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let last = if records > 0 { format!("last offset {}", s.next_offset - 1) } else { "empty".to_owned() };
     say!(out, "journal   {} segments, {} records, {}, {last}", s.segments, records, show::bytes(s.bytes));
     say!(out, "tails     {} torn tails repaired (copies in {}/recovered)", s.torn_tails_repaired, dir.display());
+    if let Some(why) = &unwritable {
+        say!(out, "writable  no ({why}): commands read it as it is; no agents' logs are read into it, and nothing is remembered, corrected, forgotten or restored");
+    }
     for (id, t) in &cursors.totals {
         say!(out, 
             "{:<9} {} files, {} lines, {} events, {} malformed lines skipped, {} lines cut, {} read, {} memory file versions",

@@ -599,6 +599,7 @@ pub fn say_journal_repairs(j: &Journal) {
         // refuses writes (a failed sync) leaves it for the next.
         let done = match &t.copy {
             Some(c) => format!("were cut; they are kept in {}", c.display()),
+            None if j.is_read_only() => "are read past and left as they are (the store cannot be written)".to_owned(),
             None => "are left for the next open to cut (this one refuses writes)".to_owned(),
         };
         crate::say_err!(
@@ -631,10 +632,24 @@ pub struct Archive {
     journal: Arc<Journal>,
     /// Why the store cannot be written, when it was opened to read only ([`open_journal`]).
     read_only: Option<String>,
+    /// Why the projections' snapshots are not saved: the store cannot be written, or its
+    /// projections folder cannot ([`projections_unwritable`]).
+    unsaved: Option<String>,
     freshness: Arc<Freshness>,
     inner: Mutex<Inner>,
     device: String,
     tz: TimeZone,
+}
+
+/// Why the projections folder `dir` (made if missing) cannot be written, if it cannot: a
+/// read-only mount of it, or another user's folder, in a store whose journal can be written.
+fn projections_unwritable(vfs: &dyn Vfs, dir: &Path) -> Option<String> {
+    let checked = vfs.create_dir_all(dir).and_then(|()| vfs.check_writable(dir));
+    match checked {
+        Err(e) if origin_engine::vfs::is_read_only_error(&e) => Some(format!("{}: {e}", dir.display())),
+        // Anything else is met, and said, where the snapshots are read and written.
+        _ => None,
+    }
 }
 
 /// Opens the store's journal in `dir` to write; where the store cannot be written (a
@@ -706,16 +721,26 @@ impl Archive {
         recorded_home: Option<&str>,
         verify: origin_projections::Verify,
     ) -> anyhow::Result<Archive> {
-        let (journal, read_only) = open_journal(vfs, &home.join("journal"))?;
+        let (journal, read_only) = open_journal(vfs.clone(), &home.join("journal"))?;
         let journal = Arc::new(journal);
-        say_journal_repairs(&journal);
         if let Some(why) = &read_only {
+            let logs = if homes.is_some() { ", no agents' logs are read into it," } else { "" };
             crate::say_err!(
-                "origin: the store in {} cannot be written ({why}); it is read as it is: no agents' logs are read into it, \
-                 and nothing can be remembered, corrected, forgotten or restored there",
+                "origin: the store in {} cannot be written ({why}); it is read as it is{logs} and nothing can be remembered, \
+                 corrected, forgotten or restored there",
                 home.display()
             );
         }
+        say_journal_repairs(&journal);
+        let unsaved = match &read_only {
+            Some(why) => Some(why.clone()),
+            None => projections_unwritable(&*vfs, &home.join("projections")).inspect(|why| {
+                crate::say_err!(
+                    "origin: the projections folder cannot be written ({why}): their snapshots are not saved, so each start \
+                     reads the journal past the last ones saved, and what the text index adds is kept in memory"
+                )
+            }),
+        };
         let reads_logs = homes.is_some() && read_only.is_none();
         let homes = homes.unwrap_or_else(|| Homes::under(home));
         let mut ingester = Ingester::new(journal.clone(), home, homes).with_snapshot(origin_ingest::snapshot::path_in(home));
@@ -736,6 +761,33 @@ impl Archive {
         let index_dir = home.join("projections").join("index");
         let origin_projections::OpenedProjections { state, state_opened, mut catalog, catalog_opened: opened } =
             origin_projections::open_projections(&journal, &snapshot_path, &index_dir, verify, origin_projections::StateRead::ByCaller)?;
+        // Projections that cannot be saved and are behind the journal: what they lack is read
+        // into memory at every start, which the user should know of (it is slow on a large store).
+        if unsaved.is_some() {
+            let state_to = match state_opened.snapshot {
+                origin_projections::SnapshotUse::Loaded { read_to } => read_to,
+                _ => 0,
+            };
+            let index_to = match &opened {
+                CatalogOpened::Loaded { mark } => *mark,
+                _ => 0,
+            };
+            let (saved, end) = (state_to.min(index_to), journal.next_offset());
+            let folder = home.join("projections");
+            if saved == 0 && end > 0 {
+                crate::say_err!(
+                    "origin: no projections are saved in {}: this process reads the journal's {end} records into its memory, as \
+                     every start does while they cannot be saved",
+                    folder.display()
+                );
+            } else if saved < end {
+                crate::say_err!(
+                    "origin: the projections saved in {} reflect the journal's first {saved} of {end} records: this process reads \
+                     the rest into its memory, as every start does while they cannot be saved",
+                    folder.display()
+                );
+            }
+        }
         // What the snapshot on disk reflects: nothing unless one was loaded, so a state rebuilt
         // from the journal is saved at the next checkpoint.
         let saved_to = match state_opened.snapshot {
@@ -765,6 +817,7 @@ impl Archive {
             mirrors: replay.map_or_else(|| home.join("raw"), |r| r.of.join("raw")),
             journal,
             read_only,
+            unsaved,
             freshness,
             inner: Mutex::new(Inner { saved_to, state, catalog, commit: None, commit_failures: None, interval: background_interval(), left_out_said: 0 }),
             device: origin_ingest::ingest::device_name(),
@@ -916,8 +969,8 @@ impl Archive {
     /// text index's in-memory documents (so the next start replays and indexes only what
     /// follows).
     pub fn save_snapshot(&self) -> Result<(), ToolError> {
-        // Nothing is written to a store that cannot be written.
-        if self.read_only.is_some() {
+        // Nothing is written where nothing can be.
+        if self.unsaved.is_some() {
             return Ok(());
         }
         // The state's snapshot first: it is what a next start needs most (rebuilding the state
@@ -962,7 +1015,7 @@ impl Archive {
     /// (agents often end their MCP servers that way), and every command after a rebuild, still
     /// start quickly next time, however few records the store holds.
     pub fn checkpoint(&self, records: u64) -> Result<bool, ToolError> {
-        if self.read_only.is_some() {
+        if self.unsaved.is_some() {
             return Ok(false);
         }
         {
@@ -1455,14 +1508,22 @@ impl Archive {
         Ok(c)
     }
 
-    fn append(&self, body: &Body) -> Result<(), ToolError> {
-        if let Some(why) = &self.read_only {
-            return Err(ToolError::new(format!(
-                "The Origin store in {} cannot be written ({why}), so Origin reads it as it is and records nothing there. \
-                 Make it writable (or use a store that is) to remember, correct, forget or restore.",
+    /// Refuses a write to a store opened to read only, before anything else is looked at (the
+    /// lines it would cite were never read into it, so an argument's check would send the agent
+    /// the wrong way).
+    fn writable(&self) -> Result<(), ToolError> {
+        match &self.read_only {
+            None => Ok(()),
+            Some(why) => Err(ToolError::new(format!(
+                "The Origin store in {} cannot be written ({why}), so Origin reads it as it is and records nothing there: \
+                 nothing can be remembered, corrected, forgotten or restored until it can be written, and Origin is started again.",
                 self.home.display()
-            )));
+            ))),
         }
+    }
+
+    fn append(&self, body: &Body) -> Result<(), ToolError> {
+        self.writable()?;
         let rec = NewRecord::new(body).map_err(store_error)?;
         self.journal.append(vec![rec]).map_err(store_error)?;
         self.sync()
@@ -1470,6 +1531,7 @@ impl Archive {
 
     /// `remember`; `agent` names the author (`<agent>@<device>`).
     pub fn remember(&self, a: &EntryArgs, agent: &str) -> ToolResult {
+        self.writable()?;
         let text = Self::check_entry_text(a.text.as_deref())?;
         let kind = parse_kind(a.kind.as_deref().unwrap_or("memory"))?;
         name_arg("project", &a.project)?;
@@ -1522,6 +1584,7 @@ impl Archive {
 
     /// `correct`.
     pub fn correct(&self, a: &EntryArgs, agent: &str) -> ToolResult {
+        self.writable()?;
         let id = a.id.as_deref().ok_or_else(|| ToolError::invalid("id", "is required"))?;
         if !is_entry_id(id) {
             return Err(ToolError::invalid("id", format!("must be an entry id (ent_ and 12 to 32 hex characters), not {id:?}")));
@@ -1591,6 +1654,7 @@ impl Archive {
 
     /// `forget`.
     pub fn forget(&self, id: &str, reason: &str, agent: &str) -> ToolResult {
+        self.writable()?;
         Self::check_id(id)?;
         let reason = reason.trim();
         let n = reason.chars().count();
@@ -1657,6 +1721,7 @@ impl Archive {
 
     /// `origin restore`: lifts a tombstone (CLI and admin only; no tool).
     pub fn restore(&self, tombstone: &str, author: &str) -> ToolResult {
+        self.writable()?;
         if !is_tombstone_id(tombstone) {
             return Err(ToolError::invalid("tombstone", format!("must be a tombstone id (tmb_ and 12 to 32 hex characters), not {tombstone:?}")));
         }
@@ -1735,27 +1800,33 @@ mod tests {
         // Made by the first ingest: a read-only store may lack it (and cannot make it).
         std::fs::remove_file(home.join("ingest.lock")).expect("the ingest lock");
         let before = files_under(dir.path());
-        let ro: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(origin_engine::sim::ReadOnlyFs(Arc::new(origin_engine::vfs::OsFs)));
+        let ro: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(origin_engine::sim::ReadOnlyFs::new(Arc::new(origin_engine::vfs::OsFs)));
         let a = Archive::open_on(ro.clone(), &home, homes(), None, verify).expect("a read-only open");
-        assert!(a.read_only.as_deref().is_some_and(|why| why.contains("read-only")), "{:?}", a.read_only);
+        assert!(a.read_only.as_deref().is_some_and(|why| why.contains("Read-only file system")), "{:?}", a.read_only);
         let search = |q: &str| a.search(&SearchArgs { query: Some(q.into()), ..SearchArgs::default() }).expect("search");
         let found = search("URLSearchParams");
         assert_eq!(found["entries"][0]["id"], remembered.as_str(), "{found}");
         assert_eq!(search("Releases wait")["entries"].as_array().map(Vec::len), Some(1), "read past the snapshot");
         assert!(!found["events"].as_array().expect("events").is_empty(), "{found}");
-        let refused = a
-            .remember(
-                &EntryArgs {
-                    text: Some("Another fact.".into()),
-                    sources: vec![SourceArg { quote: Some("URLSearchParams".into()), ..SourceArg::default() }],
-                    confidence: Some(0.5),
-                    ..EntryArgs::default()
-                },
-                "test",
-            )
-            .expect_err("remember refused");
-        assert!(refused.to_string().contains("cannot be written") && refused.to_string().contains("read-only"), "{refused}");
-        let refused = a.forget(&remembered, "a test", "test").expect_err("forget refused");
+        // Every write is refused first, whatever its arguments (a quote of a line never read
+        // into the store would send the agent looking for it).
+        let quoting = |quote: &str| EntryArgs {
+            text: Some("Another fact.".into()),
+            sources: vec![SourceArg { quote: Some(quote.into()), ..SourceArg::default() }],
+            confidence: Some(0.5),
+            ..EntryArgs::default()
+        };
+        for args in [quoting("URLSearchParams"), quoting("a line never read"), EntryArgs::default()] {
+            let refused = a.remember(&args, "test").expect_err("remember refused");
+            assert!(refused.to_string().contains("cannot be written") && refused.to_string().contains("Read-only file system"), "{refused}");
+        }
+        let refused = a.correct(&EntryArgs { id: Some(remembered.clone()), ..quoting("URLSearchParams") }, "test").expect_err("correct refused");
+        assert!(refused.to_string().contains("cannot be written"), "{refused}");
+        for id in [remembered.as_str(), "not an id"] {
+            let refused = a.forget(id, "a test", "test").expect_err("forget refused");
+            assert!(refused.to_string().contains("cannot be written"), "{refused}");
+        }
+        let refused = a.restore("tmb_000000000000", "test").expect_err("restore refused");
         assert!(refused.to_string().contains("cannot be written"), "{refused}");
         assert!(a.freshness().ingester().discover().iter().all(|(_, files, _)| files.is_empty()), "no agents' logs looked at");
         assert!(a.freshness().before_write().expect("an ingest that reads nothing").sources.is_empty());
@@ -1769,6 +1840,26 @@ mod tests {
         // No store there: the refusal to make one is said.
         let e = Archive::open_on(ro, &dir.path().join("nowhere"), homes(), None, verify).err().expect("no store");
         assert!(format!("{e:#}").contains("Read-only file system"), "{e:#}");
+        // Only the projections folder read-only: the store is written and read, its index
+        // as it is on disk (not built again), what it adds and the state kept in memory, and
+        // nothing written in that folder.
+        let projections = home.join("projections");
+        let before = files_under(&projections);
+        let partly: Arc<dyn origin_engine::vfs::Vfs> =
+            Arc::new(origin_engine::sim::ReadOnlyFs::below(Arc::new(origin_engine::vfs::OsFs), &projections));
+        let a = Archive::open_on(partly, &home, homes(), None, verify).expect("open");
+        assert!(a.read_only.is_none());
+        assert!(a.unsaved.as_deref().is_some_and(|why| why.contains("Read-only file system")), "{:?}", a.unsaved);
+        assert!(a.inner.lock().expect("inner").catalog.index().mark().is_some(), "the index on disk read");
+        let added = a.remember(&quoting("URLSearchParams"), "test").expect("remembered");
+        let found = a.search(&SearchArgs { query: Some("Another fact".into()), ..SearchArgs::default() }).expect("search");
+        assert_eq!(found["entries"][0]["id"], added["entry"]["id"]);
+        a.save_snapshot().expect("nothing to save");
+        assert!(!a.checkpoint(0).expect("checkpoint"));
+        assert!(!a.merge_step(true).expect("merge"));
+        a.commit_step();
+        drop(a);
+        assert_eq!(files_under(&projections), before, "nothing written in the projections folder");
     }
 
     /// A line taken a piece at a time shows what cutting it whole shows: lines shorter and
