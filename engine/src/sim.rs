@@ -682,26 +682,33 @@ impl VfsFile for SimFile {
 /// `create_dir_all` makes it (nothing to do); locks go through (Origin opens a lock file for
 /// reading where writing it is refused: see [`Vfs::lock`]), a writer failing at its first
 /// write.
+/// Clones share the mount: [`ReadOnlyFs::remount`] changes it for all of them.
 #[derive(Debug, Clone)]
 pub struct ReadOnlyFs {
     inner: Arc<dyn Vfs>,
     below: PathBuf,
+    read_only: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ReadOnlyFs {
     /// All of `inner`, read-only.
     pub fn new(inner: Arc<dyn Vfs>) -> ReadOnlyFs {
-        ReadOnlyFs { inner, below: PathBuf::from("/") }
+        ReadOnlyFs::below(inner, Path::new("/"))
     }
 
     /// `inner` with only what is below `path` read-only (a read-only mount there).
     pub fn below(inner: Arc<dyn Vfs>, path: &Path) -> ReadOnlyFs {
-        ReadOnlyFs { inner, below: path.to_path_buf() }
+        ReadOnlyFs { inner, below: path.to_path_buf(), read_only: Arc::new(std::sync::atomic::AtomicBool::new(true)) }
+    }
+
+    /// Mounts it again, read-only or to write.
+    pub fn remount(&self, read_only: bool) {
+        self.read_only.store(read_only, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// `Err(EROFS)` if `path` is on the read-only mount.
     fn refuse(&self, path: &Path) -> io::Result<()> {
-        if path.starts_with(&self.below) { Err(read_only()) } else { Ok(()) }
+        if self.read_only.load(std::sync::atomic::Ordering::SeqCst) && path.starts_with(&self.below) { Err(read_only()) } else { Ok(()) }
     }
 }
 

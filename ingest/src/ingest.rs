@@ -3,7 +3,6 @@
 //! memory files.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::OpenOptions;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -511,14 +510,13 @@ impl Ingester {
         if self.journal.is_read_only() {
             return Ok(RunSummary::default());
         }
-        let lock_file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&self.lock_path)
+        // Through the store's file system, which opens a lock file it may not write (another
+        // user's, left by a run under `sudo`) for reading: the lock is the file's all the same.
+        let lock = self
+            .journal
+            .vfs()
+            .lock(&self.lock_path, origin_engine::vfs::LockMode::Exclusive)
             .map_err(|source| IngestError::Lock { path: self.lock_path.clone(), source })?;
-        lock_file.lock().map_err(|source| IngestError::Lock { path: self.lock_path.clone(), source })?;
         self.journal.refresh()?;
         let mut cursors = self.caught_up()?;
         let mut summary = RunSummary::default();
@@ -619,8 +617,8 @@ impl Ingester {
             }
         }
         drop(cursors);
-        // Dropping the file releases the lock.
-        drop(lock_file);
+        // Dropping the guard releases the lock.
+        drop(lock);
         Ok(summary)
     }
 

@@ -381,6 +381,19 @@ fn dry_run(name: &str, text: &str) -> (usize, Vec<usize>, Vec<Ingested>) {
     (from, writes, ingested_in(&fs))
 }
 
+/// The ingest lock is taken through the store's file system (which opens a lock file it may
+/// not write for reading, as one another user owns after a run under `sudo`): on a simulated
+/// machine, the real one holds no lock file after a run.
+#[test]
+fn the_ingest_lock_is_taken_through_the_stores_file_system() {
+    let w = World::new();
+    std::fs::write(w.log("l.jsonl"), format!("{}\n", line("l1", "one"))).expect("write");
+    let fs = origin_engine::sim::SimFs::new(7);
+    sim_ingester(&fs, &w).run(None, &mut |_| {}).expect("run");
+    assert_eq!(ingested_in(&fs).len(), 1);
+    assert!(!w.store().join("ingest.lock").exists(), "a lock file made outside the store's file system");
+}
+
 /// Every Ingested record of a journal on a simulated machine, in order.
 fn ingested_in(fs: &origin_engine::sim::SimFs) -> Vec<Ingested> {
     records_of(&Journal::open_with(Arc::new(fs.clone()), Path::new("/store/journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("open"))

@@ -714,7 +714,7 @@ impl Archive {
 
     /// [`Archive::open`] with the journal and the projections on `vfs` (tests: a file system
     /// that refuses writes).
-    fn open_on(
+    pub(crate) fn open_on(
         vfs: Arc<dyn Vfs>,
         home: &Path,
         homes: Option<Homes>,
@@ -825,6 +825,18 @@ impl Archive {
         };
         archive.sync().map_err(anyhow::Error::new)?;
         Ok(archive)
+    }
+
+    /// Why the store cannot be written, if it was opened to read only.
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
+    }
+
+    /// For a store opened to read only: whether its journal can be opened to write now (the
+    /// file system remounted to write, its files given back to their user). The open made to
+    /// find out is let go at once.
+    pub fn writable_again(&self) -> bool {
+        self.read_only.is_some() && Journal::open_with(self.journal.vfs().clone(), self.journal.dir(), Options::default()).is_ok()
     }
 
     /// How often the background thread commits, merges and checkpoints
@@ -1516,7 +1528,8 @@ impl Archive {
             None => Ok(()),
             Some(why) => Err(ToolError::new(format!(
                 "The Origin store in {} cannot be written ({why}), so Origin reads it as it is and records nothing there: \
-                 nothing can be remembered, corrected, forgotten or restored until it can be written, and Origin is started again.",
+                 nothing can be remembered, corrected, forgotten or restored until it can be written (`origin mcp` looks again \
+                 every 10 s, and is then opened to write).",
                 self.home.display()
             ))),
         }

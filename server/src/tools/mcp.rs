@@ -369,27 +369,52 @@ struct Again {
     ended: std::sync::Mutex<std::time::Instant>,
     /// When the attempt under way (or the last) began.
     began: std::sync::Mutex<std::time::Instant>,
+    /// When a store opened to read only was last looked at to see if it can be written now.
+    rechecked: std::sync::Mutex<std::time::Instant>,
+    /// The least time between two such looks ([`READ_ONLY_RECHECK_AFTER`]).
+    recheck_after: std::time::Duration,
 }
 
 /// The least time between two attempts to open the store.
 pub const OPEN_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The least time between two looks at a store opened to read only, to see whether it can be
+/// written now (remounted to write, its files given back to their user): each look opens its
+/// journal to write, which reads its last segment's tail.
+pub const READ_ONLY_RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Again {
     /// Starts an attempt on a thread of its own, unless one is under way, or (`after_failure`)
     /// the last attempt did not fail: two calls that saw the same failure start one attempt,
     /// and neither replaces a store another attempt opened meanwhile.
     fn attempt(self: &Arc<Again>, after_failure: bool) -> anyhow::Result<()> {
+        self.attempt_as(if after_failure { Attempt::AfterFailure } else { Attempt::First })
+    }
+
+    fn attempt_as(self: &Arc<Again>, kind: Attempt) -> anyhow::Result<()> {
         use std::sync::atomic::Ordering;
         if self.running.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
         // An attempt that ended published its outcome before it let `running` go.
-        if after_failure && !matches!(&*self.tx.borrow(), Some(Err(_))) {
+        let current = match &*self.tx.borrow() {
+            Some(Ok(a)) => Some(a.clone()),
+            _ => None,
+        };
+        let stale = match kind {
+            Attempt::First => false,
+            Attempt::AfterFailure => !matches!(&*self.tx.borrow(), Some(Err(_))),
+            Attempt::ToWrite => current.as_ref().is_none_or(|a| a.read_only().is_none()),
+        };
+        if stale {
             self.running.store(false, Ordering::SeqCst);
             return Ok(());
         }
         *self.began.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
-        self.tx.send_replace(None);
+        // A store read only meanwhile answers until the one opened to write replaces it.
+        if kind != Attempt::ToWrite {
+            self.tx.send_replace(None);
+        }
         let again = self.clone();
         let spawned = std::thread::Builder::new().name("origin-open".into()).spawn(move || {
             let opened = (again.open)().map(Arc::new).map_err(|e| {
@@ -397,7 +422,18 @@ impl Again {
                 format!("Origin could not open its store: {e:#}")
             });
             *again.ended.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
-            again.tx.send_replace(Some(opened));
+            match (&opened, kind) {
+                // Opened to read only again, or not at all: the store read only goes on answering.
+                (Ok(a), Attempt::ToWrite) if a.read_only().is_some() => {}
+                (Err(_), Attempt::ToWrite) => {}
+                (Ok(_), Attempt::ToWrite) => {
+                    crate::say_err!("origin: the store can be written again: it was opened again, to write");
+                    again.tx.send_replace(Some(opened));
+                }
+                _ => {
+                    again.tx.send_replace(Some(opened));
+                }
+            }
             again.running.store(false, Ordering::SeqCst);
         });
         if let Err(e) = spawned {
@@ -407,6 +443,18 @@ impl Again {
         }
         Ok(())
     }
+}
+
+/// What an attempt to open the store is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Attempt {
+    /// The first.
+    First,
+    /// After a failed one.
+    AfterFailure,
+    /// A store opened to read only can be written now: opened again, to write, replacing it
+    /// once open (it answers meanwhile; if the new one is read only too, it stays).
+    ToWrite,
 }
 
 impl Opening {
@@ -419,6 +467,12 @@ impl Opening {
     /// Runs `open` on a thread of its own; its failure is what tool calls then answer, until
     /// an attempt made at a later call (at most every [`OPEN_RETRY_AFTER`]) opens the store.
     pub fn start(open: impl Fn() -> anyhow::Result<Archive> + Send + Sync + 'static) -> anyhow::Result<Opening> {
+        Opening::start_rechecking(open, READ_ONLY_RECHECK_AFTER)
+    }
+
+    /// [`Opening::start`], a store opened to read only looked at again at most every
+    /// `recheck_after` (tests).
+    fn start_rechecking(open: impl Fn() -> anyhow::Result<Archive> + Send + Sync + 'static, recheck_after: std::time::Duration) -> anyhow::Result<Opening> {
         let (tx, rx) = tokio::sync::watch::channel(None);
         let again = Arc::new(Again {
             open: Box::new(open),
@@ -426,6 +480,8 @@ impl Opening {
             running: std::sync::atomic::AtomicBool::new(false),
             ended: std::sync::Mutex::new(std::time::Instant::now()),
             began: std::sync::Mutex::new(std::time::Instant::now()),
+            rechecked: std::sync::Mutex::new(std::time::Instant::now()),
+            recheck_after,
         });
         again.attempt(false)?;
         Ok(Opening { rx, started: std::time::Instant::now(), again: Some(again) })
@@ -463,6 +519,31 @@ impl Opening {
         {
             // A thread that cannot be started leaves the failure saying so.
             let _ = again.attempt(true);
+        }
+        // A store opened to read only: once it can be written, opened again to write (looked
+        // at on a thread of its own, as it reads the journal's tail; this call is answered by
+        // the store as it is).
+        if let Some(again) = &self.again
+            && let Some(current) = self.now()
+            && current.read_only().is_some()
+        {
+            let due = {
+                let mut at = again.rechecked.lock().unwrap_or_else(|p| p.into_inner());
+                let due = at.elapsed() >= again.recheck_after;
+                if due {
+                    *at = std::time::Instant::now();
+                }
+                due
+            };
+            if due {
+                let again = again.clone();
+                // A thread that cannot be started looks again at a later call.
+                let _ = std::thread::Builder::new().name("origin-recheck".into()).spawn(move || {
+                    if current.writable_again() {
+                        let _ = again.attempt_as(Attempt::ToWrite);
+                    }
+                });
+            }
         }
         let mut rx = self.rx.clone();
         let waited = tokio::time::timeout(wait, rx.wait_for(Option::is_some)).await;
@@ -1252,13 +1333,25 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
         let (opening, merges) = (opening.clone(), merges.clone());
         tokio::spawn(async move {
             let mut rx = opening.rx.clone();
-            // Once open (a failed attempt may be followed by one that opens it).
-            if rx.wait_for(|o| matches!(o, Some(Ok(_)))).await.is_err() {
-                return;
-            }
-            if let Some(archive) = opening.now() {
+            let mut running: Option<Arc<Archive>> = None;
+            loop {
+                // Once open (a failed attempt may be followed by one that opens it), and again
+                // whenever another archive takes its place (a store opened to read only, opened
+                // again to write once it can be): the background work is the current one's.
+                let new = |o: &Opened| matches!(o, Some(Ok(a)) if running.as_ref().is_none_or(|r| !Arc::ptr_eq(r, a)));
+                if rx.wait_for(new).await.is_err() {
+                    return;
+                }
+                let Some(archive) = opening.now() else { continue };
+                if let Some(old) = running.take() {
+                    old.freshness().stop();
+                }
+                if let Some(m) = merges.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    m.stop();
+                }
                 archive.freshness().start();
-                *merges.lock().unwrap_or_else(|p| p.into_inner()) = Some(spawn_merges(archive));
+                *merges.lock().unwrap_or_else(|p| p.into_inner()) = Some(spawn_merges(archive.clone()));
+                running = Some(archive);
             }
         })
     };
@@ -1431,6 +1524,66 @@ mod tests {
             assert!(archive.is_ok(), "opened at the next call");
             assert!(opening.now().is_some() && opening.failure().is_none());
             assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
+        });
+    }
+
+    /// A store opened to read only (a read-only mount) answers as it is; looked at again at a
+    /// later call, it stays so while it cannot be written, and is opened again, to write, once
+    /// it can be (it was read only until the server was started again).
+    #[test]
+    fn a_store_opened_to_read_only_is_opened_to_write_once_it_can_be() {
+        use origin_engine::sim::ReadOnlyFs;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("store");
+        drop(Archive::open(&home, None, None, origin_projections::Verify::WhenNeeded).expect("a store"));
+        let mount = ReadOnlyFs::new(Arc::new(origin_engine::vfs::OsFs));
+        let vfs: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(mount.clone());
+        let recheck = std::time::Duration::from_millis(50);
+        // Opening again takes a while (a large store's projections), during which the store read
+        // only answers.
+        let opens = std::sync::atomic::AtomicUsize::new(0);
+        let open = move || {
+            if opens.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+            Archive::open_on(vfs.clone(), &home, None, None, origin_projections::Verify::WhenNeeded)
+        };
+        let opening = Opening::start_rechecking(open, recheck).expect("start");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async {
+            let wait = std::time::Duration::from_secs(30);
+            let first = opening.archive(wait).await.expect("opened");
+            assert!(first.read_only().is_some_and(|why| why.contains("Read-only file system")), "{:?}", first.read_only());
+            let refused = first.forget("ent_0123456789ab", "a test", "test").expect_err("refused");
+            assert!(refused.to_string().contains("cannot be written"), "{refused}");
+            // Still read-only: looked at, and kept, with no attempt to open it again.
+            let began = || *opening.again.as_ref().expect("again").began.lock().expect("began");
+            let first_began = began();
+            for _ in 0..4 {
+                tokio::time::sleep(recheck * 2).await;
+                let a = opening.archive(wait).await.expect("open");
+                assert!(Arc::ptr_eq(&a, &first), "the same store, read only");
+            }
+            tokio::time::sleep(recheck * 4).await;
+            assert!(Arc::ptr_eq(&opening.now().expect("open"), &first), "not replaced while it cannot be written");
+            assert_eq!(began(), first_began, "not opened again while it cannot be written");
+            // Written to again: the next call looks, and the store is opened to write.
+            mount.remount(false);
+            tokio::time::sleep(recheck * 2).await;
+            let answered = opening.archive(wait).await.expect("open");
+            assert!(answered.read_only().is_some(), "the call that looks is answered by the store as it is");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let written = loop {
+                // The store read only answers until the one opened to write takes its place.
+                let now = opening.now().expect("a store answers all along");
+                if now.read_only().is_none() {
+                    break now;
+                }
+                assert!(std::time::Instant::now() < deadline, "not opened to write");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            };
+            let unknown = written.forget("ent_0123456789ab", "a test", "test").expect_err("an unknown entry");
+            assert!(unknown.to_string().contains("Unknown entry"), "{unknown}");
         });
     }
 
