@@ -673,12 +673,8 @@ impl Catalog {
         if self.writing() {
             return Ok(None);
         }
-        if self.read_only {
-            self.start_over_in_memory();
-            return Ok(Some(damage.to_string()));
-        }
         let damaged = self.index.damaged_segments();
-        let _lock = lock(&dir, true)?;
+        let _lock = self.repair_lock(&dir)?;
         // Another process that found the same damage may have repaired it first: its
         // manifest then no longer lists the damaged segments, and what it wrote since is
         // taken as it is (deleting it would make every process start over again).
@@ -687,8 +683,24 @@ impl Catalog {
             self.refresh()?;
             return Ok(None);
         }
-        self.start_over_under_lock(&dir, journal)?;
+        if self.read_only {
+            self.start_over_in_memory();
+        } else {
+            self.start_over_under_lock(&dir, journal)?;
+        }
         Ok(Some(damage.to_string()))
+    }
+
+    /// The lock a repair holds while it looks again at what it found damaged: the writer's,
+    /// waiting for it; for a catalog that may not write, the lock shared, waiting for a writer
+    /// (another process's repair) to finish, so that what that writer wrote is read rather than
+    /// the index given up for one in memory (a reader of a live store, another user's or a
+    /// read-only mount of it). A shared lock that cannot be taken is gone without.
+    fn repair_lock(&self, dir: &Folder) -> Result<Option<Box<dyn Send>>, CatalogError> {
+        if self.read_only {
+            return Ok(dir.vfs().lock(&dir.join(LOCK_FILE), origin_engine::vfs::LockMode::Shared).ok().map(|l| Box::new(l) as Box<dyn Send>));
+        }
+        Ok(lock(dir, true)?.map(|l| Box::new(l) as Box<dyn Send>))
     }
 
     /// True while a commit or merge of this catalog is under way (it holds the writer's lock).
@@ -752,16 +764,16 @@ impl Catalog {
         if self.writing() {
             return Err(damage.into());
         }
-        if self.read_only {
-            self.start_over_in_memory();
-            return Ok(Some(damage.to_string()));
-        }
-        let _lock = lock(&dir, true)?;
+        let _lock = self.repair_lock(&dir)?;
         let damage = match self.refresh() {
             Err(CatalogError::Index(e)) if e.is_corruption() => e,
             other => return other.map(|_| None),
         };
-        self.start_over_under_lock(&dir, journal)?;
+        if self.read_only {
+            self.start_over_in_memory();
+        } else {
+            self.start_over_under_lock(&dir, journal)?;
+        }
         Ok(Some(damage.to_string()))
     }
 
@@ -2053,6 +2065,24 @@ mod tests {
         assert_eq!(keys(&c, "release", Scope::Event), all);
         assert!(!none.exists());
         assert_eq!(files_under(dir.path()), before);
+        // Damage a writer of the store repairs before this reader looks again (a read-only
+        // mount of a live store): the writer's index is read, not given up for one in memory.
+        let seg = segment_files(&idx)[0].clone();
+        let mut bytes = fs::read(&seg).unwrap();
+        bytes[40] ^= 0x01;
+        fs::write(&seg, &bytes).unwrap();
+        let (mut reader, _) = Catalog::open(&idx, &j).unwrap();
+        assert!(reader.index().verify().is_err_and(|e| e.to_string().contains("body CRC")));
+        let writer_journal = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
+        let (mut writer, _) = Catalog::open(&idx, &writer_journal).unwrap();
+        assert!(writer.index().verify().is_err());
+        assert!(writer.repair(&writer_journal).unwrap().is_some(), "the writer repairs");
+        writer.catch_up(&writer_journal).unwrap();
+        assert_eq!(writer.commit().unwrap(), Committed::Written);
+        assert_eq!(reader.repair(&j).unwrap(), None, "the reader takes the writer's repair");
+        assert!(!reader.index().segments().is_empty(), "the writer's segment read");
+        reader.catch_up(&j).unwrap();
+        assert_eq!(keys(&reader, "release", Scope::Event).len(), 4);
     }
 
     /// The segment files of an index directory, sorted.
