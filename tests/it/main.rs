@@ -16,3 +16,4 @@ mod index_processes;
 mod mcp_stdio;
 mod mcp_python;
 mod cli_forget_restore;
+mod store_read_only;

@@ -1,0 +1,132 @@
+//! A store this process may not write (another user's, or made read-only), read through the
+//! binary: the real file system's refusals (`EACCES`), not a simulated one's.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Every file under `dir` with its bytes.
+fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut found = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                found.insert(p.clone(), std::fs::read(&p).expect("read"));
+            }
+        }
+    }
+    found
+}
+
+/// Sets the permissions of `dir` and everything under it: `write` or not, for everyone.
+fn set_writable(dir: &Path, write: bool) {
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(p) = todo.pop() {
+        let meta = std::fs::symlink_metadata(&p).expect("stat");
+        let mode = if meta.is_dir() { if write { 0o777 } else { 0o555 } } else if write { 0o666 } else { 0o444 };
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        if meta.is_dir() {
+            todo.extend(std::fs::read_dir(&p).expect("read_dir").map(|e| e.expect("entry").path()));
+        }
+    }
+}
+
+/// Runs `origin --home store args` as a user who may read the store and not write it: as root
+/// (who writes anything), as another user (nobody); else as this user, the store made
+/// read-only for everyone.
+fn origin_as_reader(store: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(origin_tests::origin_bin());
+    cmd.arg("--home").arg(store).args(args).env("HOME", "/nonexistent-origin-test-home").env("ORIGIN_WATCH_INTERVAL_MS", "0");
+    if rustix::process::geteuid().is_root() {
+        cmd.uid(65534).gid(65534);
+    }
+    cmd.output().expect("run origin")
+}
+
+fn said(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// A store made with the fixtures' logs, its projections saved, in a folder another user
+/// can reach.
+fn store_of_fixtures(dir: &Path) -> PathBuf {
+    // Another user must be able to reach it (a temporary folder is its owner's alone).
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let store = dir.join("store");
+    let agents = crate::ingest_memory::fixtures().join("agent-home");
+    let made = Command::new(origin_tests::origin_bin())
+        .args(["--home", store.to_str().expect("utf-8"), "ingest", "--agents-home", agents.to_str().expect("utf-8"), "--recorded-home", "/home/dev"])
+        .output()
+        .expect("ingest");
+    assert!(made.status.success(), "{}", said(&made));
+    let searched = Command::new(origin_tests::origin_bin())
+        .args(["--home", store.to_str().expect("utf-8"), "search", "URLSearchParams"])
+        .env("HOME", "/nonexistent-origin-test-home")
+        .output()
+        .expect("search");
+    assert!(searched.status.success(), "{}", said(&searched));
+    store
+}
+
+/// A store its reader may not write answers searches, timelines and `status` from what it
+/// holds, with its projections and text index as saved; says once why it is read only;
+/// refuses remember and forget, saying why; and is left exactly as it was. (Every command
+/// failed at the journal's lock file before.)
+#[test]
+fn a_store_its_reader_may_not_write_is_read_as_it_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_of_fixtures(dir.path());
+    set_writable(&store, false);
+    let before = files_under(&store);
+
+    let out = origin_as_reader(&store, &["search", "URLSearchParams", "--json"]);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("URLSearchParams"), "{text}");
+    assert!(text.contains("cannot be written") && text.contains("Permission denied"), "{text}");
+    assert!(!text.contains("rebuilding the text index") && !text.contains("cannot be kept on disk"), "the index on disk read: {text}");
+    let out = origin_as_reader(&store, &["timeline", "--since", "2000-01-01"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let out = origin_as_reader(&store, &["status"]);
+    assert!(out.status.success() && said(&out).contains("writable  no"), "{}", said(&out));
+    let out = origin_as_reader(&store, &["remember", "A fact.", "--quote", "URLSearchParams", "--confidence", "0.5"]);
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    assert!(said(&out).contains("cannot be written"), "{}", said(&out));
+    let out = origin_as_reader(&store, &["forget", "ent_0123456789ab", "--reason", "a test"]);
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    assert!(said(&out).contains("cannot be written"), "{}", said(&out));
+    let out = origin_as_reader(&store, &["journal", "verify"]);
+    assert!(out.status.success(), "{}", said(&out));
+
+    set_writable(&store, true);
+    assert_eq!(files_under(&store), before, "nothing written");
+}
+
+/// A store whose journal its user may write and whose projections folder it may not (a
+/// read-only mount of it, or files left by another user): remember is recorded and found, the
+/// text index on disk is read as it is (not built again in memory at every command), the
+/// projections are left as they were, and why their snapshots are not saved is said.
+#[test]
+fn projections_their_user_may_not_write_are_read_as_they_are() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_of_fixtures(dir.path());
+    set_writable(&store, true);
+    let projections = store.join("projections");
+    set_writable(&projections, false);
+    let before = files_under(&projections);
+    let out = origin_as_reader(&store, &["remember", "Query strings are built with URLSearchParams.", "--quote", "URLSearchParams", "--confidence", "0.5"]);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("the projections folder cannot be written"), "{text}");
+    assert!(!text.contains("rebuilding the text index") && !text.contains("cannot be kept on disk"), "the index on disk read: {text}");
+    let out = origin_as_reader(&store, &["search", "built with URLSearchParams", "--scope", "entries"]);
+    assert!(out.status.success() && said(&out).contains("Query strings are built with URLSearchParams."), "{}", said(&out));
+    set_writable(&store, true);
+    assert_eq!(files_under(&projections), before, "nothing written in the projections folder");
+}
