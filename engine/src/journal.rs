@@ -350,6 +350,27 @@ fn replicate(e: &Error) -> Error {
     }
 }
 
+/// Why this process cannot write the journal in `dir`, if it cannot: the folder refused
+/// ([`Vfs::check_writable`]: a read-only file system, permissions), or its lock file, `TIP` or
+/// last segment refusing to be opened to write (another user's files, left by a run under
+/// `sudo`). Each is opened and let go: nothing is written, locked or repaired, so a store's
+/// owner is never made to wait and a torn tail is left for the open that says it cuts it.
+/// `None` when nothing refused, which a read-write open may still fail for other reasons.
+pub fn write_refused(vfs: &dyn Vfs, dir: &Path) -> Option<Error> {
+    use crate::vfs::is_read_only_error;
+    if let Err(e) = vfs.check_writable(dir) {
+        return is_read_only_error(&e).then(|| Error::io("write into", dir, e));
+    }
+    let last = vfs.list_dir(dir).ok()?.iter().filter_map(|n| parse_segment_file_name(n)).max().map(|base| dir.join(segment_file_name(base)));
+    for path in [Some(dir.join(LOCK_FILE_NAME)), Some(tip_path(dir)), last].into_iter().flatten() {
+        match vfs.open_rw(&path) {
+            Err(e) if is_read_only_error(&e) => return Some(Error::io("open", &path, e)),
+            _ => {}
+        }
+    }
+    None
+}
+
 impl Journal {
     /// Opens (creating if needed, read-write) the journal in `dir` on the real file system.
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Journal> {
@@ -2380,6 +2401,36 @@ mod tests {
         // Other failures are not taken for a refusal to write.
         assert!(!Error::io("write", dir, io::Error::from_raw_os_error(libc::ENOSPC)).is_write_refused());
         assert!(!Error::corrupt(dir, 0, "x").is_write_refused());
+    }
+
+    #[test]
+    fn what_refuses_a_write_is_found_without_writing() {
+        let fs = SimFs::new(43);
+        let dir = Path::new("/store/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts(4096)).expect("open");
+        append_numbered(&j, 40);
+        let last = j.segment_paths().last().cloned().expect("a segment");
+        drop(j);
+        // A torn tail: the look leaves it for the open that says it cuts it.
+        let mut bytes = fs.read_file(&last).expect("read");
+        bytes.extend_from_slice(&[0xAB; 40]);
+        fs.write_file(&last, &bytes).expect("write");
+        let before = fs.snapshot();
+        let inner: Arc<dyn Vfs> = Arc::new(fs.clone());
+        assert!(write_refused(&*inner, dir).is_none(), "a journal that can be written");
+        let all = crate::sim::ReadOnlyFs::new(inner.clone());
+        let e = write_refused(&all, dir).expect("a read-only mount");
+        assert!(e.is_write_refused() && e.to_string().contains(&dir.display().to_string()), "{e}");
+        for (file, name) in [(dir.join(LOCK_FILE_NAME), "LOCK"), (tip_path(dir), "TIP"), (last.clone(), ".seg")] {
+            let one = crate::sim::ReadOnlyFs::below(inner.clone(), &file);
+            let e = write_refused(&one, dir).unwrap_or_else(|| panic!("{name} refused"));
+            assert!(e.is_write_refused() && e.to_string().contains(&file.display().to_string()), "{e}");
+        }
+        for name in fs.list_dir(dir).expect("list") {
+            assert_eq!(fs.read_file(&dir.join(&name)).expect("read"), before.read_file(&dir.join(&name)).expect("was there"), "{name} unchanged");
+        }
+        // Not there: nothing refused (an open makes it).
+        assert!(write_refused(&*inner, Path::new("/elsewhere/journal")).is_none());
     }
 }
 

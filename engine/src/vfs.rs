@@ -67,8 +67,8 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>>;
     /// Removes a file, or a directory and everything in it.
     fn remove_all(&self, path: &Path) -> io::Result<()>;
-    /// Whether this process may make and change files in the directory `path` (`access(2)`
-    /// with `W_OK`): `Ok` if it may; else the error that says why not (`EROFS` on a read-only
+    /// Whether this process may make and change files in the directory `path` (`faccessat(2)`
+    /// with `W_OK` and the effective ids): `Ok` if it may; else the error that says why not (`EROFS` on a read-only
     /// file system, `EACCES` without write permission: [`is_read_only_error`]), or why it
     /// could not be told (not there). Nothing is written to find out.
     fn check_writable(&self, path: &Path) -> io::Result<()>;
@@ -142,22 +142,56 @@ struct OsLock {
 }
 impl LockGuard for OsLock {}
 
-/// A lock file kept open; `None` when it is missing from a read-only file system, where no
-/// process can be writing (see [`open_lock_file`]).
+/// A lock file kept open, as [`open_lock_file`] opened it.
 struct OsLockFile {
-    file: Option<File>,
+    opened: LockOpened,
 }
 
 impl LockFile for OsLockFile {
     fn lock(&self, mode: LockMode) -> io::Result<()> {
-        match (&self.file, mode) {
-            (None, _) => Ok(()),
-            (Some(f), LockMode::Shared) => f.lock_shared(),
-            (Some(f), LockMode::Exclusive) => f.lock(),
-        }
+        self.opened.lock(mode)
     }
     fn unlock(&self) -> io::Result<()> {
-        self.file.as_ref().map_or(Ok(()), File::unlock)
+        self.opened.file.as_ref().map_or(Ok(()), File::unlock)
+    }
+}
+
+/// A lock file as [`open_lock_file`] opened it.
+struct LockOpened {
+    /// The file; `None` when it is missing from a read-only file system.
+    file: Option<File>,
+    /// Why it could not be opened to write (an `errno` of [`is_read_only_error`]), when it
+    /// was opened to read, or is missing from a read-only file system.
+    refused: Option<i32>,
+}
+
+impl LockOpened {
+    /// Takes the lock (blocking). A shared lock is granted on a file opened to read, and
+    /// without one where none can be made (no one can be writing). A writer's exclusive lock is
+    /// refused at once on a read-only file system (no writer can write there, and readers
+    /// would wait on it), and where the file could be opened only to read, is taken if the file
+    /// system allows it (a local one does: `flock` asks no more), else refused with why it could
+    /// not be opened to write (an NFS client asks for a file open to write, and says `EBADF`).
+    fn lock(&self, mode: LockMode) -> io::Result<()> {
+        let refused = || io::Error::from_raw_os_error(self.refused.unwrap_or(libc::EACCES));
+        match (&self.file, mode) {
+            (None, LockMode::Shared) => Ok(()),
+            (Some(f), LockMode::Shared) => f.lock_shared(),
+            (_, LockMode::Exclusive) if self.refused == Some(libc::EROFS) => Err(refused()),
+            (None, LockMode::Exclusive) => Err(refused()),
+            (Some(f), LockMode::Exclusive) => f.lock().map_err(|e| if self.refused.is_some() { refused() } else { e }),
+        }
+    }
+
+    /// [`LockOpened::lock`], exclusive, without waiting: `Ok(false)` if another holds it.
+    fn try_lock(&self) -> io::Result<bool> {
+        let refused = || io::Error::from_raw_os_error(self.refused.unwrap_or(libc::EACCES));
+        let Some(f) = self.file.as_ref().filter(|_| self.refused != Some(libc::EROFS)) else { return Err(refused()) };
+        match f.try_lock() {
+            Ok(()) => Ok(true),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+            Err(std::fs::TryLockError::Error(e)) => Err(if self.refused.is_some() { refused() } else { e }),
+        }
     }
 }
 
@@ -174,14 +208,14 @@ pub fn is_read_only_error(e: &io::Error) -> bool {
 /// lock file alone is another user's can still be written. `Ok(None)`: the file is missing
 /// from a read-only file system, where it cannot be made and no process can be writing, so
 /// that no lock is needed (a writer there fails at its first write).
-fn open_lock_file(path: &Path, open: impl Fn(&Path, bool) -> io::Result<File>) -> io::Result<Option<File>> {
+fn open_lock_file(path: &Path, open: impl Fn(&Path, bool) -> io::Result<File>) -> io::Result<LockOpened> {
     match open(path, true) {
-        Ok(f) => Ok(Some(f)),
+        Ok(f) => Ok(LockOpened { file: Some(f), refused: None }),
         Err(e) if is_read_only_error(&e) => match open(path, false) {
-            Ok(f) => Ok(Some(f)),
+            Ok(f) => Ok(LockOpened { file: Some(f), refused: e.raw_os_error() }),
             Err(missing) if missing.kind() == io::ErrorKind::NotFound => {
                 // Missing, and may not be made: said by the refusal to make it.
-                if e.raw_os_error() == Some(libc::EROFS) { Ok(None) } else { Err(e) }
+                if e.raw_os_error() == Some(libc::EROFS) { Ok(LockOpened { file: None, refused: e.raw_os_error() }) } else { Err(e) }
             }
             // There, and not readable either: what stops reading is what to say (a read-only
             // mount refuses every write, and the user would be sent the wrong way).
@@ -239,24 +273,16 @@ impl Vfs for OsFs {
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn LockGuard>> {
         // A fresh open file description per lock: flock locks on separate descriptions
         // conflict even inside one process, which is what the journal relies on.
-        let file = open_lock_file(path, open_os_lock_file)?;
-        match (&file, mode) {
-            (None, _) => {}
-            (Some(f), LockMode::Shared) => f.lock_shared()?,
-            (Some(f), LockMode::Exclusive) => f.lock()?,
-        }
-        Ok(Box::new(OsLock { _file: file }))
+        let opened = open_lock_file(path, open_os_lock_file)?;
+        opened.lock(mode)?;
+        Ok(Box::new(OsLock { _file: opened.file }))
     }
     fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>> {
-        Ok(Box::new(OsLockFile { file: open_lock_file(path, open_os_lock_file)? }))
+        Ok(Box::new(OsLockFile { opened: open_lock_file(path, open_os_lock_file)? }))
     }
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
-        let Some(file) = open_lock_file(path, open_os_lock_file)? else { return Ok(Some(Box::new(OsLock { _file: None }))) };
-        match file.try_lock() {
-            Ok(()) => Ok(Some(Box::new(OsLock { _file: Some(file) }))),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(e),
-        }
+        let opened = open_lock_file(path, open_os_lock_file)?;
+        Ok(if opened.try_lock()? { Some(Box::new(OsLock { _file: opened.file })) } else { None })
     }
     fn remove_all(&self, path: &Path) -> io::Result<()> {
         if std::fs::symlink_metadata(path)?.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) }
@@ -264,9 +290,10 @@ impl Vfs for OsFs {
     fn check_writable(&self, path: &Path) -> io::Result<()> {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+        // With the effective ids, as an open would be judged (`access` alone uses the real ones).
         // SAFETY: `c` is a NUL-terminated string that outlives the call.
         #[allow(unsafe_code)]
-        let r = unsafe { libc::access(c.as_ptr(), libc::W_OK) };
+        let r = unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) };
         if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
     }
 }
@@ -318,7 +345,7 @@ mod tests {
 
     /// `open_lock_file` with an opener that answers as a file system would: `write` says
     /// what opening for writing gives, `read` what opening for reading gives.
-    fn opened(write: Option<i32>, read: Option<i32>) -> (io::Result<Option<File>>, Vec<bool>) {
+    fn opened(write: Option<i32>, read: Option<i32>) -> (io::Result<LockOpened>, Vec<bool>) {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("LOCK");
         std::fs::write(&file, b"").unwrap();
@@ -337,30 +364,79 @@ mod tests {
     fn a_lock_file_that_cannot_be_written_is_opened_for_reading() {
         // Written when it can be: no second open.
         let (got, calls) = opened(None, None);
-        assert!(got.unwrap().is_some());
+        let got = got.unwrap();
+        assert!(got.file.is_some() && got.refused.is_none());
         assert_eq!(calls, [true]);
         // A read-only mount, a store owned by another user, an immutable file: read.
         for code in [libc::EROFS, libc::EACCES, libc::EPERM] {
             let (got, calls) = opened(Some(code), None);
-            assert!(got.unwrap().is_some(), "{code}");
+            let got = got.unwrap();
+            assert!(got.file.is_some() && got.refused == Some(code), "{code}");
             assert_eq!(calls, [true, false], "{code}");
         }
         // Missing from a read-only file system: no lock is needed, as no one can write there.
         let (got, _) = opened(Some(libc::EROFS), Some(libc::ENOENT));
-        assert!(got.unwrap().is_none());
+        assert!(got.unwrap().file.is_none());
         // Missing where it may not be made for want of permission: another user may be
         // writing, so this is not read without a lock; the refusal is the error said.
         let (got, _) = opened(Some(libc::EACCES), Some(libc::ENOENT));
-        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EACCES));
+        assert_eq!(got.err().and_then(|e| e.raw_os_error()), Some(libc::EACCES));
         // Failing to be read too: what stops the read is said (on a read-only mount, a lock
         // file this user may not read).
         let (got, _) = opened(Some(libc::EROFS), Some(libc::EACCES));
-        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EACCES));
+        assert_eq!(got.err().and_then(|e| e.raw_os_error()), Some(libc::EACCES));
         let (got, _) = opened(Some(libc::EROFS), Some(libc::EIO));
-        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EIO));
+        assert_eq!(got.err().and_then(|e| e.raw_os_error()), Some(libc::EIO));
         // Any other failure is said as it is, with no second try.
         let (got, calls) = opened(Some(libc::ENOSPC), None);
-        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(got.err().and_then(|e| e.raw_os_error()), Some(libc::ENOSPC));
         assert_eq!(calls, [true]);
+    }
+
+    /// What each lock does with a lock file as it was opened: a reader's is granted on a file
+    /// open to read and without one that cannot be made; a writer's is refused at once on a
+    /// read-only file system, taken on a file another user owns where the file system allows
+    /// (a local one), and refused with why the file could not be opened to write where it does
+    /// not (an NFS client's `EBADF`, here a descriptor that takes no lock).
+    #[test]
+    fn a_lock_on_a_file_open_to_read_is_a_readers_and_a_writers_where_it_can_be() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("LOCK");
+        std::fs::write(&path, b"").unwrap();
+        let read = || Some(File::open(&path).unwrap());
+        let code = |r: io::Result<()>| r.err().and_then(|e| e.raw_os_error());
+        // A read-only mount.
+        let ro = LockOpened { file: read(), refused: Some(libc::EROFS) };
+        assert_eq!(code(ro.lock(LockMode::Shared)), None);
+        ro.opened_unlock();
+        assert_eq!(code(ro.lock(LockMode::Exclusive)), Some(libc::EROFS));
+        assert_eq!(ro.try_lock().err().and_then(|e| e.raw_os_error()), Some(libc::EROFS));
+        let missing = LockOpened { file: None, refused: Some(libc::EROFS) };
+        assert_eq!(code(missing.lock(LockMode::Shared)), None);
+        assert_eq!(code(missing.lock(LockMode::Exclusive)), Some(libc::EROFS));
+        assert_eq!(missing.try_lock().err().and_then(|e| e.raw_os_error()), Some(libc::EROFS));
+        // Another user's lock file on a local file system: a writer takes it.
+        let theirs = LockOpened { file: read(), refused: Some(libc::EACCES) };
+        assert_eq!(code(theirs.lock(LockMode::Exclusive)), None);
+        theirs.opened_unlock();
+        assert!(theirs.try_lock().unwrap());
+        // Where the file system will not lock a file open to read: why it was not opened to
+        // write is said.
+        let no_lock = || Some(OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(&path).unwrap());
+        let nfs = LockOpened { file: no_lock(), refused: Some(libc::EACCES) };
+        assert_eq!(code(nfs.lock(LockMode::Exclusive)), Some(libc::EACCES));
+        assert_eq!(nfs.try_lock().err().and_then(|e| e.raw_os_error()), Some(libc::EACCES));
+        // A file open to write whose lock fails says its own error.
+        let own = LockOpened { file: no_lock(), refused: None };
+        assert_eq!(code(own.lock(LockMode::Exclusive)), Some(libc::EBADF));
+    }
+
+    impl LockOpened {
+        fn opened_unlock(&self) {
+            if let Some(f) = &self.file {
+                f.unlock().unwrap();
+            }
+        }
     }
 }

@@ -309,11 +309,12 @@ pub struct Catalog {
     left_out: LeftOut,
     left_out_events_to: u64,
     left_out_entries_to: u64,
-    /// The store cannot be written ([`Journal::is_read_only`]): this process never takes the
+    /// Why the catalog may not write, if it may not: the store cannot be written
+    /// ([`Journal::is_read_only`]), or its folder cannot. This process then never takes the
     /// writer's lock, so it writes no segment and merges none (its documents stay in memory, as
     /// those of a process whose writer's lock another holds), and an index that must be built
     /// again is built in memory.
-    read_only: bool,
+    read_only: Option<String>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -423,8 +424,14 @@ impl Catalog {
             left_out: LeftOut::default(),
             left_out_events_to: 0,
             left_out_entries_to: 0,
-            read_only: false,
+            read_only: None,
         }
+    }
+
+    /// Why this catalog may not write (the store or its folder cannot be written), if it may
+    /// not: what it adds is kept in memory.
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
     }
 
     /// An empty catalog in memory (tests, and stores opened read-only).
@@ -445,7 +452,6 @@ impl Catalog {
     pub fn open(dir: &Path, journal: &Journal) -> Result<(Catalog, CatalogOpened), CatalogError> {
         let dir = &Folder::new(journal.vfs().clone(), dir);
         let unwritable = if journal.is_read_only() { Some("the store cannot be written".to_owned()) } else { Catalog::unwritable(dir)? };
-        let read_only = unwritable.is_some();
         let identity = identity_bytes(journal.store_id(), journal.epoch());
         // One over the size written is another file: it differs (and is rebuilt), unread.
         let found = match dir.read(IDENTITY_FILE, IDENTITY_SIZE_BYTES) {
@@ -471,7 +477,7 @@ impl Catalog {
                         None => {
                         let read_to = index.mark().unwrap_or(0);
                         let mut c = Catalog::with(Some(dir.clone()), index, read_to);
-                        c.read_only = read_only;
+                        c.read_only = unwritable;
                         // Clean up what a crashed writer left, if no one is writing now.
                         if let Some(_lock) = c.writer_lock(dir)? {
                             c.index.remove_leftovers()?;
@@ -525,7 +531,7 @@ impl Catalog {
                 None => format!("{why}, and it holds no text index"),
             };
             let mut c = Catalog::in_memory();
-            c.read_only = true;
+            c.read_only = Some(why);
             return Ok((c, CatalogOpened::InMemory { reason }));
         }
         let opened = match problem {
@@ -683,7 +689,7 @@ impl Catalog {
             self.refresh()?;
             return Ok(None);
         }
-        if self.read_only {
+        if self.read_only.is_some() {
             self.start_over_in_memory();
         } else {
             self.start_over_under_lock(&dir, journal)?;
@@ -697,7 +703,7 @@ impl Catalog {
     /// the index given up for one in memory (a reader of a live store, another user's or a
     /// read-only mount of it). A shared lock that cannot be taken is gone without.
     fn repair_lock(&self, dir: &Folder) -> Result<Option<Box<dyn Send>>, CatalogError> {
-        if self.read_only {
+        if self.read_only.is_some() {
             return Ok(dir.vfs().lock(&dir.join(LOCK_FILE), origin_engine::vfs::LockMode::Shared).ok().map(|l| Box::new(l) as Box<dyn Send>));
         }
         Ok(lock(dir, true)?.map(|l| Box::new(l) as Box<dyn Send>))
@@ -769,7 +775,7 @@ impl Catalog {
             Err(CatalogError::Index(e)) if e.is_corruption() => e,
             other => return other.map(|_| None),
         };
-        if self.read_only {
+        if self.read_only.is_some() {
             self.start_over_in_memory();
         } else {
             self.start_over_under_lock(&dir, journal)?;
@@ -910,7 +916,7 @@ impl Catalog {
         if let Some(held) = self.writer.upgrade() {
             return Ok(Some(held));
         }
-        if self.read_only {
+        if self.read_only.is_some() {
             return Ok(None);
         }
         let Some(file) = lock(dir, false)? else { return Ok(None) };
@@ -923,7 +929,7 @@ impl Catalog {
     /// being written).
     pub fn wants_commit(&self) -> bool {
         // One that may not write keeps its documents in memory.
-        !(self.read_only && self.dir.is_some())
+        !(self.read_only.is_some() && self.dir.is_some())
             && !self.index.committing()
             && (self.index.memory_doc_count() >= self.commit_docs || self.index.memory_bytes() >= self.commit_bytes)
     }

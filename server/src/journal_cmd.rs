@@ -29,11 +29,7 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let torn_pending = j.open_report().torn_tails;
     let records = s.next_offset - s.first_offset;
     // Why the store cannot be written, if it cannot (commands then read it as it is).
-    use origin_engine::vfs::Vfs as _;
-    let unwritable = match origin_engine::vfs::OsFs.check_writable(dir) {
-        Err(e) if origin_engine::vfs::is_read_only_error(&e) => Some(format!("{}: {e}", dir.display())),
-        _ => None,
-    };
+    let unwritable = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, dir).map(|e| e.to_string());
     // From the cursor snapshot when it checks out (else the whole journal is read).
     let (cursors, _) = origin_ingest::snapshot::caught_up(&j, &origin_ingest::snapshot::path_in(home)).context("reading ingest counters from the journal")?;
     if json {
@@ -87,9 +83,10 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
             t.memory_versions
         );
     }
+    let cut_by = if unwritable.is_some() { "the first write once the store can be written cuts it" } else { "the next write cuts it" };
     for t in torn_pending {
         say!(out, 
-            "          torn tail pending in {} at byte {} ({} bytes): the next write cuts it",
+            "          torn tail pending in {} at byte {} ({} bytes): {cut_by}",
             t.segment.display(),
             t.position,
             t.size_bytes
@@ -164,6 +161,9 @@ pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
     }
     let verdict = match exit {
         Exit::Ok => "clean".to_owned(),
+        Exit::TornTail if origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, dir).is_some() => {
+            "no corruption; a torn tail will be cut by the first write once the store can be written".to_owned()
+        }
         Exit::TornTail => "no corruption; a torn tail will be cut by the next write".to_owned(),
         // A writer judges the last segment whole at every open and append; of a sealed segment
         // it checks the header and seal, and its records only as they are read.

@@ -635,6 +635,8 @@ pub struct Archive {
     /// Why the projections' snapshots are not saved: the store cannot be written, or its
     /// projections folder cannot ([`projections_unwritable`]).
     unsaved: Option<String>,
+    /// Why the text index's catalog may not write, if it may not (taken at the open).
+    index_unsaved: Option<String>,
     freshness: Arc<Freshness>,
     inner: Mutex<Inner>,
     device: String,
@@ -658,6 +660,16 @@ fn projections_unwritable(vfs: &dyn Vfs, dir: &Path) -> Option<String> {
 /// opened to read either gives the first error when there is none to read (it says what
 /// refused the write), else the second.
 fn open_journal(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Journal, Option<String>), origin_engine::Error> {
+    let read_only = || Journal::open_with(vfs.clone(), dir, Options { access: Access::ReadOnly, ..Options::default() });
+    // Refused before anything is tried: read at once (a writer's open would take the lock its
+    // owner's writes wait on).
+    if let Some(refused) = origin_engine::journal::write_refused(&*vfs, dir) {
+        return match read_only() {
+            Ok(j) => Ok((j, Some(refused.to_string()))),
+            Err(origin_engine::Error::NoJournal { .. }) => Err(refused),
+            Err(e) => Err(e),
+        };
+    }
     match Journal::open_with(vfs.clone(), dir, Options::default()) {
         Ok(j) => Ok((j, None)),
         Err(refused) if refused.is_write_refused() => match Journal::open_with(vfs, dir, Options { access: Access::ReadOnly, ..Options::default() }) {
@@ -734,12 +746,7 @@ impl Archive {
         say_journal_repairs(&journal);
         let unsaved = match &read_only {
             Some(why) => Some(why.clone()),
-            None => projections_unwritable(&*vfs, &home.join("projections")).inspect(|why| {
-                crate::say_err!(
-                    "origin: the projections folder cannot be written ({why}): their snapshots are not saved, so each start \
-                     reads the journal past the last ones saved, and what the text index adds is kept in memory"
-                )
-            }),
+            None => projections_unwritable(&*vfs, &home.join("projections")),
         };
         let reads_logs = homes.is_some() && read_only.is_none();
         let homes = homes.unwrap_or_else(|| Homes::under(home));
@@ -763,12 +770,31 @@ impl Archive {
             origin_projections::open_projections(&journal, &snapshot_path, &index_dir, verify, origin_projections::StateRead::ByCaller)?;
         // Projections that cannot be saved and are behind the journal: what they lack is read
         // into memory at every start, which the user should know of (it is slow on a large store).
-        if unsaved.is_some() {
+        // (A store that cannot be written said so; a text index built in memory says so below.)
+        let index_unsaved = catalog.read_only().map(str::to_owned);
+        let index_said = index_unsaved.as_deref().filter(|_| read_only.is_none() && !matches!(opened, CatalogOpened::InMemory { .. }));
+        match (read_only.is_none().then_some(()).and(unsaved.as_ref()), index_said) {
+            (Some(why), Some(_)) => crate::say_err!(
+                "origin: the projections folder cannot be written ({why}): their snapshots are not saved and what the text index \
+                 adds is kept in memory, so each start reads the journal past what was saved"
+            ),
+            (Some(why), None) => crate::say_err!(
+                "origin: the projections folder cannot be written ({why}): their snapshots are not saved, so each start reads the \
+                 journal past the last ones saved"
+            ),
+            (None, Some(why)) => crate::say_err!(
+                "origin: {why}: what the text index adds is kept in memory, so each start indexes the journal past what was saved"
+            ),
+            (None, None) => {}
+        }
+        if unsaved.is_some() || index_unsaved.is_some() {
             let state_to = match state_opened.snapshot {
-                origin_projections::SnapshotUse::Loaded { read_to } => read_to,
-                _ => 0,
+                origin_projections::SnapshotUse::Loaded { read_to } if unsaved.is_some() => read_to,
+                _ if unsaved.is_some() => 0,
+                _ => u64::MAX,
             };
             let index_to = match &opened {
+                _ if catalog.read_only().is_none() => u64::MAX,
                 CatalogOpened::Loaded { mark } => *mark,
                 _ => 0,
             };
@@ -818,6 +844,7 @@ impl Archive {
             journal,
             read_only,
             unsaved,
+            index_unsaved,
             freshness,
             inner: Mutex::new(Inner { saved_to, state, catalog, commit: None, commit_failures: None, interval: background_interval(), left_out_said: 0 }),
             device: origin_ingest::ingest::device_name(),
@@ -832,11 +859,25 @@ impl Archive {
         self.read_only.as_deref()
     }
 
-    /// For a store opened to read only: whether its journal can be opened to write now (the
-    /// file system remounted to write, its files given back to their user). The open made to
-    /// find out is let go at once.
+    /// For a store of which something cannot be written ([`Archive::limited`]): whether all of
+    /// it can be now (the file system remounted to write, its files given back to their user),
+    /// as far as looking without writing tells ([`origin_engine::journal::write_refused`] and
+    /// the projections' folders: nothing is repaired or locked).
     pub fn writable_again(&self) -> bool {
-        self.read_only.is_some() && Journal::open_with(self.journal.vfs().clone(), self.journal.dir(), Options::default()).is_ok()
+        let vfs = &**self.journal.vfs();
+        let projections = self.home.join("projections");
+        let folder_writable = |dir: &Path| !matches!(vfs.check_writable(dir), Err(e) if origin_engine::vfs::is_read_only_error(&e));
+        self.limited()
+            && origin_engine::journal::write_refused(vfs, self.journal.dir()).is_none()
+            && folder_writable(&projections)
+            && folder_writable(&projections.join("index"))
+    }
+
+    /// True if anything of the store cannot be written by this process: the store itself
+    /// (opened to read only), its projections folder (snapshots not saved), or its text index's
+    /// folder (what the index adds kept in memory).
+    pub fn limited(&self) -> bool {
+        self.read_only.is_some() || self.unsaved.is_some() || self.index_unsaved.is_some()
     }
 
     /// How often the background thread commits, merges and checkpoints
@@ -981,10 +1022,6 @@ impl Archive {
     /// text index's in-memory documents (so the next start replays and indexes only what
     /// follows).
     pub fn save_snapshot(&self) -> Result<(), ToolError> {
-        // Nothing is written where nothing can be.
-        if self.unsaved.is_some() {
-            return Ok(());
-        }
         // The state's snapshot first: it is what a next start needs most (rebuilding the state
         // reads the whole journal), and writing it takes a fraction of a second, while the
         // index's commit below may take seconds, which a client ending the process may not
@@ -993,7 +1030,8 @@ impl Archive {
         // written: both are tried, and the first failure is returned.
         let saved = {
             let mut inner = guard(&self.inner);
-            if inner.state.read_to() == inner.saved_to {
+            // Nothing is written where nothing can be (the text index's catalog knows its own).
+            if inner.state.read_to() == inner.saved_to || self.unsaved.is_some() {
                 Ok(())
             } else {
                 // The snapshot's writer creates its folder.
@@ -1007,7 +1045,7 @@ impl Archive {
         };
         // Then ingest's cursors (without one, a next start reads the whole journal to rebuild
         // them before it ingests anything).
-        let saved = saved.and(self.freshness.ingester().save_snapshot().map_err(store_error));
+        let saved = if self.unsaved.is_some() { saved } else { saved.and(self.freshness.ingester().save_snapshot().map_err(store_error)) };
         // A commit being written is waited for without holding the archive, then installed.
         let pending = guard(&self.inner).commit.take();
         let waited = pending.map(CommitInFlight::wait);
@@ -1027,18 +1065,17 @@ impl Archive {
     /// (agents often end their MCP servers that way), and every command after a rebuild, still
     /// start quickly next time, however few records the store holds.
     pub fn checkpoint(&self, records: u64) -> Result<bool, ToolError> {
-        if self.unsaved.is_some() {
-            return Ok(false);
-        }
         {
             let inner = guard(&self.inner);
             let state_to = inner.state.read_to();
-            let state_due = state_to.saturating_sub(inner.saved_to) >= records || (inner.saved_to == 0 && state_to > 0);
+            // What cannot be saved is never due.
+            let state_due = self.unsaved.is_none() && (state_to.saturating_sub(inner.saved_to) >= records || (inner.saved_to == 0 && state_to > 0));
             let index = inner.catalog.index();
-            let index_due = match index.mark() {
-                Some(mark) => inner.catalog.read_to().saturating_sub(mark) >= records,
-                None => index.memory_doc_count() > 0,
-            };
+            let index_due = inner.catalog.read_only().is_none()
+                && match index.mark() {
+                    Some(mark) => inner.catalog.read_to().saturating_sub(mark) >= records,
+                    None => index.memory_doc_count() > 0,
+                };
             if !state_due && !index_due {
                 return Ok(false);
             }
@@ -1528,8 +1565,7 @@ impl Archive {
             None => Ok(()),
             Some(why) => Err(ToolError::new(format!(
                 "The Origin store in {} cannot be written ({why}), so Origin reads it as it is and records nothing there: \
-                 nothing can be remembered, corrected, forgotten or restored until it can be written (`origin mcp` looks again \
-                 every 10 s, and is then opened to write).",
+                 nothing can be remembered, corrected, forgotten or restored until it can be written.",
                 self.home.display()
             ))),
         }
@@ -1783,6 +1819,28 @@ mod tests {
         found
     }
 
+    /// A store that cannot be written is opened to read at once, without the writer's lock: a
+    /// reader holding the lock shared (`origin journal verify` listing the segments) does not
+    /// keep it waiting, nor does it keep the owner's writes waiting while it reads the segments.
+    #[test]
+    fn a_store_that_cannot_be_written_is_opened_without_the_writers_lock() {
+        use origin_engine::vfs::{LockMode, OsFs, Vfs};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let journal = dir.path().join("journal");
+        drop(origin_engine::Journal::open(&journal, origin_engine::Options::default()).expect("a journal"));
+        let shared = OsFs.lock(&journal.join(origin_engine::journal::LOCK_FILE_NAME), LockMode::Shared).expect("a reader's lock");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let opening = std::thread::spawn(move || {
+            let ro: Arc<dyn Vfs> = Arc::new(origin_engine::sim::ReadOnlyFs::new(Arc::new(OsFs)));
+            tx.send(super::open_journal(ro, &journal).map(|(j, why)| (j.is_read_only(), why))).expect("send");
+        });
+        let opened = rx.recv_timeout(std::time::Duration::from_secs(20));
+        drop(shared);
+        opening.join().expect("join");
+        let (read_only, why) = opened.expect("opened while another holds the lock shared").expect("opened");
+        assert!(read_only && why.is_some_and(|w| w.contains("Read-only file system")));
+    }
+
     /// A store on a file system that refuses every write (a read-only mount, a backup) is
     /// read as it is: searches answer from what it holds, with its snapshot and text index;
     /// no agents' logs are read into it; remember and forget say it cannot be written; saving,
@@ -1873,6 +1931,22 @@ mod tests {
         a.commit_step();
         drop(a);
         assert_eq!(files_under(&projections), before, "nothing written in the projections folder");
+        // Only the text index's folder read-only (what `sudo` leaves when it makes it): its
+        // index read as it is, what it adds kept in memory, said; the state's snapshot saved.
+        let index = projections.join("index");
+        let index_before = files_under(&index);
+        let snapshot = projections.join(origin_projections::state::SNAPSHOT_FILE_NAME);
+        let snapshot_before = std::fs::read(&snapshot).expect("a snapshot");
+        let partly: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(origin_engine::sim::ReadOnlyFs::below(Arc::new(origin_engine::vfs::OsFs), &index));
+        let a = Archive::open_on(partly, &home, homes(), None, verify).expect("open");
+        assert!(a.read_only.is_none() && a.unsaved.is_none());
+        assert!(a.index_unsaved.as_deref().is_some_and(|why| why.contains("Read-only file system")), "{:?}", a.index_unsaved);
+        assert!(a.limited());
+        a.remember(&quoting("URLSearchParams"), "test").expect("remembered");
+        a.save_snapshot().expect("saved");
+        drop(a);
+        assert_eq!(files_under(&index), index_before, "nothing written in the index's folder");
+        assert_ne!(std::fs::read(&snapshot).expect("a snapshot"), snapshot_before, "the state's snapshot saved");
     }
 
     /// A line taken a piece at a time shows what cutting it whole shows: lines shorter and

@@ -371,8 +371,11 @@ struct Again {
     began: std::sync::Mutex<std::time::Instant>,
     /// When a store opened to read only was last looked at to see if it can be written now.
     rechecked: std::sync::Mutex<std::time::Instant>,
-    /// The least time between two such looks ([`READ_ONLY_RECHECK_AFTER`]).
+    /// The least time between two such looks ([`READ_ONLY_RECHECK_AFTER`]), doubled for each
+    /// attempt in a row that looked writable and did not open so (at most 64 times).
     recheck_after: std::time::Duration,
+    /// Attempts in a row that looked writable and did not open so.
+    recheck_failures: std::sync::atomic::AtomicU32,
 }
 
 /// The least time between two attempts to open the store.
@@ -404,7 +407,7 @@ impl Again {
         let stale = match kind {
             Attempt::First => false,
             Attempt::AfterFailure => !matches!(&*self.tx.borrow(), Some(Err(_))),
-            Attempt::ToWrite => current.as_ref().is_none_or(|a| a.read_only().is_none()),
+            Attempt::ToWrite => current.as_ref().is_none_or(|a| !a.limited()),
         };
         if stale {
             self.running.store(false, Ordering::SeqCst);
@@ -423,10 +426,16 @@ impl Again {
             });
             *again.ended.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
             match (&opened, kind) {
-                // Opened to read only again, or not at all: the store read only goes on answering.
-                (Ok(a), Attempt::ToWrite) if a.read_only().is_some() => {}
-                (Err(_), Attempt::ToWrite) => {}
+                // Opened with something that still cannot be written, or not at all: the store
+                // as it was goes on answering, and is looked at less often.
+                (Ok(a), Attempt::ToWrite) if a.limited() => {
+                    again.recheck_failures.fetch_add(1, Ordering::SeqCst);
+                }
+                (Err(_), Attempt::ToWrite) => {
+                    again.recheck_failures.fetch_add(1, Ordering::SeqCst);
+                }
                 (Ok(_), Attempt::ToWrite) => {
+                    again.recheck_failures.store(0, Ordering::SeqCst);
                     crate::say_err!("origin: the store can be written again: it was opened again, to write");
                     again.tx.send_replace(Some(opened));
                 }
@@ -482,6 +491,7 @@ impl Opening {
             began: std::sync::Mutex::new(std::time::Instant::now()),
             rechecked: std::sync::Mutex::new(std::time::Instant::now()),
             recheck_after,
+            recheck_failures: std::sync::atomic::AtomicU32::new(0),
         });
         again.attempt(false)?;
         Ok(Opening { rx, started: std::time::Instant::now(), again: Some(again) })
@@ -525,11 +535,12 @@ impl Opening {
         // the store as it is).
         if let Some(again) = &self.again
             && let Some(current) = self.now()
-            && current.read_only().is_some()
+            && current.limited()
         {
             let due = {
                 let mut at = again.rechecked.lock().unwrap_or_else(|p| p.into_inner());
-                let due = at.elapsed() >= again.recheck_after;
+                let failures = again.recheck_failures.load(std::sync::atomic::Ordering::SeqCst).min(6);
+                let due = at.elapsed() >= again.recheck_after * (1 << failures);
                 if due {
                     *at = std::time::Instant::now();
                 }
@@ -1018,6 +1029,9 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
             // Merges that failed in a row, and when to try again: a merge that keeps failing
             // (a full disk) is not rerun, at a whole merge's cost, every interval.
             let (mut failed, mut retry_at) = (0u32, std::time::Instant::now());
+            // The same for saving the snapshot: one that keeps failing (a folder that refuses
+            // writes in a way its check did not see) is said and tried less and less often.
+            let (mut save_failed, mut save_at) = (0u32, std::time::Instant::now());
             loop {
                 let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                 // A stop asked while this thread was working is seen here, not an interval later.
@@ -1051,8 +1065,16 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                         }
                     }
                 }
-                if let Err(e) = archive.checkpoint(CHECKPOINT_RECORDS) {
-                    crate::say_err!("origin: saving the projections snapshot failed ({e}); trying again later");
+                if std::time::Instant::now() >= save_at {
+                    match archive.checkpoint(CHECKPOINT_RECORDS) {
+                        Ok(_) => save_failed = 0,
+                        Err(e) => {
+                            save_failed = save_failed.saturating_add(1);
+                            let wait = super::archive::retry_wait(interval, save_failed);
+                            save_at = std::time::Instant::now() + wait;
+                            crate::say_err!("origin: saving the projections snapshot failed ({e}); trying again in {} s", wait.as_secs());
+                        }
+                    }
                 }
             }
         });
@@ -1584,6 +1606,40 @@ mod tests {
             };
             let unknown = written.forget("ent_0123456789ab", "a test", "test").expect_err("an unknown entry");
             assert!(unknown.to_string().contains("Unknown entry"), "{unknown}");
+        });
+    }
+
+    /// A store whose projections folder cannot be written (journal writable) is looked at again
+    /// as one read only is, and opened again once its projections can be saved.
+    #[test]
+    fn a_store_whose_projections_cannot_be_written_is_opened_again_once_they_can_be() {
+        use origin_engine::sim::ReadOnlyFs;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("store");
+        drop(Archive::open(&home, None, None, origin_projections::Verify::WhenNeeded).expect("a store"));
+        let mount = ReadOnlyFs::below(Arc::new(origin_engine::vfs::OsFs), &home.join("projections"));
+        let vfs: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(mount.clone());
+        let recheck = std::time::Duration::from_millis(50);
+        let opening =
+            Opening::start_rechecking(move || Archive::open_on(vfs.clone(), &home, None, None, origin_projections::Verify::WhenNeeded), recheck)
+                .expect("start");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async {
+            let wait = std::time::Duration::from_secs(30);
+            let first = opening.archive(wait).await.expect("opened");
+            assert!(first.read_only().is_none() && first.limited());
+            tokio::time::sleep(recheck * 2).await;
+            let _ = opening.archive(wait).await.expect("open");
+            tokio::time::sleep(recheck * 4).await;
+            assert!(Arc::ptr_eq(&opening.now().expect("open"), &first), "not replaced while it cannot be written");
+            mount.remount(false);
+            tokio::time::sleep(recheck * 2).await;
+            let _ = opening.archive(wait).await.expect("open");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while opening.now().expect("a store answers all along").limited() {
+                assert!(std::time::Instant::now() < deadline, "not opened again");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
         });
     }
 
