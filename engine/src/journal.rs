@@ -351,24 +351,38 @@ fn replicate(e: &Error) -> Error {
 }
 
 /// Why this process cannot write the journal in `dir`, if it cannot: the folder refused
-/// ([`Vfs::check_writable`]: a read-only file system, permissions), or its lock file, `TIP` or
-/// last segment refusing to be opened to write (another user's files, left by a run under
-/// `sudo`). Each is opened and let go: nothing is written, locked or repaired, so a store's
-/// owner is never made to wait and a torn tail is left for the open that says it cuts it.
-/// `None` when nothing refused, which a read-write open may still fail for other reasons.
+/// ([`Vfs::check_writable`]: a read-only file system, permissions; `TIP` is replaced by a
+/// rename in it), or the last segment refusing to be opened to write (another user's file,
+/// left by a run under `sudo`), opened and let go. The lock file is not asked: a writer locks
+/// it open to read where it may not write it ([`Vfs::lock`]). Nothing is written, locked or
+/// repaired, so a store's owner is never made to wait and a torn tail is left for the open
+/// that says it cuts it. `None` when nothing refused, which a read-write open may still fail
+/// for other reasons ([`still_refused`] looks at what one met).
 pub fn write_refused(vfs: &dyn Vfs, dir: &Path) -> Option<Error> {
     use crate::vfs::is_read_only_error;
     if let Err(e) = vfs.check_writable(dir) {
         return is_read_only_error(&e).then(|| Error::io("write into", dir, e));
     }
-    let last = vfs.list_dir(dir).ok()?.iter().filter_map(|n| parse_segment_file_name(n)).max().map(|base| dir.join(segment_file_name(base)));
-    for path in [Some(dir.join(LOCK_FILE_NAME)), Some(tip_path(dir)), last].into_iter().flatten() {
-        match vfs.open_rw(&path) {
-            Err(e) if is_read_only_error(&e) => return Some(Error::io("open", &path, e)),
-            _ => {}
-        }
+    let last = dir.join(segment_file_name(vfs.list_dir(dir).ok()?.iter().filter_map(|n| parse_segment_file_name(n)).max()?));
+    match vfs.open_rw(&last) {
+        Err(e) if is_read_only_error(&e) => Some(Error::io("open", &last, e)),
+        _ => None,
     }
-    None
+}
+
+/// Whether `path`, which refused a write for want of write access, still does: a file opened
+/// to write and let go, or, for a folder or a file not there (to be made in its folder), the
+/// folder asked ([`Vfs::check_writable`]). Nothing is written.
+pub fn still_refused(vfs: &dyn Vfs, path: &Path) -> bool {
+    use crate::vfs::is_read_only_error;
+    let folder_refuses = |dir: &Path| matches!(vfs.check_writable(dir), Err(e) if is_read_only_error(&e));
+    match vfs.open_rw(path) {
+        Ok(_) => false,
+        Err(e) if is_read_only_error(&e) => true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => path.parent().is_some_and(folder_refuses),
+        // A folder (EISDIR), or what cannot be told by opening it.
+        Err(_) => folder_refuses(path),
+    }
 }
 
 impl Journal {
@@ -2403,6 +2417,10 @@ mod tests {
         assert!(!Error::corrupt(dir, 0, "x").is_write_refused());
     }
 
+    fn one_below(inner: &Arc<dyn Vfs>, path: &Path) -> crate::sim::ReadOnlyFs {
+        crate::sim::ReadOnlyFs::below(inner.clone(), path)
+    }
+
     #[test]
     fn what_refuses_a_write_is_found_without_writing() {
         let fs = SimFs::new(43);
@@ -2421,11 +2439,22 @@ mod tests {
         let all = crate::sim::ReadOnlyFs::new(inner.clone());
         let e = write_refused(&all, dir).expect("a read-only mount");
         assert!(e.is_write_refused() && e.to_string().contains(&dir.display().to_string()), "{e}");
-        for (file, name) in [(dir.join(LOCK_FILE_NAME), "LOCK"), (tip_path(dir), "TIP"), (last.clone(), ".seg")] {
+        let one = crate::sim::ReadOnlyFs::below(inner.clone(), &last);
+        let e = write_refused(&one, dir).expect("the last segment refused");
+        assert!(e.is_write_refused() && e.to_string().contains(&last.display().to_string()), "{e}");
+        // A lock file or `TIP` another user owns does not stop a writer (one locks the lock
+        // file open to read, the other is replaced by a rename).
+        for file in [dir.join(LOCK_FILE_NAME), tip_path(dir)] {
             let one = crate::sim::ReadOnlyFs::below(inner.clone(), &file);
-            let e = write_refused(&one, dir).unwrap_or_else(|| panic!("{name} refused"));
-            assert!(e.is_write_refused() && e.to_string().contains(&file.display().to_string()), "{e}");
+            assert!(write_refused(&one, dir).is_none(), "{}", file.display());
         }
+        // What a refusal named is looked at again: a file, a folder, a file to be made.
+        let recovered = dir.join(RECOVERED_DIR_NAME);
+        crate::vfs::Vfs::create_dir_all(&fs, &recovered).expect("mkdir");
+        let below = crate::sim::ReadOnlyFs::below(inner.clone(), &recovered);
+        assert!(still_refused(&below, &recovered.join("x.torn")) && still_refused(&below, &recovered));
+        assert!(!still_refused(&*inner, &recovered.join("x.torn")) && !still_refused(&*inner, &last));
+        assert!(still_refused(&one_below(&inner, &last), &last));
         for name in fs.list_dir(dir).expect("list") {
             assert_eq!(fs.read_file(&dir.join(&name)).expect("read"), before.read_file(&dir.join(&name)).expect("was there"), "{name} unchanged");
         }

@@ -391,7 +391,7 @@ pub(crate) fn walk_inner(
                             report.torn_tail = Some(Damage {
                                 segment: path.clone(),
                                 position: p,
-                                reason: "torn tail: the last write was cut by a crash; the next read-write open cuts it".into(),
+                                reason: "torn tail: the last write was cut by a crash; a read-write open cuts it".into(),
                                 size_bytes: data.len() as u64 - p,
                                 offsets_lost: None,
                                 undecodable: false,

@@ -30,6 +30,16 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let records = s.next_offset - s.first_offset;
     // Why the store cannot be written, if it cannot (commands then read it as it is).
     let unwritable = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, dir).map(|e| e.to_string());
+    // Why the projections (the state's snapshot, the text index) cannot be saved, if they cannot.
+    let folder_refused = |d: &Path| {
+        use origin_engine::vfs::Vfs as _;
+        match origin_engine::vfs::OsFs.check_writable(d) {
+            Err(e) if origin_engine::vfs::is_read_only_error(&e) => Some(format!("{}: {e}", d.display())),
+            _ => None,
+        }
+    };
+    let projections = home.join("projections");
+    let unsaved = unwritable.clone().or_else(|| folder_refused(&projections)).or_else(|| folder_refused(&projections.join("index")));
     // From the cursor snapshot when it checks out (else the whole journal is read).
     let (cursors, _) = origin_ingest::snapshot::caught_up(&j, &origin_ingest::snapshot::path_in(home)).context("reading ingest counters from the journal")?;
     if json {
@@ -58,6 +68,8 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
             "torn_tails_pending": torn_pending.len(),
             "writable": unwritable.is_none(),
             "not_writable_because": unwritable,
+            "projections_saved": unsaved.is_none(),
+            "projections_not_saved_because": unsaved,
             "sources": sources,
         });
         say!(out, "{}", serde_json::to_string_pretty(&v)?);
@@ -69,6 +81,8 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     say!(out, "tails     {} torn tails repaired (copies in {}/recovered)", s.torn_tails_repaired, dir.display());
     if let Some(why) = &unwritable {
         say!(out, "writable  no ({why}): commands read it as it is; no agents' logs are read into it, and nothing is remembered, corrected, forgotten or restored");
+    } else if let Some(why) = &unsaved {
+        say!(out, "projections not saved ({why}): each start reads the journal past what was saved into memory");
     }
     for (id, t) in &cursors.totals {
         say!(out, 

@@ -127,6 +127,31 @@ fn projections_their_user_may_not_write_are_read_as_they_are() {
     assert!(!text.contains("rebuilding the text index") && !text.contains("cannot be kept on disk"), "the index on disk read: {text}");
     let out = origin_as_reader(&store, &["search", "built with URLSearchParams", "--scope", "entries"]);
     assert!(out.status.success() && said(&out).contains("Query strings are built with URLSearchParams."), "{}", said(&out));
+    let out = origin_as_reader(&store, &["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!((status["writable"].as_bool(), status["projections_saved"].as_bool()), (Some(true), Some(false)), "{status}");
     set_writable(&store, true);
     assert_eq!(files_under(&projections), before, "nothing written in the projections folder");
+}
+
+/// A store whose lock file and `TIP` its user may not write (left by a run under `sudo`, the
+/// rest given back) is written as it was: a writer locks the lock file open to read, and
+/// replaces `TIP` by a rename in the folder it may write. (A look for what refuses writes took
+/// both for refusals, and the store was read only.)
+#[test]
+fn a_lock_file_and_tip_another_user_owns_do_not_make_a_store_read_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_of_fixtures(dir.path());
+    set_writable(&store, true);
+    for name in ["LOCK", "TIP"] {
+        // Another user's (root's, read by nobody) or made read-only: not writable by the reader.
+        std::fs::set_permissions(store.join("journal").join(name), std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    }
+    let out = origin_as_reader(&store, &["remember", "Query strings are built with URLSearchParams.", "--quote", "URLSearchParams", "--confidence", "0.5"]);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("cannot be written"), "{text}");
+    let out = origin_as_reader(&store, &["status"]);
+    assert!(out.status.success() && !said(&out).contains("writable  no"), "{}", said(&out));
+    set_writable(&store, true);
 }

@@ -632,6 +632,8 @@ pub struct Archive {
     journal: Arc<Journal>,
     /// Why the store cannot be written, when it was opened to read only ([`open_journal`]).
     read_only: Option<String>,
+    /// What refused the write then, looked at again by [`Archive::writable_again`].
+    refused_at: Option<PathBuf>,
     /// Why the projections' snapshots are not saved: the store cannot be written, or its
     /// projections folder cannot ([`projections_unwritable`]).
     unsaved: Option<String>,
@@ -659,25 +661,39 @@ fn projections_unwritable(vfs: &dyn Vfs, dir: &Path) -> Option<String> {
 /// write access), to read only, with why it cannot be written. A journal that cannot be
 /// opened to read either gives the first error when there is none to read (it says what
 /// refused the write), else the second.
-fn open_journal(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Journal, Option<String>), origin_engine::Error> {
-    let read_only = || Journal::open_with(vfs.clone(), dir, Options { access: Access::ReadOnly, ..Options::default() });
+fn open_journal(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Journal, Option<Refusal>), origin_engine::Error> {
+    let read_only = |refused: origin_engine::Error| match Journal::open_with(vfs.clone(), dir, Options { access: Access::ReadOnly, ..Options::default() }) {
+        Ok(j) => Ok((j, Some(Refusal::of(&refused)))),
+        Err(origin_engine::Error::NoJournal { .. }) => Err(refused),
+        Err(e) => Err(e),
+    };
     // Refused before anything is tried: read at once (a writer's open would take the lock its
     // owner's writes wait on).
     if let Some(refused) = origin_engine::journal::write_refused(&*vfs, dir) {
-        return match read_only() {
-            Ok(j) => Ok((j, Some(refused.to_string()))),
-            Err(origin_engine::Error::NoJournal { .. }) => Err(refused),
-            Err(e) => Err(e),
-        };
+        return read_only(refused);
     }
     match Journal::open_with(vfs.clone(), dir, Options::default()) {
         Ok(j) => Ok((j, None)),
-        Err(refused) if refused.is_write_refused() => match Journal::open_with(vfs, dir, Options { access: Access::ReadOnly, ..Options::default() }) {
-            Ok(j) => Ok((j, Some(refused.to_string()))),
-            Err(origin_engine::Error::NoJournal { .. }) => Err(refused),
-            Err(e) => Err(e),
-        },
+        Err(refused) if refused.is_write_refused() => read_only(refused),
         Err(e) => Err(e),
+    }
+}
+
+/// Why a store was opened to read only: the refusal in words, and the file or folder that
+/// refused, which is looked at again to tell when the store can be written.
+#[derive(Clone, Debug)]
+pub struct Refusal {
+    why: String,
+    path: Option<PathBuf>,
+}
+
+impl Refusal {
+    fn of(e: &origin_engine::Error) -> Refusal {
+        let path = match e {
+            origin_engine::Error::Io { path, .. } => Some(path.clone()),
+            _ => None,
+        };
+        Refusal { why: e.to_string(), path }
     }
 }
 
@@ -733,7 +749,9 @@ impl Archive {
         recorded_home: Option<&str>,
         verify: origin_projections::Verify,
     ) -> anyhow::Result<Archive> {
-        let (journal, read_only) = open_journal(vfs.clone(), &home.join("journal"))?;
+        let (journal, refusal) = open_journal(vfs.clone(), &home.join("journal"))?;
+        let refused_at = refusal.as_ref().and_then(|r| r.path.clone());
+        let read_only = refusal.map(|r| r.why);
         let journal = Arc::new(journal);
         if let Some(why) = &read_only {
             let logs = if homes.is_some() { ", no agents' logs are read into it," } else { "" };
@@ -799,17 +817,18 @@ impl Archive {
                 _ => 0,
             };
             let (saved, end) = (state_to.min(index_to), journal.next_offset());
-            let folder = home.join("projections");
+            // The state's snapshot counts only where it is not saved: else only the index is behind.
+            let (what, folder) = if unsaved.is_some() { ("projections", home.join("projections")) } else { ("text index", index_dir.clone()) };
             if saved == 0 && end > 0 {
                 crate::say_err!(
-                    "origin: no projections are saved in {}: this process reads the journal's {end} records into its memory, as \
-                     every start does while they cannot be saved",
+                    "origin: no {what} is saved in {}: this process reads the journal's {end} records into its memory, as \
+                     every start does while it cannot be saved",
                     folder.display()
                 );
             } else if saved < end {
                 crate::say_err!(
-                    "origin: the projections saved in {} reflect the journal's first {saved} of {end} records: this process reads \
-                     the rest into its memory, as every start does while they cannot be saved",
+                    "origin: the {what} saved in {} reflects the journal's first {saved} of {end} records: this process reads \
+                     the rest into its memory, as every start does while it cannot be saved",
                     folder.display()
                 );
             }
@@ -843,6 +862,7 @@ impl Archive {
             mirrors: replay.map_or_else(|| home.join("raw"), |r| r.of.join("raw")),
             journal,
             read_only,
+            refused_at,
             unsaved,
             index_unsaved,
             freshness,
@@ -859,25 +879,35 @@ impl Archive {
         self.read_only.as_deref()
     }
 
-    /// For a store of which something cannot be written ([`Archive::limited`]): whether all of
-    /// it can be now (the file system remounted to write, its files given back to their user),
-    /// as far as looking without writing tells ([`origin_engine::journal::write_refused`] and
-    /// the projections' folders: nothing is repaired or locked).
+    /// For a store of which something cannot be written ([`Archive::limited`]): whether an open
+    /// now would write more of it (the file system remounted to write, its files given back to
+    /// their user): for a store opened to read only, its journal (what refused it then, and
+    /// [`origin_engine::journal::write_refused`]); else the projections' folders. Nothing is
+    /// written, repaired or locked to find out.
     pub fn writable_again(&self) -> bool {
         let vfs = &**self.journal.vfs();
+        if self.read_only.is_some() {
+            // The journal decides (what it holds is what is refused to be added): the refusal
+            // the open met, and what a writer needs.
+            return !self.refused_at.as_deref().is_some_and(|p| origin_engine::journal::still_refused(vfs, p))
+                && origin_engine::journal::write_refused(vfs, self.journal.dir()).is_none();
+        }
         let projections = self.home.join("projections");
         let folder_writable = |dir: &Path| !matches!(vfs.check_writable(dir), Err(e) if origin_engine::vfs::is_read_only_error(&e));
-        self.limited()
-            && origin_engine::journal::write_refused(vfs, self.journal.dir()).is_none()
-            && folder_writable(&projections)
-            && folder_writable(&projections.join("index"))
+        self.limited() && folder_writable(&projections) && folder_writable(&projections.join("index"))
     }
 
     /// True if anything of the store cannot be written by this process: the store itself
     /// (opened to read only), its projections folder (snapshots not saved), or its text index's
     /// folder (what the index adds kept in memory).
     pub fn limited(&self) -> bool {
-        self.read_only.is_some() || self.unsaved.is_some() || self.index_unsaved.is_some()
+        self.limitation() > 0
+    }
+
+    /// How much of the store cannot be written, to compare two opens of it: the store itself
+    /// counts most, then its projections folder, then its text index's folder (0: none).
+    pub fn limitation(&self) -> u8 {
+        (u8::from(self.read_only.is_some()) << 2) | (u8::from(self.unsaved.is_some()) << 1) | u8::from(self.index_unsaved.is_some())
     }
 
     /// How often the background thread commits, merges and checkpoints
@@ -1832,7 +1862,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let opening = std::thread::spawn(move || {
             let ro: Arc<dyn Vfs> = Arc::new(origin_engine::sim::ReadOnlyFs::new(Arc::new(OsFs)));
-            tx.send(super::open_journal(ro, &journal).map(|(j, why)| (j.is_read_only(), why))).expect("send");
+            tx.send(super::open_journal(ro, &journal).map(|(j, why)| (j.is_read_only(), why.map(|r| r.why)))).expect("send");
         });
         let opened = rx.recv_timeout(std::time::Duration::from_secs(20));
         drop(shared);

@@ -425,18 +425,24 @@ impl Again {
                 format!("Origin could not open its store: {e:#}")
             });
             *again.ended.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
+            let was = current.as_ref().map_or(u8::MAX, |a| a.limitation());
             match (&opened, kind) {
-                // Opened with something that still cannot be written, or not at all: the store
-                // as it was goes on answering, and is looked at less often.
-                (Ok(a), Attempt::ToWrite) if a.limited() => {
+                // Opened with no more of it writable, or not at all: the store as it was goes on
+                // answering, and is looked at less often.
+                (Ok(a), Attempt::ToWrite) if a.limitation() >= was => {
                     again.recheck_failures.fetch_add(1, Ordering::SeqCst);
                 }
                 (Err(_), Attempt::ToWrite) => {
                     again.recheck_failures.fetch_add(1, Ordering::SeqCst);
                 }
-                (Ok(_), Attempt::ToWrite) => {
+                (Ok(a), Attempt::ToWrite) => {
                     again.recheck_failures.store(0, Ordering::SeqCst);
-                    crate::say_err!("origin: the store can be written again: it was opened again, to write");
+                    let what = match (was >= 4, a.read_only().is_some(), a.limited()) {
+                        (true, false, false) => "the store can be written again: it was opened again, to write",
+                        (true, false, true) => "the store's journal can be written again: it was opened again, to write (some of its projections still cannot be saved)",
+                        _ => "the store's projections can be saved again: it was opened again",
+                    };
+                    crate::say_err!("origin: {what}");
                     again.tx.send_replace(Some(opened));
                 }
                 _ => {
@@ -1060,7 +1066,7 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                             failed = failed.saturating_add(1);
                             let wait = super::archive::retry_wait(interval, failed);
                             retry_at = std::time::Instant::now() + wait;
-                            crate::say_err!("origin: merging the text index failed ({e}); trying again in {} s", wait.as_secs());
+                            crate::say_err!("origin: merging the text index failed ({e}); trying again in {:.1} s", wait.as_secs_f64());
                             break;
                         }
                     }
@@ -1072,7 +1078,7 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                             save_failed = save_failed.saturating_add(1);
                             let wait = super::archive::retry_wait(interval, save_failed);
                             save_at = std::time::Instant::now() + wait;
-                            crate::say_err!("origin: saving the projections snapshot failed ({e}); trying again in {} s", wait.as_secs());
+                            crate::say_err!("origin: saving the projections snapshot failed ({e}); trying again in {:.1} s", wait.as_secs_f64());
                         }
                     }
                 }
@@ -1640,6 +1646,53 @@ mod tests {
                 assert!(std::time::Instant::now() < deadline, "not opened again");
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
+        });
+    }
+
+    /// A store read only whose journal can be written again while its projections still cannot
+    /// (a segment given back to its user, the index's folder not yet) is opened again to write
+    /// its journal, then again once its projections can be saved: each open that writes more
+    /// replaces the one before.
+    #[test]
+    fn a_store_is_opened_again_each_time_more_of_it_can_be_written() {
+        use origin_engine::sim::ReadOnlyFs;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("store");
+        drop(Archive::open(&home, None, None, origin_projections::Verify::WhenNeeded).expect("a store"));
+        let projections = ReadOnlyFs::below(Arc::new(origin_engine::vfs::OsFs), &home.join("projections"));
+        let whole = ReadOnlyFs::new(Arc::new(projections.clone()));
+        let vfs: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(whole.clone());
+        let recheck = std::time::Duration::from_millis(50);
+        let opening =
+            Opening::start_rechecking(move || Archive::open_on(vfs.clone(), &home, None, None, origin_projections::Verify::WhenNeeded), recheck)
+                .expect("start");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async {
+            let wait = std::time::Duration::from_secs(30);
+            let reopened_to = |limitation: u8| {
+                let opening = opening.clone();
+                async move {
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                    loop {
+                        tokio::time::sleep(recheck * 2).await;
+                        let _ = opening.archive(wait).await.expect("open");
+                        if opening.now().expect("a store answers all along").limitation() == limitation {
+                            return;
+                        }
+                        assert!(std::time::Instant::now() < deadline, "not opened again to {limitation}");
+                    }
+                }
+            };
+            let first = opening.archive(wait).await.expect("opened");
+            assert_eq!(first.limitation(), 0b111, "read only, nothing saved");
+            whole.remount(false);
+            reopened_to(0b011).await;
+            let now = opening.now().expect("open");
+            assert!(now.read_only().is_none());
+            let unknown = now.forget("ent_0123456789ab", "a test", "test").expect_err("an unknown entry");
+            assert!(unknown.to_string().contains("Unknown entry"), "{unknown}");
+            projections.remount(false);
+            reopened_to(0).await;
         });
     }
 
