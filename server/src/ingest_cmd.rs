@@ -25,6 +25,10 @@ pub fn homes(agents_home: Option<&Path>) -> Result<Homes> {
 }
 
 fn open_journal(journal_dir: &Path) -> Result<Journal> {
+    // A store that cannot be written takes nothing: said as such, not as a failure to lock.
+    if let Some(refused) = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, journal_dir) {
+        anyhow::bail!("the store's journal in {} cannot be written ({refused}): nothing can be ingested into it", journal_dir.display());
+    }
     let j = Journal::open(journal_dir, Options::default()).with_context(|| format!("opening the journal in {}", journal_dir.display()))?;
     crate::tools::archive::say_journal_repairs(&j);
     Ok(j)

@@ -103,6 +103,9 @@ fn a_store_its_reader_may_not_write_is_read_as_it_is() {
     assert!(said(&out).contains("cannot be written"), "{}", said(&out));
     let out = origin_as_reader(&store, &["journal", "verify"]);
     assert!(out.status.success(), "{}", said(&out));
+    let out = origin_as_reader(&store, &["ingest"]);
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    assert!(said(&out).contains("cannot be written") && said(&out).contains("nothing can be ingested"), "{}", said(&out));
 
     set_writable(&store, true);
     assert_eq!(files_under(&store), before, "nothing written");
