@@ -363,7 +363,18 @@ pub fn write_refused(vfs: &dyn Vfs, dir: &Path) -> Option<Error> {
     if let Err(e) = vfs.check_writable(dir) {
         return is_read_only_error(&e).then(|| Error::io("write into", dir, e));
     }
-    let last = dir.join(segment_file_name(vfs.list_dir(dir).ok()?.iter().filter_map(|n| parse_segment_file_name(n)).max()?));
+    let mut bases: Vec<u64> = vfs.list_dir(dir).ok()?.iter().filter_map(|n| parse_segment_file_name(n)).collect();
+    bases.sort_unstable();
+    // The last segment a writer would write: one whose creation was cut short (shorter than a
+    // header, or zeros: a run that died starting it) is set aside by a writer's open, which
+    // needs only the folder, and the one before it is written on.
+    let last = bases.iter().rev().map(|&b| dir.join(segment_file_name(b))).find(|p| {
+        let Ok(f) = vfs.open_read(p) else { return true };
+        let len = f.len().unwrap_or(0);
+        // As much of its start as a writer's open reads to judge it.
+        let mut head = vec![0u8; len.min(SEGMENT_HEADER_SIZE + 4096) as usize];
+        !(f.read_exact_at(&mut head, 0).is_ok() && is_cut_creation(len, &head))
+    })?;
     match vfs.open_rw(&last) {
         Err(e) if is_read_only_error(&e) => Some(Error::io("open", &last, e)),
         _ => None,
@@ -2460,6 +2471,16 @@ mod tests {
         }
         // Not there: nothing refused (an open makes it).
         assert!(write_refused(&*inner, Path::new("/elsewhere/journal")).is_none());
+        // A segment whose creation was cut short (a run under `sudo` that died starting it),
+        // another user's: a writer's open sets it aside in the folder it may write, and writes
+        // on the one before, which is what is judged.
+        for bytes in [&b""[..], &[0u8; 100][..]] {
+            let cut = dir.join(segment_file_name(base_of(&last) + 1_000_000));
+            crate::vfs::Vfs::create_new(&fs, &cut).expect("create").write_all_at(bytes, 0).expect("write");
+            assert!(write_refused(&one_below(&inner, &cut), dir).is_none(), "{} bytes", bytes.len());
+            assert!(write_refused(&one_below(&inner, &last), dir).is_some(), "the one before judged");
+            crate::vfs::Vfs::remove_file(&fs, &cut).expect("remove");
+        }
     }
 }
 

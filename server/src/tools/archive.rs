@@ -818,17 +818,18 @@ impl Archive {
             };
             let (saved, end) = (state_to.min(index_to), journal.next_offset());
             // The state's snapshot counts only where it is not saved: else only the index is behind.
-            let (what, folder) = if unsaved.is_some() { ("projections", home.join("projections")) } else { ("text index", index_dir.clone()) };
+            let (what, folder, are, they) =
+                if unsaved.is_some() { ("projections", home.join("projections"), "reflect", "they") } else { ("text index", index_dir.clone(), "reflects", "it") };
             if saved == 0 && end > 0 {
                 crate::say_err!(
-                    "origin: no {what} is saved in {}: this process reads the journal's {end} records into its memory, as \
-                     every start does while it cannot be saved",
+                    "origin: no {what} saved in {}: this process reads the journal's {end} records into its memory, as \
+                     every start does while {they} cannot be saved",
                     folder.display()
                 );
             } else if saved < end {
                 crate::say_err!(
-                    "origin: the {what} saved in {} reflects the journal's first {saved} of {end} records: this process reads \
-                     the rest into its memory, as every start does while it cannot be saved",
+                    "origin: the {what} saved in {} {are} the journal's first {saved} of {end} records: this process reads \
+                     the rest into its memory, as every start does while {they} cannot be saved",
                     folder.display()
                 );
             }
@@ -886,15 +887,19 @@ impl Archive {
     /// written, repaired or locked to find out.
     pub fn writable_again(&self) -> bool {
         let vfs = &**self.journal.vfs();
+        let journal_writable = origin_engine::journal::write_refused(vfs, self.journal.dir()).is_none();
         if self.read_only.is_some() {
-            // The journal decides (what it holds is what is refused to be added): the refusal
-            // the open met, and what a writer needs.
-            return !self.refused_at.as_deref().is_some_and(|p| origin_engine::journal::still_refused(vfs, p))
-                && origin_engine::journal::write_refused(vfs, self.journal.dir()).is_none();
+            // The journal decides (what it holds is what is refused to be added): what a writer
+            // needs, and what else refused the open (a segment is what `write_refused` judges:
+            // one that is no longer the last does not count).
+            let segment = |p: &Path| p.parent() == Some(self.journal.dir()) && p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".seg"));
+            return journal_writable
+                && !self.refused_at.as_deref().is_some_and(|p| !segment(p) && origin_engine::journal::still_refused(vfs, p));
         }
         let projections = self.home.join("projections");
         let folder_writable = |dir: &Path| !matches!(vfs.check_writable(dir), Err(e) if origin_engine::vfs::is_read_only_error(&e));
-        self.limited() && folder_writable(&projections) && folder_writable(&projections.join("index"))
+        // A reopen must write the journal as this one does, or it would be read only.
+        self.limited() && journal_writable && folder_writable(&projections) && folder_writable(&projections.join("index"))
     }
 
     /// True if anything of the store cannot be written by this process: the store itself

@@ -427,10 +427,14 @@ impl Again {
             *again.ended.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
             let was = current.as_ref().map_or(u8::MAX, |a| a.limitation());
             match (&opened, kind) {
-                // Opened with no more of it writable, or not at all: the store as it was goes on
-                // answering, and is looked at less often.
+                // Opened with no more of it writable, or not at all: looked at less often. One as
+                // limited takes the place of the one answering all the same, so that what it
+                // says (and looks at again) is what refuses now, not what refused before.
                 (Ok(a), Attempt::ToWrite) if a.limitation() >= was => {
                     again.recheck_failures.fetch_add(1, Ordering::SeqCst);
+                    if a.limitation() == was {
+                        again.tx.send_replace(Some(opened));
+                    }
                 }
                 (Err(_), Attempt::ToWrite) => {
                     again.recheck_failures.fetch_add(1, Ordering::SeqCst);
@@ -440,7 +444,8 @@ impl Again {
                     let what = match (was >= 4, a.read_only().is_some(), a.limited()) {
                         (true, false, false) => "the store can be written again: it was opened again, to write",
                         (true, false, true) => "the store's journal can be written again: it was opened again, to write (some of its projections still cannot be saved)",
-                        _ => "the store's projections can be saved again: it was opened again",
+                        _ if was & 0b10 != 0 => "the store's projections can be saved again: it was opened again",
+                        _ => "the store's text index can be saved again: it was opened again",
                     };
                     crate::say_err!("origin: {what}");
                     again.tx.send_replace(Some(opened));
@@ -1693,6 +1698,42 @@ mod tests {
             assert!(unknown.to_string().contains("Unknown entry"), "{unknown}");
             projections.remount(false);
             reopened_to(0).await;
+        });
+    }
+
+    /// A store whose projections could not be saved is not opened again while its journal
+    /// cannot be written (a reopen would be read only, and is not even tried), even once its
+    /// projections can be saved.
+    #[test]
+    fn a_store_is_not_opened_again_while_its_journal_cannot_be_written() {
+        use origin_engine::sim::ReadOnlyFs;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("store");
+        drop(Archive::open(&home, None, None, origin_projections::Verify::WhenNeeded).expect("a store"));
+        let projections = ReadOnlyFs::below(Arc::new(origin_engine::vfs::OsFs), &home.join("projections"));
+        let journal = ReadOnlyFs::below(Arc::new(projections.clone()), &home.join("journal"));
+        journal.remount(false);
+        let vfs: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(journal.clone());
+        let recheck = std::time::Duration::from_millis(50);
+        let opening =
+            Opening::start_rechecking(move || Archive::open_on(vfs.clone(), &home, None, None, origin_projections::Verify::WhenNeeded), recheck)
+                .expect("start");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async {
+            let wait = std::time::Duration::from_secs(30);
+            let first = opening.archive(wait).await.expect("opened");
+            assert_eq!(first.limitation(), 0b011);
+            journal.remount(true);
+            projections.remount(false);
+            let began = || *opening.again.as_ref().expect("again").began.lock().expect("began");
+            let first_began = began();
+            for _ in 0..4 {
+                tokio::time::sleep(recheck * 2).await;
+                let _ = opening.archive(wait).await.expect("open");
+            }
+            tokio::time::sleep(recheck * 4).await;
+            assert_eq!(began(), first_began, "no reopen tried while the journal cannot be written");
+            assert!(Arc::ptr_eq(&opening.now().expect("open"), &first));
         });
     }
 
