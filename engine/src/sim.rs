@@ -799,3 +799,21 @@ impl VfsFile for ReadOnlyFile {
         self.0.map()
     }
 }
+
+/// Every file under the real directory `dir` with its bytes (tests: what a command left
+/// unchanged). Panics on a failure to read, as a test would.
+pub fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                found.insert(p.clone(), std::fs::read(&p).expect("read"));
+            }
+        }
+    }
+    found
+}

@@ -1962,30 +1962,13 @@ mod tests {
         }
     }
 
-    /// Every file under `dir` with its bytes.
-    fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-        let mut found = std::collections::BTreeMap::new();
-        let mut todo = vec![dir.to_path_buf()];
-        while let Some(d) = todo.pop() {
-            for e in fs::read_dir(&d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    todo.push(p);
-                } else {
-                    found.insert(p.clone(), fs::read(&p).unwrap());
-                }
-            }
-        }
-        found
-    }
-
     /// A store that cannot be written (a read-only mount): its index is read as it is and
     /// nothing is written to its folder: no leftover of a crashed writer removed, no segment
     /// committed or merged (the documents it lacks stay in memory), a damaged segment built
     /// again in memory and not deleted, and a missing index built in memory.
     #[test]
     fn an_index_on_a_store_that_cannot_be_written_is_read_as_it_is() {
-        use origin_engine::sim::ReadOnlyFs;
+        use origin_engine::sim::{files_under, ReadOnlyFs};
         use origin_engine::vfs::{OsFs, Vfs};
         let (dir, j, idx, mut c) = committed_store_of_one_event();
         append(&j, &ingested(vec![event(2, EventKind::Message, "release notes")]));

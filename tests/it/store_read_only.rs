@@ -1,28 +1,11 @@
 //! A store this process may not write (another user's, or made read-only), read through the
 //! binary: the real file system's refusals (`EACCES`), not a simulated one's.
 
-use std::collections::BTreeMap;
+use origin_engine::sim::files_under;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-/// Every file under `dir` with its bytes.
-fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut found = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir") {
-            let p = e.expect("entry").path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                found.insert(p.clone(), std::fs::read(&p).expect("read"));
-            }
-        }
-    }
-    found
-}
 
 /// Sets the permissions of `dir` and everything under it: `write` or not, for everyone.
 fn set_writable(dir: &Path, write: bool) {

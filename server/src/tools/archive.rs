@@ -1833,26 +1833,9 @@ impl Archive {
 mod tests {
     use super::{parse_positive, store_error, store_failed, LineShown, RAW_LINE_CHARS};
     use super::{Archive, EntryArgs, SearchArgs, SourceArg};
-    use std::collections::BTreeMap;
-    use std::path::{Path, PathBuf};
+    use origin_engine::sim::files_under;
+    use std::path::Path;
     use std::sync::Arc;
-
-    /// Every file under `dir` with its bytes.
-    fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-        let mut found = BTreeMap::new();
-        let mut todo = vec![dir.to_path_buf()];
-        while let Some(d) = todo.pop() {
-            for e in std::fs::read_dir(&d).expect("read_dir") {
-                let p = e.expect("entry").path();
-                if p.is_dir() {
-                    todo.push(p);
-                } else {
-                    found.insert(p.clone(), std::fs::read(&p).expect("read"));
-                }
-            }
-        }
-        found
-    }
 
     /// A store that cannot be written is opened to read at once, without the writer's lock: a
     /// reader holding the lock shared (`origin journal verify` listing the segments) does not

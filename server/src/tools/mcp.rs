@@ -1560,6 +1560,24 @@ mod tests {
         });
     }
 
+    /// How often the tests of a store that cannot be written look at it again.
+    const RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
+
+    /// A store made in `dir` (its folder `store`): its home.
+    fn made_store(dir: &std::path::Path) -> std::path::PathBuf {
+        let home = dir.join("store");
+        drop(Archive::open(&home, None, None, origin_projections::Verify::WhenNeeded).expect("a store"));
+        home
+    }
+
+    /// An opening of the store at `home` on `vfs`, looked at again every [`RECHECK`], and a
+    /// runtime to drive it.
+    fn rechecking(home: std::path::PathBuf, vfs: Arc<dyn origin_engine::vfs::Vfs>) -> (Opening, tokio::runtime::Runtime) {
+        let opening = Opening::start_rechecking(move || Archive::open_on(vfs.clone(), &home, None, None, origin_projections::Verify::WhenNeeded), RECHECK)
+            .expect("start");
+        (opening, tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime"))
+    }
+
     /// A store opened to read only (a read-only mount) answers as it is; looked at again at a
     /// later call, it stays so while it cannot be written, and is opened again, to write, once
     /// it can be (it was read only until the server was started again).
@@ -1567,11 +1585,10 @@ mod tests {
     fn a_store_opened_to_read_only_is_opened_to_write_once_it_can_be() {
         use origin_engine::sim::ReadOnlyFs;
         let dir = tempfile::tempdir().expect("tempdir");
-        let home = dir.path().join("store");
-        drop(Archive::open(&home, None, None, origin_projections::Verify::WhenNeeded).expect("a store"));
+        let home = made_store(dir.path());
         let mount = ReadOnlyFs::new(Arc::new(origin_engine::vfs::OsFs));
         let vfs: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(mount.clone());
-        let recheck = std::time::Duration::from_millis(50);
+        let recheck = RECHECK;
         // Opening again takes a while (a large store's projections), during which the store read
         // only answers.
         let opens = std::sync::atomic::AtomicUsize::new(0);
@@ -1626,15 +1643,11 @@ mod tests {
     fn a_store_whose_projections_cannot_be_written_is_opened_again_once_they_can_be() {
         use origin_engine::sim::ReadOnlyFs;
         let dir = tempfile::tempdir().expect("tempdir");
-        let home = dir.path().join("store");
-        drop(Archive::open(&home, None, None, origin_projections::Verify::WhenNeeded).expect("a store"));
+        let home = made_store(dir.path());
         let mount = ReadOnlyFs::below(Arc::new(origin_engine::vfs::OsFs), &home.join("projections"));
         let vfs: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(mount.clone());
-        let recheck = std::time::Duration::from_millis(50);
-        let opening =
-            Opening::start_rechecking(move || Archive::open_on(vfs.clone(), &home, None, None, origin_projections::Verify::WhenNeeded), recheck)
-                .expect("start");
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let recheck = RECHECK;
+        let (opening, rt) = rechecking(home, vfs);
         rt.block_on(async {
             let wait = std::time::Duration::from_secs(30);
             let first = opening.archive(wait).await.expect("opened");
@@ -1662,16 +1675,12 @@ mod tests {
     fn a_store_is_opened_again_each_time_more_of_it_can_be_written() {
         use origin_engine::sim::ReadOnlyFs;
         let dir = tempfile::tempdir().expect("tempdir");
-        let home = dir.path().join("store");
-        drop(Archive::open(&home, None, None, origin_projections::Verify::WhenNeeded).expect("a store"));
+        let home = made_store(dir.path());
         let projections = ReadOnlyFs::below(Arc::new(origin_engine::vfs::OsFs), &home.join("projections"));
         let whole = ReadOnlyFs::new(Arc::new(projections.clone()));
         let vfs: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(whole.clone());
-        let recheck = std::time::Duration::from_millis(50);
-        let opening =
-            Opening::start_rechecking(move || Archive::open_on(vfs.clone(), &home, None, None, origin_projections::Verify::WhenNeeded), recheck)
-                .expect("start");
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let recheck = RECHECK;
+        let (opening, rt) = rechecking(home, vfs);
         rt.block_on(async {
             let wait = std::time::Duration::from_secs(30);
             let reopened_to = |limitation: u8| {
@@ -1708,17 +1717,13 @@ mod tests {
     fn a_store_is_not_opened_again_while_its_journal_cannot_be_written() {
         use origin_engine::sim::ReadOnlyFs;
         let dir = tempfile::tempdir().expect("tempdir");
-        let home = dir.path().join("store");
-        drop(Archive::open(&home, None, None, origin_projections::Verify::WhenNeeded).expect("a store"));
+        let home = made_store(dir.path());
         let projections = ReadOnlyFs::below(Arc::new(origin_engine::vfs::OsFs), &home.join("projections"));
         let journal = ReadOnlyFs::below(Arc::new(projections.clone()), &home.join("journal"));
         journal.remount(false);
         let vfs: Arc<dyn origin_engine::vfs::Vfs> = Arc::new(journal.clone());
-        let recheck = std::time::Duration::from_millis(50);
-        let opening =
-            Opening::start_rechecking(move || Archive::open_on(vfs.clone(), &home, None, None, origin_projections::Verify::WhenNeeded), recheck)
-                .expect("start");
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let recheck = RECHECK;
+        let (opening, rt) = rechecking(home, vfs);
         rt.block_on(async {
             let wait = std::time::Duration::from_secs(30);
             let first = opening.archive(wait).await.expect("opened");
