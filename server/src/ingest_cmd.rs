@@ -97,9 +97,24 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
     for m in ing.journal().take_index_write_failures() {
         origin::say_err!("origin: {m}");
     }
-    // The next process starts its cursors from here; failing to save costs it a rebuild only.
-    if let Err(e) = ing.save_snapshot() {
-        origin::say_err!("origin: {e:#}; the next start rebuilds ingest's cursors from the journal");
+    // The next process starts its cursors from here; failing to save costs it reading the
+    // journal past the cursors last saved (all of it when none are), nothing more.
+    let projections = home.join("projections");
+    let refused = {
+        use origin_engine::vfs::Vfs as _;
+        match origin_engine::vfs::OsFs.check_writable(&projections) {
+            Err(e) if origin_engine::vfs::is_read_only_error(&e) => Some(e),
+            _ => None,
+        }
+    };
+    if let Some(e) = refused {
+        origin::say_err!(
+            "origin: the projections folder cannot be written ({}: {e}): ingest's cursors are not saved, so the next start reads \
+             the journal past the ones last saved",
+            projections.display()
+        );
+    } else if let Err(e) = ing.save_snapshot() {
+        origin::say_err!("origin: {e:#}; the next start reads the journal past the cursors last saved (all of it when none are)");
     }
     print_summary(&summary, args.json)?;
     Ok(Exit::Ok)

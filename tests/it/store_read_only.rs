@@ -113,6 +113,9 @@ fn projections_their_user_may_not_write_are_read_as_they_are() {
     assert!(!text.contains("rebuilding the text index") && !text.contains("cannot be kept on disk"), "the index on disk read: {text}");
     let out = origin_as_reader(&store, &["search", "built with URLSearchParams", "--scope", "entries"]);
     assert!(out.status.success() && said(&out).contains("Query strings are built with URLSearchParams."), "{}", said(&out));
+    let out = origin_as_reader(&store, &["ingest"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("the projections folder cannot be written") && !said(&out).contains("rebuilds"), "{}", said(&out));
     let out = origin_as_reader(&store, &["status", "--json"]);
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!((status["writable"].as_bool(), status["projections_saved"].as_bool()), (Some(true), Some(false)), "{status}");
