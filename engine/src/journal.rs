@@ -359,9 +359,9 @@ fn replicate(e: &Error) -> Error {
 /// that says it cuts it. `None` when nothing refused, which a read-write open may still fail
 /// for other reasons ([`still_refused`] looks at what one met).
 pub fn write_refused(vfs: &dyn Vfs, dir: &Path) -> Option<Error> {
-    use crate::vfs::is_read_only_error;
-    if let Err(e) = vfs.check_writable(dir) {
-        return is_read_only_error(&e).then(|| Error::io("write into", dir, e));
+    use crate::vfs::{folder_refusal, is_read_only_error};
+    if let Some(e) = folder_refusal(vfs, dir) {
+        return Some(Error::io("write into", dir, e));
     }
     let mut bases: Vec<u64> = vfs.list_dir(dir).ok()?.iter().filter_map(|n| parse_segment_file_name(n)).collect();
     bases.sort_unstable();
@@ -371,8 +371,7 @@ pub fn write_refused(vfs: &dyn Vfs, dir: &Path) -> Option<Error> {
     let last = bases.iter().rev().map(|&b| dir.join(segment_file_name(b))).find(|p| {
         let Ok(f) = vfs.open_read(p) else { return true };
         let len = f.len().unwrap_or(0);
-        // As much of its start as a writer's open reads to judge it.
-        let mut head = vec![0u8; len.min(SEGMENT_HEADER_SIZE + 4096) as usize];
+        let mut head = vec![0u8; len.min(CUT_CREATION_HEAD_BYTES) as usize];
         !(f.read_exact_at(&mut head, 0).is_ok() && is_cut_creation(len, &head))
     })?;
     match vfs.open_rw(&last) {
@@ -385,8 +384,8 @@ pub fn write_refused(vfs: &dyn Vfs, dir: &Path) -> Option<Error> {
 /// to write and let go, or, for a folder or a file not there (to be made in its folder), the
 /// folder asked ([`Vfs::check_writable`]). Nothing is written.
 pub fn still_refused(vfs: &dyn Vfs, path: &Path) -> bool {
-    use crate::vfs::is_read_only_error;
-    let folder_refuses = |dir: &Path| matches!(vfs.check_writable(dir), Err(e) if is_read_only_error(&e));
+    use crate::vfs::{folder_refusal, is_read_only_error};
+    let folder_refuses = |dir: &Path| folder_refusal(vfs, dir).is_some();
     match vfs.open_rw(path) {
         Ok(_) => false,
         Err(e) if is_read_only_error(&e) => true,
@@ -1006,7 +1005,7 @@ impl Journal {
         let f = if self.opts.access == Access::ReadWrite { self.vfs.open_rw(path) } else { self.vfs.open_read(path) }
             .map_err(|e| Error::io("open", path, e))?;
         let len = f.len().map_err(|e| Error::io("stat", path, e))?;
-        let mut head = vec![0u8; len.min(SEGMENT_HEADER_SIZE + 4096) as usize];
+        let mut head = vec![0u8; len.min(CUT_CREATION_HEAD_BYTES) as usize];
         f.read_exact_at(&mut head, 0).map_err(|e| Error::io("read", path, e))?;
         match SegmentHeader::decode(&head, path) {
             Ok(h) if h.store_id == self.store_id && h.epoch == self.epoch && h.base_offset == next => {
@@ -1372,7 +1371,7 @@ fn load_view(
         let path = dir.join(segment_file_name(last));
         let file = vfs.open_read(&path).map_err(|e| Error::io("open", &path, e))?;
         let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
-        let mut head = vec![0u8; len.min(SEGMENT_HEADER_SIZE + 4096) as usize];
+        let mut head = vec![0u8; len.min(CUT_CREATION_HEAD_BYTES) as usize];
         file.read_exact_at(&mut head, 0).map_err(|e| Error::io("read", &path, e))?;
         match SegmentHeader::decode(&head, &path) {
             Ok(_) => break,
@@ -1547,6 +1546,9 @@ fn write_index(vfs: &dyn Vfs, segment: &Path, bytes: &[u8]) -> io::Result<()> {
 /// True for a segment file that a crash cut short while it was being created: shorter than a
 /// header, or nothing but zeros (`head` holds the file's first bytes). Anything else with a bad
 /// header is corruption: under the disk model a header that reached the disk is whole.
+/// How much of a segment's start an open reads to judge it, [`is_cut_creation`] among others.
+const CUT_CREATION_HEAD_BYTES: u64 = SEGMENT_HEADER_SIZE + 4096;
+
 fn is_cut_creation(len: u64, head: &[u8]) -> bool {
     len < SEGMENT_HEADER_SIZE || (len <= head.len() as u64 && head.iter().all(|&b| b == 0))
 }

@@ -173,25 +173,30 @@ impl LockOpened {
     /// system allows it (a local one does: `flock` asks no more), else refused with why it could
     /// not be opened to write (an NFS client asks for a file open to write, and says `EBADF`).
     fn lock(&self, mode: LockMode) -> io::Result<()> {
-        let refused = || io::Error::from_raw_os_error(self.refused.unwrap_or(libc::EACCES));
         match (&self.file, mode) {
             (None, LockMode::Shared) => Ok(()),
             (Some(f), LockMode::Shared) => f.lock_shared(),
-            (_, LockMode::Exclusive) if self.refused == Some(libc::EROFS) => Err(refused()),
-            (None, LockMode::Exclusive) => Err(refused()),
-            (Some(f), LockMode::Exclusive) => f.lock().map_err(|e| if self.refused.is_some() { refused() } else { e }),
+            (Some(f), LockMode::Exclusive) if self.refused != Some(libc::EROFS) => f.lock().map_err(|e| self.refusal_or(e)),
+            (_, LockMode::Exclusive) => Err(self.refusal_or(io::Error::from_raw_os_error(libc::EROFS))),
         }
     }
 
     /// [`LockOpened::lock`], exclusive, without waiting: `Ok(false)` if another holds it.
     fn try_lock(&self) -> io::Result<bool> {
-        let refused = || io::Error::from_raw_os_error(self.refused.unwrap_or(libc::EACCES));
-        let Some(f) = self.file.as_ref().filter(|_| self.refused != Some(libc::EROFS)) else { return Err(refused()) };
+        let Some(f) = self.file.as_ref().filter(|_| self.refused != Some(libc::EROFS)) else {
+            return Err(self.refusal_or(io::Error::from_raw_os_error(libc::EROFS)));
+        };
         match f.try_lock() {
             Ok(()) => Ok(true),
             Err(std::fs::TryLockError::WouldBlock) => Ok(false),
-            Err(std::fs::TryLockError::Error(e)) => Err(if self.refused.is_some() { refused() } else { e }),
+            Err(std::fs::TryLockError::Error(e)) => Err(self.refusal_or(e)),
         }
+    }
+
+    /// Why a writer's lock failed: the refusal to open the file to write, when it was opened
+    /// to read (what the user can act on), else `e`.
+    fn refusal_or(&self, e: io::Error) -> io::Error {
+        self.refused.map_or(e, io::Error::from_raw_os_error)
     }
 }
 
@@ -201,13 +206,20 @@ pub fn is_read_only_error(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM))
 }
 
+/// Why this process may not make or change files in the folder `dir`, if it may not
+/// ([`Vfs::check_writable`] refusing it: [`is_read_only_error`]); `None` if it may, or if that
+/// cannot be told (not there: what writes there meets says it). Nothing is written.
+pub fn folder_refusal(vfs: &dyn Vfs, dir: &Path) -> Option<io::Error> {
+    vfs.check_writable(dir).err().filter(is_read_only_error)
+}
+
 /// How a lock file is opened: for reading and writing, created if missing; where that is
 /// refused for want of write access (a read-only mount, a lock file another user owns), for
 /// reading only, as `flock` asks no more of either lock (the lock is the file's, whatever
 /// the file is open for): so a store that cannot be written can still be read, and one whose
-/// lock file alone is another user's can still be written. `Ok(None)`: the file is missing
-/// from a read-only file system, where it cannot be made and no process can be writing, so
-/// that no lock is needed (a writer there fails at its first write).
+/// lock file alone is another user's can still be written. No file: it is missing from a
+/// read-only file system, where it cannot be made and no process can be writing, so that a
+/// reader needs no lock (see [`LockOpened::lock`]).
 fn open_lock_file(path: &Path, open: impl Fn(&Path, bool) -> io::Result<File>) -> io::Result<LockOpened> {
     match open(path, true) {
         Ok(f) => Ok(LockOpened { file: Some(f), refused: None }),

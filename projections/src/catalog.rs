@@ -443,12 +443,12 @@ impl Catalog {
     /// cannot be used is deleted (under the writer's lock) and built again from the journal.
     ///
     /// On a journal opened to read only, or where the folder cannot be written (a read-only
-    /// mount of the projections, another user's folder: [`Vfs::writable`]), nothing is
+    /// mount of the projections, another user's folder: [`Vfs::check_writable`]), nothing is
     /// written: an index that is whole and of the journal is read as it is, and one that is
     /// missing or must be built again is built in this process's memory
     /// ([`CatalogOpened::InMemory`]).
     ///
-    /// [`Vfs::writable`]: origin_engine::vfs::Vfs::check_writable
+    /// [`Vfs::check_writable`]: origin_engine::vfs::Vfs::check_writable
     pub fn open(dir: &Path, journal: &Journal) -> Result<(Catalog, CatalogOpened), CatalogError> {
         let dir = &Folder::new(journal.vfs().clone(), dir);
         let unwritable = if journal.is_read_only() { Some("the store cannot be written".to_owned()) } else { Catalog::unwritable(dir)? };
@@ -550,11 +550,7 @@ impl Catalog {
             Err(e) if origin_engine::vfs::is_read_only_error(&e) => return Ok(refused(e)),
             Err(e) => return Err(io("create", path)(e)),
         }
-        match dir.vfs().check_writable(path) {
-            Ok(()) => Ok(None),
-            Err(e) if origin_engine::vfs::is_read_only_error(&e) => Ok(refused(e)),
-            Err(e) => Err(io("look at", path)(e)),
-        }
+        Ok(origin_engine::vfs::folder_refusal(dir.vfs(), path).and_then(refused))
     }
 
     /// An empty catalog in `dir` for `journal`'s store: whatever index the directory held is

@@ -100,14 +100,7 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
     // The next process starts its cursors from here; failing to save costs it reading the
     // journal past the cursors last saved (all of it when none are), nothing more.
     let projections = home.join("projections");
-    let refused = {
-        use origin_engine::vfs::Vfs as _;
-        match origin_engine::vfs::OsFs.check_writable(&projections) {
-            Err(e) if origin_engine::vfs::is_read_only_error(&e) => Some(e),
-            _ => None,
-        }
-    };
-    if let Some(e) = refused {
+    if let Some(e) = origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, &projections) {
         origin::say_err!(
             "origin: the projections folder cannot be written ({}: {e}): ingest's cursors are not saved, so the next start reads \
              the journal past the ones last saved",

@@ -31,13 +31,7 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     // Why the store cannot be written, if it cannot (commands then read it as it is).
     let unwritable = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, dir).map(|e| e.to_string());
     // Why the projections (the state's snapshot, the text index) cannot be saved, if they cannot.
-    let folder_refused = |d: &Path| {
-        use origin_engine::vfs::Vfs as _;
-        match origin_engine::vfs::OsFs.check_writable(d) {
-            Err(e) if origin_engine::vfs::is_read_only_error(&e) => Some(format!("{}: {e}", d.display())),
-            _ => None,
-        }
-    };
+    let folder_refused = |d: &Path| origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, d).map(|e| format!("{}: {e}", d.display()));
     let projections = home.join("projections");
     let unsaved = unwritable.clone().or_else(|| folder_refused(&projections)).or_else(|| folder_refused(&projections.join("index")));
     // From the cursor snapshot when it checks out (else the whole journal is read).

@@ -648,12 +648,12 @@ pub struct Archive {
 /// Why the projections folder `dir` (made if missing) cannot be written, if it cannot: a
 /// read-only mount of it, or another user's folder, in a store whose journal can be written.
 fn projections_unwritable(vfs: &dyn Vfs, dir: &Path) -> Option<String> {
-    let checked = vfs.create_dir_all(dir).and_then(|()| vfs.check_writable(dir));
-    match checked {
-        Err(e) if origin_engine::vfs::is_read_only_error(&e) => Some(format!("{}: {e}", dir.display())),
-        // Anything else is met, and said, where the snapshots are read and written.
-        _ => None,
-    }
+    // Anything else than a refusal is met, and said, where the snapshots are read and written.
+    let refused = match vfs.create_dir_all(dir) {
+        Err(e) if origin_engine::vfs::is_read_only_error(&e) => Some(e),
+        _ => origin_engine::vfs::folder_refusal(vfs, dir),
+    };
+    refused.map(|e| format!("{}: {e}", dir.display()))
 }
 
 /// Opens the store's journal in `dir` to write; where the store cannot be written (a
@@ -681,8 +681,7 @@ fn open_journal(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Journal, Option<Refusa
 
 /// Why a store was opened to read only: the refusal in words, and the file or folder that
 /// refused, which is looked at again to tell when the store can be written.
-#[derive(Clone, Debug)]
-pub struct Refusal {
+struct Refusal {
     why: String,
     path: Option<PathBuf>,
 }
@@ -892,12 +891,15 @@ impl Archive {
             // The journal decides (what it holds is what is refused to be added): what a writer
             // needs, and what else refused the open (a segment is what `write_refused` judges:
             // one that is no longer the last does not count).
-            let segment = |p: &Path| p.parent() == Some(self.journal.dir()) && p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".seg"));
+            let segment = |p: &Path| {
+                p.parent() == Some(self.journal.dir())
+                    && p.file_name().and_then(|n| n.to_str()).and_then(origin_engine::segment::parse_segment_file_name).is_some()
+            };
             return journal_writable
                 && !self.refused_at.as_deref().is_some_and(|p| !segment(p) && origin_engine::journal::still_refused(vfs, p));
         }
         let projections = self.home.join("projections");
-        let folder_writable = |dir: &Path| !matches!(vfs.check_writable(dir), Err(e) if origin_engine::vfs::is_read_only_error(&e));
+        let folder_writable = |dir: &Path| origin_engine::vfs::folder_refusal(vfs, dir).is_none();
         // A reopen must write the journal as this one does, or it would be read only.
         self.limited() && journal_writable && folder_writable(&projections) && folder_writable(&projections.join("index"))
     }
