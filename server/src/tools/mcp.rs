@@ -541,9 +541,9 @@ impl Opening {
             // A thread that cannot be started leaves the failure saying so.
             let _ = again.attempt(true);
         }
-        // A store opened to read only: once it can be written, opened again to write (looked
-        // at on a thread of its own, as it reads the journal's tail; this call is answered by
-        // the store as it is).
+        // A store of which anything cannot be written: once more of it can be, opened again
+        // (looked at on a thread of its own, as it reads the journal's last segment; this call
+        // is answered by the store as it is).
         if let Some(again) = &self.again
             && let Some(current) = self.now()
             && current.limited()
@@ -1017,6 +1017,37 @@ impl Merges {
     }
 }
 
+/// Failures in a row of a background task, and when to try it again: one that keeps failing (a
+/// full disk) is not rerun, at its whole cost, every interval ([`super::archive::retry_wait`]).
+struct Retry {
+    failed: u32,
+    at: std::time::Instant,
+}
+
+impl Default for Retry {
+    fn default() -> Retry {
+        Retry { failed: 0, at: std::time::Instant::now() }
+    }
+}
+
+impl Retry {
+    fn due(&self) -> bool {
+        std::time::Instant::now() >= self.at
+    }
+
+    fn went_well(&mut self) {
+        self.failed = 0;
+    }
+
+    /// Counts a failure, says `what` failed and when it is tried again.
+    fn failed(&mut self, interval: std::time::Duration, what: &str) {
+        self.failed = self.failed.saturating_add(1);
+        let wait = super::archive::retry_wait(interval, self.failed);
+        self.at = std::time::Instant::now() + wait;
+        crate::say_err!("origin: {what}; trying again in {:.1} s", wait.as_secs_f64());
+    }
+}
+
 /// Journal records the state may reflect beyond its saved snapshot before the background
 /// thread saves it again (records are ingest batches and writes, so this is a few minutes of
 /// busy agents, or the whole store after a first start).
@@ -1039,10 +1070,10 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
             let mut looked: Option<(u64, u64)> = None;
             // Merges that failed in a row, and when to try again: a merge that keeps failing
             // (a full disk) is not rerun, at a whole merge's cost, every interval.
-            let (mut failed, mut retry_at) = (0u32, std::time::Instant::now());
+            let mut merges = Retry::default();
             // The same for saving the snapshot: one that keeps failing (a folder that refuses
             // writes in a way its check did not see) is said and tried less and less often.
-            let (mut save_failed, mut save_at) = (0u32, std::time::Instant::now());
+            let mut saves = Retry::default();
             loop {
                 let stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                 // A stop asked while this thread was working is seen here, not an interval later.
@@ -1060,31 +1091,23 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
                 let mark = archive.write_mark();
                 let idle = looked == Some(mark);
                 looked = Some(mark);
-                while std::time::Instant::now() >= retry_at {
+                while merges.due() {
                     match archive.merge_step(idle) {
-                        Ok(true) => failed = 0,
+                        Ok(true) => merges.went_well(),
                         Ok(false) => {
-                            failed = 0;
+                            merges.went_well();
                             break;
                         }
                         Err(e) => {
-                            failed = failed.saturating_add(1);
-                            let wait = super::archive::retry_wait(interval, failed);
-                            retry_at = std::time::Instant::now() + wait;
-                            crate::say_err!("origin: merging the text index failed ({e}); trying again in {:.1} s", wait.as_secs_f64());
+                            merges.failed(interval, &format!("merging the text index failed ({e})"));
                             break;
                         }
                     }
                 }
-                if std::time::Instant::now() >= save_at {
+                if saves.due() {
                     match archive.checkpoint(CHECKPOINT_RECORDS) {
-                        Ok(_) => save_failed = 0,
-                        Err(e) => {
-                            save_failed = save_failed.saturating_add(1);
-                            let wait = super::archive::retry_wait(interval, save_failed);
-                            save_at = std::time::Instant::now() + wait;
-                            crate::say_err!("origin: saving the projections snapshot failed ({e}); trying again in {:.1} s", wait.as_secs_f64());
-                        }
+                        Ok(_) => saves.went_well(),
+                        Err(e) => saves.failed(interval, &format!("saving the projections snapshot failed ({e})")),
                     }
                 }
             }
