@@ -414,6 +414,19 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     if let Some(to) = to {
         check_replay_folder(home, to)?;
     }
+    // Where the replay writes, looked at before the journal is read (the snapshot's save at
+    // the end met the refusal after the whole journal had been read).
+    let writes_in = match to {
+        None => vec![home.join("projections"), home.join("projections").join("index")],
+        Some(to) => vec![to.to_path_buf()],
+    };
+    if let Some((folder, why)) = writes_in.iter().find_map(|d| refused_folder(d).map(|why| (d, why))) {
+        anyhow::bail!(
+            "{} cannot be written ({why}), where the replay would write{}; nothing was replayed",
+            folder.display(),
+            if to.is_none() { " the store's projections (--to DIR writes a store as of then elsewhere)" } else { " its store" }
+        );
+    }
     // A replay's store replayed again: its records' times are those of its copy, so its own
     // `as_of` and the store it shows are carried over.
     let replayed = crate::tools::archive::replay_of(home)?;
@@ -501,6 +514,15 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
         Some(to) => say!(out, "a store as of then in {}: origin --home {} search …", to.display(), to.display()),
     }
     Ok(Exit::Ok)
+}
+
+/// Why this process may not write in `dir`, or, where `dir` is not there yet, in the nearest
+/// folder above it that is (where it would be made); `None` if it may, or if that cannot be
+/// told.
+fn refused_folder(dir: &Path) -> Option<std::io::Error> {
+    let there = dir.ancestors().find(|a| a.as_os_str().is_empty() || a.is_dir())?;
+    let there = if there.as_os_str().is_empty() { Path::new(".") } else { there };
+    origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, there)
 }
 
 /// Refuses a replay's folder that holds anything, or that is the store's or inside its

@@ -89,6 +89,18 @@ fn a_store_its_reader_may_not_write_is_read_as_it_is() {
     let out = origin_as_reader(&store, &["ingest"]);
     assert_eq!(out.status.code(), Some(3), "{}", said(&out));
     assert!(said(&out).contains("cannot be written") && said(&out).contains("nothing can be ingested"), "{}", said(&out));
+    // A replay into the store is refused before the journal is read; one into a folder of its
+    // own is made, and answers as the store does.
+    let out = origin_as_reader(&store, &["journal", "replay"]);
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    assert!(said(&out).contains("projections cannot be written") && said(&out).contains("nothing was replayed"), "{}", said(&out));
+    let elsewhere = dir.path().join("then");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let out = origin_as_reader(&store, &["journal", "replay", "--to", elsewhere.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", said(&out));
+    let out = origin_as_reader(&elsewhere, &["search", "URLSearchParams"]);
+    assert!(out.status.success() && said(&out).contains("URLSearchParams"), "{}", said(&out));
 
     set_writable(&store, true);
     assert_eq!(files_under(&store), before, "nothing written");
@@ -119,6 +131,10 @@ fn projections_their_user_may_not_write_are_read_as_they_are() {
     let out = origin_as_reader(&store, &["status", "--json"]);
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!((status["writable"].as_bool(), status["projections_saved"].as_bool()), (Some(true), Some(false)), "{status}");
+    // A replay, which writes the projections, is refused before the journal is read.
+    let out = origin_as_reader(&store, &["journal", "replay"]);
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    assert!(said(&out).contains("projections cannot be written") && said(&out).contains("nothing was replayed"), "{}", said(&out));
     set_writable(&store, true);
     assert_eq!(files_under(&projections), before, "nothing written in the projections folder");
 }
