@@ -73,11 +73,13 @@ pub enum Error {
     },
 }
 
-fn io_hint(e: &io::Error) -> &'static str {
+/// What to do about an I/O failure, where there is something to say beyond the system's own
+/// words (`""` where there is not), to be written after them.
+pub fn io_hint(e: &io::Error) -> &'static str {
     match e.raw_os_error() {
         Some(libc::ENOSPC) => " (the disk is full: free space, then retry)",
         Some(libc::EDQUOT) => " (disk quota exceeded)",
-        Some(libc::EACCES) | Some(libc::EPERM) => " (permission denied: check ownership of the store)",
+        Some(libc::EACCES) | Some(libc::EPERM) => " (check who owns the store's files, and their permissions)",
         _ => "",
     }
 }

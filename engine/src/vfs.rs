@@ -213,6 +213,12 @@ pub fn folder_refusal(vfs: &dyn Vfs, dir: &Path) -> Option<io::Error> {
     vfs.check_writable(dir).err().filter(is_read_only_error)
 }
 
+/// A refusal to write said to a person: the system's words, then what to do
+/// ([`crate::error::io_hint`]: another user's files are to be given back).
+pub fn refusal_text(e: &io::Error) -> String {
+    format!("{e}{}", crate::error::io_hint(e))
+}
+
 /// How a lock file is opened: for reading and writing, created if missing; where that is
 /// refused for want of write access (a read-only mount, a lock file another user owns), for
 /// reading only, as `flock` asks no more of either lock (the lock is the file's, whatever

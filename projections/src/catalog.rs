@@ -544,7 +544,9 @@ impl Catalog {
     /// Why the catalog's folder cannot be written (made first if missing), if it cannot.
     fn unwritable(dir: &Folder) -> Result<Option<String>, CatalogError> {
         let path = dir.path();
-        let refused = |e: std::io::Error| Some(format!("the text index's folder {} cannot be written ({e})", path.display()));
+        let refused = |e: std::io::Error| {
+            Some(format!("the text index's folder {} cannot be written ({})", path.display(), origin_engine::vfs::refusal_text(&e)))
+        };
         match dir.vfs().create_dir_all(path) {
             Ok(()) => {}
             Err(e) if origin_engine::vfs::is_read_only_error(&e) => return Ok(refused(e)),

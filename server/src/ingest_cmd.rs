@@ -102,9 +102,10 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
     let projections = home.join("projections");
     if let Some(e) = origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, &projections) {
         origin::say_err!(
-            "origin: the projections folder cannot be written ({}: {e}): ingest's cursors are not saved, so the next start reads \
+            "origin: the projections folder cannot be written ({}: {}): ingest's cursors are not saved, so the next start reads \
              the journal past the ones last saved",
-            projections.display()
+            projections.display(),
+            origin_engine::vfs::refusal_text(&e)
         );
     } else if let Err(e) = ing.save_snapshot() {
         origin::say_err!("origin: {e:#}; the next start reads the journal past the cursors last saved (all of it when none are)");

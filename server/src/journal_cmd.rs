@@ -31,9 +31,14 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     // Why the store cannot be written, if it cannot (commands then read it as it is).
     let unwritable = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, dir).map(|e| e.to_string());
     // Why the projections (the state's snapshot, the text index) cannot be saved, if they cannot.
-    let folder_refused = |d: &Path| origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, d).map(|e| format!("{}: {e}", d.display()));
+    let folder_refused = |d: &Path| {
+        origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, d).map(|e| format!("{}: {}", d.display(), origin_engine::vfs::refusal_text(&e)))
+    };
     let projections = home.join("projections");
-    let unsaved = unwritable.clone().or_else(|| folder_refused(&projections)).or_else(|| folder_refused(&projections.join("index")));
+    // The state's snapshot (and ingest's cursors) are saved in the projections folder, the
+    // text index in its own below it: either may refuse alone.
+    let unsaved = unwritable.clone().or_else(|| folder_refused(&projections));
+    let index_unsaved = unsaved.clone().or_else(|| folder_refused(&projections.join("index")));
     // From the cursor snapshot when it checks out (else the whole journal is read).
     let (cursors, _) = origin_ingest::snapshot::caught_up(&j, &origin_ingest::snapshot::path_in(home)).context("reading ingest counters from the journal")?;
     if json {
@@ -64,6 +69,8 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
             "not_writable_because": unwritable,
             "projections_saved": unsaved.is_none(),
             "projections_not_saved_because": unsaved,
+            "index_saved": index_unsaved.is_none(),
+            "index_not_saved_because": index_unsaved,
             "sources": sources,
         });
         say!(out, "{}", serde_json::to_string_pretty(&v)?);
@@ -77,6 +84,8 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
         say!(out, "writable  no ({why}): commands read it as it is; no agents' logs are read into it, and nothing is remembered, corrected, forgotten or restored");
     } else if let Some(why) = &unsaved {
         say!(out, "projections not saved ({why}): each start reads the journal past what was saved into memory");
+    } else if let Some(why) = &index_unsaved {
+        say!(out, "text index not saved ({why}): each start indexes the journal past what was saved, in memory");
     }
     for (id, t) in &cursors.totals {
         say!(out, 
@@ -422,8 +431,9 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     };
     if let Some((folder, why)) = writes_in.iter().find_map(|d| refused_folder(d).map(|why| (d, why))) {
         anyhow::bail!(
-            "{} cannot be written ({why}), where the replay would write{}; nothing was replayed",
+            "{} cannot be written ({}), where the replay would write{}; nothing was replayed",
             folder.display(),
+            origin_engine::vfs::refusal_text(&why),
             if to.is_none() { " the store's projections (--to DIR writes a store as of then elsewhere)" } else { " its store" }
         );
     }

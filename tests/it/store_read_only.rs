@@ -130,13 +130,47 @@ fn projections_their_user_may_not_write_are_read_as_they_are() {
     assert!(said(&out).contains("the projections folder cannot be written") && !said(&out).contains("rebuilds"), "{}", said(&out));
     let out = origin_as_reader(&store, &["status", "--json"]);
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!((status["writable"].as_bool(), status["projections_saved"].as_bool()), (Some(true), Some(false)), "{status}");
+    assert_eq!(
+        (status["writable"].as_bool(), status["projections_saved"].as_bool(), status["index_saved"].as_bool()),
+        (Some(true), Some(false), Some(false)),
+        "{status}"
+    );
     // A replay, which writes the projections, is refused before the journal is read.
     let out = origin_as_reader(&store, &["journal", "replay"]);
     assert_eq!(out.status.code(), Some(3), "{}", said(&out));
     assert!(said(&out).contains("projections cannot be written") && said(&out).contains("nothing was replayed"), "{}", said(&out));
     set_writable(&store, true);
     assert_eq!(files_under(&projections), before, "nothing written in the projections folder");
+}
+
+/// A store whose text index's folder alone its user may not write (a run under `sudo` made
+/// it): the state's snapshot is saved and the index is not, which `status` tells apart, with
+/// what to look at; the index on disk is read as it is and left as it was.
+#[test]
+fn a_text_index_folder_its_user_may_not_write_is_said_apart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_of_fixtures(dir.path());
+    set_writable(&store, true);
+    let index = store.join("projections").join("index");
+    set_writable(&index, false);
+    let before = files_under(&index);
+    let out = origin_as_reader(&store, &["remember", "Query strings are built with URLSearchParams.", "--quote", "URLSearchParams", "--confidence", "0.5"]);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("the text index's folder") && text.contains("check who owns the store's files"), "{text}");
+    let out = origin_as_reader(&store, &["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        (status["writable"].as_bool(), status["projections_saved"].as_bool(), status["index_saved"].as_bool()),
+        (Some(true), Some(true), Some(false)),
+        "{status}"
+    );
+    let why = status["index_not_saved_because"].as_str().unwrap_or_default();
+    assert!(why.contains("index") && why.contains("check who owns the store's files"), "{status}");
+    let out = origin_as_reader(&store, &["status"]);
+    assert!(said(&out).contains("text index not saved") && !said(&out).contains("projections not saved"), "{}", said(&out));
+    set_writable(&store, true);
+    assert_eq!(files_under(&index), before, "nothing written in the index folder");
 }
 
 /// A store whose lock file and `TIP` its user may not write (left by a run under `sudo`, the

@@ -653,7 +653,7 @@ fn projections_unwritable(vfs: &dyn Vfs, dir: &Path) -> Option<String> {
         Err(e) if origin_engine::vfs::is_read_only_error(&e) => Some(e),
         _ => origin_engine::vfs::folder_refusal(vfs, dir),
     };
-    refused.map(|e| format!("{}: {e}", dir.display()))
+    refused.map(|e| format!("{}: {}", dir.display(), origin_engine::vfs::refusal_text(&e)))
 }
 
 /// Opens the store's journal in `dir` to write; where the store cannot be written (a
