@@ -195,6 +195,16 @@ fn open_reading_no_logs(home: &Path) -> Result<Archive> {
     Archive::open(home, None, None, Verify::WhenNeeded).with_context(|| format!("opening the store in {}", home.display()))
 }
 
+/// For a command that writes (`remember`, `correct`, `forget`, `restore`): a store that cannot
+/// be written is refused before it is opened, as its tool would refuse it once opened (the
+/// open's notes on reading it as it is would say the same again, and then what a write does
+/// not need).
+fn refused_write(home: &Path) -> Option<Exit> {
+    let why = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, &home.join("journal"))?;
+    origin::say_err!("origin: {}", origin::tools::archive::write_refusal(home, &why.to_string()));
+    Some(Exit::Failed)
+}
+
 /// Records the state may reflect beyond its snapshot before a command saves it (and writes the
 /// text index's waiting documents), so commands on a large store stay quick.
 const CHECKPOINT_RECORDS: u64 = 64;
@@ -298,6 +308,9 @@ pub fn sources(home: &Path, c: IdCmd) -> Result<Exit> {
 
 /// `origin remember`.
 pub fn remember(home: &Path, c: RememberCmd) -> Result<Exit> {
+    if let Some(exit) = refused_write(home) {
+        return Ok(exit);
+    }
     let a = open(home, &c.agents)?;
     let args = EntryArgs {
         id: None,
@@ -314,6 +327,9 @@ pub fn remember(home: &Path, c: RememberCmd) -> Result<Exit> {
 
 /// `origin correct`.
 pub fn correct(home: &Path, c: CorrectCmd) -> Result<Exit> {
+    if let Some(exit) = refused_write(home) {
+        return Ok(exit);
+    }
     let a = open(home, &c.agents)?;
     let args = EntryArgs {
         id: Some(c.id),
@@ -330,11 +346,17 @@ pub fn correct(home: &Path, c: CorrectCmd) -> Result<Exit> {
 
 /// `origin forget`.
 pub fn forget(home: &Path, c: ForgetCmd) -> Result<Exit> {
+    if let Some(exit) = refused_write(home) {
+        return Ok(exit);
+    }
     print_after(&open_reading_no_logs(home)?, |a| a.forget(&c.id, &c.reason, "user"), c.json)
 }
 
 /// `origin restore`.
 pub fn restore(home: &Path, c: RestoreCmd) -> Result<Exit> {
+    if let Some(exit) = refused_write(home) {
+        return Ok(exit);
+    }
     print_after(&open_reading_no_logs(home)?, |a| a.restore(&c.tombstone, "user"), c.json)
 }
 

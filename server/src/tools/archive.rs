@@ -656,6 +656,16 @@ fn projections_unwritable(vfs: &dyn Vfs, dir: &Path) -> Option<String> {
     refused.map(|e| format!("{}: {}", dir.display(), origin_engine::vfs::refusal_text(&e)))
 }
 
+/// What `remember`, `correct`, `forget` and `restore` answer of the store in `home`, which
+/// cannot be written for the reason `why`.
+pub fn write_refusal(home: &Path, why: &str) -> String {
+    format!(
+        "The Origin store in {} cannot be written ({why}), so Origin reads it as it is and records nothing there: \
+         nothing can be remembered, corrected, forgotten or restored until it can be written.",
+        home.display()
+    )
+}
+
 /// Opens the store's journal in `dir` to write; where the store cannot be written (a
 /// read-only mount, a backup, a store another user owns: the journal's lock or files refuse
 /// write access), to read only, with why it cannot be written. A journal that cannot be
@@ -1600,11 +1610,7 @@ impl Archive {
     fn writable(&self) -> Result<(), ToolError> {
         match &self.read_only {
             None => Ok(()),
-            Some(why) => Err(ToolError::new(format!(
-                "The Origin store in {} cannot be written ({why}), so Origin reads it as it is and records nothing there: \
-                 nothing can be remembered, corrected, forgotten or restored until it can be written.",
-                self.home.display()
-            ))),
+            Some(why) => Err(ToolError::new(write_refusal(&self.home, why))),
         }
     }
 
