@@ -13,6 +13,13 @@ use crate::limits::{FILES_PER_SOURCE_MAX, WALK_DEPTH_MAX};
 /// A missing `root` gives nothing and no problem (the agent is not installed); one that cannot
 /// be looked at (a folder above it or itself without permission) is said.
 pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<String>) -> Vec<PathBuf> {
+    files_beside(root, keep, &|_| false, problems)
+}
+
+/// [`files`], saying also the files for which `beside` is true (a log's side files, read with
+/// it) whose name is given to a pipe, socket or device; they are not returned.
+pub fn files_beside(root: &Path, keep: &dyn Fn(&Path) -> bool, beside: &dyn Fn(&Path) -> bool, problems: &mut Vec<String>) -> Vec<PathBuf> {
+    let said = |p: &Path| keep(p) || beside(p);
     let mut out = Vec::new();
     match std::fs::metadata(root) {
         Ok(m) if m.is_dir() => {}
@@ -53,7 +60,7 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
                     }
                     // A log kept elsewhere; one of this tree's own is read under its own path.
                     Ok(m) if m.is_file() && !inside.as_ref().is_some_and(|r| std::fs::canonicalize(&path).is_ok_and(|t| t.starts_with(r))) => m.file_type(),
-                    Ok(m) if !m.is_file() && keep(&path) => {
+                    Ok(m) if !m.is_file() && said(&path) => {
                         not_files.say(problems, || not_a_file(&path));
                         continue;
                     }
@@ -76,7 +83,7 @@ pub fn files(root: &Path, keep: &dyn Fn(&Path) -> bool, problems: &mut Vec<Strin
                     return out;
                 }
                 out.push(path);
-            } else if !ft.is_file() && keep(&path) {
+            } else if !ft.is_file() && said(&path) {
                 not_files.say(problems, || not_a_file(&path));
             }
         }

@@ -490,8 +490,12 @@ impl Adapter for Grok {
         let mut problems = Vec::new();
         // Exactly `<group>/<session>/chat_history.jsonl`: not `.corrupt`/`.pre-strip` copies,
         // not updates.jsonl, not copies kept deeper (checkpoints).
-        let keep = |p: &Path| p.file_name().is_some_and(|n| n == CHAT) && p.strip_prefix(&root).is_ok_and(|r| r.components().count() == 3);
-        let files = walk::files(&root, &keep, &mut problems)
+        let in_session = |p: &Path| p.strip_prefix(&root).is_ok_and(|r| r.components().count() == 3);
+        let keep = |p: &Path| p.file_name().is_some_and(|n| n == CHAT) && in_session(p);
+        // Its side files, read with it, are said too where their name is given to a pipe (the
+        // session's title, times and turns' times are then not read).
+        let beside = |p: &Path| p.file_name().is_some_and(|n| n == "summary.json" || n == "updates.jsonl") && in_session(p);
+        let files = walk::files_beside(&root, &keep, &beside, &mut problems)
             .into_iter()
             .map(|path| LogFile::lines(Source::Grok, &root, path))
             .collect();
@@ -732,6 +736,29 @@ mod tests {
         }
         let none = Homes::under(Path::new("/nonexistent/origin-test-home"));
         assert_eq!(Grok.discover(&none), (Vec::new(), Vec::new()));
+    }
+
+    /// A session's `summary.json` or `updates.jsonl` whose name is given to a pipe is said, as
+    /// a log's is (the session's title and times are then not read), and its log still found;
+    /// side files elsewhere, and regular ones, are not said.
+    #[test]
+    fn grok_side_files_that_are_pipes_are_said() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let homes = Homes::under(tmp.path());
+        let session = homes.grok.join("sessions/%2Fhome%2Fdev%2Fapp/01a1a0af-0000-7000-8000-000000000001");
+        std::fs::create_dir_all(&session).expect("mkdir");
+        std::fs::write(session.join(CHAT), b"").expect("chat");
+        let mkfifo = |p: &Path| assert!(std::process::Command::new("mkfifo").arg(p).status().expect("mkfifo").success());
+        mkfifo(&session.join("summary.json"));
+        mkfifo(&session.join("updates.jsonl"));
+        // Deeper (a checkpoint's copy) is not the session's own.
+        std::fs::create_dir_all(session.join("checkpoints")).expect("mkdir");
+        mkfifo(&session.join("checkpoints/summary.json"));
+        let (files, mut problems) = Grok.discover(&homes);
+        assert_eq!(files.iter().map(|f| f.path.clone()).collect::<Vec<_>>(), [session.join(CHAT)]);
+        problems.sort();
+        let said = |name: &str| format!("{} is not a regular file (a pipe, socket or device): not read", session.join(name).display());
+        assert_eq!(problems, [said("summary.json"), said("updates.jsonl")]);
     }
 
     /// A backend tool call's text is its tool type, then the rest of its `kind` in the order
