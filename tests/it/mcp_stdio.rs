@@ -364,6 +364,11 @@ async fn malformed_arguments_are_tool_errors_naming_the_argument() {
         ("search", json!({ "colour": "blue" }), "colour"),
         ("search", json!({ "project": huge }), "project"),
         ("timeline", json!({ "session": huge }), "session"),
+        // A filter by a blank name, which would match nothing, is refused: meant as no filter.
+        ("search", json!({ "query": "release", "project": "" }), "project"),
+        ("search", json!({ "project": " " }), "project"),
+        ("timeline", json!({ "project": "" }), "project"),
+        ("timeline", json!({ "session": "" }), "session"),
         ("remember", json!({ "text": "t", "confidence": 1, "project": huge, "sources": [{ "quote": "q" }] }), "project"),
         ("timeline", json!({ "limit": 501 }), "limit"),
         ("timeline", json!({ "until": "13/45/2026" }), "until"),

@@ -131,6 +131,17 @@ fn name_arg(arg: &str, value: &Option<String>) -> Result<(), ToolError> {
     }
 }
 
+/// Checks a filter by project or session: [`name_arg`], and not blank (a filter by the empty
+/// name matched nothing, an answer an agent would take for "none there", where it meant no
+/// filter; `remember` takes a blank project for none).
+fn filter_arg(arg: &str, value: &Option<String>) -> Result<(), ToolError> {
+    name_arg(arg, value)?;
+    match value {
+        Some(v) if v.trim().is_empty() => Err(ToolError::invalid(arg, "is empty (leave it out for no filter)")),
+        _ => Ok(()),
+    }
+}
+
 /// A failure the caller can act on: becomes a tool error with this exact text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError(pub String, Failure);
@@ -1199,7 +1210,7 @@ impl Archive {
     /// `search`.
     pub fn search(&self, a: &SearchArgs) -> ToolResult {
         let limit = SEARCH_LIMIT.arg(a.limit)?;
-        name_arg("project", &a.project)?;
+        filter_arg("project", &a.project)?;
         let scope = match a.scope.as_deref().unwrap_or("all") {
             "all" => None,
             "entries" => Some(Scope::Entry),
@@ -1306,16 +1317,11 @@ impl Archive {
     /// `timeline`.
     pub fn timeline(&self, a: &TimelineArgs) -> ToolResult {
         let limit = TIMELINE_LIMIT.arg(a.limit)?;
-        name_arg("project", &a.project)?;
-        name_arg("session", &a.session)?;
+        filter_arg("project", &a.project)?;
+        filter_arg("session", &a.session)?;
         let source = source_arg(&a.source)?;
         let since = self.time_arg("since", &Some(a.since.clone().unwrap_or_else(|| "7d".to_owned())))?;
         let until = self.time_arg("until", &a.until)?;
-        if let Some(s) = &a.session {
-            if s.trim().is_empty() {
-                return Err(ToolError::invalid("session", "is empty"));
-            }
-        }
         self.fresh_for_read()?;
         let inner = guard(&self.inner);
         if let Some(session) = a.session.as_deref() {

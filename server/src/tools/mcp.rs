@@ -12,7 +12,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 
-use super::archive::{Archive, EntryArgs, Limit, SearchArgs, SourceArg, TimelineArgs, ToolError, SEARCH_LIMIT, TIMELINE_LIMIT};
+use super::archive::{
+    Archive, EntryArgs, Limit, SearchArgs, SourceArg, TimelineArgs, ToolError, ENTRY_TEXT_CHARS_MAX, NAME_CHARS_MAX, QUERY_CHARS_MAX,
+    QUOTE_CHARS_MAX, SEARCH_LIMIT, SOURCES_MAX, TIMELINE_LIMIT,
+};
 
 /// The server's instructions to agents (the spec's "server's MCP instructions").
 pub const INSTRUCTIONS: &str = "Origin is the archive of what coding agents said on this user's machines, and of the \
@@ -221,18 +224,20 @@ pub fn tools() -> Vec<Tool> {
     let kinds = json!(["memory", "knowledge", "cognition"]);
     let source = |doc: &str| json!({ "type": "string", "enum": ["claude-code", "codex", "cursor", "zcode", "grok"], "description": doc });
     let time = |doc: &str| json!({ "type": "string", "description": format!("{doc}: {TIME_DOC}") });
-    let text = |doc: &str| json!({ "type": "string", "description": doc });
+    // Strings with the longest the tools accept (they refuse longer ones, naming the argument).
+    let text = |doc: &str, max: usize| json!({ "type": "string", "maxLength": max, "description": doc });
     let confidence = |doc: &str| json!({ "type": "number", "minimum": 0, "maximum": 1, "description": doc });
     let sources = |doc: &str, min: u32| {
         json!({
             "type": "array",
             "minItems": min,
+            "maxItems": SOURCES_MAX,
             "description": doc,
             "items": {
                 "type": "object",
                 "properties": {
                     "event_id": { "type": "string", "description": "An event id" },
-                    "quote": { "type": "string", "description": "An exact quote from the event (or, without event_id, from the most recent message holding it)" }
+                    "quote": { "type": "string", "maxLength": QUOTE_CHARS_MAX, "description": "An exact quote from the event (or, without event_id, from the most recent message holding it)" }
                 },
                 "additionalProperties": false
             }
@@ -248,13 +253,13 @@ pub fn tools() -> Vec<Tool> {
             schema(json!({
                 "type": "object",
                 "properties": {
-                    "query": text("Words or phrases; every word must occur, in any language (\"quoted phrases\" match in order)"),
+                    "query": text("Words or phrases; every word must occur, in any language (\"quoted phrases\" match in order)", QUERY_CHARS_MAX),
                     "scope": { "type": "string", "enum": ["all", "entries", "events"], "default": "all", "description": "What to search" },
                     "kind": { "type": "string", "enum": kinds, "description": "Entries of this kind only" },
                     "since": time("When entries were written and events happened, from"),
                     "until": time("When entries were written and events happened, before"),
                     "source": source("Events of this source only"),
-                    "project": text("Entries and events of this project only"),
+                    "project": text("Entries and events of this project only", NAME_CHARS_MAX),
                     "include_tools": flag("Also search tool calls and tool results, not only messages"),
                     "limit": limit(SEARCH_LIMIT, "At most this many entries, and this many events")
                 },
@@ -270,8 +275,8 @@ pub fn tools() -> Vec<Tool> {
                     "since": { "type": "string", "default": "7d", "description": format!("Sessions active since then: {TIME_DOC}") },
                     "until": time("Sessions started before then"),
                     "source": source("Sessions of this source only; with session, the source of that session"),
-                    "project": text("Sessions of this project only"),
-                    "session": text("A session id: list its events instead"),
+                    "project": text("Sessions of this project only", NAME_CHARS_MAX),
+                    "session": text("A session id: list its events instead", NAME_CHARS_MAX),
                     "include_tools": flag("With session: also list tool calls and results, injected context, and system events, not only messages"),
                     "limit": limit(TIMELINE_LIMIT, "At most this many sessions, or events")
                 },
@@ -295,10 +300,10 @@ pub fn tools() -> Vec<Tool> {
                 "type": "object",
                 "properties": {
                     "kind": { "type": "string", "enum": kinds, "default": "memory", "description": "What happened (a decision and why), a stable fact, or the user's preferences, methods, goals, or boundaries" },
-                    "text": text("One self-contained statement"),
+                    "text": text("One self-contained statement", ENTRY_TEXT_CHARS_MAX),
                     "sources": sources("Each { event_id, quote }: an event id, an exact quote, or both", 1),
                     "confidence": confidence("How sure the agent is"),
-                    "project": text("The project it belongs to, if any"),
+                    "project": text("The project it belongs to, if any", NAME_CHARS_MAX),
                     "valid_from": time("When it starts to hold, if known"),
                     "valid_to": time("When it stops holding, if known")
                 },
@@ -312,8 +317,8 @@ pub fn tools() -> Vec<Tool> {
             schema(json!({
                 "type": "object",
                 "properties": {
-                    "id": text("The entry's current version"),
-                    "text": text("The corrected statement"),
+                    "id": { "type": "string", "description": "The entry's current version" },
+                    "text": text("The corrected statement", ENTRY_TEXT_CHARS_MAX),
                     "kind": { "type": "string", "enum": kinds, "description": "A new kind; the old one by default" },
                     "confidence": confidence("A new confidence; the old one by default"),
                     "sources": sources("More sources, added to those that carry over", 0),
@@ -1481,6 +1486,33 @@ mod tests {
         let remember = tools().into_iter().find(|t| t.name == "remember").expect("remember");
         assert_eq!(remember.input_schema["properties"]["sources"]["minItems"], 1, "the spec: at least one");
         let search = tools().into_iter().find(|t| t.name == "search").expect("search");
+        // The longest strings and most sources the tools take are told in the schemas, as the
+        // archive refuses past them.
+        let bound = |tool: &str, path: &[&str]| {
+            let t = tools().into_iter().find(|t| t.name == tool).expect("tool");
+            let mut v = Value::Object((*t.input_schema).clone());
+            for p in path {
+                v = v[*p].clone();
+            }
+            v.as_u64().unwrap_or_else(|| panic!("{tool} {path:?}: no bound"))
+        };
+        let chars = |tool: &str, arg: &str| bound(tool, &["properties", arg, "maxLength"]);
+        let expected = [
+            (chars("search", "query"), QUERY_CHARS_MAX),
+            (chars("search", "project"), NAME_CHARS_MAX),
+            (chars("timeline", "project"), NAME_CHARS_MAX),
+            (chars("timeline", "session"), NAME_CHARS_MAX),
+            (chars("remember", "text"), ENTRY_TEXT_CHARS_MAX),
+            (chars("remember", "project"), NAME_CHARS_MAX),
+            (chars("correct", "text"), ENTRY_TEXT_CHARS_MAX),
+            (bound("remember", &["properties", "sources", "items", "properties", "quote", "maxLength"]), QUOTE_CHARS_MAX),
+            (bound("correct", &["properties", "sources", "items", "properties", "quote", "maxLength"]), QUOTE_CHARS_MAX),
+            (bound("remember", &["properties", "sources", "maxItems"]), SOURCES_MAX),
+            (bound("correct", &["properties", "sources", "maxItems"]), SOURCES_MAX),
+        ];
+        for (i, (told, refused_past)) in expected.into_iter().enumerate() {
+            assert_eq!(told, refused_past as u64, "bound {i}");
+        }
         assert!(search.description.as_deref().is_some_and(|d| d.contains("\"match\": \"partial\"")), "partial matches are announced");
     }
 
