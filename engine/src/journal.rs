@@ -380,6 +380,11 @@ pub fn write_refused(vfs: &dyn Vfs, dir: &Path) -> Option<Error> {
     }
 }
 
+/// Whether the folder `dir` lists no segment file (false where it cannot be listed).
+fn holds_no_segment(vfs: &dyn Vfs, dir: &Path) -> bool {
+    vfs.list_dir(dir).is_ok_and(|names| !names.iter().any(|n| parse_segment_file_name(n).is_some()))
+}
+
 /// Whether `path`, which refused a write for want of write access, still does: a file opened
 /// to write and let go, or, for a folder or a file not there (to be made in its folder), the
 /// folder asked ([`Vfs::check_writable`]). Nothing is written.
@@ -422,7 +427,16 @@ impl Journal {
         }
         let lock_path = dir.join(LOCK_FILE_NAME);
         let mode = if rw { LockMode::Exclusive } else { LockMode::Shared };
-        let _lock = vfs.lock(&lock_path, mode).map_err(|e| Error::io("lock", &lock_path, e))?;
+        let _lock = match vfs.lock(&lock_path, mode) {
+            Ok(lock) => lock,
+            // A reader that may not make the lock file, where there is none and no segment
+            // either (an empty folder another user made): no journal there, which the lock's
+            // refusal would hide behind a file that never was.
+            Err(e) if !rw && crate::vfs::is_read_only_error(&e) && vfs.exists(&lock_path).is_ok_and(|there| !there) && holds_no_segment(&*vfs, dir) => {
+                return Err(Error::NoJournal { dir: dir.to_path_buf() });
+            }
+            Err(e) => return Err(Error::io("lock", &lock_path, e)),
+        };
         let mut report = OpenReport::default();
 
         let mut unwritten = Vec::new();

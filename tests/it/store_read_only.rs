@@ -179,6 +179,28 @@ fn a_text_index_folder_its_user_may_not_write_is_said_apart() {
     assert_eq!(files_under(&index), before, "nothing written in the index folder");
 }
 
+/// A store folder whose journal folder another user made and left empty: its reader is told
+/// the folder cannot be written, or that no journal is there, not sent to a lock file that
+/// never was.
+#[test]
+fn an_empty_journal_folder_its_reader_may_not_write_is_said_as_such() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let store = dir.path().join("store");
+    std::fs::create_dir_all(store.join("journal")).expect("mkdir");
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    set_writable(&store.join("journal"), false);
+    for args in [&["search", "URLSearchParams"][..], &["timeline"], &["status"]] {
+        let out = origin_as_reader(&store, args);
+        let text = said(&out);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {text}");
+        assert!(!text.contains("LOCK"), "{args:?}: {text}");
+        assert!(text.contains("write into") || text.contains("no Origin journal in"), "{args:?}: {text}");
+    }
+    set_writable(&store, true);
+    assert!(files_under(&store).is_empty(), "nothing made");
+}
+
 /// A store whose lock file and `TIP` its user may not write (left by a run under `sudo`, the
 /// rest given back) is written as it was: a writer locks the lock file open to read, and
 /// replaces `TIP` by a rename in the folder it may write. (A look for what refuses writes took
