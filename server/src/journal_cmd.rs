@@ -29,7 +29,17 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let torn_pending = j.open_report().torn_tails;
     let records = s.next_offset - s.first_offset;
     // Why the store cannot be written, if it cannot (commands then read it as it is).
-    let unwritable = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, dir).map(|e| e.to_string());
+    // A torn tail pending is cut by the next read-write open, which first keeps a copy in
+    // `recovered/`: a folder there it may not write (another user's) makes the store read only.
+    let recovered = dir.join(origin_engine::journal::RECOVERED_DIR_NAME);
+    let unwritable = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, dir).map(|e| e.to_string()).or_else(|| {
+        let refused = (!torn_pending.is_empty() && recovered.is_dir()).then(|| origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, &recovered))??;
+        Some(format!(
+            "{}: {} (a torn tail is pending, and the open that cuts it keeps a copy there)",
+            recovered.display(),
+            origin_engine::vfs::refusal_text(&refused)
+        ))
+    });
     // Why the projections (the state's snapshot, the text index) cannot be saved, if they cannot.
     let folder_refused = |d: &Path| {
         origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, d).map(|e| format!("{}: {}", d.display(), origin_engine::vfs::refusal_text(&e)))

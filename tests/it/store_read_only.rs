@@ -2,6 +2,7 @@
 //! binary: the real file system's refusals (`EACCES`), not a simulated one's.
 
 use origin_engine::sim::files_under;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -199,6 +200,36 @@ fn an_empty_journal_folder_its_reader_may_not_write_is_said_as_such() {
     }
     set_writable(&store, true);
     assert!(files_under(&store).is_empty(), "nothing made");
+}
+
+/// A store with a torn tail pending whose `recovered/` folder its user may not write (a run
+/// under `sudo` cut an earlier tail): the open that would cut it cannot keep its copy, so the
+/// store is read as it is, and `status` says it cannot be written, as the commands find.
+#[test]
+fn a_torn_tail_whose_copy_cannot_be_kept_makes_the_store_read_only_in_status_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = store_of_fixtures(dir.path());
+    set_writable(&store, true);
+    let journal = store.join("journal");
+    let last = std::fs::read_dir(&journal)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "seg"))
+        .max()
+        .expect("a segment");
+    std::fs::OpenOptions::new().append(true).open(&last).expect("open").write_all(b"torn-tail-bytes").expect("append");
+    let recovered = journal.join("recovered");
+    std::fs::create_dir_all(&recovered).expect("mkdir");
+    set_writable(&recovered, false);
+    let out = origin_as_reader(&store, &["search", "URLSearchParams"]);
+    assert!(out.status.success() && said(&out).contains("cannot be written"), "{}", said(&out));
+    let out = origin_as_reader(&store, &["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!((status["writable"].as_bool(), status["torn_tails_pending"].as_u64()), (Some(false), Some(1)), "{status}");
+    assert!(status["not_writable_because"].as_str().is_some_and(|w| w.contains("recovered")), "{status}");
+    let out = origin_as_reader(&store, &["status"]);
+    assert!(said(&out).contains("writable  no") && said(&out).contains("the first write once the store can be written cuts it"), "{}", said(&out));
+    set_writable(&store, true);
 }
 
 /// A store whose lock file and `TIP` its user may not write (left by a run under `sudo`, the
