@@ -41,6 +41,10 @@ pub fn compact(vfs: Arc<dyn Vfs>, dir: &Path, segment_size_bytes_max: u64) -> Re
     if !(SEGMENT_SIZE_BYTES_MIN..=SEGMENT_SIZE_BYTES_MAX).contains(&segment_size_bytes_max) {
         return Err(Error::Invalid(format!("segment size {segment_size_bytes_max} out of range")));
     }
+    // No folder, no journal (the lock's open would say its file is missing instead).
+    if !vfs.exists(dir).map_err(|e| Error::io("stat", dir, e))? {
+        return Err(Error::NoJournal { dir: dir.to_path_buf() });
+    }
     let lock_path = dir.join(LOCK_FILE_NAME);
     let _lock = vfs.lock(&lock_path, LockMode::Exclusive).map_err(|e| Error::io("lock", &lock_path, e))?;
     // What an interrupted compaction left is removed first, as a read-write open removes it

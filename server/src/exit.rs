@@ -51,9 +51,47 @@ pub fn for_error(e: &anyhow::Error) -> Exit {
     }
 }
 
+/// What is said of an error that reached the edge: the error, each cause its message does not
+/// already hold (an I/O error's words end the message of the failure it caused, and were said
+/// twice), and, for the journal's damage, what to run next.
+pub fn error_lines(e: &anyhow::Error) -> Vec<String> {
+    let mut lines = vec![format!("origin: {e}")];
+    let mut said = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !said.contains(&text) {
+            lines.push(format!("  caused by: {text}"));
+        }
+        said = text;
+    }
+    if for_error(e) == Exit::Damaged {
+        lines.push(
+            "  `origin journal verify` lists the damage; `origin journal salvage --to DIR` copies every readable record into a new journal"
+                .to_owned(),
+        );
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cause whose words the message before it already holds is not said again; one it does
+    /// not hold is; the journal's damage says what to run next.
+    #[test]
+    fn causes_are_said_once_and_damage_says_what_to_run() {
+        let io = std::io::Error::other("Not a directory");
+        let e = anyhow::Error::new(origin_engine::Error::Io { op: "stat", path: "s/journal".into(), source: io }).context("opening the journal in s/journal");
+        assert_eq!(
+            error_lines(&e),
+            ["origin: opening the journal in s/journal", "  caused by: stat s/journal: Not a directory"]
+        );
+        let damaged = anyhow::Error::new(origin_engine::Error::Corrupt { segment: "s".into(), position: 7, reason: "bad crc".into() }).context("opening");
+        let lines = error_lines(&damaged);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[1].starts_with("  caused by: ") && lines[2].contains("origin journal salvage --to DIR"), "{lines:?}");
+    }
 
     #[test]
     fn corruption_maps_to_damaged_and_other_errors_to_failed() {

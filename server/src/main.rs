@@ -26,9 +26,8 @@ fn main() -> ExitCode {
         Ok(code) => code.into(),
         Err(e) => {
             // The one error printer: the error and its causes, then a code the caller can act on.
-            origin::say_err!("origin: {e}");
-            for cause in e.chain().skip(1) {
-                origin::say_err!("  caused by: {cause}");
+            for line in exit::error_lines(&e) {
+                origin::say_err!("{line}");
             }
             exit::for_error(&e).into()
         }

@@ -192,6 +192,12 @@ fn open_verifying(home: &Path, agents: &AgentsArgs, verify: Verify) -> Result<Ar
 /// Opens the store for a command that reads no agents' logs (`get`, `sources`, `forget`,
 /// `restore`, `tombstones`): it needs no `HOME`.
 fn open_reading_no_logs(home: &Path) -> Result<Archive> {
+    // These read no logs into the store: where there is none (a mistyped --home), opening one
+    // would make an empty store, and answer as if the ids asked for were unknown.
+    let journal = home.join("journal");
+    if !journal.is_dir() {
+        return Err(anyhow::Error::new(origin_engine::Error::NoJournal { dir: journal }));
+    }
     Archive::open(home, None, None, Verify::WhenNeeded).with_context(|| format!("opening the store in {}", home.display()))
 }
 

@@ -17,3 +17,4 @@ mod mcp_stdio;
 mod mcp_python;
 mod cli_forget_restore;
 mod store_read_only;
+mod cli_words;
