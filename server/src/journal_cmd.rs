@@ -86,38 +86,35 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
         say!(out, "{}", serde_json::to_string_pretty(&v)?);
         return Ok(Exit::Ok);
     }
-    say!(out, "store     {} (id {}, epoch {})", home.display(), store_id_hex(&s.store_id), s.epoch);
+    // Labels in a column as wide as the longest source's name.
+    let row = |label: &str, text: String| format!("{}{text}", show::pad(label, 12));
+    say!(out, "{}", row("store", format!("{} (id {}, epoch {})", home.display(), store_id_hex(&s.store_id), s.epoch)));
     let last = if records > 0 { format!("last offset {}", s.next_offset - 1) } else { "empty".to_owned() };
-    say!(out, "journal   {} segments, {} records, {}, {last}", s.segments, records, show::bytes(s.bytes));
-    say!(out, "tails     {} torn tails repaired (copies in {}/recovered)", s.torn_tails_repaired, dir.display());
-    if let Some(why) = &unwritable {
-        say!(out, "writable  no ({why}): commands read it as it is; no agents' logs are read into it, and nothing is remembered, corrected, forgotten or restored");
-    } else if let Some(why) = &unsaved {
-        say!(out, "projections not saved ({why}): each start reads the journal past what was saved into memory");
-    } else if let Some(why) = &index_unsaved {
-        say!(out, "text index not saved ({why}): each start indexes the journal past what was saved, in memory");
-    }
-    for (id, t) in &cursors.totals {
-        say!(out, 
-            "{:<9} {} files, {} lines, {} events, {} malformed lines skipped, {} lines cut, {} read, {} memory file versions",
-            id,
-            t.files,
-            t.lines,
-            t.events,
-            t.malformed,
-            t.cut,
-            show::bytes(t.bytes),
-            t.memory_versions
-        );
-    }
+    say!(out, "{}", row("journal", format!("{}, {}, {}, {last}", show::count(s.segments as usize, "segment", "segments"), show::count(records as usize, "record", "records"), show::bytes(s.bytes))));
+    say!(out, "{}", row("tails", format!("{} repaired (copies in {}/recovered)", show::count(s.torn_tails_repaired as usize, "torn tail", "torn tails"), dir.display())));
     let cut_by = if unwritable.is_some() { "the first write once the store can be written cuts it" } else { "the next write cuts it" };
     for t in torn_pending {
-        say!(out, 
-            "          torn tail pending in {} at byte {} ({} bytes): {cut_by}",
-            t.segment.display(),
-            t.position,
-            t.size_bytes
-        );
+        say!(out, "{}", row("", format!("torn tail pending in {} at byte {} ({} bytes): {cut_by}", t.segment.display(), t.position, t.size_bytes)));
+    }
+    if let Some(why) = &unwritable {
+        say!(out, "{}", row("writable", format!("no ({why}): commands read it as it is; no agents' logs are read into it, and nothing is remembered, corrected, forgotten or restored")));
+    } else if let Some(why) = &unsaved {
+        say!(out, "{}", row("projections", format!("not saved ({why}): each start reads the journal past what was saved into memory")));
+    } else if let Some(why) = &index_unsaved {
+        say!(out, "{}", row("text index", format!("not saved ({why}): each start indexes the journal past what was saved, in memory")));
+    }
+    for (id, t) in &cursors.totals {
+        let text = [
+            show::count(t.files as usize, "file", "files"),
+            show::count(t.lines as usize, "line", "lines"),
+            show::count(t.events as usize, "event", "events"),
+            format!("{} skipped", show::count(t.malformed as usize, "malformed line", "malformed lines")),
+            format!("{} cut", show::count(t.cut as usize, "line", "lines")),
+            format!("{} read", show::bytes(t.bytes)),
+            show::count(t.memory_versions as usize, "memory file version", "memory file versions"),
+        ]
+        .join(", ");
+        say!(out, "{}", row(id, text));
     }
     Ok(Exit::Ok)
 }

@@ -72,19 +72,97 @@ pub fn body_summary(body: &Body) -> String {
 }
 
 /// `1 entry`, `2 entries`.
-fn count(n: usize, one: &str, many: &str) -> String {
+pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// A tool result for a person: entries and events as short blocks, anything else as
-/// indented JSON.
-pub fn readable(v: &Value) -> String {
+/// `s` padded with spaces to `width` columns as a terminal shows them (a Chinese character
+/// takes two), or cut to them with `…`.
+pub fn pad(s: &str, width: usize) -> String {
+    let fitted = fit(s, width);
+    let shown = unicode_width::UnicodeWidthStr::width(fitted.as_str());
+    format!("{fitted}{}", " ".repeat(width.saturating_sub(shown)))
+}
+
+/// `s` cut to `width` columns as a terminal shows them, with `…` where it was cut.
+pub fn fit(s: &str, width: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    if unicode_width::UnicodeWidthStr::width(s) <= width {
+        return s.to_owned();
+    }
     let mut out = String::new();
-    let line = |out: &mut String, s: String| {
-        out.push_str(&s);
-        out.push('\n');
-    };
-    let field = |o: &Value, k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
+/// Every line of `text` after `prefix` (a block of text under its heading line).
+fn indented(text: &str, prefix: &str) -> String {
+    let lines: Vec<String> = text.lines().map(|l| if l.is_empty() { String::new() } else { format!("{prefix}{l}") }).collect();
+    if lines.is_empty() { prefix.trim_end().to_owned() } else { lines.join("\n") }
+}
+
+fn str_of<'v>(o: &'v Value, k: &str) -> &'v str {
+    o.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+/// What else an entry says beyond its heading, as `a · b · c` (empty when nothing).
+fn entry_details(e: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = e.get("project").and_then(Value::as_str) {
+        parts.push(format!("project {p}"));
+    }
+    match (e.get("valid_from").and_then(Value::as_str), e.get("valid_to").and_then(Value::as_str)) {
+        (Some(f), Some(t)) => parts.push(format!("valid from {f} to {t}")),
+        (Some(f), None) => parts.push(format!("valid from {f}")),
+        (None, Some(t)) => parts.push(format!("valid to {t}")),
+        (None, None) => {}
+    }
+    if let Some(s) = e.get("supersedes").and_then(Value::as_str) {
+        parts.push(format!("corrects {s}"));
+    }
+    if let Some(s) = e.get("superseded_by").and_then(Value::as_str) {
+        let how = if e.get("concurrent").and_then(Value::as_bool) == Some(true) { " (a concurrent correction won)" } else { "" };
+        parts.push(format!("superseded by {s}{how}"));
+    }
+    if e.get("imported").and_then(Value::as_bool) == Some(true) {
+        parts.push("from an agent's memory file".to_owned());
+    }
+    parts.join(" · ")
+}
+
+/// An entry: its heading line, its details, its text.
+fn entry_block(out: &mut Vec<String>, e: &Value, mark: &str) {
+    let confidence = e.get("confidence").and_then(Value::as_f64).map(|c| format!("  confidence {c}")).unwrap_or_default();
+    let status = str_of(e, "status");
+    let status = if status.is_empty() || status == "active" { String::new() } else { format!("  {status}") };
+    out.push(format!("{}  {}  {}  {}{confidence}{status}{mark}", str_of(e, "id"), str_of(e, "kind"), str_of(e, "created"), str_of(e, "author")));
+    let details = entry_details(e);
+    if !details.is_empty() {
+        out.push(format!("  ({details})"));
+    }
+    out.push(indented(str_of(e, "text"), "  "));
+}
+
+/// An event's heading line: id, time, role and kind.
+fn event_heading(e: &Value, mark: &str) -> String {
+    format!("{}  {}  {} {}{mark}", str_of(e, "id"), str_of(e, "time"), str_of(e, "role"), str_of(e, "kind"))
+}
+
+/// A tool result for a person: entries, events, sessions, sources and tombstones as short
+/// blocks, each text under its heading, indented; anything else as indented JSON. Ends
+/// without a newline.
+pub fn readable(v: &Value) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let has = |k: &str| v.get(k).is_some();
     if let (Some(entries), Some(events)) = (v.get("entries").and_then(Value::as_array), v.get("events").and_then(Value::as_array)) {
         // A partial match (`"match": "partial"`) lacks some of the query's words: said on its
         // line and counted in the heading, so that no reader takes it for a full match.
@@ -96,38 +174,132 @@ pub fn readable(v: &Value) -> String {
             let them = if partials == 1 { "1 partial match".to_owned() } else { format!("{partials} partial matches") };
             heading.push_str(&format!(" ({them}: a word missing, or only in another form)"));
         }
-        line(&mut out, heading);
+        out.push(heading);
         for e in entries {
-            line(&mut out, format!("\n{}  {}  {}  {}{}", field(e, "id"), field(e, "kind"), field(e, "created"), field(e, "author"), mark(e)));
-            line(&mut out, format!("  {}", field(e, "text")));
+            out.push(String::new());
+            entry_block(&mut out, e, mark(e));
         }
         for e in events {
-            let text = e.get("snippet").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| field(e, "text"));
-            line(&mut out, format!("\n{}  {}  {} {}{}", field(e, "id"), field(e, "time"), field(e, "role"), field(e, "kind"), mark(e)));
-            line(&mut out, format!("  {}", text.replace('\n', " ")));
+            let text = e.get("snippet").and_then(Value::as_str).unwrap_or_else(|| str_of(e, "text"));
+            out.push(String::new());
+            out.push(event_heading(e, mark(e)));
+            out.push(format!("  {}", text.replace('\n', " ")));
         }
-        return out;
-    }
-    if let Some(sessions) = v.get("sessions").and_then(Value::as_array) {
-        line(&mut out, count(sessions.len(), "session", "sessions"));
+    } else if let Some(sessions) = v.get("sessions").and_then(Value::as_array) {
+        out.push(count(sessions.len(), "session", "sessions"));
         for s in sessions {
-            let title = s.get("title").and_then(Value::as_str).or_else(|| s.get("prompt").and_then(Value::as_str)).unwrap_or("(untitled)");
-            line(
-                &mut out,
-                format!(
-                    "{}  {:<11}  {:<16}  {} events  {}",
-                    field(s, "ended"),
-                    field(s, "source"),
-                    s.get("project").and_then(Value::as_str).unwrap_or("-"),
-                    s.get("events").and_then(Value::as_u64).unwrap_or(0),
-                    title
-                ),
-            );
-            line(&mut out, format!("  session {}", field(s, "session")));
+            out.push(session_line(s));
+            out.push(format!("  session {}", str_of(s, "session")));
         }
-        return out;
+    } else if let (Some(session), Some(events)) = (v.get("session"), v.get("events").and_then(Value::as_array)) {
+        out.push(session_line(session));
+        out.push(format!("  session {}, from {} to {}", str_of(session, "session"), str_of(session, "started"), str_of(session, "ended")));
+        for e in events {
+            out.push(String::new());
+            out.push(event_heading(e, ""));
+            out.push(indented(str_of(e, "text"), "  "));
+        }
+    } else if let (Some(entry), true) = (v.get("entry"), has("history")) {
+        entry_block(&mut out, entry, "");
+        let sources = v.get("sources").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        out.push(String::new());
+        out.push(format!("cites {}", count(sources.len(), "event", "events")));
+        for s in sources {
+            out.push(format!("  {}  {}  {} {}", str_of(s, "id"), str_of(s, "time"), str_of(s, "role"), str_of(s, "kind")));
+            if let Some(q) = s.get("quote").and_then(Value::as_str) {
+                out.push(format!("    quote \"{q}\""));
+            }
+            out.push(indented(str_of(s, "text"), "    "));
+        }
+        let history = v.get("history").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        out.push(String::new());
+        out.push(format!("history: {}, oldest first", count(history.len(), "version", "versions")));
+        let this = str_of(entry, "id");
+        for h in history {
+            let here = if str_of(h, "id") == this { "  (this one)" } else { "" };
+            out.push(format!("  {}  {}  {}  {}{here}", str_of(h, "id"), str_of(h, "created"), str_of(h, "author"), str_of(h, "status")));
+        }
+    } else if let Some(entry) = v.get("entry") {
+        // What remember and correct saved.
+        entry_block(&mut out, entry, "");
+    } else if has("tombstone") && has("forgotten_entries") {
+        let entries: Vec<&str> = v["forgotten_entries"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let events = v.get("excluded_events").and_then(Value::as_u64).unwrap_or(0);
+        match v.get("tombstone").and_then(Value::as_str) {
+            None => out.push("nothing recorded: everything it reaches was hidden already".to_owned()),
+            Some(t) => {
+                let listed = if entries.is_empty() { String::new() } else { format!(" ({})", entries.join(", ")) };
+                out.push(format!(
+                    "{t}: hid {}{listed} and {}",
+                    count(entries.len(), "entry version", "entry versions"),
+                    count(events as usize, "event", "events")
+                ));
+            }
+        }
+    } else if has("restored") {
+        match (v.get("restored").and_then(Value::as_str), v.get("lifted_before")) {
+            (Some(t), _) => out.push(format!("{t} lifted: what it hid is back, but for what another tombstone hides")),
+            (None, Some(l)) => out.push(format!("nothing recorded: it was lifted already, by {} at {}", str_of(l, "author"), str_of(l, "time"))),
+            (None, None) => out.push("nothing recorded".to_owned()),
+        }
+    } else if let Some(list) = v.as_array().filter(|a| a.iter().all(|t| t.get("tombstone").is_some())) {
+        out.push(count(list.len(), "tombstone", "tombstones"));
+        for t in list {
+            let lifted = match t.get("restored").filter(|r| r.is_object()) {
+                Some(r) => format!("  (lifted {} by {})", str_of(r, "time"), str_of(r, "author")),
+                None => String::new(),
+            };
+            let entries = t.get("forgotten_entries").and_then(Value::as_array).map_or(0, Vec::len);
+            let events = t.get("excluded_events").and_then(Value::as_u64).unwrap_or(0) as usize;
+            out.push(String::new());
+            out.push(format!("{}  {}  {}  forgets {}{lifted}", str_of(t, "tombstone"), str_of(t, "time"), str_of(t, "author"), str_of(t, "target")));
+            out.push(format!("  hides {} and {}", count(entries, "entry version", "entry versions"), count(events, "event", "events")));
+            out.push(indented(&format!("reason: {}", str_of(t, "reason")), "  "));
+        }
+    } else if let Some(list) = v.as_array().filter(|a| a.iter().all(|s| s.get("event_id").is_some())) {
+        // `sources`: the lines behind an answer.
+        out.push(count(list.len(), "source line", "source lines"));
+        for s in list {
+            out.push(String::new());
+            out.push(format!("{}  {}", str_of(s, "event_id"), str_of(s, "time")));
+            if let Some(q) = s.get("quote").and_then(Value::as_str) {
+                out.push(format!("  quote   \"{q}\""));
+            }
+            let line = s.get("line").and_then(Value::as_u64).map(|l| format!(", line {l}")).unwrap_or_default();
+            out.push(format!("  file    {}{line}", str_of(s, "original_file")));
+            out.push(format!("  mirror  {}{line}", str_of(s, "mirror_file")));
+            out.push(format!("  raw     {}", str_of(s, "raw")));
+        }
+    } else if has("kind") && has("role") && has("text") {
+        // `get` of an event.
+        out.push(format!("{}  {}  {} {}", str_of(v, "id"), str_of(v, "time"), str_of(v, "role"), str_of(v, "kind")));
+        let mut parts = vec![format!("source {}", str_of(v, "source"))];
+        for (key, word) in [("project", "project"), ("session", "session"), ("cwd", "cwd"), ("git_branch", "branch"), ("agent_version", "agent")] {
+            if let Some(x) = v.get(key).and_then(Value::as_str) {
+                parts.push(format!("{word} {x}"));
+            }
+        }
+        out.push(format!("  ({})", parts.join(" · ")));
+        out.push(indented(str_of(v, "text"), "  "));
+    } else {
+        return serde_json::to_string_pretty(v).unwrap_or_default();
     }
-    serde_json::to_string_pretty(v).unwrap_or_default()
+    out.join("\n")
+}
+
+/// A session on one line: last activity, source, project, events, title (or first prompt).
+fn session_line(s: &Value) -> String {
+    let title = s.get("title").and_then(Value::as_str).or_else(|| s.get("prompt").and_then(Value::as_str)).unwrap_or("(untitled)");
+    let events = s.get("events").and_then(Value::as_u64).unwrap_or(0);
+    format!(
+        "{}  {}  {}  {:>5} {}  {}",
+        str_of(s, "ended"),
+        pad(str_of(s, "source"), 11),
+        pad(s.get("project").and_then(Value::as_str).unwrap_or("-"), 16),
+        events,
+        if events == 1 { "event " } else { "events" },
+        fit(&title.replace('\n', " "), 80)
+    )
 }
 
 #[cfg(test)]
@@ -161,5 +333,68 @@ mod tests {
         assert_eq!(full.lines().next(), Some("0 entries, 1 event"), "{full}");
         assert!(!full.contains("partial"), "{full}");
         assert_eq!(readable(&json!({"sessions": [{"session": "s"}]})).lines().next(), Some("1 session"));
+    }
+
+    /// Columns are as wide as a terminal shows them: a Chinese project name is padded by its
+    /// width (two columns a character), and a long one cut with `…`.
+    #[test]
+    fn columns_are_padded_by_their_width_on_screen() {
+        assert_eq!(pad("数据同步", 10), "数据同步  ");
+        assert_eq!(pad("demo", 6), "demo  ");
+        assert_eq!(pad("数据同步工具链", 10), "数据同步… ", "nine columns, padded to ten");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        let session = |project: &str| json!({"ended": "t", "source": "zcode", "project": project, "events": 12, "title": "x", "session": "s"});
+        let out = readable(&json!({"sessions": [session("数据同步"), session("weather-api")]}));
+        let lines: Vec<&str> = out.lines().collect();
+        let column = |l: &str| unicode_width::UnicodeWidthStr::width(&l[..l.find("12 events").expect("count")]);
+        assert_eq!(column(lines[1]), column(lines[3]), "{out}");
+    }
+
+    /// Every tool's answer reads as blocks for a person, each text indented under its heading
+    /// (an entry's lines after the first were at the margin), not as JSON.
+    #[test]
+    fn every_answer_reads_as_blocks() {
+        let entry = json!({"id": "ent_1", "kind": "knowledge", "text": "first line\nsecond line", "confidence": 0.9, "status": "superseded",
+            "concurrent": true, "project": "app", "author": "codex@vm", "created": "c1", "valid_from": null, "valid_to": "v2",
+            "supersedes": null, "superseded_by": "ent_2", "root": "ent_1", "imported": false});
+        let search = readable(&json!({"entries": [entry.clone()], "events": []}));
+        assert!(search.contains("\n  first line\n  second line"), "{search}");
+        let got = readable(&json!({
+            "entry": entry,
+            "sources": [{"id": "codex:s:3", "time": "t3", "role": "user", "kind": "message", "text": "said\nthen", "quote": "said"}],
+            "history": [{"id": "ent_1", "created": "c1", "author": "codex@vm", "status": "superseded"}, {"id": "ent_2", "created": "c2", "author": "codex@vm", "status": "active"}],
+        }));
+        for want in [
+            "ent_1  knowledge  c1  codex@vm  confidence 0.9  superseded",
+            "  (project app · valid to v2 · superseded by ent_2 (a concurrent correction won))",
+            "cites 1 event",
+            "    quote \"said\"",
+            "    said\n    then",
+            "history: 2 versions, oldest first",
+            "  ent_1  c1  codex@vm  superseded  (this one)",
+        ] {
+            assert!(got.contains(want), "{want:?} in:\n{got}");
+        }
+        let event = readable(&json!({"id": "claude-code:s:1", "time": "t", "source": "claude-code", "project": null, "session": "s",
+            "role": "user", "kind": "message", "text": "a\nb", "cwd": "/w", "git_branch": null, "agent_version": "2.1"}));
+        assert_eq!(event, "claude-code:s:1  t  user message\n  (source claude-code · session s · cwd /w · agent 2.1)\n  a\n  b");
+        let sources = readable(&json!([{"event_id": "e", "time": "t", "quote": null, "original_file": "/o", "mirror_file": "/m", "line": 4, "raw": "{}"}]));
+        assert_eq!(sources, "1 source line\n\ne  t\n  file    /o, line 4\n  mirror  /m, line 4\n  raw     {}");
+        let session = readable(&json!({"session": {"session": "s", "source": "codex", "project": null, "title": null, "prompt": "p", "started": "t0", "ended": "t1", "events": 1},
+            "events": [{"id": "codex:s:1", "time": "t0", "role": "user", "kind": "message", "text": "x\ny"}]}));
+        assert!(session.contains("  session s, from t0 to t1") && session.ends_with("codex:s:1  t0  user message\n  x\n  y"), "{session}");
+        assert_eq!(
+            readable(&json!({"tombstone": "tmb_1", "forgotten_entries": ["ent_1"], "excluded_events": 2})),
+            "tmb_1: hid 1 entry version (ent_1) and 2 events"
+        );
+        assert!(readable(&json!({"tombstone": null, "forgotten_entries": [], "excluded_events": 0})).starts_with("nothing recorded"));
+        assert!(readable(&json!({"restored": "tmb_1"})).starts_with("tmb_1 lifted"));
+        assert!(readable(&json!({"restored": null, "lifted_before": {"author": "a", "time": "t"}})).contains("lifted already, by a at t"));
+        let tombstones = readable(&json!([{"tombstone": "tmb_1", "target": "ent_1", "reason": "asked", "author": "a", "time": "t",
+            "forgotten_entries": ["ent_1"], "excluded_events": 0, "restored": null}]));
+        assert!(tombstones.starts_with("1 tombstone\n\ntmb_1  t  a  forgets ent_1\n  hides 1 entry version and 0 events\n  reason: asked"), "{tombstones}");
+        for answer in [search, got, event, sources, session, tombstones] {
+            assert!(!answer.trim_start().starts_with('{') && !answer.ends_with('\n'), "{answer}");
+        }
     }
 }

@@ -78,7 +78,7 @@ fn a_store_its_reader_may_not_write_is_read_as_it_is() {
     let out = origin_as_reader(&store, &["timeline", "--since", "2000-01-01"]);
     assert!(out.status.success(), "{}", said(&out));
     let out = origin_as_reader(&store, &["status"]);
-    assert!(out.status.success() && said(&out).contains("writable  no"), "{}", said(&out));
+    assert!(out.status.success() && said(&out).contains("writable    no"), "{}", said(&out));
     // The writes are refused, said once, with nothing of reading the store as it is.
     for write in [
         &["remember", "A fact.", "--quote", "URLSearchParams", "--confidence", "0.5"][..],
@@ -175,7 +175,7 @@ fn a_text_index_folder_its_user_may_not_write_is_said_apart() {
     let why = status["index_not_saved_because"].as_str().unwrap_or_default();
     assert!(why.contains("index") && why.contains("check who owns the store's files"), "{status}");
     let out = origin_as_reader(&store, &["status"]);
-    assert!(said(&out).contains("text index not saved") && !said(&out).contains("projections not saved"), "{}", said(&out));
+    assert!(said(&out).contains("text index  not saved") && !said(&out).contains("projections not saved"), "{}", said(&out));
     set_writable(&store, true);
     assert_eq!(files_under(&index), before, "nothing written in the index folder");
 }
@@ -228,7 +228,7 @@ fn a_torn_tail_whose_copy_cannot_be_kept_makes_the_store_read_only_in_status_too
     assert_eq!((status["writable"].as_bool(), status["torn_tails_pending"].as_u64()), (Some(false), Some(1)), "{status}");
     assert!(status["not_writable_because"].as_str().is_some_and(|w| w.contains("recovered")), "{status}");
     let out = origin_as_reader(&store, &["status"]);
-    assert!(said(&out).contains("writable  no") && said(&out).contains("the first write once the store can be written cuts it"), "{}", said(&out));
+    assert!(said(&out).contains("writable    no") && said(&out).contains("the first write once the store can be written cuts it"), "{}", said(&out));
     set_writable(&store, true);
 }
 
@@ -250,6 +250,6 @@ fn a_lock_file_and_tip_another_user_owns_do_not_make_a_store_read_only() {
     assert!(out.status.success(), "{text}");
     assert!(!text.contains("cannot be written"), "{text}");
     let out = origin_as_reader(&store, &["status"]);
-    assert!(out.status.success() && !said(&out).contains("writable  no"), "{}", said(&out));
+    assert!(out.status.success() && !said(&out).contains("writable    no"), "{}", said(&out));
     set_writable(&store, true);
 }
