@@ -39,7 +39,7 @@ pub struct SearchCmd {
     #[arg(long)]
     pub include_tools: bool,
     /// 1 to 100 (default 20).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub limit: Option<i64>,
     /// Print JSON.
     #[arg(long)]
@@ -70,7 +70,7 @@ pub struct TimelineCmd {
     #[arg(long)]
     pub include_tools: bool,
     /// 1 to 500 (default 50).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub limit: Option<i64>,
     /// Print JSON.
     #[arg(long)]
@@ -104,7 +104,7 @@ pub struct RememberCmd {
     #[arg(long = "quote", value_name = "TEXT")]
     pub quote: Vec<String>,
     /// 0 to 1.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub confidence: f64,
     /// Project name.
     #[arg(long)]
@@ -139,7 +139,7 @@ pub struct CorrectCmd {
     #[arg(long = "quote", value_name = "TEXT")]
     pub quote: Vec<String>,
     /// A new confidence.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub confidence: Option<f64>,
     /// New validity start.
     #[arg(long)]
@@ -234,7 +234,10 @@ fn print(result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         Err(e) => {
-            origin::say_err!("origin: {e}");
+            match e.refused_argument() {
+                Some((arg, why)) => origin::say_err!("origin: {} {}", flag_of(arg), flags_in(why)),
+                None => origin::say_err!("origin: {e}"),
+            }
             Ok(if e.is_journal_damage() {
                 Exit::Damaged
             } else if e.is_invalid_input() {
@@ -244,6 +247,41 @@ fn print(result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
             })
         }
     }
+}
+
+/// The command line's name for a tool's argument (`limit` is `--limit`, a source's event id
+/// `--cite`), so that a refusal says what to change on the line typed.
+fn flag_of(arg: &str) -> String {
+    let arg = match arg.split_once('[') {
+        Some(("sources", rest)) if rest.ends_with("].event_id") => return "`--cite`".to_owned(),
+        Some(("sources", rest)) if rest.ends_with("].quote") => return "`--quote`".to_owned(),
+        Some(("sources", _)) => "sources",
+        _ => arg,
+    };
+    match arg {
+        "sources" => "`--cite` or `--quote`".to_owned(),
+        "text" | "query" | "id" | "tombstone" => format!("`{}`", arg.to_uppercase()),
+        other => format!("`--{}`", other.replace('_', "-")),
+    }
+}
+
+/// `why` with the tool arguments it names in backquotes named as [`flag_of`] names them.
+fn flags_in(why: &str) -> String {
+    let mut out = String::new();
+    let mut rest = why;
+    while let Some(open) = rest.find('`') {
+        let Some(len) = rest[open + 1..].find('`') else { break };
+        let name = &rest[open + 1..open + 1 + len];
+        out.push_str(&rest[..open]);
+        if !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+            out.push_str(&flag_of(name));
+        } else {
+            out.push_str(&rest[open..open + len + 2]);
+        }
+        rest = &rest[open + len + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn source_args(cite: &[String], quote: &[String]) -> Vec<SourceArg> {

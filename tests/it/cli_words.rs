@@ -59,3 +59,26 @@ fn an_errors_cause_is_said_once() {
     assert_eq!(out.status.code(), Some(3), "{said}");
     assert_eq!(said.matches("Not a directory").count(), 1, "{said}");
 }
+
+/// A refused argument is named as the command line names it (`--cite`, `--limit`, `QUERY`),
+/// not as the tool does (`sources`, `limit`), and a negative number is taken as the value it
+/// is and refused for its range (clap took `-1` for a flag and advised `-- -1`, which failed
+/// too).
+#[test]
+fn a_refused_argument_is_named_by_its_flag() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    let said = |args: &[&str]| {
+        let out = origin(&home, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        stderr(&out)
+    };
+    assert_eq!(said(&["remember", "No sources given"]), "origin: `--cite` or `--quote` needs at least one source ({ event_id, quote })\n");
+    assert!(said(&["remember", "x", "--cite", "ent_0123456789ab"]).starts_with("origin: `--cite` must be an event id"));
+    assert!(said(&["remember", "x", "--quote", "y", "--valid-from", "tomorrow"]).starts_with("origin: `--valid-from` \"tomorrow\" is not a time"));
+    assert_eq!(said(&["search", "test", "--limit", "-1"]), "origin: `--limit` must be an integer from 1 to 100, not -1\n");
+    assert_eq!(said(&["remember", "x", "--quote", "y", "--confidence", "-0.5"]), "origin: `--confidence` must be a number from 0 to 1, not -0.5\n");
+    let range = said(&["search", "x", "--since", "2026-10-02", "--until", "2026-10-01"]);
+    assert!(range.starts_with("origin: `--until` (2026-10-01") && range.contains("is before `--since` (2026-10-02"), "{range}");
+    assert_eq!(said(&["search", ",.;"]), "origin: `QUERY` has no word to search for (only spaces or punctuation)\n");
+}

@@ -142,6 +142,9 @@ fn filter_arg(arg: &str, value: &Option<String>) -> Result<(), ToolError> {
     }
 }
 
+/// How a refused argument's message begins.
+const INVALID: &str = "Invalid input: ";
+
 /// A failure the caller can act on: becomes a tool error with this exact text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError(pub String, Failure);
@@ -185,7 +188,16 @@ impl ToolError {
     }
     /// Invalid input, naming the argument and why.
     pub fn invalid(arg: &str, why: impl std::fmt::Display) -> ToolError {
-        ToolError(format!("Invalid input: `{arg}` {why}"), Failure::Invalid)
+        ToolError(format!("{INVALID}`{arg}` {why}"), Failure::Invalid)
+    }
+
+    /// For a refused argument ([`ToolError::invalid`]): its name and why (the command line
+    /// names it as its flag).
+    pub fn refused_argument(&self) -> Option<(&str, &str)> {
+        if self.1 != Failure::Invalid {
+            return None;
+        }
+        self.0.strip_prefix(INVALID)?.strip_prefix('`')?.split_once("` ")
     }
 }
 
