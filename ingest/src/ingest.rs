@@ -97,6 +97,10 @@ pub enum IngestError {
     },
 }
 
+/// Most malformed lines a run says where they are, per source (each run says the lines it
+/// skipped; a store's total stays in the counters).
+pub const MALFORMED_SAID_MAX: usize = 8;
+
 /// What one run did, per source.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SourceRun {
@@ -110,6 +114,9 @@ pub struct SourceRun {
     pub events: u64,
     /// Malformed lines skipped.
     pub malformed: u64,
+    /// Where the first malformed lines are, and why they were skipped (`<file> line <n>: why`;
+    /// [`MALFORMED_SAID_MAX`] of them, the others counted in `malformed` only).
+    pub malformed_at: Vec<String>,
     /// Lines not parsed for their length, or giving more events than a record holds (kept raw).
     pub cut: u64,
     /// Bytes read.
@@ -130,6 +137,8 @@ impl SourceRun {
         self.lines += o.lines;
         self.events += o.events;
         self.malformed += o.malformed;
+        self.malformed_at.extend(o.malformed_at);
+        self.malformed_at.truncate(MALFORMED_SAID_MAX);
         self.cut += o.cut;
         self.bytes += o.bytes;
         self.memory_versions += o.memory_versions;
@@ -1012,7 +1021,12 @@ impl Ingester {
                             batch.events.extend(p.events);
                         }
                     }
-                    Some(Line::Malformed(_)) => batch.malformed += 1,
+                    Some(Line::Malformed(why)) => {
+                        batch.malformed += 1;
+                        if batch.malformed_at.len() < MALFORMED_SAID_MAX {
+                            batch.malformed_at.push((line_no, why));
+                        }
+                    }
                     None => {}
                 }
                 batch.lines += 1;
@@ -1249,6 +1263,7 @@ impl Ingester {
         }
         let raw_zstd = compress_raw(raw).map_err(FileError::Io)?;
         let byte_end = batch.byte_start + raw.len() as u64;
+        let malformed_at = batch.malformed_at;
         let body = Body::Ingested(Ingested {
             source: file.source.id().to_owned(),
             path: file.key.clone(),
@@ -1289,6 +1304,11 @@ impl Ingester {
         run.lines += b.line_end - b.line_start;
         run.events += b.events.len() as u64;
         run.malformed += b.malformed_lines;
+        for (line, why) in malformed_at {
+            if run.malformed_at.len() < MALFORMED_SAID_MAX {
+                run.malformed_at.push(format!("{} line {line}: {why}", file.shown()));
+            }
+        }
         run.cut += b.cut_lines;
         run.bytes += b.byte_end - b.byte_start;
         self.mirrors.write_at(&b.mirror, mirror_at, &b.raw_zstd).map_err(FileError::Mirror)?;
@@ -1638,6 +1658,8 @@ struct Batch {
     events_bytes: usize,
     sessions: Vec<origin_engine::record::SessionChange>,
     malformed: u64,
+    /// The first malformed lines (line number in the file's version, why).
+    malformed_at: Vec<(u64, String)>,
     cut: u64,
     /// Lines of the file's version whose events their agent abandoned, as its lines say.
     abandoned: Vec<Abandoned>,
@@ -1658,7 +1680,7 @@ fn from_line_of(a: &Abandoned, e: &Event) -> bool {
 
 impl Batch {
     fn new(byte_start: u64, line_start: u64) -> Batch {
-        Batch { byte_start, line_start, lines: 0, events: Vec::new(), events_bytes: 0, sessions: Vec::new(), malformed: 0, cut: 0, abandoned: Vec::new() }
+        Batch { byte_start, line_start, lines: 0, events: Vec::new(), events_bytes: 0, sessions: Vec::new(), malformed: 0, malformed_at: Vec::new(), cut: 0, abandoned: Vec::new() }
     }
 }
 

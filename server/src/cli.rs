@@ -31,7 +31,7 @@ pub enum Command {
     Status(JsonFlag),
     /// Read every agent's session logs on this machine into the store (only new lines).
     Ingest(IngestArgs),
-    /// Operate on the journal: verify, dump, salvage, compact, stress.
+    /// Operate on the journal: verify, dump, salvage, compact, replay, stress.
     #[command(subcommand)]
     Journal(JournalCommand),
     /// Serve the seven tools over MCP on stdio (what agents start).
@@ -124,7 +124,8 @@ pub enum JournalCommand {
         /// Stop at an offset (records below it) or a time (a date or ISO 8601); needs --to.
         #[arg(long, value_name = "OFFSET|TIME", requires = "to", value_parser = clap::builder::NonEmptyStringValueParser::new())]
         until: Option<String>,
-        /// A new or empty folder outside the store: it becomes a store of its own holding the
+        /// A new or empty folder (not the store's, nor inside its journal, projections or
+        /// mirrors): it becomes a store of its own holding the
         /// records up to --until (all without it), with the state rebuilt from them; Origin reads
         /// no agents' logs into it.
         #[arg(long, value_name = "DIR")]

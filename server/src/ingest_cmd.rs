@@ -19,6 +19,9 @@ use crate::show;
 /// (which still wins over `--agents-home`).
 pub fn homes(agents_home: Option<&Path>) -> Result<Homes> {
     match agents_home {
+        // A folder named on the line that is not there is a mistake to say (each agent's own
+        // folder missing is not: the agent is not installed).
+        Some(dir) if !dir.is_dir() => Err(crate::exit::BadValue(format!("--agents-home {}: no such folder", dir.display())).into()),
         Some(dir) => Ok(Homes::under(dir).with_overrides()),
         None => Homes::from_env().context("HOME is not set (or it is empty): pass --agents-home DIR"),
     }
@@ -127,7 +130,7 @@ pub fn print_summary(summary: &RunSummary, json_out: bool) -> Result<()> {
                     json!({
                         "files_found": r.files_found, "files_read": r.files_read, "lines": r.lines,
                         "events": r.events, "malformed": r.malformed, "cut": r.cut, "bytes": r.bytes,
-                        "memory_versions": r.memory_versions, "problems": r.problems,
+                        "memory_versions": r.memory_versions, "problems": r.problems, "malformed_at": r.malformed_at,
                     }),
                 )
             })
@@ -150,9 +153,18 @@ pub fn print_summary(summary: &RunSummary, json_out: bool) -> Result<()> {
             r.memory_versions
         );
     }
+    // What went wrong goes to stderr, beside the table a script may keep: files or folders
+    // that could not be read, then where the malformed lines skipped are, so they can be
+    // looked at.
     for (id, r) in &summary.sources {
         for p in &r.problems {
-            say!(out, "{id}: {p}");
+            origin::say_err!("origin: {id}: {p}");
+        }
+        for m in &r.malformed_at {
+            origin::say_err!("origin: {id}: malformed line skipped: {m}");
+        }
+        if r.malformed > r.malformed_at.len() as u64 && !r.malformed_at.is_empty() {
+            origin::say_err!("origin: {id}: and {} more malformed lines skipped", r.malformed - r.malformed_at.len() as u64);
         }
     }
     Ok(())

@@ -15,10 +15,11 @@ pub fn bytes(n: u64) -> String {
     if u == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[u]) }
 }
 
-/// ISO 8601 in UTC with milliseconds, for operator output.
+/// ISO 8601 in the local time zone (`TZ` honoured) with milliseconds and offset, as the tools
+/// give times; a time out of range (a damaged record's) said as such.
 pub fn time(unix_ms: i64) -> String {
     match jiff::Timestamp::from_millisecond(unix_ms) {
-        Ok(t) => format!("{t:.3}"),
+        Ok(_) => origin::tools::conventions::format_time(unix_ms, &origin::tools::conventions::local_tz()),
         Err(_) => format!("(invalid time {unix_ms})"),
     }
 }
@@ -311,7 +312,11 @@ mod tests {
         assert_eq!(bytes(12), "12 B");
         assert_eq!(bytes(1536), "1.5 KiB");
         assert_eq!(bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
-        assert_eq!(time(1_760_951_550_123), "2025-10-20T09:12:30.123Z");
+        // In the local zone, with its offset: the same instant.
+        let shown = time(1_760_951_550_123);
+        assert_eq!(shown.parse::<jiff::Timestamp>().map(|t| t.as_millisecond()).ok(), Some(1_760_951_550_123), "{shown}");
+        assert!(shown.contains(".123") && !shown.ends_with('Z'), "{shown}");
+        assert_eq!(time(i64::MAX), format!("(invalid time {})", i64::MAX));
     }
 
     /// Partial matches are told apart from full ones in what a person reads (the JSON says

@@ -15,7 +15,8 @@ use crate::tools::archive::{Archive, EntryArgs, SearchArgs, SourceArg, TimelineA
 /// `origin search`.
 #[derive(Debug, Args)]
 pub struct SearchCmd {
-    /// Words or phrases; every word must occur.
+    /// Words or phrases; every word must occur ("quoted phrases" in order). When fewer than
+    /// --limit hold every word, the best partial matches follow, marked as such.
     pub query: Option<String>,
     /// all, entries or events.
     #[arg(long)]
@@ -260,6 +261,7 @@ fn flag_of(arg: &str) -> String {
     };
     match arg {
         "sources" => "`--cite` or `--quote`".to_owned(),
+        "event_id" => "`--cite`".to_owned(),
         "text" | "query" | "id" | "tombstone" => format!("`{}`", arg.to_uppercase()),
         other => format!("`--{}`", other.replace('_', "-")),
     }

@@ -581,7 +581,7 @@ fn a_correction_does_not_carry_over_a_source_forgotten_since() {
     let bad = origin(home, &["correct", &w, "w corrected", "--json"]);
     assert!(!bad.status.success());
     let said = String::from_utf8_lossy(&bad.stderr);
-    assert!(said.contains("`sources` must be given") && said.contains(&format!("every event {w} cited has been forgotten")) && said.contains("cite at least one event"), "{said}");
+    assert!(said.contains("`--cite` or `--quote` must be given") && said.contains(&format!("every event {w} cited has been forgotten")) && said.contains("cite at least one event"), "{said}");
     let w2 = json(origin(home, &["correct", &w, "w corrected", "--cite", f, "--json"]))["entry"]["id"].as_str().expect("id").to_owned();
     json(origin(home, &["restore", &tmb, "--json"]));
     assert_eq!(cited(&x), [e, f], "the old version cites both again");
@@ -593,9 +593,9 @@ fn a_correction_does_not_carry_over_a_source_forgotten_since() {
     let late = origin(home, &["correct", &w3, "w from 2030", "--valid-from", "2030-01-01", "--json"]);
     assert!(!late.status.success());
     let said = String::from_utf8_lossy(&late.stderr);
-    assert!(said.contains("`valid_from` must be before the valid_to the corrected version keeps"), "{said}");
+    assert!(said.contains("`--valid-from` must be before the `--valid-to` the corrected version keeps (give `--valid-to` too"), "{said}");
     let late = origin(home, &["correct", &w3, "w from 2030", "--valid-from", "2030-01-01", "--valid-to", "2029-06-01", "--json"]);
-    assert!(String::from_utf8_lossy(&late.stderr).contains("`valid_to` must be after valid_from"), "{}", String::from_utf8_lossy(&late.stderr));
+    assert!(String::from_utf8_lossy(&late.stderr).contains("`--valid-to` must be after `--valid-from`"), "{}", String::from_utf8_lossy(&late.stderr));
 }
 
 /// A replay's store shows the store as it was: reading it takes in no agents' logs and no

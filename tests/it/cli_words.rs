@@ -82,3 +82,22 @@ fn a_refused_argument_is_named_by_its_flag() {
     assert!(range.starts_with("origin: `--until` (2026-10-01") && range.contains("is before `--since` (2026-10-02"), "{range}");
     assert_eq!(said(&["search", ",.;"]), "origin: `QUERY` has no word to search for (only spaces or punctuation)\n");
 }
+
+/// Ingest says where the malformed lines it skipped are (file and line, and why), and what it
+/// could not read, on stderr, beside the table on stdout; an agents' home that is not there is
+/// a mistake said at once (it printed a table of zeros).
+#[test]
+fn ingest_says_where_the_lines_it_skipped_are() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    let agents = crate::ingest_memory::fixtures().join("agent-home");
+    let out = origin(&home, &["ingest", "--agents-home", agents.to_str().expect("utf-8")]);
+    let (said, table) = (stderr(&out), String::from_utf8_lossy(&out.stdout).into_owned());
+    assert!(out.status.success(), "{said}");
+    let claude = said.lines().find(|l| l.starts_with("origin: claude-code: malformed line skipped: ")).unwrap_or_else(|| panic!("{said}"));
+    assert!(claude.contains(".jsonl line ") && claude.contains(": invalid JSON"), "{claude}");
+    assert!(!table.contains("malformed line skipped"), "{table}");
+    let out = origin(&home, &["ingest", "--agents-home", dir.path().join("no-such-home").to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no-such-home: no such folder"), "{}", stderr(&out));
+}

@@ -22,6 +22,10 @@ fn malformed_garbage_invalid_utf8_and_unknown_types_are_skipped_and_counted() {
     let summary = w.ingester().run(None, &mut |_| {}).expect("ingest");
     let s = &summary.sources["claude-code"];
     assert_eq!(s.malformed, 4, "truncated JSON, garbage, invalid UTF-8, a JSON array: {s:?}");
+    // Where they are, and why, for the user to look at: the file and the line in it.
+    let bad_log = w.log("bad.jsonl").display().to_string();
+    let lines: Vec<String> = s.malformed_at.iter().map(|m| m.strip_prefix(&bad_log).unwrap_or(m).split(':').next().unwrap_or("").to_owned()).collect();
+    assert_eq!(lines, [" line 2", " line 3", " line 4", " line 6"], "{:?}", s.malformed_at);
     let counts = event_counts(&w.store());
     for id in ["claude-code:g1", "claude-code:g2", "claude-code:f1"] {
         assert_eq!(counts.get(id), Some(&1), "{id}");

@@ -175,9 +175,9 @@ async fn the_seven_tools_answer_as_the_spec_says() {
     let bounded = ok(&call(&c, "correct", json!({ "id": new_id, "text": "Inventory sync books stock twice.", "valid_to": "2027-01-01" })).await);
     let new_id = bounded["entry"]["id"].as_str().expect("new id").to_owned();
     let start = err(&call(&c, "correct", json!({ "id": new_id, "text": "x", "valid_from": "2028-01-01" })).await);
-    assert!(start.starts_with("Invalid input: `valid_from` must be before the valid_to the corrected version keeps"), "{start}");
+    assert!(start.starts_with("Invalid input: `valid_from` must be before the `valid_to` the corrected version keeps"), "{start}");
     let end = err(&call(&c, "correct", json!({ "id": new_id, "text": "x", "valid_from": "2028-01-01", "valid_to": "2027-06-01" })).await);
-    assert!(end.starts_with("Invalid input: `valid_to` must be after valid_from"), "{end}");
+    assert!(end.starts_with("Invalid input: `valid_to` must be after `valid_from`"), "{end}");
 
     // forget the entry: every version hidden; then it is forgotten everywhere.
     let f = ok(&call(&c, "forget", json!({ "id": new_id, "reason": "the user asked" })).await);

@@ -488,11 +488,11 @@ fn one_per_event<'a>(sources: impl IntoIterator<Item = &'a Citation>) -> Vec<Cit
 fn validity_order(from: Option<i64>, to: Option<i64>, to_given: bool) -> Result<(), ToolError> {
     match (from, to) {
         (Some(f), Some(t)) if t <= f => Err(if to_given {
-            ToolError::invalid("valid_to", "must be after valid_from: an entry whose validity ends before it starts never holds")
+            ToolError::invalid("valid_to", "must be after `valid_from`: an entry whose validity ends before it starts never holds")
         } else {
             ToolError::invalid(
                 "valid_from",
-                "must be before the valid_to the corrected version keeps (give valid_to too to move it): an entry whose validity ends before it starts never holds",
+                "must be before the `valid_to` the corrected version keeps (give `valid_to` too to move it): an entry whose validity ends before it starts never holds",
             )
         }),
         _ => Ok(()),
