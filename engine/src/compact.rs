@@ -111,14 +111,23 @@ pub fn compact(vfs: Arc<dyn Vfs>, dir: &Path, segment_size_bytes_max: u64) -> Re
             return Err(Error::corrupt(&tmp, scan.end_pos, "merged segment did not verify; nothing was replaced"));
         }
         let f = vfs.create_new(&tmp).map_err(|e| Error::io("create", &tmp, e))?;
-        f.write_all_at(&out, 0).map_err(|e| Error::io("write", &tmp, e))?;
-        f.sync_data().map_err(|e| Error::io("fdatasync", &tmp, e))?;
-        let mut back = vec![0u8; out.len()];
-        f.read_exact_at(&mut back, 0).map_err(|e| Error::io("read", &tmp, e))?;
-        if back != out {
-            return Err(Error::corrupt(&tmp, 0, "merged segment read back differently; nothing was replaced"));
+        let written = (|| {
+            f.write_all_at(&out, 0).map_err(|e| Error::io("write", &tmp, e))?;
+            f.sync_data().map_err(|e| Error::io("fdatasync", &tmp, e))?;
+            let mut back = vec![0u8; out.len()];
+            f.read_exact_at(&mut back, 0).map_err(|e| Error::io("read", &tmp, e))?;
+            if back != out {
+                return Err(Error::corrupt(&tmp, 0, "merged segment read back differently; nothing was replaced"));
+            }
+            vfs.rename(&tmp, &first.path).map_err(|e| Error::io("rename", &tmp, e))
+        })();
+        if let Err(e) = written {
+            // Nothing was replaced: the merged copy goes, so that a full disk is not kept full
+            // by it until the next open or compaction (which would remove it too).
+            drop(f);
+            let _ = vfs.remove_file(&tmp);
+            return Err(e);
         }
-        vfs.rename(&tmp, &first.path).map_err(|e| Error::io("rename", &tmp, e))?;
         vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
         // From here the merged segment covers the others: removing them is cleanup, and an
         // open after a crash here removes them too.
@@ -208,6 +217,40 @@ mod tests {
             }
             assert_eq!(payloads(&open()), (0..=100u8).collect::<Vec<_>>());
         }
+    }
+
+    /// A compaction failing at any of its calls (a full disk, a failed fsync) loses nothing
+    /// and leaves no merged copy behind (it kept a full disk full until the next open).
+    #[test]
+    fn a_compaction_that_fails_leaves_no_merged_copy() {
+        let fs = SimFs::new(6);
+        let dir = Path::new("/c/journal");
+        let opts = Options { segment_size_bytes_max: 4096, ..Options::default() };
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts.clone()).expect("open");
+        for i in 0..60u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
+        }
+        drop(j);
+        let probe = fs.snapshot();
+        let start = probe.ops();
+        compact(Arc::new(probe.clone()), dir, 64 * 1024).expect("compact");
+        let calls = probe.ops() - start;
+        let mut failed = 0;
+        for k in 0..calls {
+            for fault in [crate::sim::Fault::DiskFull, crate::sim::Fault::SyncFails] {
+                let run = fs.snapshot();
+                run.inject(run.ops() + k, fault);
+                if compact(Arc::new(run.clone()), dir, 64 * 1024).is_ok() {
+                    continue;
+                }
+                failed += 1;
+                let left: Vec<String> = run.list_dir(dir).expect("list").into_iter().filter(|n| n.ends_with(".compact")).collect();
+                assert!(left.is_empty(), "{fault:?} at compaction call {k} left {left:?}");
+                let j = Journal::open_with(Arc::new(run.clone()), dir, opts.clone()).expect("open");
+                assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 60, "{fault:?} at compaction call {k}");
+            }
+        }
+        assert!(failed > 0, "some faults met a call that can fail");
     }
 
     #[test]
