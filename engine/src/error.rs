@@ -41,6 +41,18 @@ pub enum Error {
     /// A caller passed something the journal does not accept.
     #[error("invalid append: {0}")]
     Invalid(String),
+    /// A journal a salvage or a replay was writing when it was stopped (killed, a power cut):
+    /// it holds only part of what it would ([`crate::journal::UNFINISHED_FILE_NAME`]).
+    #[error(
+        "the journal in {dir} is unfinished: {what} was writing it and stopped before the end, so it holds only part of what \
+         it would; run that again into the same folder (it starts over there)"
+    )]
+    Unfinished {
+        /// The journal's folder.
+        dir: PathBuf,
+        /// What was writing it.
+        what: String,
+    },
     /// There is no journal where one was expected.
     #[error("no Origin journal in {dir} (nothing has been written there yet, or ORIGIN_HOME points elsewhere)")]
     NoJournal {

@@ -28,6 +28,11 @@ use crate::vfs::{LockFile, LockMode, Mapped, OsFs, Vfs, VfsFile};
 pub const LOCK_FILE_NAME: &str = "LOCK";
 /// Folder inside the journal directory where repaired tails are copied.
 pub const RECOVERED_DIR_NAME: &str = "recovered";
+/// A file saying the journal beside it is still being written by a salvage or a replay into
+/// a folder of its own (`origin journal salvage`, `origin journal replay --to`), which removes
+/// it as its last step: such a journal holds only part of what it will, and is neither opened
+/// nor verified ([`Error::Unfinished`]). It holds what wrote it, in words.
+pub const UNFINISHED_FILE_NAME: &str = "UNFINISHED";
 
 /// When an append is acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +68,9 @@ pub struct Options {
     /// journal does not hold its whole active segment in memory. Bytes that stop a scan where
     /// a read starts are judged on everything to the end of the file, whatever this is.
     pub tail_read_bytes_max: u64,
+    /// Open a journal marked [`UNFINISHED_FILE_NAME`] (the salvage or replay writing it does);
+    /// else such a journal is refused.
+    pub unfinished_ok: bool,
 }
 
 impl Default for Options {
@@ -73,6 +81,7 @@ impl Default for Options {
             access: Access::ReadWrite,
             new_store_identity: None,
             tail_read_bytes_max: FRAME_SIZE_MAX as u64,
+            unfinished_ok: false,
         }
     }
 }
@@ -347,6 +356,7 @@ fn replicate(e: &Error) -> Error {
         Error::Decode { offset, reason } => Error::Decode { offset: *offset, reason: reason.clone() },
         Error::Unreadable { offset, what } => Error::Unreadable { offset: *offset, what: what.clone() },
         Error::NoJournal { dir } => Error::NoJournal { dir: dir.clone() },
+        Error::Unfinished { dir, what } => Error::Unfinished { dir: dir.clone(), what: what.clone() },
     }
 }
 
@@ -377,6 +387,46 @@ pub fn write_refused(vfs: &dyn Vfs, dir: &Path) -> Option<Error> {
     match vfs.open_rw(&last) {
         Err(e) if is_read_only_error(&e) => Some(Error::io("open", &last, e)),
         _ => None,
+    }
+}
+
+/// Marks the journal folder `dir` (made if missing) unfinished, durably, before anything is
+/// written in it: `what` says what writes it (a salvage, a replay). Fails if it is marked
+/// already.
+pub fn mark_unfinished(vfs: &dyn Vfs, dir: &Path, what: &str) -> Result<()> {
+    vfs.create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        vfs.sync_dir(parent).map_err(|e| Error::io("fsync directory", parent, e))?;
+    }
+    let path = dir.join(UNFINISHED_FILE_NAME);
+    let f = vfs.create_new(&path).map_err(|e| Error::io("create", &path, e))?;
+    f.write_all_at(what.as_bytes(), 0).map_err(|e| Error::io("write", &path, e))?;
+    f.sync_data().map_err(|e| Error::io("fdatasync", &path, e))?;
+    vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))
+}
+
+/// Removes the mark of [`mark_unfinished`], durably: the journal in `dir` holds all it will
+/// (its records synced), and opens as any other.
+pub fn mark_finished(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    let path = dir.join(UNFINISHED_FILE_NAME);
+    vfs.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+    vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))
+}
+
+/// What left the journal in `dir` unfinished ([`mark_unfinished`]), if it is marked so.
+pub fn unfinished(vfs: &dyn Vfs, dir: &Path) -> Option<String> {
+    let f = vfs.open_read(&dir.join(UNFINISHED_FILE_NAME)).ok()?;
+    let len = f.len().unwrap_or(0).min(4096) as usize;
+    let mut what = vec![0u8; len];
+    let what = if f.read_exact_at(&mut what, 0).is_ok() { String::from_utf8_lossy(&what).trim().to_owned() } else { String::new() };
+    Some(if what.is_empty() { "a salvage or replay".to_owned() } else { what })
+}
+
+/// [`Error::Unfinished`] for a journal marked unfinished.
+pub(crate) fn refuse_unfinished(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    match unfinished(vfs, dir) {
+        Some(what) => Err(Error::Unfinished { dir: dir.to_path_buf(), what }),
+        None => Ok(()),
     }
 }
 
@@ -420,6 +470,9 @@ impl Journal {
             )));
         }
         let rw = opts.access == Access::ReadWrite;
+        if !opts.unfinished_ok {
+            refuse_unfinished(&*vfs, dir)?;
+        }
         if rw {
             vfs.create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
         } else if !vfs.exists(dir).map_err(|e| Error::io("stat", dir, e))? {

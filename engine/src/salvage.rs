@@ -55,10 +55,17 @@ pub fn salvage_dir(from: &Path, to: &Path) -> Result<SalvageReport> {
 /// Salvages through `vfs`. `to` must not hold a journal. Records keep their order and payload
 /// and are renumbered densely from 0; the store id stays, the epoch goes up by one.
 pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageReport> {
-    if vfs.exists(to).map_err(|e| Error::io("stat", to, e))?
-        && !vfs.list_dir(to).map_err(|e| Error::io("list", to, e))?.is_empty()
-    {
-        return Err(Error::Invalid(format!("{} is not empty: salvage writes a new journal", to.display())));
+    if vfs.exists(to).map_err(|e| Error::io("stat", to, e))? {
+        let names = vfs.list_dir(to).map_err(|e| Error::io("list", to, e))?;
+        // A salvage that was stopped (killed, a power cut) left its journal marked unfinished:
+        // this one starts over there. Anything else there is not the salvage's to remove.
+        if crate::journal::unfinished(&*vfs, to).is_some() {
+            for n in &names {
+                vfs.remove_all(&to.join(n)).map_err(|e| Error::io("remove what a stopped salvage wrote in", to, e))?;
+            }
+        } else if !names.is_empty() {
+            return Err(Error::Invalid(format!("{} is not empty: salvage writes a new journal", to.display())));
+        }
     }
     // First pass: identity (from the first readable header, else see [`Identity`]).
     let first = crate::verify::verify(&*vfs, from)?;
@@ -78,10 +85,17 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
         durability: Durability::Sync,
         access: Access::ReadWrite,
         new_store_identity: Some((store_id, epoch)),
+        unfinished_ok: true,
         ..Options::default()
     };
     let made = !vfs.exists(to).map_err(|e| Error::io("stat", to, e))?;
-    let (copied, duplicates, report) = match copy(&vfs, from, to, opts) {
+    // Marked unfinished before anything is written, the mark removed once every record is
+    // synced: a salvage stopped part way leaves a journal that neither opens nor verifies,
+    // which could otherwise be put in the store's place holding part of its records.
+    let copied = crate::journal::mark_unfinished(&*vfs, to, &format!("a salvage of {}", from.display()))
+        .and_then(|()| copy(&vfs, from, to, opts))
+        .and_then(|c| crate::journal::mark_finished(&*vfs, to).map(|()| c));
+    let (copied, duplicates, report) = match copied {
         Ok(c) => c,
         Err(e) => {
             // What it wrote is no journal anyone asked for: `to` is left as it was found
@@ -351,6 +365,53 @@ mod tests {
         assert_eq!(view(0).raw_lines().expect("whole"), b"line\n");
         let raw = view(1).raw_lines().expect_err("not a zstd frame");
         assert!(raw.is_corruption() && raw.to_string().contains("record at offset 1 could not be decoded: its raw lines do not decompress"), "{raw}");
+    }
+
+    /// A salvage cut short at any of its calls (killed, a power cut) leaves a journal that
+    /// either holds every record it copies, or is refused as unfinished by an open and by
+    /// verify (it verified clean holding part of the records, and could be put in the store's
+    /// place), or nothing; a salvage run again there finishes it.
+    #[test]
+    fn a_salvage_cut_short_leaves_a_journal_marked_unfinished_or_whole() {
+        let fs = SimFs::new(15);
+        let (dir, to) = (Path::new("/a/journal"), Path::new("/b/journal"));
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, Options { segment_size_bytes_max: 4096, ..Options::default() }).expect("open");
+        for i in 0..40u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 200])]).expect("append");
+        }
+        drop(j);
+        let probe = fs.snapshot();
+        let start = probe.ops();
+        salvage(Arc::new(probe.clone()), dir, to).expect("salvage");
+        let calls = probe.ops() - start;
+        let (mut unfinished, mut whole) = (0, 0);
+        for k in 0..calls {
+            let run = fs.snapshot();
+            run.inject(run.ops() + k, crate::sim::Fault::PowerCut);
+            let _ = salvage(Arc::new(run.clone()), dir, to);
+            let after = run.after_power_cut(k * 7 + 1);
+            // Read-only: a read-write open would make a journal where there is none.
+            let open = Journal::open_with(Arc::new(after.clone()), to, Options { access: Access::ReadOnly, ..Options::default() });
+            match open {
+                Err(Error::Unfinished { .. }) => {
+                    unfinished += 1;
+                    assert!(matches!(crate::verify::verify(&after, to), Err(Error::Unfinished { .. })), "verify at call {k}");
+                }
+                Err(Error::NoJournal { .. }) => {}
+                Ok(j) => {
+                    whole += 1;
+                    assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 40, "a journal that opens holds every record (call {k})");
+                }
+                Err(e) => panic!("power cut at salvage call {k}: {e}"),
+            }
+            if after.exists(to).expect("stat") && crate::journal::unfinished(&after, to).is_none() {
+                continue;
+            }
+            salvage(Arc::new(after.clone()), dir, to).unwrap_or_else(|e| panic!("salvage again after a cut at call {k}: {e}"));
+            let j = Journal::open_with(Arc::new(after.clone()), to, Options::default()).expect("open");
+            assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 40, "call {k}");
+        }
+        assert!(unfinished > 0 && whole > 0, "cuts fell both before and after the end ({unfinished}, {whole})");
     }
 
     /// A salvage that fails part way (the disk full as it writes the new journal) leaves its

@@ -102,11 +102,13 @@ pub enum Walked<'a> {
 
 /// Verifies the journal in `dir` on the real file system.
 pub fn verify_dir(dir: &Path) -> Result<VerifyReport> {
-    walk(&OsFs, dir, |_| Ok(()))
+    verify(&OsFs, dir)
 }
 
-/// Verifies the journal in `dir` through `vfs`.
+/// Verifies the journal in `dir` through `vfs`. A journal a salvage or replay did not finish
+/// is refused ([`Error::Unfinished`]): its records check out, and are not all there.
 pub fn verify(vfs: &dyn Vfs, dir: &Path) -> Result<VerifyReport> {
+    crate::journal::refuse_unfinished(vfs, dir)?;
     walk(vfs, dir, |_| Ok(()))
 }
 

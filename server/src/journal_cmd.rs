@@ -515,6 +515,9 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             summary["as_of_unix_ms"] = json!(as_of);
             let path = to.join(crate::tools::archive::REPLAY_FILE);
             std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n").with_context(|| format!("writing {}", path.display()))?;
+            std::fs::File::open(&path).and_then(|f| f.sync_all()).with_context(|| format!("syncing {}", path.display()))?;
+            // The last step: the store as of then is whole, and opens.
+            origin_engine::journal::mark_finished(&origin_engine::vfs::OsFs, &to.join("journal")).context("finishing the replay's journal")?;
             snap
         }
     };
@@ -546,7 +549,16 @@ fn refused_folder(dir: &Path) -> Option<std::io::Error> {
 /// journal, projections or mirrors.
 fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
     if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(BadValue(format!("{} is not empty: the replay writes a store of its own there", to.display())).into());
+        // A replay that was stopped (killed, a full disk) left its journal marked unfinished:
+        // this one starts over there. Anything else there is not the replay's to remove.
+        if origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, &to.join("journal")).is_none() {
+            return Err(BadValue(format!("{} is not empty: the replay writes a store of its own there", to.display())).into());
+        }
+        for e in std::fs::read_dir(to).with_context(|| format!("listing {}", to.display()))? {
+            let p = e.with_context(|| format!("listing {}", to.display()))?.path();
+            let removed = if p.is_dir() && !p.is_symlink() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+            removed.with_context(|| format!("removing {}, which a stopped replay wrote", p.display()))?;
+        }
     }
     // Where `to` is: its longest part that exists resolved by the file system (symlinks and
     // `..` as the system takes them), then the rest, which does not exist, read as written.
@@ -573,7 +585,11 @@ fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
 /// Copies the records of `j` below offset `end` into a new journal in `to` (same offsets; a
 /// new lineage of the same store: its epoch one higher, as a salvage's), and returns it.
 fn copy_records(j: &Journal, to: &Path, end: u64) -> Result<Journal> {
-    let opts = Options { new_store_identity: Some((j.store_id(), j.epoch() + 1)), ..Options::default() };
+    // Marked unfinished until the replay's last step ([`replay`]): a replay stopped part way
+    // leaves a store that no command opens (it took agents' logs, holding part of the records).
+    origin_engine::journal::mark_unfinished(&origin_engine::vfs::OsFs, to, "a replay (origin journal replay --to)")
+        .with_context(|| format!("marking the journal in {} unfinished", to.display()))?;
+    let opts = Options { new_store_identity: Some((j.store_id(), j.epoch() + 1)), unfinished_ok: true, ..Options::default() };
     let copy = Journal::open(to, opts).with_context(|| format!("creating the journal in {}", to.display()))?;
     let mut batch = Vec::new();
     let mut bytes = 0usize;

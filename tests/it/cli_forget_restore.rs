@@ -878,3 +878,66 @@ fn sources_of_a_long_line(image: usize) {
     let again = json(origin(&home, &["sources", "claude-code:big:1", "--json"]));
     assert_eq!(again, src, "the same from the journal alone");
 }
+
+/// A `journal replay --to` killed at random moments (`kill -9`) leaves either nothing, a store
+/// as of then that answers, or one marked unfinished that no command opens (it took agents'
+/// logs and answered from part of the records, and a replay again there was refused as not
+/// empty); a replay run again there finishes it.
+#[test]
+fn a_replay_killed_part_way_leaves_a_store_that_is_whole_or_refused() {
+    use rand::{Rng, SeedableRng};
+    let seed = origin_tests::seed(0x5e_91a7);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    let sample = crate::ingest_memory::fixtures().join("agent-home");
+    let agents = sample.to_str().expect("utf-8");
+    assert!(origin(&home, &["ingest", "--agents-home", agents, "--recorded-home", "/home/dev"]).status.success());
+    // Records enough that a replay takes a while (scratch records are copied too).
+    assert!(origin(&home, &["journal", "stress", "--records", "10000", "--size", "1024"]).status.success());
+    // Kills spread over a whole replay's time on this machine.
+    let started = std::time::Instant::now();
+    assert!(origin(&home, &["journal", "replay", "--to", dir.path().join("then-whole").to_str().expect("utf-8")]).status.success());
+    let whole_ms = (started.elapsed().as_millis() as u64).max(10);
+    let (mut refused, mut whole) = (0, 0);
+    for round in 0..10 * origin_tests::scale() {
+        let to = dir.path().join(format!("then-{round}"));
+        let mut child = Command::new(origin_bin())
+            .arg("--home")
+            .arg(&home)
+            .args(["journal", "replay", "--to"])
+            .arg(&to)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        std::thread::sleep(std::time::Duration::from_millis(rng.random_range(whole_ms / 3..whole_ms)));
+        let _ = child.kill();
+        child.wait().expect("wait");
+        // Looked at before any command runs there (a search makes a store where there is none).
+        let marked = origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, &to.join("journal")).is_some();
+        let made = to.join("journal").exists();
+        if marked {
+            let search = origin(&to, &["search", "URLSearchParams", "--json", "--agents-home", agents]);
+            refused += 1;
+            assert_eq!(search.status.code(), Some(3), "seed {seed} round {round}");
+            assert!(String::from_utf8_lossy(&search.stderr).contains("is unfinished"), "seed {seed} round {round}");
+            let ingest = origin(&to, &["ingest", "--agents-home", agents]);
+            assert!(!ingest.status.success(), "seed {seed} round {round}: an unfinished replay took agents' logs");
+        } else if made {
+            // Whole: every record, the state, and the file that keeps agents' logs out.
+            let search = origin(&to, &["search", "URLSearchParams", "--json", "--agents-home", agents]);
+            whole += 1;
+            assert!(search.status.success(), "seed {seed} round {round}: {}", String::from_utf8_lossy(&search.stderr));
+            let records = |h: &Path| json(origin(h, &["status", "--json"]))["records"].as_u64();
+            assert_eq!(records(&to), records(&home), "seed {seed} round {round}");
+            assert!(to.join("replay.json").exists(), "seed {seed} round {round}");
+            continue;
+        }
+        let again = origin(&home, &["journal", "replay", "--to", to.to_str().expect("utf-8")]);
+        assert!(again.status.success(), "seed {seed} round {round}: {}", String::from_utf8_lossy(&again.stderr));
+        let found = json(origin(&to, &["search", "URLSearchParams", "--json", "--agents-home", agents]));
+        assert!(!found["events"].as_array().expect("events").is_empty(), "seed {seed} round {round}");
+    }
+    eprintln!("seed {seed}: {refused} kills left an unfinished store, {whole} a whole one");
+}
