@@ -277,7 +277,8 @@ pub fn dump(dir: &Path, from: u64, limit: usize, json: bool) -> Result<Exit> {
 /// `origin journal salvage --to DIR`.
 pub fn salvage(dir: &Path, to: &Path) -> Result<Exit> {
     let mut out = Out::new();
-    if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
+    // Not empty: refused, unless a salvage stopped part way left it (it starts over there).
+    if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) && origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, to).is_none() {
         return Err(BadValue(format!("{} is not empty: salvage writes a new journal there", to.display())).into());
     }
     let r = origin_engine::salvage::salvage_dir(dir, to).with_context(|| format!("salvaging {} into {}", dir.display(), to.display()))?;

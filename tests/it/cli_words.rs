@@ -101,3 +101,36 @@ fn ingest_says_where_the_lines_it_skipped_are() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no-such-home: no such folder"), "{}", stderr(&out));
 }
+
+/// A salvage stopped part way left its folder marked unfinished: `status` and `verify` there
+/// refuse it, saying so, and `origin journal salvage` run again into it starts over (the
+/// command refused the folder as not empty).
+#[test]
+fn a_salvage_run_again_where_one_stopped_starts_over() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    assert!(origin(&home, &["journal", "stress", "--records", "50"]).status.success());
+    // The salvage's folder as a store's journal, to be verified as one.
+    let salvaged_home = dir.path().join("salvaged");
+    let to = salvaged_home.join("journal");
+    std::fs::create_dir_all(&to).expect("mkdir");
+    assert!(origin(&home, &["journal", "salvage", "--to", to.to_str().expect("utf-8")]).status.success());
+    std::fs::write(to.join(origin_engine::journal::UNFINISHED_FILE_NAME), b"a salvage of somewhere").expect("write");
+    for args in [&["journal", "verify"][..], &["status"]] {
+        let out = origin(&salvaged_home, args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("is unfinished: a salvage of somewhere was writing it"), "{args:?}: {}", stderr(&out));
+    }
+    let out = origin(&home, &["journal", "salvage", "--to", to.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!to.join(origin_engine::journal::UNFINISHED_FILE_NAME).exists());
+    let copied = origin_engine::Journal::open(&to, origin_engine::Options { access: origin_engine::Access::ReadOnly, ..Default::default() }).expect("open");
+    assert_eq!(copied.read_vec(0, usize::MAX).expect("read").len(), 50);
+    // A folder holding anything else is still refused.
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(other.join("notes.txt"), b"mine").expect("write");
+    let out = origin(&home, &["journal", "salvage", "--to", other.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(other.join("notes.txt").exists());
+}
