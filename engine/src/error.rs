@@ -45,7 +45,7 @@ pub enum Error {
     /// it holds only part of what it would ([`crate::journal::UNFINISHED_FILE_NAME`]).
     #[error(
         "the journal in {dir} is unfinished: {what} was writing it and stopped before the end, so it holds only part of what \
-         it would; run that again into the same folder (it starts over there)"
+         it would; run it again as it was run (it starts over in the same place)"
     )]
     Unfinished {
         /// The journal's folder.

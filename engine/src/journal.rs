@@ -390,36 +390,111 @@ pub fn write_refused(vfs: &dyn Vfs, dir: &Path) -> Option<Error> {
     }
 }
 
+/// How a mark of [`mark_unfinished`] begins, so that a file of that name a person keeps is
+/// never taken for one (and what it marks never removed).
+const UNFINISHED_SIGNATURE: &str = "Origin: unfinished journal\n";
+
+/// A journal folder's mark of [`mark_unfinished`], held: the mark's file locked, so that a run
+/// taking over a stopped one's folder ([`take_over_unfinished`]) never takes a live one's.
+/// Dropped without [`UnfinishedMark::finish`], the mark stays (the journal is unfinished).
+pub struct UnfinishedMark {
+    dir: PathBuf,
+    _lock: Box<dyn crate::vfs::LockGuard>,
+}
+
+impl UnfinishedMark {
+    /// Removes the mark, durably: the journal holds all it will (its records synced), and
+    /// opens as any other.
+    pub fn finish(self, vfs: &dyn Vfs) -> Result<()> {
+        let path = self.dir.join(UNFINISHED_FILE_NAME);
+        vfs.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+        vfs.sync_dir(&self.dir).map_err(|e| Error::io("fsync directory", &self.dir, e))
+    }
+
+    /// Removes every file a journal holds in the marked folder, then the mark, each removal
+    /// synced before the next step: cut short, the folder is still marked, or empty. Only
+    /// a journal's own files are there ([`take_over_unfinished`] checked).
+    pub fn clear(self, vfs: &dyn Vfs) -> Result<()> {
+        let names = vfs.list_dir(&self.dir).map_err(|e| Error::io("list", &self.dir, e))?;
+        for n in names.iter().filter(|n| n.as_str() != UNFINISHED_FILE_NAME) {
+            let path = self.dir.join(n);
+            vfs.remove_all(&path).map_err(|e| Error::io("remove", &path, e))?;
+        }
+        vfs.sync_dir(&self.dir).map_err(|e| Error::io("fsync directory", &self.dir, e))?;
+        self.finish(vfs)
+    }
+}
+
+/// Whether `name` is a file a journal's folder holds (segments, their indexes, unfinished
+/// writes, `LOCK`, `TIP`, `recovered/`, the mark).
+pub fn is_journal_file(name: &str) -> bool {
+    let by_base = name.len() > 20 && name.as_bytes()[..20].iter().all(u8::is_ascii_digit);
+    (by_base && [".seg", ".idx", ".idx.tmp", ".seg.compact"].contains(&&name[20..]))
+        || [LOCK_FILE_NAME, crate::tip::TIP_FILE_NAME, "TIP.tmp", RECOVERED_DIR_NAME, UNFINISHED_FILE_NAME].contains(&name)
+}
+
 /// Marks the journal folder `dir` (made if missing) unfinished, durably, before anything is
-/// written in it: `what` says what writes it (a salvage, a replay). Fails if it is marked
-/// already.
-pub fn mark_unfinished(vfs: &dyn Vfs, dir: &Path, what: &str) -> Result<()> {
+/// written in it: `what` says what writes it (a salvage, a replay). The mark is held (locked)
+/// until [`UnfinishedMark::finish`] or the process ends. Fails if `dir` is marked already.
+pub fn mark_unfinished(vfs: &dyn Vfs, dir: &Path, what: &str) -> Result<UnfinishedMark> {
     vfs.create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         vfs.sync_dir(parent).map_err(|e| Error::io("fsync directory", parent, e))?;
     }
     let path = dir.join(UNFINISHED_FILE_NAME);
     let f = vfs.create_new(&path).map_err(|e| Error::io("create", &path, e))?;
-    f.write_all_at(what.as_bytes(), 0).map_err(|e| Error::io("write", &path, e))?;
+    // Locked before it says anything: a mark that reads is always held or its writer gone.
+    let lock = match vfs.try_lock(&path).map_err(|e| Error::io("lock", &path, e))? {
+        Some(lock) => lock,
+        None => return Err(Error::Invalid(format!("{} is being written by another process", dir.display()))),
+    };
+    f.write_all_at(format!("{UNFINISHED_SIGNATURE}{what}").as_bytes(), 0).map_err(|e| Error::io("write", &path, e))?;
     f.sync_data().map_err(|e| Error::io("fdatasync", &path, e))?;
-    vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))
+    vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
+    Ok(UnfinishedMark { dir: dir.to_path_buf(), _lock: lock })
 }
 
-/// Removes the mark of [`mark_unfinished`], durably: the journal in `dir` holds all it will
-/// (its records synced), and opens as any other.
-pub fn mark_finished(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+/// The mark of a run that stopped part way (killed, a power cut) in the journal folder `dir`,
+/// taken over to start there again ([`UnfinishedMark::clear`]): refused if the folder is not
+/// so marked, if the run is still going (its mark is locked), or if the folder holds anything
+/// a journal does not (nothing of a person's is ever removed).
+pub fn take_over_unfinished(vfs: &dyn Vfs, dir: &Path) -> Result<UnfinishedMark> {
     let path = dir.join(UNFINISHED_FILE_NAME);
-    vfs.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
-    vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))
+    if unfinished(vfs, dir).is_none() {
+        return Err(Error::Invalid(format!("{} is not empty, and no unfinished salvage or replay left it", dir.display())));
+    }
+    let Some(lock) = vfs.try_lock(&path).map_err(|e| Error::io("lock", &path, e))? else {
+        return Err(Error::Invalid(format!("{} is being written now (a salvage or a replay into it is running)", dir.display())));
+    };
+    // Looked at again under the lock: the run may have finished (and removed its mark) since.
+    if unfinished(vfs, dir).is_none() {
+        return Err(Error::Invalid(format!("{} is not empty: what was writing it has finished", dir.display())));
+    }
+    let names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
+    let others: Vec<&String> = names.iter().filter(|n| !is_journal_file(n)).collect();
+    if !others.is_empty() {
+        return Err(Error::Invalid(format!(
+            "{} holds files no salvage or replay writes ({}): nothing there is removed",
+            dir.display(),
+            others.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(UnfinishedMark { dir: dir.to_path_buf(), _lock: lock })
 }
 
 /// What left the journal in `dir` unfinished ([`mark_unfinished`]), if it is marked so.
 pub fn unfinished(vfs: &dyn Vfs, dir: &Path) -> Option<String> {
     let f = vfs.open_read(&dir.join(UNFINISHED_FILE_NAME)).ok()?;
-    let len = f.len().unwrap_or(0).min(4096) as usize;
-    let mut what = vec![0u8; len];
-    let what = if f.read_exact_at(&mut what, 0).is_ok() { String::from_utf8_lossy(&what).trim().to_owned() } else { String::new() };
-    Some(if what.is_empty() { "a salvage or replay".to_owned() } else { what })
+    let len = f.len().ok()?.min(4096) as usize;
+    let mut text = vec![0u8; len];
+    f.read_exact_at(&mut text, 0).ok()?;
+    let text = String::from_utf8_lossy(&text);
+    // Empty: made and locked, its words not yet written (or the writer died right then).
+    if text.is_empty() {
+        return Some("a salvage or replay".to_owned());
+    }
+    let what = text.strip_prefix(UNFINISHED_SIGNATURE)?.trim();
+    Some(if what.is_empty() { "a salvage or replay".to_owned() } else { what.to_owned() })
 }
 
 /// [`Error::Unfinished`] for a journal marked unfinished.
@@ -427,6 +502,18 @@ pub(crate) fn refuse_unfinished(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
     match unfinished(vfs, dir) {
         Some(what) => Err(Error::Unfinished { dir: dir.to_path_buf(), what }),
         None => Ok(()),
+    }
+}
+
+/// A reader's failure to lock the journal in `dir`: where it may not make the lock file, and
+/// there is none and no segment either (an empty folder another user made), there is no
+/// journal there, which the lock's refusal would hide behind a file that never was.
+pub(crate) fn reader_lock_refused(vfs: &dyn Vfs, dir: &Path, e: io::Error) -> Error {
+    let lock_path = dir.join(LOCK_FILE_NAME);
+    if crate::vfs::is_read_only_error(&e) && vfs.exists(&lock_path).is_ok_and(|there| !there) && holds_no_segment(vfs, dir) {
+        Error::NoJournal { dir: dir.to_path_buf() }
+    } else {
+        Error::io("lock", &lock_path, e)
     }
 }
 
@@ -482,12 +569,7 @@ impl Journal {
         let mode = if rw { LockMode::Exclusive } else { LockMode::Shared };
         let _lock = match vfs.lock(&lock_path, mode) {
             Ok(lock) => lock,
-            // A reader that may not make the lock file, where there is none and no segment
-            // either (an empty folder another user made): no journal there, which the lock's
-            // refusal would hide behind a file that never was.
-            Err(e) if !rw && crate::vfs::is_read_only_error(&e) && vfs.exists(&lock_path).is_ok_and(|there| !there) && holds_no_segment(&*vfs, dir) => {
-                return Err(Error::NoJournal { dir: dir.to_path_buf() });
-            }
+            Err(e) if !rw => return Err(reader_lock_refused(&*vfs, dir, e)),
             Err(e) => return Err(Error::io("lock", &lock_path, e)),
         };
         let mut report = OpenReport::default();

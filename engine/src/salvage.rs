@@ -55,19 +55,11 @@ pub fn salvage_dir(from: &Path, to: &Path) -> Result<SalvageReport> {
 /// Salvages through `vfs`. `to` must not hold a journal. Records keep their order and payload
 /// and are renumbered densely from 0; the store id stays, the epoch goes up by one.
 pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageReport> {
-    if vfs.exists(to).map_err(|e| Error::io("stat", to, e))? {
-        let names = vfs.list_dir(to).map_err(|e| Error::io("list", to, e))?;
-        // A salvage that was stopped (killed, a power cut) left its journal marked unfinished:
-        // this one starts over there. Anything else there is not the salvage's to remove.
-        if crate::journal::unfinished(&*vfs, to).is_some() {
-            for n in &names {
-                vfs.remove_all(&to.join(n)).map_err(|e| Error::io("remove what a stopped salvage wrote in", to, e))?;
-            }
-        } else if !names.is_empty() {
-            return Err(Error::Invalid(format!("{} is not empty: salvage writes a new journal", to.display())));
-        }
+    if from.components().eq(to.components()) {
+        return Err(Error::Invalid(format!("{} is the journal salvaged: salvage writes a new journal elsewhere", to.display())));
     }
-    // First pass: identity (from the first readable header, else see [`Identity`]).
+    // First pass, before anything in `to` is touched: identity (from the first readable
+    // header, else see [`Identity`]).
     let first = crate::verify::verify(&*vfs, from)?;
     let (store_id, old_epoch, identity) = match (first.store_id, first.epoch) {
         (Some(id), Some(epoch)) => (id, epoch, Identity::Header),
@@ -88,27 +80,38 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
         unfinished_ok: true,
         ..Options::default()
     };
+    // `to`: absent, empty, or what a salvage stopped part way left there (marked unfinished,
+    // its writer gone, nothing but a journal's files), cleared to start over.
     let made = !vfs.exists(to).map_err(|e| Error::io("stat", to, e))?;
+    if !made && !vfs.list_dir(to).map_err(|e| Error::io("list", to, e))?.is_empty() {
+        crate::journal::take_over_unfinished(&*vfs, to)?.clear(&*vfs)?;
+    }
     // Marked unfinished before anything is written, the mark removed once every record is
     // synced: a salvage stopped part way leaves a journal that neither opens nor verifies,
     // which could otherwise be put in the store's place holding part of its records.
-    let copied = crate::journal::mark_unfinished(&*vfs, to, &format!("a salvage of {}", from.display()))
-        .and_then(|()| copy(&vfs, from, to, opts))
-        .and_then(|c| crate::journal::mark_finished(&*vfs, to).map(|()| c));
-    let (copied, duplicates, report) = match copied {
-        Ok(c) => c,
+    let mark = match crate::journal::mark_unfinished(&*vfs, to, &format!("a salvage of {}", from.display())) {
+        Ok(mark) => mark,
+        Err(e) => {
+            // A folder it made for nothing is removed (said with the failure if it cannot be).
+            return Err(match made.then(|| vfs.remove_all(to)) {
+                Some(Err(c)) => Error::io("remove the folder a failed salvage made", to, std::io::Error::other(format!("{c} (the salvage failed: {e})"))),
+                _ => e,
+            });
+        }
+    };
+    let (copied, duplicates, report) = match copy(&vfs, from, to, opts) {
+        Ok(c) => {
+            mark.finish(&*vfs)?;
+            c
+        }
         Err(e) => {
             // What it wrote is no journal anyone asked for: `to` is left as it was found
-            // (absent, or empty), so that the salvage can be run again there; if even that
-            // fails, both are said.
-            let cleaned = if made {
-                vfs.remove_all(to)
-            } else {
-                vfs.list_dir(to).and_then(|names| names.iter().try_for_each(|n| vfs.remove_all(&to.join(n))))
-            };
+            // (absent, or empty), its journal's files removed before the mark, so that a
+            // cut here leaves it marked; if even that fails, both are said.
+            let cleaned = mark.clear(&*vfs).and_then(|()| if made { vfs.remove_all(to).map_err(|c| Error::io("remove", to, c)) } else { Ok(()) });
             return Err(match cleaned {
                 Ok(()) => e,
-                Err(c) => Error::io("remove what a failed salvage wrote in", to, std::io::Error::new(c.kind(), format!("{c} (the salvage failed: {e})"))),
+                Err(c) => Error::io("remove what a failed salvage wrote in", to, std::io::Error::other(format!("{c} (the salvage failed: {e})"))),
             });
         }
     };
@@ -412,6 +415,88 @@ mod tests {
             assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 40, "call {k}");
         }
         assert!(unfinished > 0 && whole > 0, "cuts fell both before and after the end ({unfinished}, {whole})");
+    }
+
+    /// A salvage into a folder it would start over in never removes what it did not write: a
+    /// stopped salvage's mark beside a person's file, a person's own file named like the mark,
+    /// a salvage still running (its mark held), or the journal salvaged itself, are refused
+    /// and left as they are.
+    #[test]
+    fn a_salvage_starts_over_only_where_a_stopped_salvage_left_nothing_else() {
+        let fs = SimFs::new(16);
+        let (dir, to) = (Path::new("/a/journal"), Path::new("/b/journal"));
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, Options::default()).expect("open");
+        for i in 0..10u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 100])]).expect("append");
+        }
+        drop(j);
+        let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+        let write = |path: &Path, bytes: &[u8]| {
+            fs.create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            fs.create_new(path).expect("create").write_all_at(bytes, 0).expect("write");
+        };
+        // A stopped salvage's mark, and a person's file beside it.
+        drop(crate::journal::mark_unfinished(&fs, to, "a salvage of /a/journal").expect("mark"));
+        write(&to.join("thesis.txt"), b"mine");
+        let e = salvage(vfs.clone(), dir, to).expect_err("a person's file is there");
+        assert!(e.to_string().contains("thesis.txt"), "{e}");
+        assert!(fs.exists(&to.join("thesis.txt")).expect("stat") && crate::journal::unfinished(&fs, to).is_some());
+        fs.remove_all(Path::new("/b")).expect("clean");
+        // A person's file named like the mark (not one): not empty, refused.
+        write(&to.join(crate::journal::UNFINISHED_FILE_NAME), b"my list of unfinished things");
+        write(&to.join(crate::segment::segment_file_name(0)), b"a file of mine");
+        salvage(vfs.clone(), dir, to).expect_err("not a salvage's folder");
+        assert_eq!(fs.list_dir(to).expect("list").len(), 2);
+        fs.remove_all(Path::new("/b")).expect("clean");
+        // A salvage still running there (its mark held).
+        let running = crate::journal::mark_unfinished(&fs, to, "a salvage of /a/journal").expect("mark");
+        write(&to.join(crate::segment::segment_file_name(0)), b"being written");
+        let e = salvage(vfs.clone(), dir, to).expect_err("running");
+        assert!(e.to_string().contains("being written now"), "{e}");
+        assert_eq!(fs.list_dir(to).expect("list").len(), 2);
+        drop(running);
+        // Its writer gone: started over, and finished.
+        let r = salvage(vfs.clone(), dir, to).expect("salvage over a stopped one");
+        assert_eq!(r.records_copied, 10);
+        assert!(crate::journal::unfinished(&fs, to).is_none());
+        // Into the journal salvaged.
+        salvage(vfs.clone(), dir, dir).expect_err("into itself");
+        assert_eq!(Journal::open_with(vfs.clone(), dir, Options::default()).expect("open").read_vec(0, usize::MAX).expect("read").len(), 10);
+    }
+
+    /// A salvage starting over where one stopped, itself cut short at any of its calls, leaves
+    /// the folder still marked unfinished, or a whole journal: the mark goes after the files it
+    /// marks.
+    #[test]
+    fn a_salvage_starting_over_cut_short_leaves_the_folder_marked_or_whole() {
+        let fs = SimFs::new(17);
+        let (dir, to) = (Path::new("/a/journal"), Path::new("/b/journal"));
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, Options { segment_size_bytes_max: 4096, ..Options::default() }).expect("open");
+        for i in 0..30u8 {
+            j.append(vec![NewRecord::scratch(vec![i; 200])]).expect("append");
+        }
+        drop(j);
+        // A stopped salvage's folder: a whole copy, marked.
+        salvage(Arc::new(fs.clone()), dir, to).expect("salvage");
+        drop(crate::journal::mark_unfinished(&fs, to, "a salvage of /a/journal").expect("mark"));
+        let probe = fs.snapshot();
+        let start = probe.ops();
+        salvage(Arc::new(probe.clone()), dir, to).expect("starting over");
+        let calls = probe.ops() - start;
+        for k in 0..calls {
+            let run = fs.snapshot();
+            run.inject(run.ops() + k, crate::sim::Fault::PowerCut);
+            let _ = salvage(Arc::new(run.clone()), dir, to);
+            let after = run.after_power_cut(k * 11 + 3);
+            let marked = crate::journal::unfinished(&after, to).is_some();
+            let opened = Journal::open_with(Arc::new(after.clone()), to, Options { access: Access::ReadOnly, ..Options::default() });
+            match opened {
+                Ok(j) => assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 30, "cut at call {k}: a journal that opens is whole"),
+                Err(Error::Unfinished { .. }) => assert!(marked),
+                Err(Error::NoJournal { .. }) => {}
+                Err(e) => panic!("cut at call {k}: {e}"),
+            }
+        }
     }
 
     /// A salvage that fails part way (the disk full as it writes the new journal) leaves its

@@ -165,7 +165,7 @@ pub(crate) fn walk_inner(
         return Err(Error::NoJournal { dir: dir.to_path_buf() });
     }
     let lock_path = dir.join(LOCK_FILE_NAME);
-    let lock = || vfs.lock(&lock_path, LockMode::Shared).map_err(|e| Error::io("lock", &lock_path, e));
+    let lock = || vfs.lock(&lock_path, LockMode::Shared).map_err(|e| crate::journal::reader_lock_refused(vfs, dir, e));
     // The segment files as one moment saw them, under the shared lock (a compaction, which
     // holds the exclusive lock, replaces and removes files: a listing taken while it runs, or
     // before it, would name files gone by the time they are read). Every segment but the last

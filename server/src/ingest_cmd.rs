@@ -19,9 +19,6 @@ use crate::show;
 /// (which still wins over `--agents-home`).
 pub fn homes(agents_home: Option<&Path>) -> Result<Homes> {
     match agents_home {
-        // A folder named on the line that is not there is a mistake to say (each agent's own
-        // folder missing is not: the agent is not installed).
-        Some(dir) if !dir.is_dir() => Err(crate::exit::BadValue(format!("--agents-home {}: no such folder", dir.display())).into()),
         Some(dir) => Ok(Homes::under(dir).with_overrides()),
         None => Homes::from_env().context("HOME is not set (or it is empty): pass --agents-home DIR"),
     }
@@ -55,6 +52,13 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
             home.display(),
             origin::tools::archive::REPLAY_FILE
         );
+    }
+    // A folder named on the line for ingest alone to read that is not there is a mistake to
+    // say (it printed a table of zeros); each agent's own folder missing is not (the agent is
+    // not installed), and the commands that read the store go on without logs (`origin mcp`
+    // still serves the store).
+    if let Some(dir) = args.agents_home.as_deref().filter(|d| !d.is_dir()) {
+        return Err(crate::exit::BadValue(format!("--agents-home {}: no such folder", dir.display())).into());
     }
     let mut homes = homes(args.agents_home.as_deref())?;
     let mut recorded_home = args.recorded_home.clone();

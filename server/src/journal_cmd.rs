@@ -222,45 +222,23 @@ pub fn verify(dir: &Path, json: bool) -> Result<Exit> {
     Ok(exit)
 }
 
-/// `origin journal dump`.
+/// `origin journal dump`. A journal that does not open for its damage is walked as `verify`
+/// walks it: every readable record printed, each damaged region said on stderr where it is
+/// met, and exit 1.
 pub fn dump(dir: &Path, from: u64, limit: usize, json: bool) -> Result<Exit> {
-    let j = open_read_only(dir)?;
-    let mut printed = 0usize;
     let mut out = Out::new();
     if limit == 0 {
         return Ok(Exit::Ok);
     }
+    let j = match open_read_only(dir) {
+        Ok(j) => j,
+        Err(e) if e.chain().any(crate::tools::archive::is_journal_damage) => return dump_damaged(dir, from, limit, json, &e),
+        Err(e) => return Err(e),
+    };
+    let mut printed = 0usize;
     let mut write_err = None;
     j.read_from(from, |r| {
-        let kind = origin_engine::RecordKind::from_u8(r.kind).map_or("unknown", |k| k.name());
-        let decoded = r.decode();
-        let line = if json {
-            let (body, error) = match &decoded {
-                Ok((_, b)) => (show::body_json(b), None),
-                Err(e) => (serde_json::Value::Null, Some(e.to_string())),
-            };
-            let origin = decoded.as_ref().ok().and_then(|(o, _)| o.as_ref()).map(|o| {
-                json!({ "store_id": store_id_hex(&o.store_id), "epoch": o.epoch, "offset": o.offset })
-            });
-            json!({
-                "offset": r.offset,
-                "time": show::time(r.time_unix_ms),
-                "kind": kind,
-                "kind_version": r.kind_version,
-                "size": r.payload.len(),
-                "origin": origin,
-                "body": body,
-                "error": error,
-            })
-            .to_string()
-        } else {
-            let summary = match &decoded {
-                Ok((_, b)) => show::body_summary(b),
-                Err(e) => format!("(undecodable: {e})"),
-            };
-            format!("{:>10}  {}  {:<13} v{}  {:>8}  {summary}", r.offset, show::time(r.time_unix_ms), kind, r.kind_version, r.payload.len())
-        };
-        if let Err(e) = writeln!(out, "{line}") {
+        if let Err(e) = writeln!(out, "{}", dump_line(&r, json)) {
             write_err = Some(e);
             return Ok(ControlFlow::Break(()));
         }
@@ -274,9 +252,89 @@ pub fn dump(dir: &Path, from: u64, limit: usize, json: bool) -> Result<Exit> {
     }
 }
 
+/// [`dump`] of a journal whose damage stops it from opening (`why`).
+fn dump_damaged(dir: &Path, from: u64, limit: usize, json: bool, why: &anyhow::Error) -> Result<Exit> {
+    use origin_engine::verify::Walked;
+    let mut out = Out::new();
+    origin::say_err!("origin: {why:#}");
+    origin::say_err!("origin: the journal is damaged: its readable records follow, each damaged region said where it is met");
+    let mut printed = 0usize;
+    let mut write_err = None;
+    let mut plain = Vec::new();
+    let walked = origin_engine::verify::walk(&origin_engine::vfs::OsFs, dir, |w| {
+        if printed >= limit || write_err.is_some() || out.gone() {
+            return Ok(());
+        }
+        match w {
+            Walked::Damage(d) => origin::say_err!("origin: damage: {}", damage_line(d)),
+            Walked::Record(f) if f.offset >= from => {
+                let payload = if f.flags & origin_engine::frame::FLAG_ZSTD != 0 {
+                    match origin_engine::codec::decompress_into(f.payload, &mut plain, f.offset) {
+                        Ok(()) => plain.as_slice(),
+                        // Said as the record's own failure to decode, as a read would.
+                        Err(_) => f.payload,
+                    }
+                } else {
+                    f.payload
+                };
+                let r = origin_engine::Record { offset: f.offset, time_unix_ms: f.time_unix_ms, kind: f.kind, kind_version: f.kind_version, payload };
+                match writeln!(out, "{}", dump_line(&r, json)) {
+                    Ok(()) => printed += 1,
+                    Err(e) => write_err = Some(e),
+                }
+            }
+            Walked::Record(_) => {}
+        }
+        Ok(())
+    });
+    if let Some(e) = write_err {
+        return Err(e).context("writing to standard output");
+    }
+    walked.with_context(|| format!("reading the damaged journal in {}", dir.display()))?;
+    Ok(Exit::Damaged)
+}
+
+/// One record as `dump` prints it: a line of JSON, or offset, time, kind, version, size and a
+/// summary of its body.
+fn dump_line(r: &origin_engine::Record<'_>, json: bool) -> String {
+    let kind = origin_engine::RecordKind::from_u8(r.kind).map_or("unknown", |k| k.name());
+    let decoded = r.decode();
+    if json {
+        let (body, error) = match &decoded {
+            Ok((_, b)) => (show::body_json(b), None),
+            Err(e) => (serde_json::Value::Null, Some(e.to_string())),
+        };
+        let origin = decoded
+            .as_ref()
+            .ok()
+            .and_then(|(o, _)| o.as_ref())
+            .map(|o| json!({ "store_id": store_id_hex(&o.store_id), "epoch": o.epoch, "offset": o.offset }));
+        json!({
+            "offset": r.offset,
+            "time": show::time(r.time_unix_ms),
+            "kind": kind,
+            "kind_version": r.kind_version,
+            "size": r.payload.len(),
+            "origin": origin,
+            "body": body,
+            "error": error,
+        })
+        .to_string()
+    } else {
+        let summary = match &decoded {
+            Ok((_, b)) => show::body_summary(b),
+            Err(e) => format!("(undecodable: {e})"),
+        };
+        format!("{:>10}  {}  {:<13} v{}  {:>8}  {summary}", r.offset, show::time(r.time_unix_ms), kind, r.kind_version, r.payload.len())
+    }
+}
+
 /// `origin journal salvage --to DIR`.
 pub fn salvage(dir: &Path, to: &Path) -> Result<Exit> {
     let mut out = Out::new();
+    if std::fs::canonicalize(to).is_ok_and(|t| std::fs::canonicalize(dir).is_ok_and(|d| d == t)) {
+        return Err(BadValue(format!("{} is the journal salvaged: salvage writes a new journal elsewhere", to.display())).into());
+    }
     // Not empty: refused, unless a salvage stopped part way left it (it starts over there).
     if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) && origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, to).is_none() {
         return Err(BadValue(format!("{} is not empty: salvage writes a new journal there", to.display())).into());
@@ -503,7 +561,7 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             snap
         }
         Some(to) => {
-            let copy = copy_records(&j, &to.join("journal"), state.read_to())?;
+            let (copy, mark) = copy_records(&j, &to.join("journal"), state.read_to(), home)?;
             let snap = to.join("projections").join(SNAPSHOT_FILE_NAME);
             state.save_snapshot(&copy, &origin_engine::vfs::OsFs, &snap).with_context(|| format!("saving {}", snap.display()))?;
             // A replay of a replay shows the same store: its lines are in that store's mirrors.
@@ -518,7 +576,7 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n").with_context(|| format!("writing {}", path.display()))?;
             std::fs::File::open(&path).and_then(|f| f.sync_all()).with_context(|| format!("syncing {}", path.display()))?;
             // The last step: the store as of then is whole, and opens.
-            origin_engine::journal::mark_finished(&origin_engine::vfs::OsFs, &to.join("journal")).context("finishing the replay's journal")?;
+            mark.finish(&origin_engine::vfs::OsFs).context("finishing the replay's journal")?;
             snap
         }
     };
@@ -549,18 +607,6 @@ fn refused_folder(dir: &Path) -> Option<std::io::Error> {
 /// Refuses a replay's folder that holds anything, or that is the store's or inside its
 /// journal, projections or mirrors.
 fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
-    if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
-        // A replay that was stopped (killed, a full disk) left its journal marked unfinished:
-        // this one starts over there. Anything else there is not the replay's to remove.
-        if origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, &to.join("journal")).is_none() {
-            return Err(BadValue(format!("{} is not empty: the replay writes a store of its own there", to.display())).into());
-        }
-        for e in std::fs::read_dir(to).with_context(|| format!("listing {}", to.display()))? {
-            let p = e.with_context(|| format!("listing {}", to.display()))?.path();
-            let removed = if p.is_dir() && !p.is_symlink() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
-            removed.with_context(|| format!("removing {}, which a stopped replay wrote", p.display()))?;
-        }
-    }
     // Where `to` is: its longest part that exists resolved by the file system (symlinks and
     // `..` as the system takes them), then the rest, which does not exist, read as written.
     let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
@@ -580,15 +626,58 @@ fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
     if resolved == home || ["journal", "projections", "raw"].iter().any(|f| resolved.starts_with(home.join(f))) {
         return Err(BadValue(format!("{} is inside the store ({}): the replay writes a store of its own elsewhere", to.display(), home.display())).into());
     }
+    if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
+        start_replay_over(to)?;
+    }
     Ok(())
+}
+
+/// Clears the folder `to` of a replay that stopped part way (killed, a full disk), to start
+/// over there: only a store a replay writes (its journal marked unfinished, with nothing but a
+/// journal's files; its projections; `replay.json`), and only once the replay is gone (its
+/// mark is not held). The journal's files go last, its mark after them, so that a cut here
+/// leaves the folder still marked. Anything else in the folder refuses it, untouched.
+fn start_replay_over(to: &Path) -> Result<()> {
+    let journal = to.join("journal");
+    // A replay stopped before its mark was made left an empty journal folder alone.
+    let alone = std::fs::read_dir(to).is_ok_and(|d| d.count() == 1);
+    if alone && std::fs::read_dir(&journal).is_ok_and(|mut d| d.next().is_none()) {
+        return std::fs::remove_dir(&journal).with_context(|| format!("removing {}, which a stopped replay made", journal.display()));
+    }
+    if origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, &journal).is_none() {
+        return Err(BadValue(format!("{} is not empty: the replay writes a store of its own there", to.display())).into());
+    }
+    let names: Vec<String> = std::fs::read_dir(to)
+        .with_context(|| format!("listing {}", to.display()))?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("listing {}", to.display()))?;
+    let replays = ["journal", "projections", crate::tools::archive::REPLAY_FILE];
+    let others: Vec<&String> = names.iter().filter(|n| !replays.contains(&n.as_str())).collect();
+    if !others.is_empty() {
+        let others: Vec<&str> = others.iter().map(|n| n.as_str()).collect();
+        return Err(BadValue(format!("{} holds files no replay writes ({}): nothing there is removed", to.display(), others.join(", "))).into());
+    }
+    let mark = origin_engine::journal::take_over_unfinished(&origin_engine::vfs::OsFs, &journal)
+        .with_context(|| format!("starting the replay over in {}", to.display()))?;
+    let projections = to.join("projections");
+    if projections.is_dir() {
+        std::fs::remove_dir_all(&projections).with_context(|| format!("removing {}, which a stopped replay wrote", projections.display()))?;
+    }
+    let summary = to.join(crate::tools::archive::REPLAY_FILE);
+    if summary.exists() {
+        std::fs::remove_file(&summary).with_context(|| format!("removing {}, which a stopped replay wrote", summary.display()))?;
+    }
+    mark.clear(&origin_engine::vfs::OsFs).with_context(|| format!("removing the journal a stopped replay wrote in {}", journal.display()))
 }
 
 /// Copies the records of `j` below offset `end` into a new journal in `to` (same offsets; a
 /// new lineage of the same store: its epoch one higher, as a salvage's), and returns it.
-fn copy_records(j: &Journal, to: &Path, end: u64) -> Result<Journal> {
+fn copy_records(j: &Journal, to: &Path, end: u64, home: &Path) -> Result<(Journal, origin_engine::journal::UnfinishedMark)> {
     // Marked unfinished until the replay's last step ([`replay`]): a replay stopped part way
     // leaves a store that no command opens (it took agents' logs, holding part of the records).
-    origin_engine::journal::mark_unfinished(&origin_engine::vfs::OsFs, to, "a replay (origin journal replay --to)")
+    let what = format!("a replay of {} (origin journal replay --to)", home.display());
+    let mark = origin_engine::journal::mark_unfinished(&origin_engine::vfs::OsFs, to, &what)
         .with_context(|| format!("marking the journal in {} unfinished", to.display()))?;
     let opts = Options { new_store_identity: Some((j.store_id(), j.epoch() + 1)), unfinished_ok: true, ..Options::default() };
     let copy = Journal::open(to, opts).with_context(|| format!("creating the journal in {}", to.display()))?;
@@ -616,7 +705,7 @@ fn copy_records(j: &Journal, to: &Path, end: u64) -> Result<Journal> {
     if !batch.is_empty() {
         copy.append(batch).with_context(|| format!("copying records into {}", to.display()))?;
     }
-    Ok(copy)
+    Ok((copy, mark))
 }
 
 /// A progress bar over journal records on a terminal, none otherwise.

@@ -158,10 +158,10 @@ fn event_heading(e: &Value, mark: &str) -> String {
     format!("{}  {}  {} {}{mark}", str_of(e, "id"), str_of(e, "time"), str_of(e, "role"), str_of(e, "kind"))
 }
 
-/// A tool result for a person: entries, events, sessions, sources and tombstones as short
-/// blocks, each text under its heading, indented; anything else as indented JSON. Ends
-/// without a newline.
-pub fn readable(v: &Value) -> String {
+/// The answer of `tool` (its name: `search`, `sources`, `tombstones`, ...) for a person:
+/// entries, events, sessions, sources and tombstones as short blocks, each text under its
+/// heading, indented; anything else as indented JSON. Ends without a newline.
+pub fn readable(v: &Value, tool: &str) -> String {
     let mut out: Vec<String> = Vec::new();
     let has = |k: &str| v.get(k).is_some();
     if let (Some(entries), Some(events)) = (v.get("entries").and_then(Value::as_array), v.get("events").and_then(Value::as_array)) {
@@ -243,7 +243,7 @@ pub fn readable(v: &Value) -> String {
             (None, Some(l)) => out.push(format!("nothing recorded: it was lifted already, by {} at {}", str_of(l, "author"), str_of(l, "time"))),
             (None, None) => out.push("nothing recorded".to_owned()),
         }
-    } else if let Some(list) = v.as_array().filter(|a| a.iter().all(|t| t.get("tombstone").is_some())) {
+    } else if let (Some(list), "tombstones") = (v.as_array(), tool) {
         out.push(count(list.len(), "tombstone", "tombstones"));
         for t in list {
             let lifted = match t.get("restored").filter(|r| r.is_object()) {
@@ -257,7 +257,7 @@ pub fn readable(v: &Value) -> String {
             out.push(format!("  hides {} and {}", count(entries, "entry version", "entry versions"), count(events, "event", "events")));
             out.push(indented(&format!("reason: {}", str_of(t, "reason")), "  "));
         }
-    } else if let Some(list) = v.as_array().filter(|a| a.iter().all(|s| s.get("event_id").is_some())) {
+    } else if let (Some(list), "sources") = (v.as_array(), tool) {
         // `sources`: the lines behind an answer.
         out.push(count(list.len(), "source line", "source lines"));
         for s in list {
@@ -268,8 +268,12 @@ pub fn readable(v: &Value) -> String {
             }
             let line = s.get("line").and_then(Value::as_u64).map(|l| format!(", line {l}")).unwrap_or_default();
             out.push(format!("  file    {}{line}", str_of(s, "original_file")));
-            out.push(format!("  mirror  {}{line}", str_of(s, "mirror_file")));
-            out.push(format!("  raw     {}", str_of(s, "raw")));
+            // A memory file's version is kept whole in the journal, with no mirror.
+            if let Some(mirror) = s.get("mirror_file").and_then(Value::as_str) {
+                out.push(format!("  mirror  {mirror}{line}"));
+            }
+            let raw = indented(str_of(s, "raw"), "          ");
+            out.push(format!("  raw     {}", raw.trim_start()));
         }
     } else if has("kind") && has("role") && has("text") {
         // `get` of an event.
@@ -328,16 +332,16 @@ mod tests {
             "entries": [{"id": "ent_1", "kind": "memory", "created": "c", "author": "a", "text": "redis", "match": "partial"}],
             "events": [event("e1", "all"), event("e2", "partial")],
         });
-        let out = readable(&v);
+        let out = readable(&v, "search");
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "1 entry, 2 events (2 partial matches: a word missing, or only in another form)", "{out}");
         let marked: Vec<&str> = lines.iter().filter(|l| l.ends_with("(partial match)")).copied().collect();
         assert_eq!(marked.len(), 2, "{out}");
         assert!(marked[0].starts_with("ent_1") && marked[1].starts_with("e2"), "{out}");
-        let full = readable(&json!({"entries": [], "events": [event("e1", "all")]}));
+        let full = readable(&json!({"entries": [], "events": [event("e1", "all")]}), "search");
         assert_eq!(full.lines().next(), Some("0 entries, 1 event"), "{full}");
         assert!(!full.contains("partial"), "{full}");
-        assert_eq!(readable(&json!({"sessions": [{"session": "s"}]})).lines().next(), Some("1 session"));
+        assert_eq!(readable(&json!({"sessions": [{"session": "s"}]}), "timeline").lines().next(), Some("1 session"));
     }
 
     /// Columns are as wide as a terminal shows them: a Chinese project name is padded by its
@@ -349,7 +353,7 @@ mod tests {
         assert_eq!(pad("数据同步工具链", 10), "数据同步… ", "nine columns, padded to ten");
         assert_eq!(fit("abcdef", 4), "abc…");
         let session = |project: &str| json!({"ended": "t", "source": "zcode", "project": project, "events": 12, "title": "x", "session": "s"});
-        let out = readable(&json!({"sessions": [session("数据同步"), session("weather-api")]}));
+        let out = readable(&json!({"sessions": [session("数据同步"), session("weather-api")]}), "timeline");
         let lines: Vec<&str> = out.lines().collect();
         let column = |l: &str| unicode_width::UnicodeWidthStr::width(&l[..l.find("12 events").expect("count")]);
         assert_eq!(column(lines[1]), column(lines[3]), "{out}");
@@ -362,13 +366,13 @@ mod tests {
         let entry = json!({"id": "ent_1", "kind": "knowledge", "text": "first line\nsecond line", "confidence": 0.9, "status": "superseded",
             "concurrent": true, "project": "app", "author": "codex@vm", "created": "c1", "valid_from": null, "valid_to": "v2",
             "supersedes": null, "superseded_by": "ent_2", "root": "ent_1", "imported": false});
-        let search = readable(&json!({"entries": [entry.clone()], "events": []}));
+        let search = readable(&json!({"entries": [entry.clone()], "events": []}), "search");
         assert!(search.contains("\n  first line\n  second line"), "{search}");
         let got = readable(&json!({
             "entry": entry,
             "sources": [{"id": "codex:s:3", "time": "t3", "role": "user", "kind": "message", "text": "said\nthen", "quote": "said"}],
             "history": [{"id": "ent_1", "created": "c1", "author": "codex@vm", "status": "superseded"}, {"id": "ent_2", "created": "c2", "author": "codex@vm", "status": "active"}],
-        }));
+        }), "get");
         for want in [
             "ent_1  knowledge  c1  codex@vm  confidence 0.9  superseded",
             "  (project app · valid to v2 · superseded by ent_2 (a concurrent correction won))",
@@ -381,22 +385,28 @@ mod tests {
             assert!(got.contains(want), "{want:?} in:\n{got}");
         }
         let event = readable(&json!({"id": "claude-code:s:1", "time": "t", "source": "claude-code", "project": null, "session": "s",
-            "role": "user", "kind": "message", "text": "a\nb", "cwd": "/w", "git_branch": null, "agent_version": "2.1"}));
+            "role": "user", "kind": "message", "text": "a\nb", "cwd": "/w", "git_branch": null, "agent_version": "2.1"}), "get");
         assert_eq!(event, "claude-code:s:1  t  user message\n  (source claude-code · session s · cwd /w · agent 2.1)\n  a\n  b");
-        let sources = readable(&json!([{"event_id": "e", "time": "t", "quote": null, "original_file": "/o", "mirror_file": "/m", "line": 4, "raw": "{}"}]));
+        let sources = readable(&json!([{"event_id": "e", "time": "t", "quote": null, "original_file": "/o", "mirror_file": "/m", "line": 4, "raw": "{}"}]), "sources");
         assert_eq!(sources, "1 source line\n\ne  t\n  file    /o, line 4\n  mirror  /m, line 4\n  raw     {}");
+        // A memory file's version: no mirror, its lines under the first.
+        let memory = readable(&json!([{"event_id": "m", "time": "t", "quote": null, "original_file": "/AGENTS.md", "mirror_file": null, "line": 1, "raw": "# Rules\n- one"}]), "sources");
+        assert_eq!(memory, "1 source line\n\nm  t\n  file    /AGENTS.md, line 1\n  raw     # Rules\n          - one");
+        // No sources (every event an entry cites forgotten), and no tombstones: each said as itself.
+        assert_eq!(readable(&json!([]), "sources"), "0 source lines");
+        assert_eq!(readable(&json!([]), "tombstones"), "0 tombstones");
         let session = readable(&json!({"session": {"session": "s", "source": "codex", "project": null, "title": null, "prompt": "p", "started": "t0", "ended": "t1", "events": 1},
-            "events": [{"id": "codex:s:1", "time": "t0", "role": "user", "kind": "message", "text": "x\ny"}]}));
+            "events": [{"id": "codex:s:1", "time": "t0", "role": "user", "kind": "message", "text": "x\ny"}]}), "timeline");
         assert!(session.contains("  session s, from t0 to t1") && session.ends_with("codex:s:1  t0  user message\n  x\n  y"), "{session}");
         assert_eq!(
-            readable(&json!({"tombstone": "tmb_1", "forgotten_entries": ["ent_1"], "excluded_events": 2})),
+            readable(&json!({"tombstone": "tmb_1", "forgotten_entries": ["ent_1"], "excluded_events": 2}), "forget"),
             "tmb_1: hid 1 entry version (ent_1) and 2 events"
         );
-        assert!(readable(&json!({"tombstone": null, "forgotten_entries": [], "excluded_events": 0})).starts_with("nothing recorded"));
-        assert!(readable(&json!({"restored": "tmb_1"})).starts_with("tmb_1 lifted"));
-        assert!(readable(&json!({"restored": null, "lifted_before": {"author": "a", "time": "t"}})).contains("lifted already, by a at t"));
+        assert!(readable(&json!({"tombstone": null, "forgotten_entries": [], "excluded_events": 0}), "forget").starts_with("nothing recorded"));
+        assert!(readable(&json!({"restored": "tmb_1"}), "restore").starts_with("tmb_1 lifted"));
+        assert!(readable(&json!({"restored": null, "lifted_before": {"author": "a", "time": "t"}}), "restore").contains("lifted already, by a at t"));
         let tombstones = readable(&json!([{"tombstone": "tmb_1", "target": "ent_1", "reason": "asked", "author": "a", "time": "t",
-            "forgotten_entries": ["ent_1"], "excluded_events": 0, "restored": null}]));
+            "forgotten_entries": ["ent_1"], "excluded_events": 0, "restored": null}]), "tombstones");
         assert!(tombstones.starts_with("1 tombstone\n\ntmb_1  t  a  forgets ent_1\n  hides 1 entry version and 0 events\n  reason: asked"), "{tombstones}");
         for answer in [search, got, event, sources, session, tombstones] {
             assert!(!answer.trim_start().starts_with('{') && !answer.ends_with('\n'), "{answer}");

@@ -218,18 +218,18 @@ const CHECKPOINT_RECORDS: u64 = 64;
 
 /// Runs one tool on the archive, prints its answer, then saves the projections if they are far
 /// enough ahead of their snapshot (a failure there is reported; the answer stands).
-fn print_after(a: &Archive, tool: impl FnOnce(&Archive) -> Result<Value, ToolError>, json: bool) -> Result<Exit> {
-    let exit = print(tool(a), json);
+fn print_after(a: &Archive, name: &str, tool: impl FnOnce(&Archive) -> Result<Value, ToolError>, json: bool) -> Result<Exit> {
+    let exit = print(name, tool(a), json);
     if let Err(e) = a.checkpoint(CHECKPOINT_RECORDS) {
         origin::say_err!("origin: saving the projections snapshot failed ({e}); the next command replays the journal");
     }
     exit
 }
 
-fn print(result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
+fn print(name: &str, result: Result<Value, ToolError>, json: bool) -> Result<Exit> {
     match result {
         Ok(v) => {
-            let text = if json { v.to_string() } else { crate::show::readable(&v) };
+            let text = if json { v.to_string() } else { crate::show::readable(&v, name) };
             let mut out = crate::out::Out::new();
             crate::out::say!(out, "{text}");
             Ok(Exit::Ok)
@@ -267,22 +267,41 @@ fn flag_of(arg: &str) -> String {
     }
 }
 
-/// `why` with the tool arguments it names in backquotes named as [`flag_of`] names them.
+/// The tools' argument names, which a refusal's words may name in backquotes.
+const ARGUMENTS: [&str; 19] = [
+    "query", "scope", "kind", "since", "until", "source", "project", "include_tools", "limit", "session", "id", "text", "sources",
+    "confidence", "valid_from", "valid_to", "reason", "tombstone", "event_id",
+];
+
+/// `why` with the tool arguments it names in backquotes named as [`flag_of`] names them; what
+/// it quotes (a value given, in double quotes) left as it is.
 fn flags_in(why: &str) -> String {
     let mut out = String::new();
+    let (mut quoted, mut escaped) = (false, false);
     let mut rest = why;
-    while let Some(open) = rest.find('`') {
-        let Some(len) = rest[open + 1..].find('`') else { break };
-        let name = &rest[open + 1..open + 1 + len];
-        out.push_str(&rest[..open]);
-        if !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
-            out.push_str(&flag_of(name));
-        } else {
-            out.push_str(&rest[open..open + len + 2]);
+    while let Some(c) = rest.chars().next() {
+        if quoted {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => quoted = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            quoted = true;
+        } else if c == '`' {
+            if let Some(len) = rest[1..].find('`') {
+                let name = &rest[1..1 + len];
+                if ARGUMENTS.contains(&name) || name == "quote" {
+                    out.push_str(&flag_of(name));
+                    rest = &rest[len + 2..];
+                    continue;
+                }
+            }
         }
-        rest = &rest[open + len + 2..];
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
     }
-    out.push_str(rest);
     out
 }
 
@@ -324,7 +343,7 @@ pub fn search(home: &Path, c: SearchCmd) -> Result<Exit> {
         include_tools: c.include_tools,
         limit: c.limit,
     };
-    print_after(&a, |a| a.search(&args), c.json)
+    print_after(&a, "search", |a| a.search(&args), c.json)
 }
 
 /// `origin timeline`.
@@ -339,17 +358,17 @@ pub fn timeline(home: &Path, c: TimelineCmd) -> Result<Exit> {
         include_tools: c.include_tools,
         limit: c.limit,
     };
-    print_after(&a, |a| a.timeline(&args), c.json)
+    print_after(&a, "timeline", |a| a.timeline(&args), c.json)
 }
 
 /// `origin get`.
 pub fn get(home: &Path, c: IdCmd) -> Result<Exit> {
-    print_after(&open_reading_no_logs(home)?, |a| a.get(&c.id), c.json)
+    print_after(&open_reading_no_logs(home)?, "get", |a| a.get(&c.id), c.json)
 }
 
 /// `origin sources`.
 pub fn sources(home: &Path, c: IdCmd) -> Result<Exit> {
-    print_after(&open_reading_no_logs(home)?, |a| a.sources(&c.id), c.json)
+    print_after(&open_reading_no_logs(home)?, "sources", |a| a.sources(&c.id), c.json)
 }
 
 /// `origin remember`.
@@ -368,7 +387,7 @@ pub fn remember(home: &Path, c: RememberCmd) -> Result<Exit> {
         valid_from: c.valid_from,
         valid_to: c.valid_to,
     };
-    print_after(&a, |a| a.remember(&args, "user"), c.json)
+    print_after(&a, "remember", |a| a.remember(&args, "user"), c.json)
 }
 
 /// `origin correct`.
@@ -387,7 +406,7 @@ pub fn correct(home: &Path, c: CorrectCmd) -> Result<Exit> {
         valid_from: c.valid_from,
         valid_to: c.valid_to,
     };
-    print_after(&a, |a| a.correct(&args, "user"), c.json)
+    print_after(&a, "correct", |a| a.correct(&args, "user"), c.json)
 }
 
 /// `origin forget`.
@@ -395,7 +414,7 @@ pub fn forget(home: &Path, c: ForgetCmd) -> Result<Exit> {
     if let Some(exit) = refused_write(home) {
         return Ok(exit);
     }
-    print_after(&open_reading_no_logs(home)?, |a| a.forget(&c.id, &c.reason, "user"), c.json)
+    print_after(&open_reading_no_logs(home)?, "forget", |a| a.forget(&c.id, &c.reason, "user"), c.json)
 }
 
 /// `origin restore`.
@@ -403,10 +422,28 @@ pub fn restore(home: &Path, c: RestoreCmd) -> Result<Exit> {
     if let Some(exit) = refused_write(home) {
         return Ok(exit);
     }
-    print_after(&open_reading_no_logs(home)?, |a| a.restore(&c.tombstone, "user"), c.json)
+    print_after(&open_reading_no_logs(home)?, "restore", |a| a.restore(&c.tombstone, "user"), c.json)
 }
 
 /// `origin tombstones`.
 pub fn tombstones(home: &Path, json: bool) -> Result<Exit> {
-    print_after(&open_reading_no_logs(home)?, |a| a.tombstones(), json)
+    print_after(&open_reading_no_logs(home)?, "tombstones", |a| a.tombstones(), json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The argument names of a refusal's words become flags; a value it quotes is left as
+    /// given, backquotes and all.
+    #[test]
+    fn a_refusals_argument_names_become_flags_and_its_quoted_values_stay() {
+        assert_eq!(flags_in("(x) is before `since` (y)"), "(x) is before `--since` (y)");
+        assert_eq!(flags_in("must be after `valid_from`: never"), "must be after `--valid-from`: never");
+        assert_eq!(flags_in("must be an id, not \"`abc`\""), "must be an id, not \"`abc`\"");
+        assert_eq!(flags_in("\"`since` \\\" `x`\" then `limit`"), "\"`since` \\\" `x`\" then `--limit`");
+        assert_eq!(flags_in("use `cargo test` or an `event_id`"), "use `cargo test` or an `--cite`");
+        assert_eq!(flag_of("sources[2].quote"), "`--quote`");
+        assert_eq!(flag_of("text"), "`TEXT`");
+    }
 }

@@ -97,9 +97,13 @@ fn ingest_says_where_the_lines_it_skipped_are() {
     let claude = said.lines().find(|l| l.starts_with("origin: claude-code: malformed line skipped: ")).unwrap_or_else(|| panic!("{said}"));
     assert!(claude.contains(".jsonl line ") && claude.contains(": invalid JSON"), "{claude}");
     assert!(!table.contains("malformed line skipped"), "{table}");
-    let out = origin(&home, &["ingest", "--agents-home", dir.path().join("no-such-home").to_str().expect("utf-8")]);
+    let missing = dir.path().join("no-such-home");
+    let out = origin(&home, &["ingest", "--agents-home", missing.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no-such-home: no such folder"), "{}", stderr(&out));
+    // The commands that read the store go on without logs: a search answers from it.
+    let out = origin(&home, &["search", "URLSearchParams", "--agents-home", missing.to_str().expect("utf-8")]);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("URLSearchParams"), "{}", stderr(&out));
 }
 
 /// A salvage stopped part way left its folder marked unfinished: `status` and `verify` there
@@ -115,7 +119,7 @@ fn a_salvage_run_again_where_one_stopped_starts_over() {
     let to = salvaged_home.join("journal");
     std::fs::create_dir_all(&to).expect("mkdir");
     assert!(origin(&home, &["journal", "salvage", "--to", to.to_str().expect("utf-8")]).status.success());
-    std::fs::write(to.join(origin_engine::journal::UNFINISHED_FILE_NAME), b"a salvage of somewhere").expect("write");
+    drop(origin_engine::journal::mark_unfinished(&origin_engine::vfs::OsFs, &to, "a salvage of somewhere").expect("mark"));
     for args in [&["journal", "verify"][..], &["status"]] {
         let out = origin(&salvaged_home, args);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
@@ -133,4 +137,77 @@ fn a_salvage_run_again_where_one_stopped_starts_over() {
     let out = origin(&home, &["journal", "salvage", "--to", other.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(other.join("notes.txt").exists());
+}
+
+/// `journal dump` of a journal its damage stops from opening prints every readable record,
+/// those after the damage included, says the damaged region on stderr where it is met, and
+/// exits 1 (it refused to print anything: the tool to look inside a damaged journal showed
+/// nothing of it).
+#[test]
+fn dump_shows_what_a_damaged_journal_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    assert!(origin(&home, &["journal", "stress", "--records", "50", "--size", "200", "--threads", "1"]).status.success());
+    let segment = std::fs::read_dir(home.join("journal"))
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|x| x == "seg"))
+        .expect("a segment");
+    let mut bytes = std::fs::read(&segment).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&segment, &bytes).expect("write");
+    let out = origin(&home, &["journal", "dump", "--json", "--limit", "1000"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("damage: ") && stderr(&out).contains(&segment.display().to_string()), "{}", stderr(&out));
+    let offsets: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["offset"].as_u64().expect("offset"))
+        .collect();
+    assert!(offsets.len() >= 45 && offsets.len() < 50, "one record or so lost: {offsets:?}");
+    assert_eq!((offsets.first(), offsets.last()), (Some(&0), Some(&49)), "{offsets:?}");
+    assert!(offsets.windows(2).all(|w| w[0] < w[1]), "{offsets:?}");
+}
+
+/// A session asked for under another source than its own is said to be that source's (it was
+/// "Unknown session", as if there were none).
+#[test]
+fn a_session_asked_for_under_another_source_says_whose_it_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    let agents = crate::ingest_memory::fixtures().join("agent-home");
+    assert!(origin(&home, &["ingest", "--agents-home", agents.to_str().expect("utf-8")]).status.success());
+    let sessions = origin(&home, &["timeline", "--since", "2000-01-01", "--source", "zcode", "--json", "--limit", "1"]);
+    let listed: serde_json::Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    let session = listed["sessions"][0]["session"].as_str().expect("a zcode session").to_owned();
+    let out = origin(&home, &["timeline", "--session", &session, "--source", "grok"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("Unknown session {session} of grok: it is a session of zcode")), "{}", stderr(&out));
+    let out = origin(&home, &["timeline", "--session", &session, "--source", "zcode"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// A replay or a salvage starts over only where one stopped and left nothing else: a folder
+/// holding a stopped replay's marked journal beside a person's files is refused and left as it
+/// is (they were removed), and a salvage into the journal it salvages is refused (it removed
+/// the journal).
+#[test]
+fn starting_over_never_removes_what_a_person_keeps() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    assert!(origin(&home, &["journal", "stress", "--records", "20"]).status.success());
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("src")).expect("mkdir");
+    std::fs::write(work.join("src/lib.rs"), b"pub fn mine() {}").expect("write");
+    drop(origin_engine::journal::mark_unfinished(&origin_engine::vfs::OsFs, &work.join("journal"), "a replay").expect("mark"));
+    let out = origin(&home, &["journal", "replay", "--to", work.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("holds files no replay writes (src)"), "{}", stderr(&out));
+    assert!(work.join("src/lib.rs").exists());
+    let journal = home.join("journal");
+    let out = origin(&home, &["journal", "salvage", "--to", journal.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is the journal salvaged"), "{}", stderr(&out));
+    let status: serde_json::Value = serde_json::from_slice(&origin(&home, &["status", "--json"]).stdout).expect("json");
+    assert_eq!(status["records"], 20);
 }

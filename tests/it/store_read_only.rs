@@ -191,7 +191,7 @@ fn an_empty_journal_folder_its_reader_may_not_write_is_said_as_such() {
     std::fs::create_dir_all(store.join("journal")).expect("mkdir");
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     set_writable(&store.join("journal"), false);
-    for args in [&["search", "URLSearchParams"][..], &["timeline"], &["status"]] {
+    for args in [&["search", "URLSearchParams"][..], &["timeline"], &["status"], &["journal", "verify"]] {
         let out = origin_as_reader(&store, args);
         let text = said(&out);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {text}");

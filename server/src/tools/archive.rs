@@ -1344,7 +1344,15 @@ impl Archive {
                 // for.
                 return match inner.state.find_session(source.as_deref(), session) {
                     Some(info) => Ok(json!({ "session": self.session_json(&self.with_prompts(&inner, vec![info])?[0]), "events": [] })),
-                    None => Err(ToolError::new(format!("Unknown session {session}."))),
+                    // Known under another source: said, so that `source` is the one to change.
+                    None => match source.as_deref().and(inner.state.find_session(None, session)) {
+                        Some(other) => Err(ToolError::new(format!(
+                            "Unknown session {session} of {}: it is a session of {} (leave out `source`, or give that one).",
+                            source.as_deref().unwrap_or_default(),
+                            other.source
+                        ))),
+                        None => Err(ToolError::new(format!("Unknown session {session}."))),
+                    },
                 };
             };
             let info = self.with_prompts(&inner, inner.state.session(&first.source, session).into_iter().collect())?;
