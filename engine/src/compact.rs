@@ -219,22 +219,32 @@ mod tests {
         }
     }
 
-    /// A compaction failing at any of its calls (a full disk, a failed fsync) loses nothing
-    /// and leaves no merged copy behind (it kept a full disk full until the next open).
-    #[test]
-    fn a_compaction_that_fails_leaves_no_merged_copy() {
-        let fs = SimFs::new(6);
+    /// A journal of 60 records in segments of 4 KiB on a simulated disk seeded `seed`.
+    fn sixty_records_in_small_segments(seed: u64) -> (SimFs, &'static Path, Options) {
+        let fs = SimFs::new(seed);
         let dir = Path::new("/c/journal");
         let opts = Options { segment_size_bytes_max: 4096, ..Options::default() };
         let j = Journal::open_with(Arc::new(fs.clone()), dir, opts.clone()).expect("open");
         for i in 0..60u8 {
             j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
         }
-        drop(j);
+        (fs, dir, opts)
+    }
+
+    /// How many I/O calls a compaction of the journal in `dir` makes (on a copy of `fs`).
+    fn compaction_calls(fs: &SimFs, dir: &Path) -> u64 {
         let probe = fs.snapshot();
         let start = probe.ops();
         compact(Arc::new(probe.clone()), dir, 64 * 1024).expect("compact");
-        let calls = probe.ops() - start;
+        probe.ops() - start
+    }
+
+    /// A compaction failing at any of its calls (a full disk, a failed fsync) loses nothing
+    /// and leaves no merged copy behind (it kept a full disk full until the next open).
+    #[test]
+    fn a_compaction_that_fails_leaves_no_merged_copy() {
+        let (fs, dir, opts) = sixty_records_in_small_segments(6);
+        let calls = compaction_calls(&fs, dir);
         let mut failed = 0;
         for k in 0..calls {
             for fault in [crate::sim::Fault::DiskFull, crate::sim::Fault::SyncFails] {
@@ -255,19 +265,9 @@ mod tests {
 
     #[test]
     fn a_crash_after_the_rename_leaves_leftovers_that_open_removes() {
-        let fs = SimFs::new(5);
-        let dir = Path::new("/c/journal");
-        let opts = Options { segment_size_bytes_max: 4096, ..Options::default() };
-        let j = Journal::open_with(Arc::new(fs.clone()), dir, opts.clone()).expect("open");
-        for i in 0..60u8 {
-            j.append(vec![NewRecord::scratch(vec![i; 150])]).expect("append");
-        }
-        drop(j);
+        let (fs, dir, opts) = sixty_records_in_small_segments(5);
         // Crash at every I/O call of the compaction; every survivor opens with all records.
-        let probe = fs.snapshot();
-        let start = probe.ops();
-        compact(Arc::new(probe.clone()), dir, 64 * 1024).expect("compact");
-        let calls = probe.ops() - start;
+        let calls = compaction_calls(&fs, dir);
         for k in 0..calls {
             let run = fs.snapshot();
             run.inject(run.ops() + k, crate::sim::Fault::PowerCut);

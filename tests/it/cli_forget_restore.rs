@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 use origin_tests::origin_bin;
 use serde_json::Value;
 
-fn origin(home: &Path, args: &[&str]) -> Output {
+pub(crate) fn origin(home: &Path, args: &[&str]) -> Output {
     Command::new(origin_bin())
         .arg("--home")
         .arg(home)

@@ -1,22 +1,9 @@
 //! What the command line says to a person: errors once and with what to do next, readable
 //! answers, and nothing made where nothing was asked for; on the real binary.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use origin_tests::origin_bin;
-
-fn origin(home: &Path, args: &[&str]) -> Output {
-    Command::new(origin_bin())
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .env("ORIGIN_WATCH_INTERVAL_MS", "0")
-        .env("HOME", "/nonexistent-origin-test-home")
-        .env("TZ", "UTC")
-        .output()
-        .expect("run origin")
-}
+use crate::cli_forget_restore::origin;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
