@@ -21,6 +21,26 @@ fn open_read_only(dir: &Path) -> Result<Journal> {
         .with_context(|| format!("opening the journal in {}", dir.display()))
 }
 
+/// Why the journal in `dir` cannot be written, if it cannot: what [`origin_engine::journal::write_refused`]
+/// finds, or a torn tail pending whose copy the read-write open that cuts it cannot keep (in a
+/// `recovered/` folder another user owns). `torn`: whether a tail is pending, if known; else,
+/// only where `recovered/` refuses, a read-only open is made to tell.
+pub fn write_refused(dir: &Path, torn: Option<bool>) -> Option<String> {
+    if let Some(e) = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, dir) {
+        return Some(e.to_string());
+    }
+    let recovered = dir.join(origin_engine::journal::RECOVERED_DIR_NAME);
+    let refused = recovered.is_dir().then(|| origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, &recovered))??;
+    let torn = torn.unwrap_or_else(|| open_read_only(dir).is_ok_and(|j| !j.open_report().torn_tails.is_empty()));
+    torn.then(|| {
+        format!(
+            "{}: {} (a torn tail is pending, and the open that cuts it keeps a copy there)",
+            recovered.display(),
+            origin_engine::vfs::refusal_text(&refused)
+        )
+    })
+}
+
 /// `origin status`.
 pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let mut out = Out::new();
@@ -29,17 +49,7 @@ pub fn status(home: &Path, dir: &Path, json: bool) -> Result<Exit> {
     let torn_pending = j.open_report().torn_tails;
     let records = s.next_offset - s.first_offset;
     // Why the store cannot be written, if it cannot (commands then read it as it is).
-    // A torn tail pending is cut by the next read-write open, which first keeps a copy in
-    // `recovered/`: a folder there it may not write (another user's) makes the store read only.
-    let recovered = dir.join(origin_engine::journal::RECOVERED_DIR_NAME);
-    let unwritable = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, dir).map(|e| e.to_string()).or_else(|| {
-        let refused = (!torn_pending.is_empty() && recovered.is_dir()).then(|| origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, &recovered))??;
-        Some(format!(
-            "{}: {} (a torn tail is pending, and the open that cuts it keeps a copy there)",
-            recovered.display(),
-            origin_engine::vfs::refusal_text(&refused)
-        ))
-    });
+    let unwritable = write_refused(dir, Some(!torn_pending.is_empty()));
     // Why the projections (the state's snapshot, the text index) cannot be saved, if they cannot.
     let folder_refused = |d: &Path| {
         origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, d).map(|e| format!("{}: {}", d.display(), origin_engine::vfs::refusal_text(&e)))

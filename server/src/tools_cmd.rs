@@ -207,8 +207,8 @@ fn open_reading_no_logs(home: &Path) -> Result<Archive> {
 /// open's notes on reading it as it is would say the same again, and then what a write does
 /// not need).
 fn refused_write(home: &Path) -> Option<Exit> {
-    let why = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, &home.join("journal"))?;
-    origin::say_err!("origin: {}", origin::tools::archive::write_refusal(home, &why.to_string()));
+    let why = crate::journal_cmd::write_refused(&home.join("journal"), None)?;
+    origin::say_err!("origin: {}", origin::tools::archive::write_refusal(home, &why));
     Some(Exit::Failed)
 }
 

@@ -229,6 +229,11 @@ fn a_torn_tail_whose_copy_cannot_be_kept_makes_the_store_read_only_in_status_too
     assert!(status["not_writable_because"].as_str().is_some_and(|w| w.contains("recovered")), "{status}");
     let out = origin_as_reader(&store, &["status"]);
     assert!(said(&out).contains("writable    no") && said(&out).contains("the first write once the store can be written cuts it"), "{}", said(&out));
+    // A write is refused once, saying why, as status says it.
+    let out = origin_as_reader(&store, &["remember", "A fact.", "--quote", "URLSearchParams", "--confidence", "0.5"]);
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    assert_eq!(said(&out).matches("cannot be written").count(), 1, "{}", said(&out));
+    assert!(said(&out).contains("a torn tail is pending"), "{}", said(&out));
     set_writable(&store, true);
 }
 
