@@ -236,7 +236,8 @@ fn print(name: &str, result: Result<Value, ToolError>, json: bool) -> Result<Exi
         }
         Err(e) => {
             match e.refused_argument() {
-                Some((arg, why)) => origin::say_err!("origin: {} {}", flag_of(arg), flags_in(why)),
+                // The tool's shape of a source means nothing on the command line.
+                Some((arg, why)) => origin::say_err!("origin: {} {}", flag_of(arg), flags_in(why).replace(" ({ event_id, quote })", "")),
                 None => origin::say_err!("origin: {e}"),
             }
             Ok(if e.is_journal_damage() {
