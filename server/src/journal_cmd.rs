@@ -513,6 +513,14 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             if to.is_none() { " the store's projections (--to DIR writes a store as of then elsewhere)" } else { " its store" }
         );
     }
+    // The store it makes says it is unfinished before anything else of it is made, and until
+    // its summary replaces that, last: stopped (killed, a full disk), no command opens it, and
+    // a replay run again there starts over.
+    if let Some(to) = to {
+        std::fs::create_dir_all(to).with_context(|| format!("making {}", to.display()))?;
+        let what = json!({ crate::tools::archive::REPLAY_UNFINISHED_KEY: format!("a replay of {} (origin journal replay --to)", home.display()) });
+        replace_synced(&to.join(crate::tools::archive::REPLAY_FILE), &(serde_json::to_string_pretty(&what)? + "\n"))?;
+    }
     // A replay's store replayed again: its records' times are those of its copy, so its own
     // `as_of` and the store it shows are carried over.
     let replayed = crate::tools::archive::replay_of(home)?;
@@ -582,10 +590,9 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
             summary["of"] = json!(of);
             summary["as_of"] = json!(crate::tools::conventions::format_time(as_of, &crate::tools::conventions::local_tz()));
             summary["as_of_unix_ms"] = json!(as_of);
-            let path = to.join(crate::tools::archive::REPLAY_FILE);
-            std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n").with_context(|| format!("writing {}", path.display()))?;
-            std::fs::File::open(&path).and_then(|f| f.sync_all()).with_context(|| format!("syncing {}", path.display()))?;
-            // The last step: the store as of then is whole, and opens.
+            // The last steps: the summary in place of the word that the store is unfinished,
+            // then the journal's mark: the store as of then is whole, and opens.
+            replace_synced(&to.join(crate::tools::archive::REPLAY_FILE), &(serde_json::to_string_pretty(&summary)? + "\n"))?;
             mark.finish(&origin_engine::vfs::OsFs).context("finishing the replay's journal")?;
             snap
         }
@@ -642,19 +649,35 @@ fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Writes `text` to `path` by a file beside it renamed over it, each synced (the file, then its
+/// folder): `path` holds the old text or the new, whenever it is cut.
+fn replace_synced(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    written.with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    let folder = path.parent().unwrap_or(Path::new("."));
+    std::fs::File::open(folder).and_then(|d| d.sync_all()).with_context(|| format!("syncing {}", folder.display()))
+}
+
 /// Clears the folder `to` of a replay that stopped part way (killed, a full disk), to start
 /// over there: only a store a replay writes (its journal marked unfinished, with nothing but a
 /// journal's files; its projections; `replay.json`), and only once the replay is gone (its
 /// mark is not held). The journal's files go last, its mark after them, so that a cut here
 /// leaves the folder still marked. Anything else in the folder refuses it, untouched.
 fn start_replay_over(to: &Path) -> Result<()> {
+    use crate::tools::archive::{REPLAY_FILE, REPLAY_UNFINISHED_KEY};
     let journal = to.join("journal");
-    // A replay stopped before its mark was made left an empty journal folder alone.
-    let alone = std::fs::read_dir(to).is_ok_and(|d| d.count() == 1);
-    if alone && std::fs::read_dir(&journal).is_ok_and(|mut d| d.next().is_none()) {
-        return std::fs::remove_dir(&journal).with_context(|| format!("removing {}, which a stopped replay made", journal.display()));
-    }
-    if origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, &journal).is_none() {
+    let summary = to.join(REPLAY_FILE);
+    let said_unfinished = std::fs::read(&summary)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v.get(REPLAY_UNFINISHED_KEY).is_some_and(serde_json::Value::is_string));
+    let marked = origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, &journal).is_some();
+    if !said_unfinished && !marked {
         return Err(BadValue(format!("{} is not empty: the replay writes a store of its own there", to.display())).into());
     }
     let names: Vec<String> = std::fs::read_dir(to)
@@ -662,23 +685,36 @@ fn start_replay_over(to: &Path) -> Result<()> {
         .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
         .collect::<std::io::Result<_>>()
         .with_context(|| format!("listing {}", to.display()))?;
-    let replays = ["journal", "projections", crate::tools::archive::REPLAY_FILE];
-    let others: Vec<&String> = names.iter().filter(|n| !replays.contains(&n.as_str())).collect();
+    let replays = ["journal", "projections", REPLAY_FILE, "replay.json.tmp"];
+    let others: Vec<&str> = names.iter().map(String::as_str).filter(|n| !replays.contains(n)).collect();
     if !others.is_empty() {
-        let others: Vec<&str> = others.iter().map(|n| n.as_str()).collect();
         return Err(BadValue(format!("{} holds files no replay writes ({}): nothing there is removed", to.display(), others.join(", "))).into());
     }
-    let mark = origin_engine::journal::take_over_unfinished(&origin_engine::vfs::OsFs, &journal)
-        .with_context(|| format!("starting the replay over in {}", to.display()))?;
-    let projections = to.join("projections");
-    if projections.is_dir() {
-        std::fs::remove_dir_all(&projections).with_context(|| format!("removing {}, which a stopped replay wrote", projections.display()))?;
+    // The journal: marked (its files, then its mark, go), or an empty folder (stopped before
+    // its mark); one holding anything else is not the replay's.
+    let empty = |d: &Path| std::fs::read_dir(d).is_ok_and(|mut e| e.next().is_none());
+    let journal_mark = if marked {
+        Some(origin_engine::journal::take_over_unfinished(&origin_engine::vfs::OsFs, &journal).with_context(|| format!("starting the replay over in {}", to.display()))?)
+    } else if journal.exists() && !empty(&journal) {
+        return Err(BadValue(format!("{} holds a journal no replay left unfinished: nothing there is removed", to.display())).into());
+    } else {
+        None
+    };
+    for made in [to.join("projections"), to.join("replay.json.tmp")] {
+        let removed = if made.is_dir() { std::fs::remove_dir_all(&made) } else if made.exists() { std::fs::remove_file(&made) } else { Ok(()) };
+        removed.with_context(|| format!("removing {}, which a stopped replay wrote", made.display()))?;
     }
-    let summary = to.join(crate::tools::archive::REPLAY_FILE);
+    if let Some(mark) = journal_mark {
+        mark.clear(&origin_engine::vfs::OsFs).with_context(|| format!("removing the journal a stopped replay wrote in {}", journal.display()))?;
+    }
+    if journal.exists() {
+        std::fs::remove_dir(&journal).with_context(|| format!("removing {}, which a stopped replay made", journal.display()))?;
+    }
+    // Last, the word that the store is unfinished.
     if summary.exists() {
         std::fs::remove_file(&summary).with_context(|| format!("removing {}, which a stopped replay wrote", summary.display()))?;
     }
-    mark.clear(&origin_engine::vfs::OsFs).with_context(|| format!("removing the journal a stopped replay wrote in {}", journal.display()))
+    Ok(())
 }
 
 /// Copies the records of `j` below offset `end` into a new journal in `to` (same offsets; a

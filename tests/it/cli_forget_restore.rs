@@ -915,9 +915,10 @@ fn a_replay_killed_part_way_leaves_a_store_that_is_whole_or_refused() {
         let _ = child.kill();
         child.wait().expect("wait");
         // Looked at before any command runs there (a search makes a store where there is none).
-        let marked = origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, &to.join("journal")).is_some();
-        // Made: a journal's files (a replay stopped before its mark leaves an empty folder).
-        let made = std::fs::read_dir(to.join("journal")).is_ok_and(|mut d| d.next().is_some());
+        // Unfinished: its replay.json says so (written first), or its journal is marked.
+        let says = std::fs::read(to.join("replay.json")).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()).is_some_and(|v| v["unfinished"].is_string());
+        let marked = says || origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, &to.join("journal")).is_some();
+        let made = to.join("journal").exists();
         if marked {
             let search = origin(&to, &["search", "URLSearchParams", "--json", "--agents-home", agents]);
             refused += 1;

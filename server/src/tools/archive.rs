@@ -732,6 +732,9 @@ impl Refusal {
 /// In a store made by `origin journal replay --to`: what it is a replay of, and up to where.
 /// Origin reads no agents' logs into such a store (it shows another store as it was).
 pub const REPLAY_FILE: &str = "replay.json";
+/// In a `REPLAY_FILE` a replay writes first, before anything else of the store it makes: what
+/// is making it (the summary replaces it last). Such a store does not open.
+pub const REPLAY_UNFINISHED_KEY: &str = "unfinished";
 
 /// What a replay's store is ([`REPLAY_FILE`]): the time it shows its store as of, and that
 /// store's home (whose mirrors hold its lines: a replay copies no mirrors).
@@ -746,6 +749,8 @@ pub struct Replay {
 /// replay of it). A replay file that cannot be read is an error (the store would otherwise
 /// take agents' logs it must not).
 pub fn replay_of(home: &Path) -> anyhow::Result<Option<Replay>> {
+    // (Looked at before the store's journal is opened: a replay stopped before its journal was
+    // made must not have one made for it.)
     let path = home.join(REPLAY_FILE);
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
@@ -753,6 +758,13 @@ pub fn replay_of(home: &Path) -> anyhow::Result<Option<Replay>> {
         Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
     };
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{} is not a replay's summary: {e}", path.display()))?;
+    // Written first by a replay into a folder of its own, replaced by the summary last.
+    if let Some(what) = v.get(REPLAY_UNFINISHED_KEY).and_then(Value::as_str) {
+        anyhow::bail!(
+            "the store in {} is unfinished: {what} was making it and stopped before the end; run it again (it starts over there)",
+            home.display()
+        );
+    }
     let as_of = v["as_of_unix_ms"]
         .as_i64()
         .and_then(|ms| Timestamp::from_millisecond(ms).ok())
@@ -781,6 +793,9 @@ impl Archive {
         recorded_home: Option<&str>,
         verify: origin_projections::Verify,
     ) -> anyhow::Result<Archive> {
+        // A replay of another store as it was takes no logs and no memory files, and reads it
+        // as of then; one that did not finish does not open (before a journal is made there).
+        let replay = replay_of(home)?;
         let (journal, refusal) = open_journal(vfs.clone(), &home.join("journal"))?;
         let refused_at = refusal.as_ref().and_then(|r| r.path.clone());
         let read_only = refusal.map(|r| r.why);
@@ -804,9 +819,6 @@ impl Archive {
         if !reads_logs {
             ingester = ingester.reading_nothing();
         }
-        // A replay of another store as it was takes no logs and no memory files, and reads it
-        // as of then.
-        let replay = replay_of(home)?;
         if replay.is_some() {
             ingester = ingester.reading_nothing();
         }
