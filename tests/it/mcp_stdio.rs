@@ -655,6 +655,41 @@ fn a_server_sent_sigterm_saves_its_snapshot_and_exits() {
     drop(stdin);
 }
 
+/// A client that stops reading (closes its end of the server's stdout) while its stdin stays
+/// open ends the session: the server's next write fails, and it saves and exits (it went on,
+/// idle, answering into the closed pipe until stdin closed).
+#[test]
+fn a_server_whose_client_stops_reading_ends_its_session() {
+    use std::io::{BufRead, Read, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let mut child = spawn_piped(dir.path());
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut send = |v: Value| writeln!(stdin, "{v}").and_then(|()| stdin.flush());
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})).expect("write");
+    let mut line = String::new();
+    assert!(stdout.read_line(&mut line).expect("read") > 0, "the server ended before answering");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).expect("write");
+    drop(stdout);
+    // Calls go on coming in; each answer meets the closed pipe.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut id = 2;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running 30 s after its client stopped reading");
+        let _ = send(json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+        id += 1;
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}");
+    let mut said = String::new();
+    child.stderr.take().expect("stderr").read_to_string(&mut said).expect("stderr");
+    assert!(said.contains("the client stopped reading"), "{said}");
+}
+
 /// A store whose journal holds `records` ingested records of `per` short messages each; the
 /// first record's first message says `alphaword`, the last record's last says `omegaword`.
 fn store_of_many_events(home: &Path, records: usize, per: usize) {

@@ -679,6 +679,26 @@ fn projections_unwritable(vfs: &dyn Vfs, dir: &Path) -> Option<String> {
     refused.map(|e| format!("{}: {}", dir.display(), origin_engine::vfs::refusal_text(&e)))
 }
 
+thread_local! {
+    /// Whether the call this thread runs is still wanted ([`while_wanted`]).
+    static WANTED: std::cell::RefCell<Option<Box<dyn Fn() -> bool>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` (a tool call, on this thread) with `wanted` asked before it records anything: a
+/// call its client cancelled while it ingested first records nothing (its answer is not read;
+/// a client that cancels, then asks again, would otherwise find two entries).
+pub fn while_wanted<T>(wanted: impl Fn() -> bool + 'static, f: impl FnOnce() -> T) -> T {
+    WANTED.with(|w| *w.borrow_mut() = Some(Box::new(wanted)));
+    let out = f();
+    WANTED.with(|w| *w.borrow_mut() = None);
+    out
+}
+
+/// Whether the call this thread runs is still wanted (always, outside [`while_wanted`]).
+fn still_wanted() -> bool {
+    WANTED.with(|w| w.borrow().as_ref().is_none_or(|wanted| wanted()))
+}
+
 /// What `remember`, `correct`, `forget` and `restore` answer of the store in `home`, which
 /// cannot be written for the reason `why`.
 pub fn write_refusal(home: &Path, why: &str) -> String {
@@ -1654,6 +1674,9 @@ impl Archive {
 
     fn append(&self, body: &Body) -> Result<(), ToolError> {
         self.writable()?;
+        if !still_wanted() {
+            return Err(ToolError::new("The call was cancelled before anything was recorded."));
+        }
         let rec = NewRecord::new(body).map_err(store_error)?;
         self.journal.append(vec![rec]).map_err(store_error)?;
         self.sync()
@@ -1882,6 +1905,31 @@ mod tests {
     use origin_engine::sim::files_under;
     use std::path::Path;
     use std::sync::Arc;
+
+    /// A call no longer wanted (its client cancelled it while it ingested first) records
+    /// nothing; the same call wanted records its entry.
+    #[test]
+    fn a_call_cancelled_before_it_records_records_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let agents = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/agent-home");
+        let a = Archive::open(&dir.path().join("store"), Some(origin_ingest::Homes::under(&agents)), None, origin_projections::Verify::Ahead).expect("open");
+        let args = EntryArgs {
+            text: Some("Query strings are built with URLSearchParams.".into()),
+            sources: vec![SourceArg { quote: Some("URLSearchParams".into()), ..SourceArg::default() }],
+            confidence: Some(0.9),
+            ..EntryArgs::default()
+        };
+        let records = || a.journal.next_offset();
+        let before = records();
+        let cancelled = super::while_wanted(|| false, || a.remember(&args, "test"));
+        assert_eq!(cancelled.map_err(|e| e.0), Err("The call was cancelled before anything was recorded.".to_owned()));
+        let after_ingest = records();
+        assert!(after_ingest > before, "the ingest before the write went on");
+        let entries = |a: &Archive| a.search(&SearchArgs { scope: Some("entries".into()), ..SearchArgs::default() }).expect("search")["entries"].as_array().map_or(0, Vec::len);
+        let imported = entries(&a);
+        super::while_wanted(|| true, || a.remember(&args, "test")).expect("remember");
+        assert_eq!((records(), entries(&a)), (after_ingest + 1, imported + 1));
+    }
 
     /// A store that cannot be written is opened to read at once, without the writer's lock: a
     /// reader holding the lock shared (`origin journal verify` listing the segments) does not

@@ -635,8 +635,13 @@ impl ServerHandler for Server {
         };
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        // The store does blocking I/O: keep it off the protocol's threads.
-        let result = tokio::task::spawn_blocking(move || call(&archive, &name, &args, &agent)).await;
+        // The store does blocking I/O: keep it off the protocol's threads. A call its client
+        // cancels before it records anything records nothing.
+        let cancelled = context.ct.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            super::archive::while_wanted(move || !cancelled.is_cancelled(), || call(&archive, &name, &args, &agent))
+        })
+        .await;
         let result = match result {
             Ok(r) => r,
             Err(e) => Err(ToolError::new(format!("The Origin tool failed unexpectedly: {e}"))),
@@ -1133,6 +1138,39 @@ fn spawn_merges(archive: Arc<Archive>) -> Merges {
 /// a message to stderr must not meet a non-blocking descriptor. When the session ends,
 /// [`restore_blocking`] puts both back in blocking mode: whoever shares them, or holds them
 /// after the server, expects it.
+/// stdout as the protocol layer writes it, telling `gone` once a write, flush or shutdown fails
+/// (the client stopped reading: a closed pipe), so that the session ends.
+struct Watched {
+    inner: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    gone: Arc<tokio::sync::Notify>,
+    failed: bool,
+}
+
+impl Watched {
+    fn watch<T>(&mut self, polled: std::task::Poll<std::io::Result<T>>) -> std::task::Poll<std::io::Result<T>> {
+        if matches!(polled, std::task::Poll::Ready(Err(_))) && !self.failed {
+            self.failed = true;
+            self.gone.notify_one();
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Watched {
+    fn poll_write(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watch(polled)
+    }
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_flush(cx);
+        self.watch(polled)
+    }
+    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.watch(polled)
+    }
+}
+
 fn stdio_streams() -> (Box<dyn tokio::io::AsyncRead + Send + Unpin>, Box<dyn tokio::io::AsyncWrite + Send + Unpin>) {
     #[cfg(unix)]
     {
@@ -1290,6 +1328,8 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
     // Lines pass from stdin to the protocol through a pipe, with `fix_arguments` applied.
     let (mut feed, server_in) = tokio::io::duplex(1 << 20);
     let (input, output) = stdio_streams();
+    let gone = Arc::new(tokio::sync::Notify::new());
+    let output = Watched { inner: output, gone: gone.clone(), failed: false };
     let reader = tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(input);
         let mut buf = Vec::new();
@@ -1423,6 +1463,14 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
             return Err(session_error(&e));
         }
     };
+    // A client that stops reading (its end of stdout closed) ends the session as the end of
+    // stdin does: the protocol layer only logs a failed write, and the server went on, idle.
+    let cancel = service.cancellation_token();
+    let unread = tokio::spawn(async move {
+        gone.notified().await;
+        crate::say_err!("origin: the client stopped reading (writing to stdout failed); the session ends");
+        cancel.cancel();
+    });
     // SIGTERM ends the session as the end of stdin does, so that what follows still runs:
     // clients that close stdin wait a few seconds, then send SIGTERM, then SIGKILL.
     let cancel = service.cancellation_token();
@@ -1444,6 +1492,7 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
         drop(cancel);
     });
     let ended = service.waiting().await;
+    unread.abort();
     stop_reader(reader).await;
     started.abort();
     if let Some(m) = merges.lock().unwrap_or_else(|p| p.into_inner()).take() {
