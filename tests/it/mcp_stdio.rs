@@ -606,6 +606,17 @@ fn a_server_says_which_snapshots_it_did_not_use_and_why() {
 /// what it had not saved.
 #[test]
 fn a_server_sent_sigterm_saves_its_snapshot_and_exits() {
+    a_server_sent_a_signal_saves_its_snapshot_and_exits("-TERM");
+}
+
+/// SIGINT (a terminal's Ctrl-C) ends a session as SIGTERM does (it killed the server outright,
+/// without its last ingest and snapshot).
+#[test]
+fn a_server_sent_sigint_saves_its_snapshot_and_exits() {
+    a_server_sent_a_signal_saves_its_snapshot_and_exits("-INT");
+}
+
+fn a_server_sent_a_signal_saves_its_snapshot_and_exits(signal: &str) {
     use std::io::{BufRead, Write};
     let dir = tempfile::tempdir().expect("tempdir");
     ingest(dir.path());
@@ -640,18 +651,18 @@ fn a_server_sent_sigterm_saves_its_snapshot_and_exits() {
         }
     }
     assert!(!snapshot.exists(), "saved before the session ended");
-    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    let killed = Command::new("kill").args([signal, &child.id().to_string()]).status().expect("kill");
     assert!(killed.success());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
         }
-        assert!(std::time::Instant::now() < deadline, "still running 30 s after SIGTERM");
+        assert!(std::time::Instant::now() < deadline, "still running 30 s after {signal}");
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    assert!(status.success(), "{status:?}");
-    assert!(snapshot.exists(), "no state snapshot after SIGTERM");
+    assert!(status.success(), "{signal}: {status:?}");
+    assert!(snapshot.exists(), "no state snapshot after {signal}");
     drop(stdin);
 }
 

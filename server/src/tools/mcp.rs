@@ -1472,21 +1472,27 @@ pub async fn serve_stdio(opening: Opening) -> anyhow::Result<()> {
         cancel.cancel();
     });
     // SIGTERM ends the session as the end of stdin does, so that what follows still runs:
-    // clients that close stdin wait a few seconds, then send SIGTERM, then SIGKILL.
+    // clients that close stdin wait a few seconds, then send SIGTERM, then SIGKILL. So does
+    // SIGINT (a terminal's Ctrl-C, or a client that interrupts its servers).
     let cancel = service.cancellation_token();
     let terminated = tokio::spawn(async move {
         #[cfg(unix)]
         {
-            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(e) => {
-                    crate::say_err!("origin: cannot handle SIGTERM ({e}); a client that sends it ends the server without its last ingest and snapshot");
+            use tokio::signal::unix::{signal, SignalKind};
+            let (mut term, mut int) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+                (Ok(term), Ok(int)) => (term, int),
+                (Err(e), _) | (_, Err(e)) => {
+                    crate::say_err!(
+                        "origin: cannot handle SIGTERM and SIGINT ({e}); a client that sends them ends the server without its last ingest and snapshot"
+                    );
                     return;
                 }
             };
-            if term.recv().await.is_some() {
-                cancel.cancel();
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
             }
+            cancel.cancel();
         }
         #[cfg(not(unix))]
         drop(cancel);
