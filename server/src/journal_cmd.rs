@@ -256,6 +256,9 @@ pub fn dump(dir: &Path, from: u64, limit: usize, json: bool) -> Result<Exit> {
         // Nothing more to read for once the reader has gone.
         Ok(if printed >= limit || out.gone() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
     })?;
+    if printed == 0 && from >= j.next_offset() && write_err.is_none() {
+        origin::say_err!("origin: no record at or after offset {from}: the journal's records end before offset {}", j.next_offset());
+    }
     match write_err {
         Some(e) => Err(e).context("writing to standard output"),
         None => Ok(Exit::Ok),

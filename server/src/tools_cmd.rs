@@ -68,7 +68,7 @@ pub struct TimelineCmd {
     #[arg(long)]
     pub session: Option<String>,
     /// With --session: also tool calls, results, injected context and system events.
-    #[arg(long)]
+    #[arg(long, requires = "session")]
     pub include_tools: bool,
     /// 1 to 500 (default 50).
     #[arg(long, allow_negative_numbers = true)]

@@ -198,3 +198,22 @@ fn starting_over_never_removes_what_a_person_keeps() {
     let status: serde_json::Value = serde_json::from_slice(&origin(&home, &["status", "--json"]).stdout).expect("json");
     assert_eq!(status["records"], 20);
 }
+
+/// A flag that means nothing without another is refused (`timeline --include-tools` lists a
+/// session's tool calls: without `--session` it was taken and did nothing), and a dump from
+/// past the journal's end says where the journal ends (it printed nothing, without a word).
+#[test]
+fn flags_that_would_do_nothing_are_said() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    assert!(origin(&home, &["journal", "stress", "--records", "5"]).status.success());
+    let out = origin(&home, &["timeline", "--include-tools"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--session"), "{}", stderr(&out));
+    let out = origin(&home, &["journal", "dump", "--from", "99"]);
+    assert!(out.status.success() && out.stdout.is_empty(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no record at or after offset 99: the journal's records end before offset 5"), "{}", stderr(&out));
+    let out = origin(&home, &["journal", "dump", "--from", "3"]);
+    assert!(out.status.success() && stderr(&out).is_empty(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}
