@@ -672,13 +672,10 @@ fn replace_synced(path: &Path, text: &str) -> Result<()> {
 /// mark is not held). The journal's files go last, its mark after them, so that a cut here
 /// leaves the folder still marked. Anything else in the folder refuses it, untouched.
 fn start_replay_over(to: &Path) -> Result<()> {
-    use crate::tools::archive::{REPLAY_FILE, REPLAY_UNFINISHED_KEY};
+    use crate::tools::archive::REPLAY_FILE;
     let journal = to.join("journal");
     let summary = to.join(REPLAY_FILE);
-    let said_unfinished = std::fs::read(&summary)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .is_some_and(|v| v.get(REPLAY_UNFINISHED_KEY).is_some_and(serde_json::Value::is_string));
+    let said_unfinished = crate::tools::archive::replay_unfinished(to);
     let marked = origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, &journal).is_some();
     if !said_unfinished && !marked {
         return Err(BadValue(format!("{} is not empty: the replay writes a store of its own there", to.display())).into());

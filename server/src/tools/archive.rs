@@ -688,10 +688,16 @@ thread_local! {
 /// call its client cancelled while it ingested first records nothing (its answer is not read;
 /// a client that cancels, then asks again, would otherwise find two entries).
 pub fn while_wanted<T>(wanted: impl Fn() -> bool + 'static, f: impl FnOnce() -> T) -> T {
+    /// Lets the question go however `f` ends, a panic included: the thread runs other calls.
+    struct Asked;
+    impl Drop for Asked {
+        fn drop(&mut self) {
+            WANTED.with(|w| *w.borrow_mut() = None);
+        }
+    }
     WANTED.with(|w| *w.borrow_mut() = Some(Box::new(wanted)));
-    let out = f();
-    WANTED.with(|w| *w.borrow_mut() = None);
-    out
+    let _asked = Asked;
+    f()
 }
 
 /// Whether the call this thread runs is still wanted (always, outside [`while_wanted`]).
@@ -756,6 +762,17 @@ pub const REPLAY_FILE: &str = "replay.json";
 /// is making it (the summary replaces it last). Such a store does not open.
 pub const REPLAY_UNFINISHED_KEY: &str = "unfinished";
 
+/// What is making the replay's store whose [`REPLAY_FILE`] holds `v`, if it is not finished
+/// (written first by a replay into a folder of its own, replaced by the summary last).
+fn unfinished_replay(v: &Value) -> Option<&str> {
+    v.get(REPLAY_UNFINISHED_KEY).and_then(Value::as_str)
+}
+
+/// Whether the store in `home` is a replay's that did not finish ([`unfinished_replay`]).
+pub fn replay_unfinished(home: &Path) -> bool {
+    std::fs::read(home.join(REPLAY_FILE)).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()).is_some_and(|v| unfinished_replay(&v).is_some())
+}
+
 /// What a replay's store is ([`REPLAY_FILE`]): the time it shows its store as of, and that
 /// store's home (whose mirrors hold its lines: a replay copies no mirrors).
 pub struct Replay {
@@ -778,8 +795,7 @@ pub fn replay_of(home: &Path) -> anyhow::Result<Option<Replay>> {
         Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
     };
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("{} is not a replay's summary: {e}", path.display()))?;
-    // Written first by a replay into a folder of its own, replaced by the summary last.
-    if let Some(what) = v.get(REPLAY_UNFINISHED_KEY).and_then(Value::as_str) {
+    if let Some(what) = unfinished_replay(&v) {
         anyhow::bail!(
             "the store in {} is unfinished: {what} was making it and stopped before the end; run it again (it starts over there)",
             home.display()
@@ -1905,6 +1921,15 @@ mod tests {
     use origin_engine::sim::files_under;
     use std::path::Path;
     use std::sync::Arc;
+
+    /// The question of a call that panicked is let go: the thread's next call is not taken for
+    /// cancelled (the blocking pool runs it on the same thread).
+    #[test]
+    fn a_call_that_panics_leaves_no_question_behind() {
+        let panicked = std::panic::catch_unwind(|| super::while_wanted(|| false, || panic!("a tool failed")));
+        assert!(panicked.is_err());
+        assert!(super::still_wanted());
+    }
 
     /// A call no longer wanted (its client cancelled it while it ingested first) records
     /// nothing; the same call wanted records its entry.
