@@ -26,7 +26,7 @@ pub fn homes(agents_home: Option<&Path>) -> Result<Homes> {
 
 fn open_journal(journal_dir: &Path) -> Result<Journal> {
     // A store that cannot be written takes nothing: said as such, not as a failure to lock.
-    if let Some(refused) = origin_engine::journal::write_refused(&origin_engine::vfs::OsFs, journal_dir) {
+    if let Some(refused) = crate::journal_cmd::write_refused(journal_dir, None) {
         anyhow::bail!("the store's journal in {} cannot be written ({refused}): nothing can be ingested into it", journal_dir.display());
     }
     let j = Journal::open(journal_dir, Options::default()).with_context(|| format!("opening the journal in {}", journal_dir.display()))?;

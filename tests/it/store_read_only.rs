@@ -234,6 +234,10 @@ fn a_torn_tail_whose_copy_cannot_be_kept_makes_the_store_read_only_in_status_too
     assert_eq!(out.status.code(), Some(3), "{}", said(&out));
     assert_eq!(said(&out).matches("cannot be written").count(), 1, "{}", said(&out));
     assert!(said(&out).contains("a torn tail is pending"), "{}", said(&out));
+    // So is ingest, with the same look.
+    let out = origin_as_reader(&store, &["ingest"]);
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    assert!(said(&out).contains("nothing can be ingested") && said(&out).contains("a torn tail is pending"), "{}", said(&out));
     set_writable(&store, true);
 }
 
