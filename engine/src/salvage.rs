@@ -94,7 +94,7 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
         Err(e) => {
             // A folder it made for nothing is removed (said with the failure if it cannot be).
             return Err(match made.then(|| vfs.remove_all(to)) {
-                Some(Err(c)) => Error::io("remove the folder a failed salvage made", to, std::io::Error::other(format!("{c} (the salvage failed: {e})"))),
+                Some(Err(c)) => cleanup_failed("remove the folder a failed salvage made", to, c, &e),
                 _ => e,
             });
         }
@@ -111,7 +111,7 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
             let cleaned = mark.clear(&*vfs).and_then(|()| if made { vfs.remove_all(to).map_err(|c| Error::io("remove", to, c)) } else { Ok(()) });
             return Err(match cleaned {
                 Ok(()) => e,
-                Err(c) => Error::io("remove what a failed salvage wrote in", to, std::io::Error::other(format!("{c} (the salvage failed: {e})"))),
+                Err(c) => cleanup_failed("remove what a failed salvage wrote in", to, c, &e),
             });
         }
     };
@@ -124,6 +124,11 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
         epoch,
         identity,
     })
+}
+
+/// A salvage's failure `e` whose cleanup (`op` in `to`) failed too (`c`): both said.
+fn cleanup_failed(op: &'static str, to: &Path, c: impl std::fmt::Display, e: &Error) -> Error {
+    Error::io(op, to, std::io::Error::other(format!("{c} (the salvage failed: {e})")))
 }
 
 /// The second pass of [`salvage`]: every readable record of `from` appended to a new journal
@@ -370,19 +375,25 @@ mod tests {
         assert!(raw.is_corruption() && raw.to_string().contains("record at offset 1 could not be decoded: its raw lines do not decompress"), "{raw}");
     }
 
+    /// A simulated disk seeded `seed` holding, in `/a/journal`, `records` scratch records of
+    /// `size` bytes each (the first byte their number), in segments of `segment` bytes.
+    fn journal_of(seed: u64, records: u8, size: usize, segment: u64) -> SimFs {
+        let fs = SimFs::new(seed);
+        let opts = Options { segment_size_bytes_max: segment, ..Options::default() };
+        let j = Journal::open_with(Arc::new(fs.clone()), Path::new("/a/journal"), opts).expect("open");
+        for i in 0..records {
+            j.append(vec![NewRecord::scratch(vec![i; size])]).expect("append");
+        }
+        fs
+    }
+
     /// A salvage cut short at any of its calls (killed, a power cut) leaves a journal that
     /// either holds every record it copies, or is refused as unfinished by an open and by
     /// verify (it verified clean holding part of the records, and could be put in the store's
     /// place), or nothing; a salvage run again there finishes it.
     #[test]
     fn a_salvage_cut_short_leaves_a_journal_marked_unfinished_or_whole() {
-        let fs = SimFs::new(15);
-        let (dir, to) = (Path::new("/a/journal"), Path::new("/b/journal"));
-        let j = Journal::open_with(Arc::new(fs.clone()), dir, Options { segment_size_bytes_max: 4096, ..Options::default() }).expect("open");
-        for i in 0..40u8 {
-            j.append(vec![NewRecord::scratch(vec![i; 200])]).expect("append");
-        }
-        drop(j);
+        let (fs, dir, to) = (journal_of(15, 40, 200, 4096), Path::new("/a/journal"), Path::new("/b/journal"));
         let probe = fs.snapshot();
         let start = probe.ops();
         salvage(Arc::new(probe.clone()), dir, to).expect("salvage");
@@ -423,13 +434,7 @@ mod tests {
     /// and left as they are.
     #[test]
     fn a_salvage_starts_over_only_where_a_stopped_salvage_left_nothing_else() {
-        let fs = SimFs::new(16);
-        let (dir, to) = (Path::new("/a/journal"), Path::new("/b/journal"));
-        let j = Journal::open_with(Arc::new(fs.clone()), dir, Options::default()).expect("open");
-        for i in 0..10u8 {
-            j.append(vec![NewRecord::scratch(vec![i; 100])]).expect("append");
-        }
-        drop(j);
+        let (fs, dir, to) = (journal_of(16, 10, 100, Options::default().segment_size_bytes_max), Path::new("/a/journal"), Path::new("/b/journal"));
         let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
         let write = |path: &Path, bytes: &[u8]| {
             fs.create_dir_all(path.parent().expect("parent")).expect("mkdir");
@@ -469,13 +474,7 @@ mod tests {
     /// marks.
     #[test]
     fn a_salvage_starting_over_cut_short_leaves_the_folder_marked_or_whole() {
-        let fs = SimFs::new(17);
-        let (dir, to) = (Path::new("/a/journal"), Path::new("/b/journal"));
-        let j = Journal::open_with(Arc::new(fs.clone()), dir, Options { segment_size_bytes_max: 4096, ..Options::default() }).expect("open");
-        for i in 0..30u8 {
-            j.append(vec![NewRecord::scratch(vec![i; 200])]).expect("append");
-        }
-        drop(j);
+        let (fs, dir, to) = (journal_of(17, 30, 200, 4096), Path::new("/a/journal"), Path::new("/b/journal"));
         // A stopped salvage's folder: a whole copy, marked.
         salvage(Arc::new(fs.clone()), dir, to).expect("salvage");
         drop(crate::journal::mark_unfinished(&fs, to, "a salvage of /a/journal").expect("mark"));

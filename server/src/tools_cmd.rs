@@ -269,9 +269,9 @@ fn flag_of(arg: &str) -> String {
 }
 
 /// The tools' argument names, which a refusal's words may name in backquotes.
-const ARGUMENTS: [&str; 19] = [
+const ARGUMENTS: [&str; 20] = [
     "query", "scope", "kind", "since", "until", "source", "project", "include_tools", "limit", "session", "id", "text", "sources",
-    "confidence", "valid_from", "valid_to", "reason", "tombstone", "event_id",
+    "confidence", "valid_from", "valid_to", "reason", "tombstone", "event_id", "quote",
 ];
 
 /// `why` with the tool arguments it names in backquotes named as [`flag_of`] names them; what
@@ -293,7 +293,7 @@ fn flags_in(why: &str) -> String {
         } else if c == '`' {
             if let Some(len) = rest[1..].find('`') {
                 let name = &rest[1..1 + len];
-                if ARGUMENTS.contains(&name) || name == "quote" {
+                if ARGUMENTS.contains(&name) {
                     out.push_str(&flag_of(name));
                     rest = &rest[len + 2..];
                     continue;
