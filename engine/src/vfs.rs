@@ -286,7 +286,7 @@ impl Vfs for OsFs {
         std::fs::rename(from, to)
     }
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        File::open(path)?.sync_all()
+        sync_durably(&File::open(path)?, Synced::Folder)
     }
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn LockGuard>> {
         // A fresh open file description per lock: flock locks on separate descriptions
@@ -350,7 +350,7 @@ impl VfsFile for OsFile {
         self.file.write_all_at(buf, pos)
     }
     fn sync_data(&self) -> io::Result<()> {
-        self.file.sync_data()
+        sync_durably(&self.file, Synced::Data)
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.file.set_len(len)
@@ -371,12 +371,98 @@ impl VfsFile for OsFile {
     }
 }
 
+/// What [`sync_durably`] makes durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Synced {
+    /// A file's data, and the length needed to read it (`fdatasync`).
+    Data,
+    /// A folder's names: the files created, renamed and removed in it (`fsync` of the folder).
+    Folder,
+}
+
+/// Makes what was written to `file` durable, through the standard library's `fdatasync` (or
+/// `fsync`, of a folder).
+///
+/// On Apple's systems the standard library asks `fcntl(F_FULLFSYNC)`, since their `fsync`
+/// leaves the data in the drive's cache. Some file systems there do not have it (SMB, NTFS and
+/// FUSE volumes answer `ENOTSUP`, WebDAV `EINVAL`, ZFS `ENOTTY`): there the store gets `fsync`,
+/// the most those volumes offer, as SQLite and Go do, where it would otherwise fail every
+/// write. Every other failure is the call's.
+pub fn sync_durably(file: &File, what: Synced) -> io::Result<()> {
+    let full = match what {
+        Synced::Data => file.sync_data(),
+        Synced::Folder => file.sync_all(),
+    };
+    full_sync_or_fsync(full, cfg!(target_vendor = "apple"), || fsync(file))
+}
+
+/// The answer of a sync that asked `F_FULLFSYNC` on an Apple system (`apple`), or `fsync`'s
+/// where the file system does not have `F_FULLFSYNC`.
+fn full_sync_or_fsync(full: io::Result<()>, apple: bool, fsync: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+    match full {
+        Err(e) if apple && e.raw_os_error().is_some_and(|c| [libc::ENOTSUP, libc::EOPNOTSUPP, libc::EINVAL, libc::ENOTTY].contains(&c)) => fsync(),
+        r => r,
+    }
+}
+
+/// `fsync(2)` itself, again when interrupted.
+fn fsync(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: the descriptor is `file`'s, open for the whole call.
+        #[allow(unsafe_code)]
+        let r = unsafe { libc::fsync(file.as_raw_fd()) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn err(code: i32) -> io::Error {
         io::Error::from_raw_os_error(code)
+    }
+
+    /// On an Apple system, a file system without `F_FULLFSYNC` gets `fsync` (its answer is the
+    /// sync's); any other failure, and every failure elsewhere, is the sync's own, and a sync
+    /// that worked asks nothing more.
+    #[test]
+    fn a_volume_without_a_full_sync_gets_fsync_on_apple_systems_only() {
+        let code = |r: io::Result<()>| r.err().map(|e| e.raw_os_error());
+        for unsupported in [libc::ENOTSUP, libc::EOPNOTSUPP, libc::EINVAL, libc::ENOTTY] {
+            let asked = std::cell::Cell::new(0);
+            let fsync_ok = || {
+                asked.set(asked.get() + 1);
+                Ok(())
+            };
+            assert_eq!(code(full_sync_or_fsync(Err(err(unsupported)), true, fsync_ok)), None);
+            assert_eq!(asked.get(), 1);
+            // fsync's own failure is said.
+            assert_eq!(code(full_sync_or_fsync(Err(err(unsupported)), true, || Err(err(libc::EIO)))), Some(Some(libc::EIO)));
+            // Elsewhere the call was fdatasync, whose EINVAL (a file that cannot be synced) is its own.
+            assert_eq!(code(full_sync_or_fsync(Err(err(unsupported)), false, fsync_ok)), Some(Some(unsupported)));
+            assert_eq!(asked.get(), 1);
+        }
+        for apple in [true, false] {
+            let never = || -> io::Result<()> { panic!("fsync asked after {apple}") };
+            assert_eq!(code(full_sync_or_fsync(Err(err(libc::EIO)), apple, never)), Some(Some(libc::EIO)));
+            assert_eq!(code(full_sync_or_fsync(Err(err(libc::ENOSPC)), apple, never)), Some(Some(libc::ENOSPC)));
+            assert_eq!(code(full_sync_or_fsync(Ok(()), apple, never)), None);
+        }
+        // The real calls, on a file and its folder.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"x").unwrap();
+        sync_durably(&File::open(&path).unwrap(), Synced::Data).unwrap();
+        sync_durably(&File::open(dir.path()).unwrap(), Synced::Folder).unwrap();
+        fsync(&File::open(&path).unwrap()).unwrap();
     }
 
     /// `open_lock_file` with an opener that answers as a file system would: `write` says
@@ -436,7 +522,6 @@ mod tests {
     /// not (an NFS client's `EBADF`, here a descriptor that takes no lock).
     #[test]
     fn a_lock_on_a_file_open_to_read_is_a_readers_and_a_writers_where_it_can_be() {
-        use std::os::unix::fs::OpenOptionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("LOCK");
         std::fs::write(&path, b"").unwrap();
@@ -458,14 +543,18 @@ mod tests {
         theirs.opened_unlock();
         assert!(theirs.try_lock().unwrap());
         // Where the file system will not lock a file open to read: why it was not opened to
-        // write is said.
-        let no_lock = || Some(OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(&path).unwrap());
-        let nfs = LockOpened { file: no_lock(), refused: Some(libc::EACCES) };
-        assert_eq!(code(nfs.lock(LockMode::Exclusive)), Some(libc::EACCES));
-        assert_eq!(nfs.try_lock().err().and_then(|e| e.raw_os_error()), Some(libc::EACCES));
-        // A file open to write whose lock fails says its own error.
-        let own = LockOpened { file: no_lock(), refused: None };
-        assert_eq!(code(own.lock(LockMode::Exclusive)), Some(libc::EBADF));
+        // write is said. (The descriptor that takes no lock is Linux's `O_PATH` one.)
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let no_lock = || Some(OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(&path).unwrap());
+            let nfs = LockOpened { file: no_lock(), refused: Some(libc::EACCES) };
+            assert_eq!(code(nfs.lock(LockMode::Exclusive)), Some(libc::EACCES));
+            assert_eq!(nfs.try_lock().err().and_then(|e| e.raw_os_error()), Some(libc::EACCES));
+            // A file open to write whose lock fails says its own error.
+            let own = LockOpened { file: no_lock(), refused: None };
+            assert_eq!(code(own.lock(LockMode::Exclusive)), Some(libc::EBADF));
+        }
     }
 
     impl LockOpened {

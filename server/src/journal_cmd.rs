@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use origin_engine::segment::store_id_hex;
 use origin_engine::salvage::Identity;
 use origin_engine::verify::Damage;
+use origin_engine::vfs::{Synced, sync_durably};
 use origin_engine::{Access, Durability, Journal, NewRecord, Options};
 use serde_json::json;
 
@@ -658,12 +659,12 @@ fn replace_synced(path: &Path, text: &str) -> Result<()> {
     let tmp = path.with_extension("json.tmp");
     let written = std::fs::File::create(&tmp).and_then(|mut f| {
         f.write_all(text.as_bytes())?;
-        f.sync_all()
+        sync_durably(&f, Synced::Data)
     });
     written.with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
     let folder = path.parent().unwrap_or(Path::new("."));
-    std::fs::File::open(folder).and_then(|d| d.sync_all()).with_context(|| format!("syncing {}", folder.display()))
+    std::fs::File::open(folder).and_then(|d| sync_durably(&d, Synced::Folder)).with_context(|| format!("syncing {}", folder.display()))
 }
 
 /// Clears the folder `to` of a replay that stopped part way (killed, a full disk), to start

@@ -1239,7 +1239,9 @@ fn unblocked(fd: std::os::fd::BorrowedFd<'_>) -> Option<Unblocked> {
 #[cfg(unix)]
 fn identity(fd: std::os::fd::BorrowedFd<'_>) -> Option<(u64, u64)> {
     let st = rustix::fs::fstat(fd).ok()?;
-    Some((u64::from(st.st_dev), u64::from(st.st_ino)))
+    // `st_dev` is a u64 on Linux, an i32 on macOS: its bits name the device either way.
+    #[allow(clippy::unnecessary_cast, clippy::cast_sign_loss)]
+    Some((st.st_dev as u64, st.st_ino as u64))
 }
 
 /// Puts `fd` back in blocking mode if it is non-blocking; says so on stderr if it cannot.
