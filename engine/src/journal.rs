@@ -433,6 +433,20 @@ pub fn is_journal_file(name: &str) -> bool {
         || [LOCK_FILE_NAME, crate::tip::TIP_FILE_NAME, "TIP.tmp", RECOVERED_DIR_NAME, UNFINISHED_FILE_NAME].contains(&name)
 }
 
+/// Holds the folder `dir` that a salvage or a replay writes, for that run: an exclusive lock
+/// of the folder, released when the guard is dropped or the process ends, so that two runs into
+/// one folder never both write it (each cleared, or wrote into, what the other wrote). Refused
+/// if another run holds it. On a file system that takes no lock on a folder (`ENOLCK`,
+/// `EOPNOTSUPP`, `EINVAL`), `None`: the run goes on unheld there.
+pub fn hold_folder(vfs: &dyn Vfs, dir: &Path) -> Result<Option<Box<dyn crate::vfs::LockGuard>>> {
+    match vfs.try_lock_dir(dir) {
+        Ok(Some(held)) => Ok(Some(held)),
+        Ok(None) => Err(Error::Invalid(format!("{} is being written by another process (a salvage or a replay into it is running)", dir.display()))),
+        Err(e) if e.raw_os_error().is_some_and(|c| [libc::ENOLCK, libc::EOPNOTSUPP, libc::ENOTSUP, libc::EINVAL].contains(&c)) => Ok(None),
+        Err(e) => Err(Error::io("lock", dir, e)),
+    }
+}
+
 /// Marks the journal folder `dir` (made if missing) unfinished, durably, before anything is
 /// written in it: `what` says what writes it (a salvage, a replay). The mark is held (locked)
 /// until [`UnfinishedMark::finish`] or the process ends. Fails if `dir` is marked already.
@@ -442,15 +456,28 @@ pub fn mark_unfinished(vfs: &dyn Vfs, dir: &Path, what: &str) -> Result<Unfinish
         vfs.sync_dir(parent).map_err(|e| Error::io("fsync directory", parent, e))?;
     }
     let path = dir.join(UNFINISHED_FILE_NAME);
-    let f = vfs.create_new(&path).map_err(|e| Error::io("create", &path, e))?;
-    // Locked before it says anything: a mark that reads is always held or its writer gone.
-    let lock = match vfs.try_lock(&path).map_err(|e| Error::io("lock", &path, e))? {
-        Some(lock) => lock,
-        None => return Err(Error::Invalid(format!("{} is being written by another process", dir.display()))),
+    let busy = || Error::Invalid(format!("{} is being written by another process (a salvage or a replay into it)", dir.display()));
+    let f = match vfs.create_new(&path) {
+        // Another run's mark, made since this one looked: the folder is that run's.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(busy()),
+        r => r.map_err(|e| Error::io("create", &path, e))?,
     };
-    f.write_all_at(format!("{UNFINISHED_SIGNATURE}{what}").as_bytes(), 0).map_err(|e| Error::io("write", &path, e))?;
-    f.sync_data().map_err(|e| Error::io("fdatasync", &path, e))?;
-    vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e))?;
+    // Locked before it says anything: a mark that reads is always held or its writer gone.
+    // Not locked here: another run took the mark over (empty, it read as a stopped run's);
+    // the folder is that run's, and the mark too.
+    let lock = vfs.try_lock(&path).map_err(|e| Error::io("lock", &path, e))?.ok_or_else(busy)?;
+    let written = f
+        .write_all_at(format!("{UNFINISHED_SIGNATURE}{what}").as_bytes(), 0)
+        .map_err(|e| Error::io("write", &path, e))
+        .and_then(|()| f.sync_data().map_err(|e| Error::io("fdatasync", &path, e)))
+        .and_then(|()| vfs.sync_dir(dir).map_err(|e| Error::io("fsync directory", dir, e)));
+    if let Err(e) = written {
+        // The mark is this run's (held): removed, so that the folder is as it was found.
+        return Err(match vfs.remove_file(&path) {
+            Ok(()) => e,
+            Err(c) => Error::Invalid(format!("{e}; and its unfinished mark {} could not be removed: {c}", path.display())),
+        });
+    }
     Ok(UnfinishedMark { dir: dir.to_path_buf(), _lock: lock })
 }
 

@@ -83,7 +83,11 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
     // `to`: absent, empty, or what a salvage stopped part way left there (marked unfinished,
     // its writer gone, nothing but a journal's files), cleared to start over.
     let made = !vfs.exists(to).map_err(|e| Error::io("stat", to, e))?;
-    if !made && !vfs.list_dir(to).map_err(|e| Error::io("list", to, e))?.is_empty() {
+    vfs.create_dir_all(to).map_err(|e| Error::io("create directory", to, e))?;
+    // Held for the whole salvage: another started into it at once is refused (it leaves the
+    // folder, which is this one's, as it is).
+    let _held = crate::journal::hold_folder(&*vfs, to)?;
+    if !vfs.list_dir(to).map_err(|e| Error::io("list", to, e))?.is_empty() {
         crate::journal::take_over_unfinished(&*vfs, to)?.clear(&*vfs)?;
     }
     // Marked unfinished before anything is written, the mark removed once every record is
@@ -91,13 +95,9 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
     // which could otherwise be put in the store's place holding part of its records.
     let mark = match crate::journal::mark_unfinished(&*vfs, to, &format!("a salvage of {}", from.display())) {
         Ok(mark) => mark,
-        Err(e) => {
-            // A folder it made for nothing is removed (said with the failure if it cannot be).
-            return Err(match made.then(|| vfs.remove_all(to)) {
-                Some(Err(c)) => cleanup_failed("remove the folder a failed salvage made", to, c, &e),
-                _ => e,
-            });
-        }
+        // A folder it made for nothing is removed, if nothing is in it (another salvage
+        // started at once may be writing it); said with the failure if it cannot be.
+        Err(e) => return Err(remove_made(&*vfs, made, to, e)),
     };
     let (copied, duplicates, report) = match copy(&vfs, from, to, opts) {
         Ok(c) => {
@@ -108,9 +108,8 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
             // What it wrote is no journal anyone asked for: `to` is left as it was found
             // (absent, or empty), its journal's files removed before the mark, so that a
             // cut here leaves it marked; if even that fails, both are said.
-            let cleaned = mark.clear(&*vfs).and_then(|()| if made { vfs.remove_all(to).map_err(|c| Error::io("remove", to, c)) } else { Ok(()) });
-            return Err(match cleaned {
-                Ok(()) => e,
+            return Err(match mark.clear(&*vfs) {
+                Ok(()) => remove_made(&*vfs, made, to, e),
                 Err(c) => cleanup_failed("remove what a failed salvage wrote in", to, c, &e),
             });
         }
@@ -124,6 +123,17 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
         epoch,
         identity,
     })
+}
+
+/// A salvage's failure `e`, once the folder `to` it `made` is removed if nothing is in it
+/// (anything there is another's, left as it is); if it cannot be, both are said.
+fn remove_made(vfs: &dyn Vfs, made: bool, to: &Path, e: Error) -> Error {
+    match made.then(|| vfs.remove_dir(to)) {
+        Some(Err(c)) if c.raw_os_error() != Some(libc::ENOTEMPTY) && c.raw_os_error() != Some(libc::EEXIST) => {
+            cleanup_failed("remove the folder a failed salvage made", to, c, &e)
+        }
+        _ => e,
+    }
 }
 
 /// A salvage's failure `e` whose cleanup (`op` in `to`) failed too (`c`): both said.
@@ -498,8 +508,29 @@ mod tests {
         }
     }
 
-    /// A salvage that fails part way (the disk full as it writes the new journal) leaves its
-    /// folder as it found it: absent, or empty, so that it can be run again there.
+    /// A salvage into a folder another run holds (a salvage or a replay writing it) is
+    /// refused, and leaves the folder as it is: two started at once wrote one journal holding
+    /// both copies, each saying it had copied the records.
+    #[test]
+    fn a_salvage_into_a_folder_another_run_holds_is_refused_and_leaves_it() {
+        let fs = SimFs::new(15);
+        let dir = Path::new("/a/journal");
+        let j = Journal::open_with(Arc::new(fs.clone()), dir, Options::default()).expect("open");
+        j.append((0..20u8).map(|i| NewRecord::scratch(vec![i; 100])).collect()).expect("append");
+        drop(j);
+        let to = Path::new("/b/journal");
+        fs.create_dir_all(to).expect("mkdir");
+        let held = crate::journal::hold_folder(&fs, to).expect("hold").expect("held");
+        let e = salvage(Arc::new(fs.clone()), dir, to).expect_err("another run holds it");
+        assert!(e.to_string().contains("is being written by another process"), "{e}");
+        assert!(fs.list_dir(to).expect("list").is_empty());
+        drop(held);
+        assert_eq!(salvage(Arc::new(fs.clone()), dir, to).expect("salvage once let go").records_copied, 20);
+    }
+
+    /// A salvage that fails part way (the disk full as it writes the new journal, or a sync
+    /// failing: each write and file sync in turn) leaves its folder as it found it: absent, or
+    /// empty, so that it can be run again there.
     #[test]
     fn a_salvage_that_fails_leaves_its_folder_as_it_found_it() {
         let fs = SimFs::new(14);
@@ -514,16 +545,28 @@ mod tests {
             if existed {
                 fs.create_dir_all(to).expect("mkdir");
             }
-            // The last write a salvage makes, found on a copy of the machine.
+            // Every write (the disk full there) and every file sync (failing there) a salvage
+            // makes, its mark's first among them, found on a copy of the machine.
             let probe = fs.snapshot();
             let from = probe.ops() as usize;
             salvage(Arc::new(probe.clone()), dir, to).expect("salvage on the copy");
-            let last_write = probe.kinds()[from..].iter().rposition(|k| *k == "write").expect("a write");
-            fs.inject(fs.ops() + last_write as u64, crate::sim::Fault::DiskFull);
-            salvage(Arc::new(fs.clone()), dir, to).expect_err("the disk is full");
-            assert_eq!(fs.exists(to).expect("stat"), existed);
-            if existed {
-                assert!(fs.list_dir(to).expect("list").is_empty());
+            let calls: Vec<(usize, crate::sim::Fault)> = probe.kinds()[from..]
+                .iter()
+                .enumerate()
+                .filter_map(|(i, k)| match *k {
+                    "write" => Some((i, crate::sim::Fault::DiskFull)),
+                    "sync_data" => Some((i, crate::sim::Fault::SyncFails)),
+                    _ => None,
+                })
+                .collect();
+            assert!(calls.len() >= 6, "{calls:?}");
+            for (at, fault) in calls {
+                fs.inject(fs.ops() + at as u64, fault);
+                salvage(Arc::new(fs.clone()), dir, to).expect_err("the call fails");
+                assert_eq!(fs.exists(to).expect("stat"), existed, "{fault:?} at call {at}");
+                if existed {
+                    assert!(fs.list_dir(to).expect("list").is_empty(), "{fault:?} at call {at}: {:?}", fs.list_dir(to));
+                }
             }
             salvage(Arc::new(fs.clone()), dir, to).expect("salvaged once there is room");
             let _ = fs.remove_all(Path::new("/b"));

@@ -496,6 +496,13 @@ impl Vfs for SimFs {
         Ok(Some(Box::new(SimLock { fs: self.clone(), path: path.to_path_buf(), exclusive: true })))
     }
 
+    fn try_lock_dir(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+        if !lock(&self.state).live.contains_key(path) {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        self.try_lock(path)
+    }
+
     fn remove_all(&self, path: &Path) -> io::Result<()> {
         let is_dir = lock(&self.state).live.contains_key(path);
         if !is_dir {
@@ -512,6 +519,22 @@ impl Vfs for SimFs {
             st.live.remove(&d);
             st.durable.remove(&d);
         }
+        Ok(())
+    }
+
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        let mut st = lock(&self.state);
+        st.tick("remove_dir")?;
+        if st.crashed {
+            return Err(power_cut());
+        }
+        let Some(files) = st.live.get(path) else { return Err(io::Error::from(io::ErrorKind::NotFound)) };
+        if !files.is_empty() || st.live.keys().any(|d| d.parent() == Some(path)) {
+            return Err(io::Error::from_raw_os_error(libc::ENOTEMPTY));
+        }
+        // Directories are modelled as always durable (see `create_dir_all`): so is their removal.
+        st.live.remove(path);
+        st.durable.remove(path);
         Ok(())
     }
 
@@ -766,6 +789,13 @@ impl Vfs for ReadOnlyFs {
     fn remove_all(&self, path: &Path) -> io::Result<()> {
         self.refuse(path)?;
         self.inner.remove_all(path)
+    }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.refuse(path)?;
+        self.inner.remove_dir(path)
+    }
+    fn try_lock_dir(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+        self.inner.try_lock_dir(path)
     }
     fn check_writable(&self, path: &Path) -> io::Result<()> {
         if !self.inner.exists(path)? {

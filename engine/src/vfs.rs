@@ -65,8 +65,14 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// Takes an exclusive lock on `path` (created if missing, opened as [`Vfs::lock`] opens
     /// it), if no one holds it now; `None` if someone does.
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>>;
+    /// An exclusive lock on the directory `path` (`flock` of the folder), taken if no other
+    /// holds it: `None` if another does.
+    fn try_lock_dir(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>>;
     /// Removes a file, or a directory and everything in it.
     fn remove_all(&self, path: &Path) -> io::Result<()>;
+    /// Removes the directory `path` if it is empty (`rmdir(2)`): an error (`ENOTEMPTY`) if
+    /// anything is in it, which is left as it is.
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
     /// Whether this process may make and change files in the directory `path` (`faccessat(2)`
     /// with `W_OK` and the effective ids): `Ok` if it may; else the error that says why not (`EROFS` on a read-only
     /// file system, `EACCES` without write permission: [`is_read_only_error`]), or why it
@@ -305,6 +311,17 @@ impl Vfs for OsFs {
     fn remove_all(&self, path: &Path) -> io::Result<()> {
         if std::fs::symlink_metadata(path)?.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) }
     }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_dir(path)
+    }
+    fn try_lock_dir(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
+        let dir = File::open(path)?;
+        match dir.try_lock() {
+            Ok(()) => Ok(Some(Box::new(OsLock { _file: Some(dir) }))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
     fn check_writable(&self, path: &Path) -> io::Result<()> {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
@@ -428,6 +445,19 @@ mod tests {
 
     fn err(code: i32) -> io::Error {
         io::Error::from_raw_os_error(code)
+    }
+
+    /// A folder's lock is one holder's at a time, across open descriptions (as two processes
+    /// hold them), and let go with its guard; a folder that is not there is said.
+    #[test]
+    fn a_folder_is_held_by_one_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = OsFs.try_lock_dir(dir.path()).unwrap().expect("free");
+        assert!(OsFs.try_lock_dir(dir.path()).unwrap().is_none());
+        drop(held);
+        let again = OsFs.try_lock_dir(dir.path()).unwrap();
+        assert!(again.is_some());
+        assert_eq!(OsFs.try_lock_dir(&dir.path().join("absent")).err().map(|e| e.kind()), Some(io::ErrorKind::NotFound));
     }
 
     /// On an Apple system, a file system without `F_FULLFSYNC` gets `fsync` (its answer is the

@@ -520,8 +520,8 @@ pub fn replay(home: &Path, dir: &Path, until: Option<&str>, to: Option<&Path>) -
     // The store it makes says it is unfinished before anything else of it is made, and until
     // its summary replaces that, last: stopped (killed, a full disk), no command opens it, and
     // a replay run again there starts over.
+    let _held = to.map(hold_replay_folder).transpose()?;
     if let Some(to) = to {
-        std::fs::create_dir_all(to).with_context(|| format!("making {}", to.display()))?;
         let what = json!({ crate::tools::archive::REPLAY_UNFINISHED_KEY: format!("a replay of {} (origin journal replay --to)", home.display()) });
         replace_synced(&to.join(crate::tools::archive::REPLAY_FILE), &(serde_json::to_string_pretty(&what)? + "\n"))?;
     }
@@ -625,8 +625,8 @@ fn refused_folder(dir: &Path) -> Option<std::io::Error> {
     origin_engine::vfs::folder_refusal(&origin_engine::vfs::OsFs, there)
 }
 
-/// Refuses a replay's folder that holds anything, or that is the store's or inside its
-/// journal, projections or mirrors.
+/// Refuses a replay's folder that is the store's or inside its journal, projections or
+/// mirrors (what it holds is looked at once it is held: [`hold_replay_folder`]).
 fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
     // Where `to` is: its longest part that exists resolved by the file system (symlinks and
     // `..` as the system takes them), then the rest, which does not exist, read as written.
@@ -647,10 +647,20 @@ fn check_replay_folder(home: &Path, to: &Path) -> Result<()> {
     if resolved == home || ["journal", "projections", "raw"].iter().any(|f| resolved.starts_with(home.join(f))) {
         return Err(BadValue(format!("{} is inside the store ({}): the replay writes a store of its own elsewhere", to.display(), home.display())).into());
     }
+    Ok(())
+}
+
+/// Makes the replay's folder `to` if it is not there and holds it for this replay
+/// ([`origin_engine::journal::hold_folder`]: a replay or salvage into it running already
+/// refuses this one), then clears what a replay stopped there part way left
+/// ([`start_replay_over`]).
+fn hold_replay_folder(to: &Path) -> Result<Option<Box<dyn origin_engine::vfs::LockGuard>>> {
+    std::fs::create_dir_all(to).with_context(|| format!("making {}", to.display()))?;
+    let held = origin_engine::journal::hold_folder(&origin_engine::vfs::OsFs, to)?;
     if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
         start_replay_over(to)?;
     }
-    Ok(())
+    Ok(held)
 }
 
 /// Writes `text` to `path` by a file beside it renamed over it, each synced (the file, then its
@@ -678,14 +688,17 @@ fn start_replay_over(to: &Path) -> Result<()> {
     let summary = to.join(REPLAY_FILE);
     let said_unfinished = crate::tools::archive::replay_unfinished(to);
     let marked = origin_engine::journal::unfinished(&origin_engine::vfs::OsFs, &journal).is_some();
-    if !said_unfinished && !marked {
-        return Err(BadValue(format!("{} is not empty: the replay writes a store of its own there", to.display())).into());
-    }
     let names: Vec<String> = std::fs::read_dir(to)
         .with_context(|| format!("listing {}", to.display()))?
         .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
         .collect::<std::io::Result<_>>()
         .with_context(|| format!("listing {}", to.display()))?;
+    // A replay stopped while it wrote its first word, that its store is unfinished, left that
+    // word's file beside where it goes, and nothing else.
+    let first_word_only = names == ["replay.json.tmp"];
+    if !said_unfinished && !marked && !first_word_only {
+        return Err(BadValue(format!("{} is not empty: the replay writes a store of its own there", to.display())).into());
+    }
     let replays = ["journal", "projections", REPLAY_FILE, "replay.json.tmp"];
     let others: Vec<&str> = names.iter().map(String::as_str).filter(|n| !replays.contains(n)).collect();
     if !others.is_empty() {

@@ -176,8 +176,8 @@ fn a_session_asked_for_under_another_source_says_whose_it_is() {
 
 /// A replay or a salvage starts over only where one stopped and left nothing else: a folder
 /// holding a stopped replay's marked journal beside a person's files is refused and left as it
-/// is (they were removed), and a salvage into the journal it salvages is refused (it removed
-/// the journal).
+/// is (they were removed), a replay stopped at its first word starts over, and a salvage into
+/// the journal it salvages is refused (it removed the journal).
 #[test]
 fn starting_over_never_removes_what_a_person_keeps() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -191,6 +191,22 @@ fn starting_over_never_removes_what_a_person_keeps() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("holds files no replay writes (src)"), "{}", stderr(&out));
     assert!(work.join("src/lib.rs").exists());
+    // A replay stopped while it wrote its first word (that its store is unfinished) left only
+    // that word's file, cut short: it starts over there (it was refused as not empty).
+    let first = dir.path().join("first-word");
+    std::fs::create_dir_all(&first).expect("mkdir");
+    std::fs::write(first.join("replay.json.tmp"), b"{\n  \"unfini").expect("write");
+    let out = origin(&home, &["journal", "replay", "--to", first.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!first.join("replay.json.tmp").exists() && first.join("replay.json").exists());
+    // Beside anything else, that file is not taken for a replay's.
+    let beside = dir.path().join("beside");
+    std::fs::create_dir_all(&beside).expect("mkdir");
+    std::fs::write(beside.join("replay.json.tmp"), b"{").expect("write");
+    std::fs::write(beside.join("notes.txt"), b"mine").expect("write");
+    let out = origin(&home, &["journal", "replay", "--to", beside.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(beside.join("notes.txt").exists() && beside.join("replay.json.tmp").exists());
     let journal = home.join("journal");
     let out = origin(&home, &["journal", "salvage", "--to", journal.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

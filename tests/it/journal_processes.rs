@@ -219,3 +219,72 @@ fn compactions_beside_writers_readers_and_verifies_lose_nothing() {
     eprintln!("{compactions} compactions ({merged} merging), {verifies} verifies, {} acknowledged records, {} appended by the follower", acks.len(), own.len());
     assert!(merged >= 2 && !acks.is_empty(), "{merged} compactions merged segments");
 }
+
+/// Several `origin journal salvage --to DIR` started at once into one new folder: one of them
+/// writes it, the others refuse, and a salvage that says it copied the records leaves them
+/// there, whole and unmarked. (A salvage that could not mark the folder removed the folder it
+/// had found absent: with another salvage's journal in it, told that it had succeeded, or
+/// still writing it.)
+#[test]
+fn salvages_started_at_once_into_one_folder_leave_it_whole_or_refuse() {
+    at_once_into_one_folder(&["journal", "salvage", "--to"], "salvage", |to| to.to_path_buf());
+}
+
+/// Several `origin journal replay --to DIR` started at once into one new folder: as salvages,
+/// one writes the store there and the others refuse; a replay that says it is done leaves a
+/// store whose journal holds the records, unmarked, and whose `replay.json` is its summary.
+#[test]
+fn replays_started_at_once_into_one_folder_leave_it_whole_or_refuse() {
+    at_once_into_one_folder(&["journal", "replay", "--to"], "replay", |to| {
+        let summary = std::fs::read_to_string(to.join("replay.json")).expect("replay.json");
+        assert!(!summary.contains("unfinished"), "{summary}");
+        to.join("journal")
+    });
+}
+
+/// Three `origin <args> DIR` at once into a new folder, `60 * scale()` rounds, on a store of
+/// 300 records: at least one succeeds, the others refuse in words a person can act on, and
+/// the journal `journal_in(DIR)` names opens (unmarked) holding every record.
+fn at_once_into_one_folder(args: &[&str], what: &str, journal_in: impl Fn(&Path) -> std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    let made = Command::new(origin_bin()).arg("--home").arg(&home).args(["journal", "stress", "--records", "300", "--threads", "1"]).output().expect("stress");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let rounds = 60 * scale();
+    let mut wins = 0;
+    for round in 0..rounds {
+        let to = dir.path().join(format!("salvaged-{round}"));
+        let children: Vec<Child> = (0..3)
+            .map(|_| {
+                Command::new(origin_bin())
+                    .arg("--home")
+                    .arg(&home)
+                    .args(args)
+                    .arg(&to)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        let outs: Vec<_> = children.into_iter().map(|c| c.wait_with_output().expect("wait")).collect();
+        let said = |o: &std::process::Output| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        let ok: Vec<_> = outs.iter().filter(|o| o.status.success()).collect();
+        for o in outs.iter().filter(|o| !o.status.success()) {
+            // A refusal, in words a person can act on; never a failure of the salvage's own writes.
+            let s = said(o);
+            assert!(
+                s.contains("being written") || s.contains("is not empty") || s.contains("has finished"),
+                "round {round}: a {what} failed otherwise than refused: {s}"
+            );
+        }
+        assert!(!ok.is_empty(), "round {round}: no {what} succeeded: {:?}", outs.iter().map(said).collect::<Vec<_>>());
+        wins += ok.len();
+        let journal = journal_in(&to);
+        assert!(!journal.join(origin_engine::journal::UNFINISHED_FILE_NAME).exists(), "round {round}: left marked after {} said it was done", ok.len());
+        let j = Journal::open(&journal, Options { access: Access::ReadOnly, ..Options::default() })
+            .unwrap_or_else(|e| panic!("round {round}: the {what}'s journal does not open after {:?}: {e}", ok.iter().map(|o| said(o)).collect::<Vec<_>>()));
+        assert_eq!(j.read_vec(0, usize::MAX).expect("read").len(), 300, "round {round}: {:?}", outs.iter().map(said).collect::<Vec<_>>());
+    }
+    eprintln!("{rounds} rounds of 3 at once ({what}), {wins} succeeded");
+}
