@@ -84,9 +84,13 @@ pub fn salvage(vfs: Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<SalvageRepor
     // its writer gone, nothing but a journal's files), cleared to start over.
     let made = !vfs.exists(to).map_err(|e| Error::io("stat", to, e))?;
     vfs.create_dir_all(to).map_err(|e| Error::io("create directory", to, e))?;
-    // Held for the whole salvage: another started into it at once is refused (it leaves the
-    // folder, which is this one's, as it is).
-    let _held = crate::journal::hold_folder(&*vfs, to)?;
+    // Held for the whole salvage: another started into it at once is refused, and leaves the
+    // folder, which is that one's (empty yet, maybe), as it is.
+    let _held = match crate::journal::hold_folder(&*vfs, to) {
+        Ok(held) => held,
+        Err(e @ Error::Invalid(_)) => return Err(e),
+        Err(e) => return Err(remove_made(&*vfs, made, to, e)),
+    };
     if !vfs.list_dir(to).map_err(|e| Error::io("list", to, e))?.is_empty() {
         crate::journal::take_over_unfinished(&*vfs, to)?.clear(&*vfs)?;
     }
