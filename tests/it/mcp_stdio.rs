@@ -1307,3 +1307,37 @@ fn a_server_that_cannot_write_its_answers_says_so_plainly() {
     assert!(stderr.contains("origin: the connection to the client failed when sending initialize response (No space left on device"), "{stderr}");
     assert!(!stderr.contains("rmcp::"), "{stderr}");
 }
+
+/// A second `initialize` in a session is refused with an error, and the session's agent stays
+/// the first's: a `remember` after it is signed by the first client (the second was taken, and
+/// changed who later writes were signed by).
+#[test]
+fn a_second_initialize_is_refused_and_the_first_client_signs() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let mut child = spawn_piped(dir.path());
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut ask = |v: Value| -> Value {
+        writeln!(stdin, "{v}").and_then(|()| stdin.flush()).expect("write");
+        if v.get("id").is_none() {
+            return Value::Null;
+        }
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).expect("read") > 0, "the server ended before answering {v}");
+        serde_json::from_str(&line).expect("json")
+    };
+    let init = |id: u64, name: &str| json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}});
+    let first = ask(init(1, "first-agent"));
+    assert!(first["result"]["serverInfo"]["name"] == "origin", "{first}");
+    ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let second = ask(init(2, "second-agent"));
+    assert_eq!(second["id"], 2, "{second}");
+    assert!(second["error"]["message"].as_str().is_some_and(|m| m.contains("initialized already")), "{second}");
+    let remembered = ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "remember", "arguments": {"text": "The server has no health route yet.", "confidence": 0.9, "sources": [{"quote": "No health or readiness route exists"}]}}}));
+    let entry: Value = serde_json::from_str(remembered["result"]["content"][0]["text"].as_str().expect("text")).unwrap_or_else(|e| panic!("{e}: {remembered}"));
+    assert_eq!(entry["entry"]["author"], "first-agent@laptop", "{entry}");
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
+}

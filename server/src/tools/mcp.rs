@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    CallToolRequestParams, CallToolResult, ContentBlock, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
     ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
@@ -591,20 +591,22 @@ impl Opening {
 }
 
 /// The MCP handler over one archive.
-#[derive(Clone)]
 pub struct Server {
     opening: Opening,
+    /// Whether the session's `initialize` was answered: a second is refused (it was taken, and
+    /// changed the agent later writes are signed by).
+    initialized: std::sync::atomic::AtomicBool,
 }
 
 impl Server {
     /// A handler answering from `archive`.
     pub fn new(archive: Arc<Archive>) -> Server {
-        Server { opening: Opening::ready(archive) }
+        Server::opening(Opening::ready(archive))
     }
 
     /// A handler answering from the archive once it has opened.
     pub fn opening(opening: Opening) -> Server {
-        Server { opening }
+        Server { opening, initialized: std::sync::atomic::AtomicBool::new(false) }
     }
 }
 
@@ -621,6 +623,15 @@ impl ServerHandler for Server {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("origin", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
+    }
+
+    /// The session's first `initialize` (whose client the loop has taken for the peer) is
+    /// answered; another is refused, and the peer stays the first.
+    async fn initialize(&self, request: InitializeRequestParams, _context: RequestContext<RoleServer>) -> Result<InitializeResult, ErrorData> {
+        if self.initialized.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(ErrorData::invalid_request("this session is initialized already: initialize is the session's first request, sent once", None));
+        }
+        self.negotiate_initialize(&request)
     }
 
     async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
