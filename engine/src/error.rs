@@ -43,15 +43,14 @@ pub enum Error {
     Invalid(String),
     /// A journal a salvage or a replay was writing when it was stopped (killed, a power cut):
     /// it holds only part of what it would ([`crate::journal::UNFINISHED_FILE_NAME`]).
-    #[error(
-        "the journal in {dir} is unfinished: {what} was writing it and stopped before the end, so it holds only part of what \
-         it would; run it again as it was run (it starts over in the same place)"
-    )]
+    #[error("{}", unfinished_text(dir, what, *running))]
     Unfinished {
         /// The journal's folder.
         dir: PathBuf,
         /// What was writing it.
         what: String,
+        /// Whether it is writing it still (its mark is held): not stopped, not finished yet.
+        running: bool,
     },
     /// There is no journal where one was expected.
     #[error("no Origin journal in {dir} (nothing has been written there yet, or ORIGIN_HOME points elsewhere)")]
@@ -115,5 +114,19 @@ impl Error {
     /// fail their checks, or a record that passes them and does not decode.
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corrupt { .. } | Error::Decode { .. })
+    }
+}
+
+/// What [`Error::Unfinished`] says: of a run stopped part way, to run it again; of one
+/// still going, to wait for it.
+fn unfinished_text(dir: &std::path::Path, what: &str, running: bool) -> String {
+    if running {
+        format!("the journal in {} is unfinished: {what} is writing it now; wait for it to finish", dir.display())
+    } else {
+        format!(
+            "the journal in {} is unfinished: {what} was writing it and stopped before the end, so it holds only part of what \
+             it would; run it again as it was run (it starts over in the same place)",
+            dir.display()
+        )
     }
 }

@@ -356,7 +356,7 @@ fn replicate(e: &Error) -> Error {
         Error::Decode { offset, reason } => Error::Decode { offset: *offset, reason: reason.clone() },
         Error::Unreadable { offset, what } => Error::Unreadable { offset: *offset, what: what.clone() },
         Error::NoJournal { dir } => Error::NoJournal { dir: dir.clone() },
-        Error::Unfinished { dir, what } => Error::Unfinished { dir: dir.clone(), what: what.clone() },
+        Error::Unfinished { dir, what, running } => Error::Unfinished { dir: dir.clone(), what: what.clone(), running: *running },
     }
 }
 
@@ -527,7 +527,10 @@ pub fn unfinished(vfs: &dyn Vfs, dir: &Path) -> Option<String> {
 /// [`Error::Unfinished`] for a journal marked unfinished.
 pub(crate) fn refuse_unfinished(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
     match unfinished(vfs, dir) {
-        Some(what) => Err(Error::Unfinished { dir: dir.to_path_buf(), what }),
+        Some(what) => {
+            let running = vfs.is_held(&dir.join(UNFINISHED_FILE_NAME)).unwrap_or(false);
+            Err(Error::Unfinished { dir: dir.to_path_buf(), what, running })
+        }
         None => Ok(()),
     }
 }
@@ -1101,7 +1104,9 @@ impl Journal {
         let bytes = old_file.map().map_err(|e| Error::io("map", &old_path, e))?;
         let mut v = self.write_view();
         let sparse = std::mem::take(&mut v.active.sparse);
-        if mode == TailMode::Repair {
+        // Not where a compaction merged the segment away since this view was taken (its
+        // successor stays): its index would be left for good beside no segment.
+        if mode == TailMode::Repair && self.vfs.exists(&old_path).unwrap_or(true) {
             let idx = encode_index(base, bytes.len() as u64, &sparse);
             if let Err(e) = write_index(&*self.vfs, &old_path, &idx) {
                 self.index_write_failures.fetch_add(1, Ordering::Relaxed);
@@ -1531,7 +1536,10 @@ fn load_view(
     let mut names = vfs.list_dir(dir).map_err(|e| Error::io("list", dir, e))?;
     names.sort();
     if tidy {
-        for name in names.iter().filter(|n| n.ends_with(".tmp") || n.ends_with(".compact")) {
+        // Unfinished writes, and indexes of segments that are gone (written by a writer behind
+        // a compaction, before this build).
+        let orphan = |n: &String| n.strip_suffix(INDEX_SUFFIX).is_some_and(|b| parse_segment_file_name(&format!("{b}.seg")).is_some() && !names.contains(&format!("{b}.seg")));
+        for name in names.iter().filter(|n| n.ends_with(".tmp") || n.ends_with(".compact") || orphan(n)) {
             let p = dir.join(name);
             vfs.remove_file(&p).map_err(|e| Error::io("remove leftover", &p, e))?;
         }

@@ -496,6 +496,13 @@ impl Vfs for SimFs {
         Ok(Some(Box::new(SimLock { fs: self.clone(), path: path.to_path_buf(), exclusive: true })))
     }
 
+    fn is_held(&self, path: &Path) -> io::Result<bool> {
+        if !self.exists(path)? {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        Ok(lock(&self.state).locks.get(path).is_some_and(|l| l.1))
+    }
+
     fn try_lock_dir(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
         if !lock(&self.state).live.contains_key(path) {
             return Err(io::Error::from(io::ErrorKind::NotFound));
@@ -796,6 +803,9 @@ impl Vfs for ReadOnlyFs {
     }
     fn try_lock_dir(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
         self.inner.try_lock_dir(path)
+    }
+    fn is_held(&self, path: &Path) -> io::Result<bool> {
+        self.inner.is_held(path)
     }
     fn check_writable(&self, path: &Path) -> io::Result<()> {
         if !self.inner.exists(path)? {

@@ -68,6 +68,9 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// An exclusive lock on the directory `path` (`flock` of the folder), taken if no other
     /// holds it: `None` if another does.
     fn try_lock_dir(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>>;
+    /// Whether another holds an exclusive lock on the file or folder `path` (a lock file, a
+    /// held folder): looked at without making `path` or keeping a lock.
+    fn is_held(&self, path: &Path) -> io::Result<bool>;
     /// Removes a file, or a directory and everything in it.
     fn remove_all(&self, path: &Path) -> io::Result<()>;
     /// Removes the directory `path` if it is empty (`rmdir(2)`): an error (`ENOTEMPTY`) if
@@ -151,11 +154,12 @@ impl LockGuard for OsLock {}
 /// A lock file kept open, as [`open_lock_file`] opened it.
 struct OsLockFile {
     opened: LockOpened,
+    path: std::path::PathBuf,
 }
 
 impl LockFile for OsLockFile {
     fn lock(&self, mode: LockMode) -> io::Result<()> {
-        self.opened.lock(mode)
+        lock_saying_wait(&self.opened, mode, &self.path)
     }
     fn unlock(&self) -> io::Result<()> {
         self.opened.file.as_ref().map_or(Ok(()), File::unlock)
@@ -187,6 +191,22 @@ impl LockOpened {
         }
     }
 
+    /// [`LockOpened::lock`] in `mode` without waiting: `Some(true)` if taken, `Some(false)` if
+    /// another holds it, `None` where [`LockOpened::lock`] answers at once anyway (a refusal).
+    fn try_lock_in(&self, mode: LockMode) -> Option<bool> {
+        let tried = match (&self.file, mode) {
+            (None, LockMode::Shared) => return Some(true),
+            (Some(f), LockMode::Shared) => f.try_lock_shared(),
+            (Some(f), LockMode::Exclusive) if self.refused != Some(libc::EROFS) => f.try_lock(),
+            (_, LockMode::Exclusive) => return None,
+        };
+        match tried {
+            Ok(()) => Some(true),
+            Err(std::fs::TryLockError::WouldBlock) => Some(false),
+            Err(std::fs::TryLockError::Error(_)) => None,
+        }
+    }
+
     /// [`LockOpened::lock`], exclusive, without waiting: `Ok(false)` if another holds it.
     fn try_lock(&self) -> io::Result<bool> {
         let Some(f) = self.file.as_ref().filter(|_| self.refused != Some(libc::EROFS)) else {
@@ -204,6 +224,113 @@ impl LockOpened {
     fn refusal_or(&self, e: io::Error) -> io::Error {
         self.refused.map_or(e, io::Error::from_raw_os_error)
     }
+}
+
+/// How long a lock is waited for before what it waits for is said on stderr.
+const LOCK_WAIT_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Takes `opened`'s lock (of the file at `path`) in `mode`, waiting as long as it takes; once
+/// it has waited [`LOCK_WAIT_NOTICE`], says on stderr what it waits for, and who holds it
+/// where that can be told ([`lock_holders`]): a process stopped while it held a store's lock
+/// (Ctrl-Z, a debugger) kept every other command waiting without a word. Uncontended, the lock
+/// is taken at once, with nothing else done.
+fn lock_saying_wait(opened: &LockOpened, mode: LockMode, path: &Path) -> io::Result<()> {
+    if opened.try_lock_in(mode) == Some(true) {
+        return Ok(());
+    }
+    let taken = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let notice = {
+        let (taken, path) = (Arc::clone(&taken), path.to_path_buf());
+        std::thread::Builder::new().name("origin-lock-wait".into()).spawn(move || {
+            let (flag, cv) = &*taken;
+            let held = flag.lock().unwrap_or_else(|p| p.into_inner());
+            let (held, _) = cv.wait_timeout_while(held, LOCK_WAIT_NOTICE, |t| !*t).unwrap_or_else(|p| p.into_inner());
+            if !*held {
+                eprintln!("origin: waiting for {}: {}", path.display(), lock_holders(&path));
+            }
+        })
+    };
+    let got = opened.lock(mode);
+    let (flag, cv) = &*taken;
+    *flag.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    cv.notify_all();
+    if let Ok(t) = notice {
+        let _ = t.join();
+    }
+    got
+}
+
+/// Who holds a lock on the file at `path`, in words: on Linux, from `/proc/locks`, each
+/// process's id, its command line, and whether it is stopped (and how to let it go on);
+/// elsewhere, or where that cannot be read, that another process holds it.
+fn lock_holders(path: &Path) -> String {
+    let unknown = || "another process holds it (an Origin command or server on this store); waiting until it lets go".to_owned();
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (Ok(meta), Ok(locks)) = (std::fs::metadata(path), std::fs::read_to_string("/proc/locks")) else { return unknown() };
+        let pids = holders_in_proc_locks(&locks, meta.dev(), meta.ino());
+        if pids.is_empty() {
+            return unknown();
+        }
+        let said: Vec<String> = pids
+            .iter()
+            .take(3)
+            .map(|pid| {
+                // Its arguments on one line (they are NUL-separated, and may hold line breaks),
+                // the first 100 characters.
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .map(|b| String::from_utf8_lossy(&b).split(|c: char| c == '\0' || c.is_whitespace()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" "))
+                    .unwrap_or_default();
+                let cmd = match cmd.char_indices().nth(100) {
+                    Some((at, _)) => format!("{}…", &cmd[..at]),
+                    None => cmd,
+                };
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                // The state follows the command's name, which is in parentheses.
+                let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+                let cmd = if cmd.is_empty() { String::new() } else { format!(" ({cmd})") };
+                match state {
+                    Some('T' | 't') => format!("process {pid}{cmd} holds it and is stopped: let it go on (`kill -CONT {pid}`, or `fg` in its terminal) or end it"),
+                    _ => format!("process {pid}{cmd} holds it; waiting until it lets go"),
+                }
+            })
+            .collect();
+        said.join("; ")
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        unknown()
+    }
+}
+
+/// The processes `/proc/locks` (its text, `locks`) lists as holding (not waiting for) a lock on
+/// the file of device `dev` and inode `ino`, in the order listed, each once.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn holders_in_proc_locks(locks: &str, dev: u64, ino: u64) -> Vec<u32> {
+    // glibc's split of a device number into its major and minor parts, as the file prints them.
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let mut pids = Vec::new();
+    for line in locks.lines() {
+        // `1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF`; a waiter's line has `->` after
+        // its number.
+        let mut w = line.split_whitespace();
+        let (Some(_), Some(kind)) = (w.next(), w.next()) else { continue };
+        if kind == "->" {
+            continue;
+        }
+        let (Some(_), Some(_), Some(pid), Some(file)) = (w.next(), w.next(), w.next(), w.next()) else { continue };
+        let mut parts = file.split(':');
+        let (Some(ma), Some(mi), Some(i)) = (parts.next(), parts.next(), parts.next()) else { continue };
+        let same = u64::from_str_radix(ma, 16).ok() == Some(major) && u64::from_str_radix(mi, 16).ok() == Some(minor) && i.parse::<u64>().ok() == Some(ino);
+        if let (true, Ok(pid)) = (same, pid.parse::<u32>())
+            && !pids.contains(&pid)
+        {
+            pids.push(pid);
+        }
+    }
+    pids
 }
 
 /// True for an error that says the file system, or the permissions on it, let this process
@@ -298,11 +425,11 @@ impl Vfs for OsFs {
         // A fresh open file description per lock: flock locks on separate descriptions
         // conflict even inside one process, which is what the journal relies on.
         let opened = open_lock_file(path, open_os_lock_file)?;
-        opened.lock(mode)?;
+        lock_saying_wait(&opened, mode, path)?;
         Ok(Box::new(OsLock { _file: opened.file }))
     }
     fn open_lock(&self, path: &Path) -> io::Result<Box<dyn LockFile>> {
-        Ok(Box::new(OsLockFile { opened: open_lock_file(path, open_os_lock_file)? }))
+        Ok(Box::new(OsLockFile { opened: open_lock_file(path, open_os_lock_file)?, path: path.to_path_buf() }))
     }
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
         let opened = open_lock_file(path, open_os_lock_file)?;
@@ -313,6 +440,15 @@ impl Vfs for OsFs {
     }
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_dir(path)
+    }
+    fn is_held(&self, path: &Path) -> io::Result<bool> {
+        // A shared lock is refused while another holds an exclusive one; granted, it goes with
+        // the file, at once.
+        match File::open(path)?.try_lock_shared() {
+            Ok(()) => Ok(false),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(true),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
     }
     fn try_lock_dir(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
         let dir = File::open(path)?;
@@ -447,6 +583,26 @@ mod tests {
         io::Error::from_raw_os_error(code)
     }
 
+    /// The holders of a lock on one file, read from `/proc/locks`: by device and inode, not
+    /// its waiters, each process once.
+    #[test]
+    fn the_holders_of_a_lock_are_read_from_proc_locks() {
+        // Device 8:1 (0x801), and one of major 259, minor 65536 (glibc's wide split).
+        let wide = (259u64 << 8) | (65536 & 0xff) | ((65536u64 & !0xff) << 12);
+        let locks = "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF\n\
+                     1: -> FLOCK  ADVISORY  WRITE 5151 08:01:1234 0 EOF\n\
+                     2: FLOCK  ADVISORY  READ 77 08:01:1234 0 EOF\n\
+                     3: FLOCK  ADVISORY  READ 77 08:01:1234 0 EOF\n\
+                     4: POSIX  ADVISORY  WRITE 99 08:01:999 0 EOF\n\
+                     5: FLOCK  ADVISORY  WRITE 88 08:02:1234 0 EOF\n\
+                     6: FLOCK  ADVISORY  WRITE 66 103:10000:55 0 EOF\n\
+                     not a line\n";
+        assert_eq!(holders_in_proc_locks(locks, 0x801, 1234), vec![4242, 77]);
+        assert_eq!(holders_in_proc_locks(locks, 0x801, 999), vec![99]);
+        assert_eq!(holders_in_proc_locks(locks, wide, 55), vec![66]);
+        assert!(holders_in_proc_locks(locks, 0x801, 1).is_empty());
+    }
+
     /// A folder's lock is one holder's at a time, across open descriptions (as two processes
     /// hold them), and let go with its guard; a folder that is not there is said.
     #[test]
@@ -455,8 +611,12 @@ mod tests {
         let held = OsFs.try_lock_dir(dir.path()).unwrap().expect("free");
         assert!(OsFs.try_lock_dir(dir.path()).unwrap().is_none());
         drop(held);
+        assert!(!OsFs.is_held(dir.path()).unwrap());
         let again = OsFs.try_lock_dir(dir.path()).unwrap();
         assert!(again.is_some());
+        assert!(OsFs.is_held(dir.path()).unwrap());
+        drop(again);
+        assert!(!OsFs.is_held(dir.path()).unwrap());
         assert_eq!(OsFs.try_lock_dir(&dir.path().join("absent")).err().map(|e| e.kind()), Some(io::ErrorKind::NotFound));
     }
 

@@ -233,3 +233,95 @@ fn flags_that_would_do_nothing_are_said() {
     assert!(out.status.success() && stderr(&out).is_empty(), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
 }
+
+/// A store a replay is making now, or a journal a salvage is writing now, is said to be so, with
+/// "wait": a command run there meanwhile said the run had stopped and to run it again (two
+/// runs into one folder), and one run before the replay's first word made a store there and
+/// read this machine's agents' logs into it. Once the run is gone, it is said to have stopped.
+#[test]
+fn a_store_being_made_now_is_said_to_be_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = origin_engine::vfs::OsFs;
+    // A replay's folder, held before its first word.
+    let making = dir.path().join("making");
+    std::fs::create_dir_all(&making).expect("mkdir");
+    let held = origin_engine::journal::hold_folder(&fs, &making).expect("hold").expect("held");
+    let out = origin(&making, &["search", "anything"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is being made now by a replay") && stderr(&out).contains("wait for it to finish"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(&making).expect("list").count(), 0, "nothing made there");
+    drop(held);
+    // A salvage's journal, its mark held, then let go.
+    let home = dir.path().join("salvaged");
+    let journal = home.join("journal");
+    let mark = origin_engine::journal::mark_unfinished(&fs, &journal, "a salvage of somewhere").expect("mark");
+    for args in [&["status"][..], &["journal", "verify"], &["search", "anything"]] {
+        let out = origin(&home, args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("a salvage of somewhere is writing it now; wait for it to finish"), "{args:?}: {}", stderr(&out));
+    }
+    drop(mark);
+    let out = origin(&home, &["status"]);
+    assert!(stderr(&out).contains("was writing it and stopped before the end"), "{}", stderr(&out));
+}
+
+/// A command waiting for a store's lock says, after a few seconds, what it waits for and who
+/// holds it (this process, here), then goes on once the lock is let go: a process stopped while
+/// it held the lock (Ctrl-Z on an ingest) kept every other command waiting without a word.
+#[test]
+fn a_command_waiting_for_a_lock_says_who_holds_it() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    assert!(origin(&home, &["journal", "stress", "--records", "5"]).status.success());
+    let lock_path = home.join("journal").join("LOCK");
+    let held = std::fs::OpenOptions::new().read(true).write(true).open(&lock_path).expect("open LOCK");
+    held.lock().expect("lock");
+    let mut child = std::process::Command::new(origin_tests::origin_bin())
+        .arg("--home")
+        .arg(&home)
+        .arg("status")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(4500));
+    assert!(child.try_wait().expect("wait").is_none(), "status answered while the lock was held");
+    held.unlock().expect("unlock");
+    let status = child.wait().expect("wait");
+    let mut said = String::new();
+    child.stderr.take().expect("stderr").read_to_string(&mut said).expect("stderr");
+    assert!(status.success(), "{said}");
+    let expected = format!("origin: waiting for {}: process {} (", lock_path.display(), std::process::id());
+    assert!(said.contains(&expected) && said.contains("holds it; waiting until it lets go"), "{said}");
+    assert_eq!(said.matches("origin: waiting for").count(), 1, "{said}");
+    // A holder that is stopped is said to be, with how to let it go on.
+    let script = "import fcntl, sys, time\nf = open(sys.argv[1], 'r+')\nfcntl.flock(f, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(120)\n";
+    let mut holder = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&lock_path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().expect("stdout")), &mut line).expect("read");
+    assert_eq!(line.trim(), "held");
+    let pid = holder.id();
+    assert!(std::process::Command::new("kill").args(["-STOP", &pid.to_string()]).status().expect("kill").success());
+    let mut child = std::process::Command::new(origin_tests::origin_bin())
+        .arg("--home")
+        .arg(&home)
+        .arg("status")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(4500));
+    holder.kill().expect("kill the holder");
+    holder.wait().expect("wait");
+    assert!(child.wait().expect("wait").success());
+    let mut said = String::new();
+    child.stderr.take().expect("stderr").read_to_string(&mut said).expect("stderr");
+    assert!(said.contains(&format!("process {pid} (")) && said.contains("python3 -c import fcntl, sys, time f = open("), "{said}");
+    assert!(said.contains(&format!("holds it and is stopped: let it go on (`kill -CONT {pid}`")) && said.lines().count() == 1, "{said}");
+}

@@ -787,7 +787,11 @@ pub struct Replay {
 /// take agents' logs it must not).
 pub fn replay_of(home: &Path) -> anyhow::Result<Option<Replay>> {
     // (Looked at before the store's journal is opened: a replay stopped before its journal was
-    // made must not have one made for it.)
+    // made must not have one made for it.) A folder a replay is making now (it holds it,
+    // `hold_folder`) is neither a store to read nor one to make, even before its first word.
+    if origin_engine::vfs::Vfs::is_held(&origin_engine::vfs::OsFs, home).unwrap_or(false) {
+        anyhow::bail!("the store in {} is being made now by a replay (origin journal replay --to); wait for it to finish", home.display());
+    }
     let path = home.join(REPLAY_FILE);
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
