@@ -85,6 +85,13 @@ impl Reports {
     fn after(&mut self, full: bool, result: &Result<RunSummary, IngestError>) -> Vec<String> {
         let mut say = Vec::new();
         match result {
+            Err(e @ IngestError::Busy { .. }) => {
+                let e = e.to_string();
+                if self.failing.as_ref() != Some(&e) {
+                    say.push(format!("{e}: searches answer from what the store holds meanwhile; remember and correct wait for it"));
+                    self.failing = Some(e);
+                }
+            }
             Err(e) => {
                 let e = e.to_string();
                 if self.failing.as_ref() != Some(&e) {
@@ -181,6 +188,12 @@ impl Freshness {
     /// (a failure, a recovery, files that could not be read) is said.
     fn run(&self, only: Option<&HashSet<PathBuf>>) -> Result<RunSummary, IngestError> {
         let result = self.ingester.run(only, &mut |_| {});
+        self.after_run(only, result)
+    }
+
+    /// What follows a run (`result`, of every file or of `only`): its time kept, what the user
+    /// should know of it said.
+    fn after_run(&self, only: Option<&HashSet<PathBuf>>, result: Result<RunSummary, IngestError>) -> Result<RunSummary, IngestError> {
         *guard(&self.last) = Some(Instant::now());
         for message in guard(&self.reports).after(only.is_none(), &result) {
             (self.say)(&message);
@@ -206,6 +219,13 @@ impl Freshness {
 
     /// A run whose failure has been said and changes nothing for the caller (the background,
     /// reads, the exit): its summary when it went well.
+    /// [`Freshness::run`] of every file for a read: another process's run is waited for at
+    /// most `wait` ([`Ingester::run_within`]); a failure, or that wait ending, is said (once).
+    fn run_within(&self, wait: Duration) -> Result<RunSummary, IngestError> {
+        let result = self.ingester.run_within(None, &mut |_| {}, wait);
+        self.after_run(None, result)
+    }
+
     fn run_said(&self, only: Option<&HashSet<PathBuf>>) -> Option<RunSummary> {
         self.run(only).ok()
     }
@@ -319,7 +339,8 @@ impl Freshness {
         if !due {
             return None;
         }
-        self.run_said(None)
+        // Another process's run (its lock) is waited for as long as one here would be.
+        self.run_within(READ_WAITS_FOR_RUN).ok()
     }
 
     /// Before `remember` and `correct`: always ingests, after any run under way, so a line the

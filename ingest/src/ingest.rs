@@ -86,6 +86,15 @@ pub enum IngestError {
     /// The cursor snapshot could not be written.
     #[error("cursor snapshot: {0}")]
     Snapshot(#[source] origin_engine::snapshot::WriteError),
+    /// Another process held the store's ingest lock for all the time a read waits for it
+    /// ([`Ingester::run_within`]): it is reading the agents' logs, or was stopped while it did.
+    #[error("another process has held the store's ingest lock {} for {} s (it is reading the agents' logs, or was stopped while it did)", path.display(), waited.as_secs())]
+    Busy {
+        /// The lock file.
+        path: PathBuf,
+        /// How long it was waited for.
+        waited: std::time::Duration,
+    },
     /// The store's ingest lock could not be taken.
     #[error("ingest lock {path}: {source}")]
     Lock {
@@ -516,16 +525,40 @@ impl Ingester {
     /// cannot be written: its opener says so), nothing is read and nothing is locked: the
     /// summary is empty.
     pub fn run(&self, only: Option<&HashSet<PathBuf>>, progress: &mut (dyn FnMut(Progress) + Send)) -> Result<RunSummary, IngestError> {
+        self.run_waiting(only, progress, None)
+    }
+
+    /// [`Ingester::run`], for a read that answers from the store rather than wait long: where
+    /// another process holds the store's ingest lock for all of `wait`, nothing is read and
+    /// [`IngestError::Busy`] is returned (a run stopped while it held the lock, Ctrl-Z on an
+    /// `origin ingest`, kept every read waiting).
+    pub fn run_within(&self, only: Option<&HashSet<PathBuf>>, progress: &mut (dyn FnMut(Progress) + Send), wait: std::time::Duration) -> Result<RunSummary, IngestError> {
+        self.run_waiting(only, progress, Some(wait))
+    }
+
+    fn run_waiting(&self, only: Option<&HashSet<PathBuf>>, progress: &mut (dyn FnMut(Progress) + Send), wait: Option<std::time::Duration>) -> Result<RunSummary, IngestError> {
         if self.journal.is_read_only() {
             return Ok(RunSummary::default());
         }
         // Through the store's file system, which opens a lock file it may not write (another
         // user's, left by a run under `sudo`) for reading: the lock is the file's all the same.
-        let lock = self
-            .journal
-            .vfs()
-            .lock(&self.lock_path, origin_engine::vfs::LockMode::Exclusive)
-            .map_err(|source| IngestError::Lock { path: self.lock_path.clone(), source })?;
+        let vfs = self.journal.vfs();
+        let refused = |source| IngestError::Lock { path: self.lock_path.clone(), source };
+        let lock = match wait {
+            None => vfs.lock(&self.lock_path, origin_engine::vfs::LockMode::Exclusive).map_err(refused)?,
+            Some(wait) => {
+                let until = std::time::Instant::now() + wait;
+                loop {
+                    if let Some(lock) = vfs.try_lock(&self.lock_path).map_err(refused)? {
+                        break lock;
+                    }
+                    if std::time::Instant::now() >= until {
+                        return Err(IngestError::Busy { path: self.lock_path.clone(), waited: wait });
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+        };
         self.journal.refresh()?;
         let mut cursors = self.caught_up()?;
         let mut summary = RunSummary::default();

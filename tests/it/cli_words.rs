@@ -277,21 +277,27 @@ fn a_command_waiting_for_a_lock_says_who_holds_it() {
     let lock_path = home.join("journal").join("LOCK");
     let held = std::fs::OpenOptions::new().read(true).write(true).open(&lock_path).expect("open LOCK");
     held.lock().expect("lock");
-    let mut child = std::process::Command::new(origin_tests::origin_bin())
-        .arg("--home")
-        .arg(&home)
-        .arg("status")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    std::thread::sleep(std::time::Duration::from_millis(4500));
-    assert!(child.try_wait().expect("wait").is_none(), "status answered while the lock was held");
-    held.unlock().expect("unlock");
-    let status = child.wait().expect("wait");
-    let mut said = String::new();
-    child.stderr.take().expect("stderr").read_to_string(&mut said).expect("stderr");
-    assert!(status.success(), "{said}");
+    // `origin status` waiting for the lock, past the 3 s after which it says so; `let_go` then
+    // lets the lock go. What it said on stderr.
+    let status_waiting = |let_go: &mut dyn FnMut()| {
+        let mut child = std::process::Command::new(origin_tests::origin_bin())
+            .arg("--home")
+            .arg(&home)
+            .arg("status")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        std::thread::sleep(std::time::Duration::from_millis(4500));
+        assert!(child.try_wait().expect("wait").is_none(), "status answered while the lock was held");
+        let_go();
+        let status = child.wait().expect("wait");
+        let mut said = String::new();
+        child.stderr.take().expect("stderr").read_to_string(&mut said).expect("stderr");
+        assert!(status.success(), "{said}");
+        said
+    };
+    let said = status_waiting(&mut || held.unlock().expect("unlock"));
     let expected = format!("origin: waiting for {}: process {} (", lock_path.display(), std::process::id());
     assert!(said.contains(&expected) && said.contains("holds it; waiting until it lets go"), "{said}");
     assert_eq!(said.matches("origin: waiting for").count(), 1, "{said}");
@@ -308,20 +314,50 @@ fn a_command_waiting_for_a_lock_says_who_holds_it() {
     assert_eq!(line.trim(), "held");
     let pid = holder.id();
     assert!(std::process::Command::new("kill").args(["-STOP", &pid.to_string()]).status().expect("kill").success());
-    let mut child = std::process::Command::new(origin_tests::origin_bin())
+    let said = status_waiting(&mut || {
+        holder.kill().expect("kill the holder");
+        holder.wait().expect("wait");
+    });
+    assert!(said.contains(&format!("process {pid} (")) && said.contains("python3 -c import fcntl, sys, time f = open("), "{said}");
+    assert!(said.contains(&format!("holds it and is stopped: let it go on (`kill -CONT {pid}`")) && said.lines().count() == 1, "{said}");
+}
+
+/// A search while another process holds the store's ingest lock (an `origin ingest` stopped
+/// with Ctrl-Z, here this test's process) waits for it 5 s, then answers from what the store
+/// holds, saying why (it waited as long as the lock was held); a `remember` still waits, and
+/// goes on once the lock is let go.
+#[test]
+fn a_search_answers_from_the_store_when_another_holds_the_ingest_lock() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    let agents = crate::ingest_memory::fixtures().join("agent-home");
+    let agents = agents.to_str().expect("utf-8");
+    assert!(origin(&home, &["ingest", "--agents-home", agents, "--recorded-home", "/home/dev"]).status.success());
+    let lock = std::fs::OpenOptions::new().read(true).write(true).open(home.join("ingest.lock")).expect("ingest.lock");
+    lock.lock().expect("lock");
+    let started = std::time::Instant::now();
+    let out = origin(&home, &["search", "URLSearchParams", "--json", "--agents-home", agents, "--recorded-home", "/home/dev"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(!found["events"].as_array().expect("events").is_empty());
+    assert!(stderr(&out).contains("another process has held the store's ingest lock") && stderr(&out).contains("searches answer from what the store holds meanwhile"), "{}", stderr(&out));
+    // A write waits for the lock, as long as it is held.
+    let mut remember = std::process::Command::new(origin_tests::origin_bin())
         .arg("--home")
         .arg(&home)
-        .arg("status")
-        .stdout(std::process::Stdio::null())
+        .args(["remember", "Weather routes encode the city.", "--quote", "URLSearchParams", "--agents-home", agents, "--recorded-home", "/home/dev"])
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    std::thread::sleep(std::time::Duration::from_millis(4500));
-    holder.kill().expect("kill the holder");
-    holder.wait().expect("wait");
-    assert!(child.wait().expect("wait").success());
+    std::thread::sleep(std::time::Duration::from_millis(6000));
+    assert!(remember.try_wait().expect("wait").is_none(), "remember went on while another held the ingest lock");
+    lock.unlock().expect("unlock");
+    let status = remember.wait().expect("wait");
     let mut said = String::new();
-    child.stderr.take().expect("stderr").read_to_string(&mut said).expect("stderr");
-    assert!(said.contains(&format!("process {pid} (")) && said.contains("python3 -c import fcntl, sys, time f = open("), "{said}");
-    assert!(said.contains(&format!("holds it and is stopped: let it go on (`kill -CONT {pid}`")) && said.lines().count() == 1, "{said}");
+    remember.stderr.take().expect("stderr").read_to_string(&mut said).expect("stderr");
+    assert!(status.success(), "{said}");
+    assert!(said.contains(&format!("origin: waiting for {}: process {}", home.join("ingest.lock").display(), std::process::id())), "{said}");
 }
