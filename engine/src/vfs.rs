@@ -200,11 +200,7 @@ impl LockOpened {
             (Some(f), LockMode::Exclusive) if self.refused != Some(libc::EROFS) => f.try_lock(),
             (_, LockMode::Exclusive) => return None,
         };
-        match tried {
-            Ok(()) => Some(true),
-            Err(std::fs::TryLockError::WouldBlock) => Some(false),
-            Err(std::fs::TryLockError::Error(_)) => None,
-        }
+        taken(tried).ok()
     }
 
     /// [`LockOpened::lock`], exclusive, without waiting: `Ok(false)` if another holds it.
@@ -212,17 +208,22 @@ impl LockOpened {
         let Some(f) = self.file.as_ref().filter(|_| self.refused != Some(libc::EROFS)) else {
             return Err(self.refusal_or(io::Error::from_raw_os_error(libc::EROFS)));
         };
-        match f.try_lock() {
-            Ok(()) => Ok(true),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(false),
-            Err(std::fs::TryLockError::Error(e)) => Err(self.refusal_or(e)),
-        }
+        taken(f.try_lock()).map_err(|e| self.refusal_or(e))
     }
 
     /// Why a writer's lock failed: the refusal to open the file to write, when it was opened
     /// to read (what the user can act on), else `e`.
     fn refusal_or(&self, e: io::Error) -> io::Error {
         self.refused.map_or(e, io::Error::from_raw_os_error)
+    }
+}
+
+/// A lock tried without waiting, as a yes or no: `Ok(false)` if another holds it.
+fn taken(tried: Result<(), std::fs::TryLockError>) -> io::Result<bool> {
+    match tried {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
 }
 
@@ -235,8 +236,11 @@ const LOCK_WAIT_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
 /// (Ctrl-Z, a debugger) kept every other command waiting without a word. Uncontended, the lock
 /// is taken at once, with nothing else done.
 fn lock_saying_wait(opened: &LockOpened, mode: LockMode, path: &Path) -> io::Result<()> {
-    if opened.try_lock_in(mode) == Some(true) {
-        return Ok(());
+    match opened.try_lock_in(mode) {
+        Some(true) => return Ok(()),
+        // A refusal: said by the lock at once.
+        None => return opened.lock(mode),
+        Some(false) => {}
     }
     let taken = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
     let notice = {
@@ -444,19 +448,11 @@ impl Vfs for OsFs {
     fn is_held(&self, path: &Path) -> io::Result<bool> {
         // A shared lock is refused while another holds an exclusive one; granted, it goes with
         // the file, at once.
-        match File::open(path)?.try_lock_shared() {
-            Ok(()) => Ok(false),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(true),
-            Err(std::fs::TryLockError::Error(e)) => Err(e),
-        }
+        taken(File::open(path)?.try_lock_shared()).map(|granted| !granted)
     }
     fn try_lock_dir(&self, path: &Path) -> io::Result<Option<Box<dyn LockGuard>>> {
         let dir = File::open(path)?;
-        match dir.try_lock() {
-            Ok(()) => Ok(Some(Box::new(OsLock { _file: Some(dir) }))),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(e),
-        }
+        Ok(taken(dir.try_lock())?.then(|| Box::new(OsLock { _file: Some(dir) }) as Box<dyn LockGuard>))
     }
     fn check_writable(&self, path: &Path) -> io::Result<()> {
         use std::os::unix::ffi::OsStrExt;
