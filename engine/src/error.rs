@@ -52,6 +52,18 @@ pub enum Error {
         /// Whether it is writing it still (its mark is held): not stopped, not finished yet.
         running: bool,
     },
+    /// Another process held the store's lock for all the time this one would wait for it
+    /// ([`crate::journal::Journal::set_lock_wait`]): it is writing (a compaction takes a while), or
+    /// was stopped while it held it. Nothing was written.
+    #[error("another process has held the store's lock {} for {} s: {holders}", path.display(), waited.as_secs())]
+    Busy {
+        /// The lock file.
+        path: PathBuf,
+        /// How long it was waited for.
+        waited: std::time::Duration,
+        /// Who holds it, in words ([`crate::vfs::lock_holders`]).
+        holders: String,
+    },
     /// There is no journal where one was expected.
     #[error("no Origin journal in {dir} (nothing has been written there yet, or ORIGIN_HOME points elsewhere)")]
     NoJournal {

@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -72,6 +72,10 @@ pub struct Options {
     /// else such a journal is refused.
     pub unfinished_ok: bool,
 }
+
+/// How long the store's lock is waited for, after a wait of [`Journal::set_lock_wait`]'s was
+/// given up and until the lock is taken again.
+pub const LOCK_RETRY_WHILE_BUSY: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl Default for Options {
     fn default() -> Self {
@@ -325,6 +329,12 @@ pub struct Journal {
     /// [`Journal::take_index_write_failures`] (the first [`INDEX_WRITE_UNSAID_MAX`]; the
     /// counter above counts every one).
     index_write_unsaid: Mutex<Vec<String>>,
+    /// How long an append or a refresh waits for the store's lock, in milliseconds
+    /// ([`Journal::set_lock_wait`]; `u64::MAX`: as long as it takes).
+    lock_wait_ms: AtomicU64,
+    /// A wait for the store's lock was given up ([`Journal::set_lock_wait`]), and the lock has
+    /// not been taken since.
+    busy: AtomicBool,
 }
 
 fn now_unix_ms() -> i64 {
@@ -357,6 +367,7 @@ fn replicate(e: &Error) -> Error {
         Error::Unreadable { offset, what } => Error::Unreadable { offset: *offset, what: what.clone() },
         Error::NoJournal { dir } => Error::NoJournal { dir: dir.clone() },
         Error::Unfinished { dir, what, running } => Error::Unfinished { dir: dir.clone(), what: what.clone(), running: *running },
+        Error::Busy { path, waited, holders } => Error::Busy { path: path.clone(), waited: *waited, holders: holders.clone() },
     }
 }
 
@@ -666,6 +677,8 @@ impl Journal {
             records_appended: AtomicU64::new(0),
             index_write_failures: AtomicU64::new(unwritten_count),
             index_write_unsaid: Mutex::new(unwritten),
+            lock_wait_ms: AtomicU64::new(u64::MAX),
+            busy: AtomicBool::new(false),
         };
         let repair = rw && poisoned.is_none();
         if let Some(e) = poisoned {
@@ -724,10 +737,44 @@ impl Journal {
         self.view.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// How long an append or a [`Journal::refresh`] waits for the store's lock while another
+    /// process holds it, before it gives up with [`Error::Busy`], having written nothing; `None`
+    /// (as opened) waits as long as it takes. A server answering an agent bounds it: a process
+    /// stopped while it held the lock (Ctrl-Z on `origin ingest` part way through an append)
+    /// kept every call waiting for good. After a wait given up, and until the lock is next
+    /// taken, it is only tried ([`LOCK_RETRY_WHILE_BUSY`]), so that calls do not each wait the
+    /// whole time again.
+    pub fn set_lock_wait(&self, wait: Option<std::time::Duration>) {
+        let ms = wait.map_or(u64::MAX, |w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX - 1));
+        self.lock_wait_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// Takes the store's lock through `lock` (this handle's reader's or writer's) in `mode`,
+    /// waiting as [`Journal::set_lock_wait`] says.
+    fn take_lock(&self, lock: &dyn LockFile, mode: LockMode) -> Result<()> {
+        let ms = self.lock_wait_ms.load(Ordering::SeqCst);
+        if ms == u64::MAX {
+            return lock.lock(mode).map_err(|e| Error::io("lock", &self.lock_path, e));
+        }
+        let wait = std::time::Duration::from_millis(ms);
+        let within = if self.busy.load(Ordering::SeqCst) { LOCK_RETRY_WHILE_BUSY.min(wait) } else { wait };
+        match lock.lock_within(mode, within) {
+            Ok(true) => {
+                self.busy.store(false, Ordering::SeqCst);
+                Ok(())
+            }
+            Ok(false) => {
+                self.busy.store(true, Ordering::SeqCst);
+                Err(Error::Busy { path: self.lock_path.clone(), waited: wait, holders: crate::vfs::lock_holders(&self.lock_path, false) })
+            }
+            Err(e) => Err(Error::io("lock", &self.lock_path, e)),
+        }
+    }
+
     /// Learns about records other processes appended since this handle last looked.
     pub fn refresh(&self) -> Result<()> {
         let _w = guard(&self.writer);
-        self.reader_lock.lock(LockMode::Shared).map_err(|e| Error::io("lock", &self.lock_path, e))?;
+        self.take_lock(&*self.reader_lock, LockMode::Shared)?;
         let result = self.catch_up(TailMode::Ignore);
         self.reader_lock.unlock().map_err(|e| Error::io("unlock", &self.lock_path, e))?;
         result
@@ -784,7 +831,7 @@ impl Journal {
     /// at once), and writes. No caller ever commits more than one round for others.
     fn lead(&self) {
         let writer = guard(&self.writer);
-        let locked = self.writer_lock.lock(LockMode::Exclusive).map_err(|e| Error::io("lock", &self.lock_path, e));
+        let locked = self.take_lock(&*self.writer_lock, LockMode::Exclusive);
         let mut q = guard(&self.queue);
         let mut batch = Vec::new();
         let mut batch_size = 0;
@@ -2668,5 +2715,62 @@ mod tests {
             crate::vfs::Vfs::remove_file(&fs, &cut).expect("remove");
         }
     }
-}
 
+    /// With a bound on waits for the store's lock, an append and a refresh that another
+    /// process's lock outlasts fail with `Busy` (naming the lock), writing nothing; while it is
+    /// still held, later calls are answered without waiting the whole time again; appends
+    /// waiting together all fail; once it is let go, the next append goes through, and the
+    /// next wait is the whole one again. Unbounded (as opened), an append waits for it.
+    #[test]
+    fn waits_for_the_stores_lock_end_where_bounded_and_write_nothing() {
+        use std::time::{Duration, Instant};
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("journal");
+        let j = Arc::new(Journal::open(&dir, Options::default()).expect("open"));
+        j.append(vec![NewRecord::scratch(vec![1])]).expect("append");
+        let wait = Duration::from_millis(600);
+        j.set_lock_wait(Some(wait));
+        // Another open file description: as another process's lock.
+        let held = OsFs.lock(&dir.join(LOCK_FILE_NAME), LockMode::Exclusive).expect("lock");
+        let started = Instant::now();
+        let e = j.append(vec![NewRecord::scratch(vec![2])]).expect_err("busy");
+        assert!(started.elapsed() >= wait, "waited {:?}", started.elapsed());
+        assert!(matches!(&e, Error::Busy { path, .. } if path.ends_with(LOCK_FILE_NAME)), "{e}");
+        assert!(e.to_string().contains("has held the store's lock"), "{e}");
+        // Still held: answered at once (well inside the whole wait).
+        let started = Instant::now();
+        assert!(matches!(j.refresh(), Err(Error::Busy { .. })));
+        let appenders: Vec<_> = (3..6u8)
+            .map(|b| {
+                let j = Arc::clone(&j);
+                std::thread::spawn(move || j.append(vec![NewRecord::scratch(vec![b])]))
+            })
+            .collect();
+        for a in appenders {
+            assert!(matches!(a.join().expect("join"), Err(Error::Busy { .. })));
+        }
+        assert!(started.elapsed() < wait, "answered in {:?}", started.elapsed());
+        assert_eq!(j.next_offset(), 1, "nothing written");
+        drop(held);
+        assert_eq!(j.append(vec![NewRecord::scratch(vec![7])]).expect("the lock let go"), 1..2);
+        let held = OsFs.lock(&dir.join(LOCK_FILE_NAME), LockMode::Exclusive).expect("lock");
+        let started = Instant::now();
+        assert!(matches!(j.refresh(), Err(Error::Busy { .. })));
+        assert!(started.elapsed() >= wait, "the whole wait again: {:?}", started.elapsed());
+        // Unbounded: waits until it is let go.
+        j.set_lock_wait(None);
+        let waiting = {
+            let j = Arc::clone(&j);
+            std::thread::spawn(move || j.append(vec![NewRecord::scratch(vec![8])]))
+        };
+        std::thread::sleep(wait * 2);
+        assert!(!waiting.is_finished(), "an unbounded append waits");
+        drop(held);
+        assert_eq!(waiting.join().expect("join").expect("append"), 2..3);
+        let read: Vec<u8> = j.read_vec(0, usize::MAX).expect("read").iter().map(|r| r.payload[0]).collect();
+        assert_eq!(read, [1, 7, 8]);
+        drop(j);
+        let reopened = Journal::open(&dir, Options::default()).expect("reopen");
+        assert_eq!(reopened.read_vec(0, usize::MAX).expect("read").len(), 3);
+    }
+}

@@ -553,6 +553,11 @@ impl Vfs for SimFs {
 impl SimFs {
     /// Blocks until the in-process lock on `path` is granted in `mode`.
     fn acquire(&self, path: &Path, mode: LockMode) {
+        self.acquire_by(path, mode, None);
+    }
+
+    /// [`SimFs::acquire`], giving up at `deadline` (if any): whether it was taken.
+    fn acquire_by(&self, path: &Path, mode: LockMode, deadline: Option<std::time::Instant>) -> bool {
         let mut st = lock(&self.state);
         loop {
             let entry = st.locks.entry(path.to_path_buf()).or_insert((0, false));
@@ -565,9 +570,18 @@ impl SimFs {
                     LockMode::Shared => entry.0 += 1,
                     LockMode::Exclusive => entry.1 = true,
                 }
-                return;
+                return true;
             }
-            st = self.lock_changed.wait(st).unwrap_or_else(|p| p.into_inner());
+            st = match deadline {
+                None => self.lock_changed.wait(st).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let now = std::time::Instant::now();
+                    if now >= d {
+                        return false;
+                    }
+                    self.lock_changed.wait_timeout(st, d - now).unwrap_or_else(|p| p.into_inner()).0
+                }
+            };
         }
     }
 
@@ -596,6 +610,13 @@ impl LockFile for SimLockFile {
         self.fs.acquire(&self.path, mode);
         *self.held.lock().unwrap_or_else(|p| p.into_inner()) = Some(mode == LockMode::Exclusive);
         Ok(())
+    }
+    fn lock_within(&self, mode: LockMode, wait: std::time::Duration) -> io::Result<bool> {
+        if !self.fs.acquire_by(&self.path, mode, Some(std::time::Instant::now() + wait)) {
+            return Ok(false);
+        }
+        *self.held.lock().unwrap_or_else(|p| p.into_inner()) = Some(mode == LockMode::Exclusive);
+        Ok(true)
     }
     fn unlock(&self) -> io::Result<()> {
         if let Some(exclusive) = self.held.lock().unwrap_or_else(|p| p.into_inner()).take() {

@@ -28,6 +28,9 @@ pub trait LockGuard: Send {}
 pub trait LockFile: Send + Sync {
     /// Blocks until the lock is held in `mode`.
     fn lock(&self, mode: LockMode) -> io::Result<()>;
+    /// [`LockFile::lock`], waiting at most `wait`: `Ok(false)` if another still held it then
+    /// (nothing is held). A refusal is said at once, as [`LockFile::lock`] says it.
+    fn lock_within(&self, mode: LockMode, wait: std::time::Duration) -> io::Result<bool>;
     /// Releases the lock.
     fn unlock(&self) -> io::Result<()>;
 }
@@ -161,6 +164,9 @@ impl LockFile for OsLockFile {
     fn lock(&self, mode: LockMode) -> io::Result<()> {
         lock_saying_wait(&self.opened, mode, &self.path)
     }
+    fn lock_within(&self, mode: LockMode, wait: std::time::Duration) -> io::Result<bool> {
+        lock_polling(&self.opened, mode, &self.path, wait)
+    }
     fn unlock(&self) -> io::Result<()> {
         self.opened.file.as_ref().map_or(Ok(()), File::unlock)
     }
@@ -250,7 +256,7 @@ fn lock_saying_wait(opened: &LockOpened, mode: LockMode, path: &Path) -> io::Res
             let held = flag.lock().unwrap_or_else(|p| p.into_inner());
             let (held, _) = cv.wait_timeout_while(held, LOCK_WAIT_NOTICE, |t| !*t).unwrap_or_else(|p| p.into_inner());
             if !*held {
-                eprintln!("origin: waiting for {}: {}", path.display(), lock_holders(&path));
+                eprintln!("origin: waiting for {}: {}", path.display(), lock_holders(&path, true));
             }
         })
     };
@@ -264,11 +270,41 @@ fn lock_saying_wait(opened: &LockOpened, mode: LockMode, path: &Path) -> io::Res
     got
 }
 
+/// How often a lock waited for within a time ([`lock_polling`]) is tried.
+const LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// [`lock_saying_wait`], waiting at most `wait`: the lock is tried every [`LOCK_POLL`] (a
+/// blocking `flock` cannot be given up); `Ok(false)` if another held it all that time. Once it
+/// has waited [`LOCK_WAIT_NOTICE`], what it waits for is said, as [`lock_saying_wait`] says it.
+fn lock_polling(opened: &LockOpened, mode: LockMode, path: &Path, wait: std::time::Duration) -> io::Result<bool> {
+    let start = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        match opened.try_lock_in(mode) {
+            Some(true) => return Ok(true),
+            // A refusal: said by the lock at once.
+            None => return opened.lock(mode).map(|()| true),
+            Some(false) => {}
+        }
+        let waited = start.elapsed();
+        if waited >= wait {
+            return Ok(false);
+        }
+        if !said && waited >= LOCK_WAIT_NOTICE {
+            eprintln!("origin: waiting for {} (at most {} s): {}", path.display(), wait.as_secs(), lock_holders(path, false));
+            said = true;
+        }
+        std::thread::sleep(LOCK_POLL.min(wait - waited));
+    }
+}
+
 /// Who holds a lock on the file at `path`, in words: on Linux, from `/proc/locks`, each
 /// process's id, its command line, and whether it is stopped (and how to let it go on);
-/// elsewhere, or where that cannot be read, that another process holds it.
-fn lock_holders(path: &Path) -> String {
-    let unknown = || "another process holds it (an Origin command or server on this store); waiting until it lets go".to_owned();
+/// elsewhere, or where that cannot be read, that another process holds it. `waiting`: said
+/// by one who waits for it (each holder not stopped is waited for until it lets go).
+pub fn lock_holders(path: &Path, waiting: bool) -> String {
+    let until = if waiting { "; waiting until it lets go" } else { "" };
+    let unknown = || format!("another process holds it (an Origin command or server on this store){until}");
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::MetadataExt;
@@ -296,7 +332,7 @@ fn lock_holders(path: &Path) -> String {
                 let cmd = if cmd.is_empty() { String::new() } else { format!(" ({cmd})") };
                 match state {
                     Some('T' | 't') => format!("process {pid}{cmd} holds it and is stopped: let it go on (`kill -CONT {pid}`, or `fg` in its terminal) or end it"),
-                    _ => format!("process {pid}{cmd} holds it; waiting until it lets go"),
+                    _ => format!("process {pid}{cmd} holds it{until}"),
                 }
             })
             .collect();

@@ -82,13 +82,19 @@ struct Reports {
 
 impl Reports {
     /// What to say after a run (`full`: of every file, not only of those that changed).
-    fn after(&mut self, full: bool, result: &Result<RunSummary, IngestError>) -> Vec<String> {
+    /// `bounded`: writes wait for another's run at most [`WRITE_WAITS_FOR_RUN`].
+    fn after(&mut self, full: bool, bounded: bool, result: &Result<RunSummary, IngestError>) -> Vec<String> {
         let mut say = Vec::new();
         match result {
             Err(e @ IngestError::Busy { .. }) => {
                 let e = e.to_string();
                 if self.failing.as_ref() != Some(&e) {
-                    say.push(format!("{e}: searches answer from what the store holds meanwhile; remember and correct wait for it"));
+                    let writes = if bounded {
+                        format!("remember and correct wait for it {} s at most, then record nothing", WRITE_WAITS_FOR_RUN.as_secs())
+                    } else {
+                        "remember and correct wait for it".to_owned()
+                    };
+                    say.push(format!("{e}: searches answer from what the store holds meanwhile; {writes}"));
                     self.failing = Some(e);
                 }
             }
@@ -129,6 +135,12 @@ impl Reports {
 /// the read then answers from what is in the store so far).
 pub const READ_WAITS_FOR_RUN: Duration = Duration::from_secs(5);
 
+/// How long `remember` and `correct`, in a server whose waits are bounded
+/// ([`Freshness::bound_waits`]), wait for the ingest they must run first: for a run under way in
+/// this process, then for another process's ingest lock. Past it, nothing is recorded, and the
+/// agent is told the store is busy (an MCP client gives a call a minute or more).
+pub const WRITE_WAITS_FOR_RUN: Duration = Duration::from_secs(20);
+
 /// Freshness for one process.
 pub struct Freshness {
     ingester: Arc<Ingester>,
@@ -148,6 +160,8 @@ pub struct Freshness {
     snapshot_looked: AtomicBool,
     say: Say,
     started: AtomicBool,
+    /// Whether waits for what another holds end ([`Freshness::bound_waits`]).
+    bounded: AtomicBool,
 }
 
 impl Freshness {
@@ -176,6 +190,7 @@ impl Freshness {
             snapshot_looked: AtomicBool::new(false),
             say,
             started: AtomicBool::new(false),
+            bounded: AtomicBool::new(false),
         })
     }
 
@@ -184,10 +199,25 @@ impl Freshness {
         &self.ingester
     }
 
+    /// Bounds the waits of runs for another process's ingest lock, as a server answering an
+    /// agent needs: a run in the background, or at the exit, waits for it at most
+    /// [`READ_WAITS_FOR_RUN`] (and is tried again at the next look), and the ingest before a
+    /// write at most [`WRITE_WAITS_FOR_RUN`], with any run under way in this process
+    /// ([`Freshness::before_write`]). (Reads wait at most [`READ_WAITS_FOR_RUN`] either way.)
+    /// A process stopped while it held the lock kept the server's writes waiting for good.
+    pub fn bound_waits(&self) {
+        self.bounded.store(true, Ordering::SeqCst);
+    }
+
     /// One run, of every file or only of those in `only`; what the user should know of it
-    /// (a failure, a recovery, files that could not be read) is said.
+    /// (a failure, a recovery, files that could not be read) is said. Where waits are bounded,
+    /// another process's run is waited for at most [`READ_WAITS_FOR_RUN`].
     fn run(&self, only: Option<&HashSet<PathBuf>>) -> Result<RunSummary, IngestError> {
-        let result = self.ingester.run(only, &mut |_| {});
+        let result = if self.bounded.load(Ordering::SeqCst) {
+            self.ingester.run_within(only, &mut |_| {}, READ_WAITS_FOR_RUN)
+        } else {
+            self.ingester.run(only, &mut |_| {})
+        };
         self.after_run(only, result)
     }
 
@@ -195,7 +225,8 @@ impl Freshness {
     /// should know of it said.
     fn after_run(&self, only: Option<&HashSet<PathBuf>>, result: Result<RunSummary, IngestError>) -> Result<RunSummary, IngestError> {
         *guard(&self.last) = Some(Instant::now());
-        for message in guard(&self.reports).after(only.is_none(), &result) {
+        let bounded = self.bounded.load(Ordering::SeqCst);
+        for message in guard(&self.reports).after(only.is_none(), bounded, &result) {
             (self.say)(&message);
         }
         // Index files of sealed segments this process could not write, by this run or by any
@@ -344,10 +375,31 @@ impl Freshness {
     }
 
     /// Before `remember` and `correct`: always ingests, after any run under way, so a line the
-    /// agent just wrote can be cited. A failure is said and returned (the write fails).
+    /// agent just wrote can be cited. A failure is said and returned (the write fails). Where
+    /// waits are bounded ([`Freshness::bound_waits`]), the run under way and another process's
+    /// ingest lock are waited for [`WRITE_WAITS_FOR_RUN`] in all: past it, the write fails
+    /// with [`IngestError::RunUnderWay`] or [`IngestError::Busy`].
     pub fn before_write(&self) -> Result<RunSummary, IngestError> {
-        let _r = guard(&self.running);
-        self.run(None)
+        if !self.bounded.load(Ordering::SeqCst) {
+            let _r = guard(&self.running);
+            return self.run(None);
+        }
+        let until = Instant::now() + WRITE_WAITS_FOR_RUN;
+        let _r = loop {
+            match self.running.try_lock() {
+                Ok(r) => break r,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+                Err(std::sync::TryLockError::WouldBlock) => return Err(IngestError::RunUnderWay { waited: WRITE_WAITS_FOR_RUN }),
+            }
+        };
+        let result = self.ingester.run_within(None, &mut |_| {}, until.saturating_duration_since(Instant::now()));
+        // A wait that ran out is the write's failure alone (the agent is told); it is not said
+        // as a run's.
+        match result {
+            Err(e @ IngestError::Busy { .. }) => Err(e),
+            result => self.after_run(None, result),
+        }
     }
 
     /// When the agent exits: one last ingest, waiting for it at most `budget`. Returns whether
@@ -390,18 +442,18 @@ mod tests {
     #[test]
     fn each_problem_and_each_failure_is_said_once_until_it_goes() {
         let mut r = Reports::default();
-        assert_eq!(r.after(true, &summary(&["a.jsonl: denied"])), ["codex: a.jsonl: denied"]);
-        assert!(r.after(true, &summary(&["a.jsonl: denied"])).is_empty(), "said already");
-        assert_eq!(r.after(false, &summary(&["b.jsonl: denied"])), ["codex: b.jsonl: denied"]);
-        assert!(r.after(false, &summary(&[])).is_empty(), "a run of changed files only: nothing is gone");
-        assert!(r.after(true, &summary(&["b.jsonl: denied"])).is_empty(), "a full run: a.jsonl is gone");
-        assert_eq!(r.after(true, &summary(&["a.jsonl: denied", "b.jsonl: denied"])), ["codex: a.jsonl: denied"], "back");
+        assert_eq!(r.after(true, false, &summary(&["a.jsonl: denied"])), ["codex: a.jsonl: denied"]);
+        assert!(r.after(true, false, &summary(&["a.jsonl: denied"])).is_empty(), "said already");
+        assert_eq!(r.after(false, false, &summary(&["b.jsonl: denied"])), ["codex: b.jsonl: denied"]);
+        assert!(r.after(false, false, &summary(&[])).is_empty(), "a run of changed files only: nothing is gone");
+        assert!(r.after(true, false, &summary(&["b.jsonl: denied"])).is_empty(), "a full run: a.jsonl is gone");
+        assert_eq!(r.after(true, false, &summary(&["a.jsonl: denied", "b.jsonl: denied"])), ["codex: a.jsonl: denied"], "back");
         let fail = |m: &str| Err(IngestError::Worker(m.to_owned()));
-        let said = r.after(true, &fail("disk full"));
+        let said = r.after(true, false, &fail("disk full"));
         assert!(said.len() == 1 && said[0].contains("failed: disk full"), "{said:?}");
-        assert!(r.after(false, &fail("disk full")).is_empty(), "the same failure again");
-        assert!(r.after(true, &fail("lock")).len() == 1, "another failure");
-        assert_eq!(r.after(true, &summary(&["a.jsonl: denied", "b.jsonl: denied"])), ["reading the agents' logs into the store works again"]);
-        assert!(r.after(true, &summary(&[])).is_empty());
+        assert!(r.after(false, false, &fail("disk full")).is_empty(), "the same failure again");
+        assert!(r.after(true, false, &fail("lock")).len() == 1, "another failure");
+        assert_eq!(r.after(true, false, &summary(&["a.jsonl: denied", "b.jsonl: denied"])), ["reading the agents' logs into the store works again"]);
+        assert!(r.after(true, false, &summary(&[])).is_empty());
     }
 }

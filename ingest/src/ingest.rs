@@ -88,10 +88,22 @@ pub enum IngestError {
     Snapshot(#[source] origin_engine::snapshot::WriteError),
     /// Another process held the store's ingest lock for all the time a read waits for it
     /// ([`Ingester::run_within`]): it is reading the agents' logs, or was stopped while it did.
-    #[error("another process has held the store's ingest lock {} for {} s (it is reading the agents' logs, or was stopped while it did)", path.display(), waited.as_secs())]
+    #[error("another process has held the store's ingest lock {} for {} s (it is reading the agents' logs, or was stopped while it did): {holders}", path.display(), waited.as_secs())]
     Busy {
         /// The lock file.
         path: PathBuf,
+        /// How long it was waited for.
+        waited: std::time::Duration,
+        /// Who holds it, in words ([`origin_engine::vfs::lock_holders`]).
+        holders: String,
+    },
+    /// A run of this process was under way for all the time a write waits for it
+    /// ([`crate::freshness::WRITE_WAITS_FOR_RUN`]).
+    #[error(
+        "this process has been reading the agents' logs into the store for more than {} s (a first read of a long history takes a while)",
+        waited.as_secs()
+    )]
+    RunUnderWay {
         /// How long it was waited for.
         waited: std::time::Duration,
     },
@@ -553,7 +565,8 @@ impl Ingester {
                         break lock;
                     }
                     if std::time::Instant::now() >= until {
-                        return Err(IngestError::Busy { path: self.lock_path.clone(), waited: wait });
+                        let holders = origin_engine::vfs::lock_holders(&self.lock_path, false);
+                        return Err(IngestError::Busy { path: self.lock_path.clone(), waited: wait, holders });
                     }
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }

@@ -434,6 +434,59 @@ async fn several_servers_on_one_store_see_each_others_writes() {
     b.cancel().await.expect("close");
 }
 
+/// A process holding the store's lock (`path`) and stopped, as Ctrl-Z stops an `origin ingest`
+/// part way through: `python3`, which takes the lock, then is sent SIGSTOP.
+fn stopped_lock_holder(path: &Path) -> std::process::Child {
+    let script = "import fcntl, sys, time\nf = open(sys.argv[1], 'r+')\nfcntl.flock(f, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(300)\n";
+    let mut holder = Command::new("python3").args(["-c", script]).arg(path).stdout(std::process::Stdio::piped()).spawn().expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().expect("stdout")), &mut line).expect("read");
+    assert_eq!(line.trim(), "held");
+    assert!(Command::new("kill").args(["-STOP", &holder.id().to_string()]).status().expect("kill").success());
+    holder
+}
+
+/// A call answered within `secs` (a call waiting for good fails the test rather than hangs it).
+async fn call_within(c: &RunningService<RoleClient, ClientConfig>, secs: u64, tool: &str, args: Value) -> CallToolResult {
+    tokio::time::timeout(std::time::Duration::from_secs(secs), call(c, tool, args)).await.unwrap_or_else(|_| panic!("{tool} not answered in {secs} s"))
+}
+
+/// While a stopped process holds the journal's lock (caught part way through an append), a
+/// server's search answers from what it has read of the store, and a `remember` records
+/// nothing and says the store is busy, naming the stopped process and how to let it go on;
+/// while one holds the ingest lock, a `remember` does the same once it has waited 20 s for it.
+/// Once the holder is gone, a `remember` is recorded, and only it: every call waited for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_answers_while_a_stopped_process_holds_the_stores_locks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let c = connect_with(dir.path(), "claude-code", &[("ORIGIN_READ_INGEST_INTERVAL_MS", "0")]).await;
+    let ev = ok(&call(&c, "search", json!({ "query": "库存", "limit": 1 })).await)["events"][0]["id"].as_str().expect("id").to_owned();
+    let remember = |text: &str| json!({ "text": text, "confidence": 1, "sources": [{ "event_id": ev }] });
+    for (lock, waits) in [(dir.path().join("journal").join("LOCK"), 5), (dir.path().join("ingest.lock"), 20)] {
+        let mut holder = stopped_lock_holder(&lock);
+        let pid = holder.id();
+        let found = ok(&call_within(&c, 30, "search", json!({ "query": "库存", "limit": 1 })).await);
+        assert_eq!(found["events"][0]["id"], ev.as_str(), "{found}");
+        let started = std::time::Instant::now();
+        let refused = err(&call_within(&c, 60, "remember", remember(&format!("Walrus ledger {waits} never recorded."))).await);
+        assert!(refused.starts_with("Nothing was recorded: the Origin store is busy (") && refused.ends_with("Try again in a moment."), "{refused}");
+        assert!(refused.contains(&format!("process {pid} (")) && refused.contains("python3 -c import fcntl") && refused.contains(&format!("is stopped: let it go on (`kill -CONT {pid}`")), "{refused}");
+        if waits == 20 {
+            assert!(started.elapsed() >= std::time::Duration::from_secs(20), "waited {:?}", started.elapsed());
+        }
+        holder.kill().expect("kill the holder");
+        holder.wait().expect("wait");
+        ok(&call_within(&c, 30, "remember", remember(&format!("Walrus ledger {waits} recorded."))).await);
+    }
+    let entries = ok(&call(&c, "search", json!({ "query": "walrus", "scope": "entries" })).await);
+    let mut texts: Vec<&str> = entries["entries"].as_array().expect("entries").iter().map(|e| e["text"].as_str().expect("text")).collect();
+    texts.sort();
+    assert_eq!(texts, ["Walrus ledger 20 recorded.", "Walrus ledger 5 recorded."], "{entries}");
+    c.cancel().await.expect("close");
+    origin_ok(dir.path(), &["journal", "verify"]);
+}
+
 /// `origin` run as a command on the store at `home`, which must succeed: its standard output.
 fn origin_ok(home: &Path, args: &[&str]) -> String {
     let out = Command::new(origin_bin()).arg("--home").arg(home).args(args).output().expect("run origin");

@@ -215,6 +215,24 @@ fn store_error<E: std::error::Error + 'static>(e: E) -> ToolError {
     ToolError(format!("The Origin store failed: {e}"), if damaged { Failure::Damage } else { Failure::Other })
 }
 
+/// A write's failure ([`store_error`]); where the store was busy (another process held one of
+/// its locks for all the time a server's write waits: [`Archive::bound_waits`]), nothing was
+/// recorded, and the agent is told so and to try again.
+fn write_error<E: std::error::Error + 'static>(e: E) -> ToolError {
+    use origin_ingest::ingest::IngestError;
+    let err: &(dyn std::error::Error + 'static) = &e;
+    let busy = match (err.downcast_ref::<IngestError>(), err.downcast_ref::<origin_engine::Error>()) {
+        (Some(IngestError::Busy { .. } | IngestError::RunUnderWay { .. } | IngestError::Journal(origin_engine::Error::Busy { .. })), _) => true,
+        (_, Some(origin_engine::Error::Busy { .. })) => true,
+        _ => false,
+    };
+    if busy {
+        ToolError(format!("Nothing was recorded: the Origin store is busy ({e}). Try again in a moment."), Failure::Other)
+    } else {
+        store_error(e)
+    }
+}
+
 /// A catch-up's failure ([`Archive::sync`]): reading the journal or applying a record.
 struct SyncFailed(ToolError);
 
@@ -666,7 +684,16 @@ pub struct Archive {
     inner: Mutex<Inner>,
     device: String,
     tz: TimeZone,
+    /// That reads answer from what this process has read of the store, the journal's lock being
+    /// held by another for longer than [`JOURNAL_LOCK_WAIT`], was said (and not since taken).
+    busy_said: std::sync::atomic::AtomicBool,
 }
+
+/// How long a server answering an agent ([`Archive::bound_waits`]) waits for the journal's lock
+/// while another process holds it (a commit holds it for milliseconds; a compaction, longer):
+/// past it, a read answers from what this process has read of the store, and a write records
+/// nothing and says the store is busy.
+pub const JOURNAL_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Why the projections folder `dir` (made if missing) cannot be written, if it cannot: a
 /// read-only mount of it, or another user's folder, in a store whose journal can be written.
@@ -954,6 +981,7 @@ impl Archive {
             inner: Mutex::new(Inner { saved_to, state, catalog, commit: None, commit_failures: None, interval: background_interval(), left_out_said: 0 }),
             device: origin_ingest::ingest::device_name(),
             tz: super::conventions::local_tz(),
+            busy_said: std::sync::atomic::AtomicBool::new(false),
         };
         archive.sync().map_err(anyhow::Error::new)?;
         Ok(archive)
@@ -1042,12 +1070,34 @@ impl Archive {
         self.synced().map(drop)
     }
 
+    /// Bounds what the tools wait for while another process holds one of the store's locks, as
+    /// a server answering an agent needs (a command at a terminal waits, saying who holds it):
+    /// the journal's lock, [`JOURNAL_LOCK_WAIT`] at a time; the ingest lock as
+    /// [`Freshness::bound_waits`] says. Past a wait, a read answers from what this process has
+    /// read of the store, and a write records nothing and tells the agent the store is busy. A
+    /// process stopped while it held a lock (Ctrl-Z on `origin ingest`) kept every call waiting.
+    pub fn bound_waits(&self) {
+        self.journal.set_lock_wait(Some(JOURNAL_LOCK_WAIT));
+        self.freshness.bound_waits();
+    }
+
     /// [`Archive::sync`], returning the store's lock as its last step left it: a search made
     /// under it sees every record the step fed (let go and taken again, the background thread
     /// could take another process's commit in between and drop the in-memory documents past
     /// its mark, fed again only by the next call).
     fn synced(&self) -> Result<MutexGuard<'_, Inner>, ToolError> {
-        self.journal.refresh().map_err(store_error)?;
+        use std::sync::atomic::Ordering;
+        // The journal's lock held by another for all of a bounded wait: what this process has
+        // read is what it answers from (and what it appended: the journal's view has it).
+        match self.journal.refresh() {
+            Ok(()) => self.busy_said.store(false, Ordering::SeqCst),
+            Err(e @ origin_engine::Error::Busy { .. }) => {
+                if !self.busy_said.swap(true, Ordering::SeqCst) {
+                    crate::say_err!("origin: {e}; reads answer from what this process has read of the store meanwhile, and writes record nothing");
+                }
+            }
+            Err(e) => return Err(store_error(e)),
+        }
         loop {
             let mut inner = guard(&self.inner);
             install_finished_commit(&mut inner);
@@ -1227,7 +1277,7 @@ impl Archive {
 
     /// Always ingests, then catches up (before writes, so a line just said can be cited).
     fn fresh_for_write(&self) -> Result<(), ToolError> {
-        self.freshness.before_write().map_err(store_error)?;
+        self.freshness.before_write().map_err(write_error)?;
         self.sync()
     }
 
@@ -1698,7 +1748,7 @@ impl Archive {
             return Err(ToolError::new("The call was cancelled before anything was recorded."));
         }
         let rec = NewRecord::new(body).map_err(store_error)?;
-        self.journal.append(vec![rec]).map_err(store_error)?;
+        self.journal.append(vec![rec]).map_err(write_error)?;
         self.sync()
     }
 
