@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::journal::Journal;
 use crate::segment::StoreId;
-use crate::vfs::{LockMode, Mapped, Vfs};
+use crate::vfs::{Mapped, Vfs};
 
 /// Size of the header.
 pub const SNAPSHOT_HEADER_SIZE: usize = 72;
@@ -204,8 +204,19 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 /// once (every agent's `origin mcp` on one store) take turns and each renames a whole file of
 /// its own. A temporary file a killed writer left is replaced by the next, never piled up. The
 /// directory is not synced: losing a snapshot costs a rebuild, never a wrong answer. A write
-/// that fails removes its temporary file.
+/// that fails removes its temporary file. Its turn is waited for [`SNAPSHOT_TURN_WAIT`] at most
+/// (another process stopped while it saved one kept a server's tools waiting for good): past
+/// it, nothing is written, and the error says who holds the turn.
 pub fn write_file(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_file_within(vfs, path, bytes, SNAPSHOT_TURN_WAIT)
+}
+
+/// How long a snapshot's writer waits for its turn ([`write_file`]): writing one takes a second
+/// or two on a large store.
+pub const SNAPSHOT_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// [`write_file`], waiting for its turn at most `wait`.
+fn write_file_within(vfs: &dyn Vfs, path: &Path, bytes: &[u8], wait: std::time::Duration) -> Result<(), WriteError> {
     fn err<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> WriteError + 'p {
         move |source| WriteError { op, path: path.to_path_buf(), source }
     }
@@ -213,7 +224,21 @@ pub fn write_file(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<(), WriteE
         vfs.create_dir_all(dir).map_err(err("create directory", dir))?;
     }
     let lock = beside(path, ".lock");
-    let _turn = vfs.lock(&lock, LockMode::Exclusive).map_err(err("lock", &lock))?;
+    let until = std::time::Instant::now() + wait;
+    let _turn = loop {
+        if let Some(turn) = vfs.try_lock(&lock).map_err(err("lock", &lock))? {
+            break turn;
+        }
+        if std::time::Instant::now() >= until {
+            let why = format!(
+                "another process has held it for {} s, saving a snapshot or stopped while it did ({}); this one is not saved now",
+                wait.as_secs_f64(),
+                crate::vfs::lock_holders(&lock, false)
+            );
+            return Err(WriteError { op: "lock", path: lock, source: io::Error::new(io::ErrorKind::WouldBlock, why) });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
     let tmp = beside(path, ".tmp");
     let written = (|| {
         if vfs.exists(&tmp).map_err(err("stat", &tmp))? {
@@ -269,6 +294,24 @@ pub fn read_file(vfs: &dyn Vfs, path: &Path, max_bytes: u64) -> Result<Option<Ma
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A writer whose turn another holds past the wait writes nothing and says who holds it;
+    /// once it is let go, the next write goes through.
+    #[test]
+    fn a_snapshot_whose_turn_is_held_past_the_wait_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let vfs = crate::vfs::OsFs;
+        let path = dir.path().join("x.snap");
+        write_file(&vfs, &path, b"first").unwrap();
+        let held = vfs.lock(&beside(&path, ".lock"), crate::vfs::LockMode::Exclusive).unwrap();
+        let e = write_file_within(&vfs, &path, b"second", std::time::Duration::from_millis(300)).unwrap_err();
+        assert_eq!((e.op, e.path.clone()), ("lock", beside(&path, ".lock")));
+        assert!(e.to_string().contains("another process has held it for 0.3 s") && e.to_string().contains("holds it"), "{e}");
+        assert_eq!(&read_file(&vfs, &path, 100).unwrap().unwrap()[..], b"first");
+        drop(held);
+        write_file_within(&vfs, &path, b"second", std::time::Duration::from_millis(300)).unwrap();
+        assert_eq!(&read_file(&vfs, &path, 100).unwrap().unwrap()[..], b"second");
+    }
 
     #[test]
     fn snapshot_file_is_written_whole_read_back_bounded_and_leaves_no_temporary_on_failure() {
