@@ -55,7 +55,7 @@ pub enum Error {
     /// Another process held the store's lock for all the time this one would wait for it
     /// ([`crate::journal::Journal::set_lock_wait`]): it is writing (a compaction takes a while), or
     /// was stopped while it held it. Nothing was written.
-    #[error("another process has held the store's lock {} for {} s: {holders}", path.display(), waited.as_secs())]
+    #[error("another process has held the store's lock {} for {:.0} s: {holders}", path.display(), waited.as_secs_f64())]
     Busy {
         /// The lock file.
         path: PathBuf,

@@ -162,7 +162,14 @@ pub struct Freshness {
     started: AtomicBool,
     /// Whether waits for what another holds end ([`Freshness::bound_waits`]).
     bounded: AtomicBool,
+    /// Another process's run outlasted the last wait for it ([`Freshness::run_within`]), and no
+    /// run here has had the ingest lock since.
+    others_run: AtomicBool,
 }
+
+/// How long a read waits for another process's run while that run has outlasted an earlier
+/// wait ([`Freshness::run_within`]): a try.
+pub const OTHERS_RUN_RETRY: Duration = Duration::from_millis(50);
 
 impl Freshness {
     /// Freshness with the spec's intervals (or those of `ORIGIN_READ_INGEST_INTERVAL_MS` and
@@ -191,6 +198,7 @@ impl Freshness {
             say,
             started: AtomicBool::new(false),
             bounded: AtomicBool::new(false),
+            others_run: AtomicBool::new(false),
         })
     }
 
@@ -213,11 +221,10 @@ impl Freshness {
     /// (a failure, a recovery, files that could not be read) is said. Where waits are bounded,
     /// another process's run is waited for at most [`READ_WAITS_FOR_RUN`].
     fn run(&self, only: Option<&HashSet<PathBuf>>) -> Result<RunSummary, IngestError> {
-        let result = if self.bounded.load(Ordering::SeqCst) {
-            self.ingester.run_within(only, &mut |_| {}, READ_WAITS_FOR_RUN)
-        } else {
-            self.ingester.run(only, &mut |_| {})
-        };
+        if self.bounded.load(Ordering::SeqCst) {
+            return self.run_within(only);
+        }
+        let result = self.ingester.run(only, &mut |_| {});
         self.after_run(only, result)
     }
 
@@ -225,6 +232,9 @@ impl Freshness {
     /// should know of it said.
     fn after_run(&self, only: Option<&HashSet<PathBuf>>, result: Result<RunSummary, IngestError>) -> Result<RunSummary, IngestError> {
         *guard(&self.last) = Some(Instant::now());
+        if result.is_ok() {
+            self.others_run.store(false, Ordering::SeqCst);
+        }
         let bounded = self.bounded.load(Ordering::SeqCst);
         for message in guard(&self.reports).after(only.is_none(), bounded, &result) {
             (self.say)(&message);
@@ -248,15 +258,25 @@ impl Freshness {
         result
     }
 
-    /// A run whose failure has been said and changes nothing for the caller (the background,
-    /// reads, the exit): its summary when it went well.
-    /// [`Freshness::run`] of every file for a read: another process's run is waited for at
-    /// most `wait` ([`Ingester::run_within`]); a failure, or that wait ending, is said (once).
-    fn run_within(&self, wait: Duration) -> Result<RunSummary, IngestError> {
-        let result = self.ingester.run_within(None, &mut |_| {}, wait);
-        self.after_run(None, result)
+    /// [`Freshness::run`] of every file (or of those in `only`) for a read, or in the
+    /// background where waits are bounded: another process's run is waited for at most
+    /// [`READ_WAITS_FOR_RUN`] ([`Ingester::run_within`]); while another's run has outlasted
+    /// such a wait and no run here has had the lock since (a long first ingest elsewhere, or
+    /// one stopped), only tried ([`OTHERS_RUN_RETRY`]), so that each read does not wait again.
+    /// A failure, or that wait ending, is said (once).
+    fn run_within(&self, only: Option<&HashSet<PathBuf>>) -> Result<RunSummary, IngestError> {
+        let wait = if self.others_run.load(Ordering::SeqCst) { OTHERS_RUN_RETRY } else { READ_WAITS_FOR_RUN };
+        let result = match self.ingester.run_within(only, &mut |_| {}, wait) {
+            // Said as the wait it follows on from.
+            Err(IngestError::Busy { path, holders, .. }) => Err(IngestError::Busy { path, waited: READ_WAITS_FOR_RUN, holders }),
+            other => other,
+        };
+        self.others_run.store(matches!(result, Err(IngestError::Busy { .. })), Ordering::SeqCst);
+        self.after_run(only, result)
     }
 
+    /// A run whose failure has been said and changes nothing for the caller (the background,
+    /// reads, the exit): its summary when it went well.
     fn run_said(&self, only: Option<&HashSet<PathBuf>>) -> Option<RunSummary> {
         self.run(only).ok()
     }
@@ -371,7 +391,7 @@ impl Freshness {
             return None;
         }
         // Another process's run (its lock) is waited for as long as one here would be.
-        self.run_within(READ_WAITS_FOR_RUN).ok()
+        self.run_within(None).ok()
     }
 
     /// Before `remember` and `correct`: always ingests, after any run under way, so a line the

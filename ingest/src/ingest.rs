@@ -88,7 +88,7 @@ pub enum IngestError {
     Snapshot(#[source] origin_engine::snapshot::WriteError),
     /// Another process held the store's ingest lock for all the time a read waits for it
     /// ([`Ingester::run_within`]): it is reading the agents' logs, or was stopped while it did.
-    #[error("another process has held the store's ingest lock {} for {} s (it is reading the agents' logs, or was stopped while it did): {holders}", path.display(), waited.as_secs())]
+    #[error("another process has held the store's ingest lock {} for {:.0} s (it is reading the agents' logs, or was stopped while it did): {holders}", path.display(), waited.as_secs_f64())]
     Busy {
         /// The lock file.
         path: PathBuf,
