@@ -71,6 +71,11 @@ pub struct Options {
     /// Open a journal marked [`UNFINISHED_FILE_NAME`] (the salvage or replay writing it does);
     /// else such a journal is refused.
     pub unfinished_ok: bool,
+    /// How long the open waits for the store's lock while another process holds it, before it
+    /// gives up with [`Error::Busy`] (having read and written nothing); `None` (the default):
+    /// as long as it takes. A server answering an agent bounds it, as it bounds every wait for
+    /// the lock afterwards ([`Journal::set_lock_wait`]).
+    pub open_lock_wait: Option<std::time::Duration>,
 }
 
 /// How long the store's lock is waited for, after a wait of [`Journal::set_lock_wait`]'s was
@@ -86,6 +91,7 @@ impl Default for Options {
             new_store_identity: None,
             tail_read_bytes_max: FRAME_SIZE_MAX as u64,
             unfinished_ok: false,
+            open_lock_wait: None,
         }
     }
 }
@@ -608,10 +614,16 @@ impl Journal {
         }
         let lock_path = dir.join(LOCK_FILE_NAME);
         let mode = if rw { LockMode::Exclusive } else { LockMode::Shared };
-        let _lock = match vfs.lock(&lock_path, mode) {
-            Ok(lock) => lock,
-            Err(e) if !rw => return Err(reader_lock_refused(&*vfs, dir, e)),
-            Err(e) => return Err(Error::io("lock", &lock_path, e)),
+        let refused = |e: io::Error| if rw { Error::io("lock", &lock_path, e) } else { reader_lock_refused(&*vfs, dir, e) };
+        let _lock: Box<dyn Send> = match opts.open_lock_wait {
+            None => Box::new(vfs.lock(&lock_path, mode).map_err(refused)?),
+            Some(wait) => {
+                let lock = vfs.open_lock(&lock_path).map_err(refused)?;
+                if !lock.lock_within(mode, wait).map_err(refused)? {
+                    return Err(Error::Busy { path: lock_path.clone(), waited: wait, holders: crate::vfs::lock_holders(&lock_path, false) });
+                }
+                Box::new(lock)
+            }
         };
         let mut report = OpenReport::default();
 
@@ -2757,6 +2769,11 @@ mod tests {
         let started = Instant::now();
         assert!(matches!(j.refresh(), Err(Error::Busy { .. })));
         assert!(started.elapsed() >= wait, "the whole wait again: {:?}", started.elapsed());
+        // An open bounded likewise gives up, to write or to read.
+        for access in [Access::ReadWrite, Access::ReadOnly] {
+            let opened = Journal::open(&dir, Options { open_lock_wait: Some(wait), access, ..Options::default() });
+            assert!(matches!(opened, Err(Error::Busy { .. })), "{access:?}");
+        }
         // Unbounded: waits until it is let go.
         j.set_lock_wait(None);
         let waiting = {
@@ -2772,5 +2789,18 @@ mod tests {
         drop(j);
         let reopened = Journal::open(&dir, Options::default()).expect("reopen");
         assert_eq!(reopened.read_vec(0, usize::MAX).expect("read").len(), 3);
+        // On the simulated file system: an open whose wait is bounded lets the lock go once
+        // open (an append then takes it), and gives up while another holds it.
+        let fs = SimFs::new(5);
+        let sim_dir = Path::new("/w/journal");
+        let bounded = Options { open_lock_wait: Some(wait), ..Options::default() };
+        let j = Journal::open_with(Arc::new(fs.clone()), sim_dir, bounded.clone()).expect("open");
+        j.set_lock_wait(Some(wait));
+        assert_eq!(j.append(vec![NewRecord::scratch(vec![1])]).expect("append"), 0..1);
+        let held = fs.lock(&sim_dir.join(LOCK_FILE_NAME), LockMode::Exclusive).expect("lock");
+        assert!(matches!(Journal::open_with(Arc::new(fs.clone()), sim_dir, bounded), Err(Error::Busy { .. })));
+        assert!(matches!(j.append(vec![NewRecord::scratch(vec![2])]), Err(Error::Busy { .. })));
+        drop(held);
+        assert_eq!(j.append(vec![NewRecord::scratch(vec![3])]).expect("append"), 1..2);
     }
 }

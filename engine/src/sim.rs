@@ -626,6 +626,13 @@ impl LockFile for SimLockFile {
     }
 }
 
+/// Closing a lock file lets its lock go, as closing a file's last descriptor does.
+impl Drop for SimLockFile {
+    fn drop(&mut self) {
+        let _ = self.unlock();
+    }
+}
+
 impl VfsFile for SimFile {
     fn len(&self) -> io::Result<u64> {
         Ok(lock_node(&self.node).data.len() as u64)

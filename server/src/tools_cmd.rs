@@ -318,11 +318,9 @@ pub fn mcp(home: &Path, agents: &AgentsArgs) -> Result<Exit> {
     let homes = crate::ingest_cmd::homes(agents.agents_home.as_deref())?;
     let (home, recorded) = (home.to_path_buf(), agents.recorded_home.clone());
     let opening = crate::tools::mcp::Opening::start(move || {
-        let archive = Archive::open(&home, Some(homes.clone()), recorded.as_deref(), Verify::Ahead)
-            .with_context(|| format!("opening the store in {}", home.display()))?;
         // An agent's calls are answered, whoever holds the store's locks.
-        archive.bound_waits();
-        Ok(archive)
+        Archive::open_for_agents(&home, Some(homes.clone()), recorded.as_deref(), Verify::Ahead)
+            .with_context(|| format!("opening the store in {}", home.display()))
     })?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("starting the async runtime")?;
     let served = rt.block_on(crate::tools::mcp::serve_stdio(opening));

@@ -497,6 +497,29 @@ async fn a_server_answers_while_a_stopped_process_holds_the_stores_locks() {
     origin_ok(dir.path(), &["journal", "verify"]);
 }
 
+/// A server started while a stopped process holds the journal's lock answers each call, after
+/// 5 s, that it could not open the store, naming that process and how to let it go on (it said
+/// the store was "still opening" for as long as the process was stopped); once the process is
+/// gone, the next call opens it and is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_started_while_a_stopped_process_holds_the_journals_lock_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ingest(dir.path());
+    let mut holder = stopped_lock_holder(&dir.path().join("journal").join("LOCK"));
+    let pid = holder.id();
+    let c = connect(dir.path(), "claude-code").await;
+    let refused = err(&call_within(&c, 60, "search", json!({ "query": "库存", "limit": 1 })).await);
+    assert!(refused.starts_with("Origin could not open its store: ") && refused.contains("has held the store's lock"), "{refused}");
+    assert!(refused.contains(&format!("process {pid} (")) && refused.contains(&format!("is stopped: let it go on (`kill -CONT {pid}`")), "{refused}");
+    holder.kill().expect("kill the holder");
+    holder.wait().expect("wait");
+    // A failed open is tried again by a call at least 1 s after it ended.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let found = ok(&call_within(&c, 60, "search", json!({ "query": "库存", "limit": 1 })).await);
+    assert_eq!(found["events"].as_array().expect("events").len(), 1, "{found}");
+    c.cancel().await.expect("close");
+}
+
 /// `origin` run as a command on the store at `home`, which must succeed: its standard output.
 fn origin_ok(home: &Path, args: &[&str]) -> String {
     let out = Command::new(origin_bin()).arg("--home").arg(home).args(args).output().expect("run origin");

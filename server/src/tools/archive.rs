@@ -216,7 +216,7 @@ fn store_error<E: std::error::Error + 'static>(e: E) -> ToolError {
 }
 
 /// A write's failure ([`store_error`]); where the store was busy (another process held one of
-/// its locks for all the time a server's write waits: [`Archive::bound_waits`]), nothing was
+/// its locks for all the time a server's write waits: [`Archive::open_for_agents`]), nothing was
 /// recorded, and the agent is told so and to try again.
 fn write_error<E: std::error::Error + 'static>(e: E) -> ToolError {
     use origin_ingest::ingest::IngestError;
@@ -689,7 +689,7 @@ pub struct Archive {
     busy_said: std::sync::atomic::AtomicBool,
 }
 
-/// How long a server answering an agent ([`Archive::bound_waits`]) waits for the journal's lock
+/// How long a server answering an agent ([`Archive::open_for_agents`]) waits for the journal's lock
 /// while another process holds it (a commit holds it for milliseconds; a compaction, longer):
 /// past it, a read answers from what this process has read of the store, and a write records
 /// nothing and says the store is busy.
@@ -747,8 +747,10 @@ pub fn write_refusal(home: &Path, why: &str) -> String {
 /// write access), to read only, with why it cannot be written. A journal that cannot be
 /// opened to read either gives the first error when there is none to read (it says what
 /// refused the write), else the second.
-fn open_journal(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Journal, Option<Refusal>), origin_engine::Error> {
-    let read_only = |refused: origin_engine::Error| match Journal::open_with(vfs.clone(), dir, Options { access: Access::ReadOnly, ..Options::default() }) {
+/// The store's lock is waited for as `lock_wait` says (`None`: as long as it is held).
+fn open_journal(vfs: Arc<dyn Vfs>, dir: &Path, lock_wait: Option<std::time::Duration>) -> Result<(Journal, Option<Refusal>), origin_engine::Error> {
+    let opts = Options { open_lock_wait: lock_wait, ..Options::default() };
+    let read_only = |refused: origin_engine::Error| match Journal::open_with(vfs.clone(), dir, Options { access: Access::ReadOnly, ..opts.clone() }) {
         Ok(j) => Ok((j, Some(Refusal::of(&refused)))),
         Err(origin_engine::Error::NoJournal { .. }) => Err(refused),
         Err(e) => Err(e),
@@ -758,7 +760,7 @@ fn open_journal(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<(Journal, Option<Refusa
     if let Some(refused) = origin_engine::journal::write_refused(&*vfs, dir) {
         return read_only(refused);
     }
-    match Journal::open_with(vfs.clone(), dir, Options::default()) {
+    match Journal::open_with(vfs.clone(), dir, opts.clone()) {
         Ok(j) => Ok((j, None)),
         Err(refused) if refused.is_write_refused() => read_only(refused),
         Err(e) => Err(e),
@@ -851,6 +853,19 @@ impl Archive {
         Archive::open_on(Arc::new(OsFs), home, homes, recorded_home, verify)
     }
 
+    /// [`Archive::open`] for a server answering an agent (`origin mcp`): what it waits for
+    /// while another process holds one of the store's locks is bounded (a command at a
+    /// terminal waits, saying who holds it). The open waits for the journal's lock
+    /// [`JOURNAL_LOCK_WAIT`] at most (then fails, naming who holds it: the server's next call
+    /// opens it again), and so does every append and catch-up afterwards; the ingest lock is
+    /// waited for as [`Freshness::bound_waits`] says. Past a wait, a read answers from what
+    /// this process has read of the store, and a write records nothing and tells the agent the
+    /// store is busy. A process stopped while it held a lock (Ctrl-Z on `origin ingest`) kept
+    /// every call waiting.
+    pub fn open_for_agents(home: &Path, homes: Option<Homes>, recorded_home: Option<&str>, verify: origin_projections::Verify) -> anyhow::Result<Archive> {
+        Archive::open_waiting(Arc::new(OsFs), home, homes, recorded_home, verify, Some(JOURNAL_LOCK_WAIT))
+    }
+
     /// [`Archive::open`] with the journal and the projections on `vfs` (tests: a file system
     /// that refuses writes).
     pub(crate) fn open_on(
@@ -860,10 +875,24 @@ impl Archive {
         recorded_home: Option<&str>,
         verify: origin_projections::Verify,
     ) -> anyhow::Result<Archive> {
+        Archive::open_waiting(vfs, home, homes, recorded_home, verify, None)
+    }
+
+    /// [`Archive::open_on`], waiting for the store's locks as `lock_wait` says: as long as they
+    /// are held (`None`), or as [`Archive::open_for_agents`] says.
+    fn open_waiting(
+        vfs: Arc<dyn Vfs>,
+        home: &Path,
+        homes: Option<Homes>,
+        recorded_home: Option<&str>,
+        verify: origin_projections::Verify,
+        lock_wait: Option<std::time::Duration>,
+    ) -> anyhow::Result<Archive> {
         // A replay of another store as it was takes no logs and no memory files, and reads it
         // as of then; one that did not finish does not open (before a journal is made there).
         let replay = replay_of(home)?;
-        let (journal, refusal) = open_journal(vfs.clone(), &home.join("journal"))?;
+        let (journal, refusal) = open_journal(vfs.clone(), &home.join("journal"), lock_wait)?;
+        journal.set_lock_wait(lock_wait);
         let refused_at = refusal.as_ref().and_then(|r| r.path.clone());
         let read_only = refusal.map(|r| r.why);
         let journal = Arc::new(journal);
@@ -893,6 +922,9 @@ impl Archive {
             ingester = ingester.with_recorded_home(r);
         }
         let freshness = Freshness::new(Arc::new(ingester), Arc::new(|m: &str| crate::say_err!("origin: {m}")));
+        if lock_wait.is_some() {
+            freshness.bound_waits();
+        }
         let snapshot_path = home.join("projections").join(origin_projections::state::SNAPSHOT_FILE_NAME);
         let index_dir = home.join("projections").join("index");
         let origin_projections::OpenedProjections { state, state_opened, mut catalog, catalog_opened: opened } =
@@ -1068,17 +1100,6 @@ impl Archive {
     /// installs commits and merges segments between steps, and other calls get their turn.
     pub fn sync(&self) -> Result<(), ToolError> {
         self.synced().map(drop)
-    }
-
-    /// Bounds what the tools wait for while another process holds one of the store's locks, as
-    /// a server answering an agent needs (a command at a terminal waits, saying who holds it):
-    /// the journal's lock, [`JOURNAL_LOCK_WAIT`] at a time; the ingest lock as
-    /// [`Freshness::bound_waits`] says. Past a wait, a read answers from what this process has
-    /// read of the store, and a write records nothing and tells the agent the store is busy. A
-    /// process stopped while it held a lock (Ctrl-Z on `origin ingest`) kept every call waiting.
-    pub fn bound_waits(&self) {
-        self.journal.set_lock_wait(Some(JOURNAL_LOCK_WAIT));
-        self.freshness.bound_waits();
     }
 
     /// [`Archive::sync`], returning the store's lock as its last step left it: a search made
@@ -2023,7 +2044,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let opening = std::thread::spawn(move || {
             let ro: Arc<dyn Vfs> = Arc::new(origin_engine::sim::ReadOnlyFs::new(Arc::new(OsFs)));
-            tx.send(super::open_journal(ro, &journal).map(|(j, why)| (j.is_read_only(), why.map(|r| r.why)))).expect("send");
+            tx.send(super::open_journal(ro, &journal, None).map(|(j, why)| (j.is_read_only(), why.map(|r| r.why)))).expect("send");
         });
         let opened = rx.recv_timeout(std::time::Duration::from_secs(20));
         drop(shared);
