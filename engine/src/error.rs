@@ -59,7 +59,8 @@ pub enum Error {
     Busy {
         /// The lock file.
         path: PathBuf,
-        /// How long it was waited for.
+        /// How long it has been waited for: this wait, and those before it that ran out
+        /// while it was not taken.
         waited: std::time::Duration,
         /// Who holds it, in words ([`crate::vfs::lock_holders`]).
         holders: String,

@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -78,9 +78,15 @@ pub struct Options {
     pub open_lock_wait: Option<std::time::Duration>,
 }
 
-/// How long the store's lock is waited for, after a wait of [`Journal::set_lock_wait`]'s was
-/// given up and until the lock is taken again.
+/// How long the store's lock is waited for in a mode, after a wait of
+/// [`Journal::set_lock_wait`]'s in that mode ran out (in the last [`BUSY_REMEMBERED`]) and
+/// until the lock is taken again in it.
 pub const LOCK_RETRY_WHILE_BUSY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How long a wait for the store's lock that ran out is remembered ([`LOCK_RETRY_WHILE_BUSY`]):
+/// then the whole wait is made again (a lock held a moment when the next call comes, an hour
+/// later, is not taken for the one stopped then).
+pub const BUSY_REMEMBERED: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Default for Options {
     fn default() -> Self {
@@ -338,9 +344,10 @@ pub struct Journal {
     /// How long an append or a refresh waits for the store's lock, in milliseconds
     /// ([`Journal::set_lock_wait`]; `u64::MAX`: as long as it takes).
     lock_wait_ms: AtomicU64,
-    /// A wait for the store's lock was given up ([`Journal::set_lock_wait`]), and the lock has
-    /// not been taken since.
-    busy: AtomicBool,
+    /// Per lock mode (shared, exclusive): when the waits for the store's lock that ran out
+    /// ([`Journal::set_lock_wait`]) began, and when the last ran out, while it has not been
+    /// taken in that mode since.
+    busy: [Mutex<Option<(std::time::Instant, std::time::Instant)>>; 2],
 }
 
 fn now_unix_ms() -> i64 {
@@ -690,7 +697,7 @@ impl Journal {
             index_write_failures: AtomicU64::new(unwritten_count),
             index_write_unsaid: Mutex::new(unwritten),
             lock_wait_ms: AtomicU64::new(u64::MAX),
-            busy: AtomicBool::new(false),
+            busy: [Mutex::new(None), Mutex::new(None)],
         };
         let repair = rw && poisoned.is_none();
         if let Some(e) = poisoned {
@@ -754,30 +761,46 @@ impl Journal {
     /// (as opened) waits as long as it takes. A server answering an agent bounds it: a process
     /// stopped while it held the lock (Ctrl-Z on `origin ingest` part way through an append)
     /// kept every call waiting for good. After a wait given up, and until the lock is next
-    /// taken, it is only tried ([`LOCK_RETRY_WHILE_BUSY`]), so that calls do not each wait the
-    /// whole time again.
+    /// taken in its mode, it is only tried ([`LOCK_RETRY_WHILE_BUSY`]) for [`BUSY_REMEMBERED`],
+    /// so that calls do not each wait the whole time again.
     pub fn set_lock_wait(&self, wait: Option<std::time::Duration>) {
         let ms = wait.map_or(u64::MAX, |w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX - 1));
         self.lock_wait_ms.store(ms, Ordering::SeqCst);
     }
 
-    /// Takes the store's lock through `lock` (this handle's reader's or writer's) in `mode`,
-    /// waiting as [`Journal::set_lock_wait`] says.
-    fn take_lock(&self, lock: &dyn LockFile, mode: LockMode) -> Result<()> {
+    /// How long an append or a refresh waits for the store's lock ([`Journal::set_lock_wait`]):
+    /// `None`, as long as it takes.
+    pub fn lock_wait(&self) -> Option<std::time::Duration> {
         let ms = self.lock_wait_ms.load(Ordering::SeqCst);
-        if ms == u64::MAX {
+        (ms != u64::MAX).then(|| std::time::Duration::from_millis(ms))
+    }
+
+    /// Takes the store's lock through `lock` (this handle's reader's or writer's) in `mode`,
+    /// waiting as [`Journal::set_lock_wait`] says. Where a wait in `mode` ran out in the last
+    /// [`BUSY_REMEMBERED`], the lock is only tried; taken in a mode, what was remembered of it
+    /// goes (exclusive, of both: no one held it then).
+    fn take_lock(&self, lock: &dyn LockFile, mode: LockMode) -> Result<()> {
+        let Some(wait) = self.lock_wait() else {
             return lock.lock(mode).map_err(|e| Error::io("lock", &self.lock_path, e));
-        }
-        let wait = std::time::Duration::from_millis(ms);
-        let within = if self.busy.load(Ordering::SeqCst) { LOCK_RETRY_WHILE_BUSY.min(wait) } else { wait };
+        };
+        let busy = &self.busy[usize::from(mode == LockMode::Exclusive)];
+        let gave_up = *guard(busy);
+        let started = std::time::Instant::now();
+        let (within, since) = match gave_up {
+            Some((since, last)) if last.elapsed() < BUSY_REMEMBERED => (LOCK_RETRY_WHILE_BUSY.min(wait), since),
+            _ => (wait, started),
+        };
         match lock.lock_within(mode, within) {
             Ok(true) => {
-                self.busy.store(false, Ordering::SeqCst);
+                *guard(busy) = None;
+                if mode == LockMode::Exclusive {
+                    *guard(&self.busy[0]) = None;
+                }
                 Ok(())
             }
             Ok(false) => {
-                self.busy.store(true, Ordering::SeqCst);
-                Err(Error::Busy { path: self.lock_path.clone(), waited: wait, holders: crate::vfs::lock_holders(&self.lock_path, false) })
+                *guard(busy) = Some((since, std::time::Instant::now()));
+                Err(Error::Busy { path: self.lock_path.clone(), waited: since.elapsed(), holders: crate::vfs::lock_holders(&self.lock_path, false) })
             }
             Err(e) => Err(Error::io("lock", &self.lock_path, e)),
         }
@@ -2749,9 +2772,8 @@ mod tests {
         assert!(started.elapsed() >= wait, "waited {:?}", started.elapsed());
         assert!(matches!(&e, Error::Busy { path, .. } if path.ends_with(LOCK_FILE_NAME)), "{e}");
         assert!(e.to_string().contains("has held the store's lock"), "{e}");
-        // Still held: answered at once (well inside the whole wait).
+        // Still held: appends are answered at once (well inside the whole wait).
         let started = Instant::now();
-        assert!(matches!(j.refresh(), Err(Error::Busy { .. })));
         let appenders: Vec<_> = (3..6u8)
             .map(|b| {
                 let j = Arc::clone(&j);
@@ -2762,6 +2784,14 @@ mod tests {
             assert!(matches!(a.join().expect("join"), Err(Error::Busy { .. })));
         }
         assert!(started.elapsed() < wait, "answered in {:?}", started.elapsed());
+        // A refresh (a shared lock, which another's shared lock would not keep waiting) waits
+        // once too, then only tries.
+        let started = Instant::now();
+        assert!(matches!(j.refresh(), Err(Error::Busy { .. })));
+        assert!(started.elapsed() >= wait, "waited {:?}", started.elapsed());
+        let started = Instant::now();
+        assert!(matches!(j.refresh(), Err(Error::Busy { .. })));
+        assert!(started.elapsed() < wait, "answered in {:?}", started.elapsed());
         assert_eq!(j.next_offset(), 1, "nothing written");
         drop(held);
         assert_eq!(j.append(vec![NewRecord::scratch(vec![7])]).expect("the lock let go"), 1..2);
@@ -2769,11 +2799,32 @@ mod tests {
         let started = Instant::now();
         assert!(matches!(j.refresh(), Err(Error::Busy { .. })));
         assert!(started.elapsed() >= wait, "the whole wait again: {:?}", started.elapsed());
+        // A wait that ran out is remembered BUSY_REMEMBERED: then the whole wait again.
+        let gave_up = guard(&j.busy[0]).expect("remembered");
+        *guard(&j.busy[0]) = Some((gave_up.0, Instant::now().checked_sub(BUSY_REMEMBERED).expect("an instant that long ago")));
+        let started = Instant::now();
+        let e = j.refresh().expect_err("busy");
+        assert!(started.elapsed() >= wait, "the whole wait after a while: {:?}", started.elapsed());
+        assert!(matches!(e, Error::Busy { waited, .. } if waited >= wait), "said for all it waited: {e}");
         // An open bounded likewise gives up, to write or to read.
         for access in [Access::ReadWrite, Access::ReadOnly] {
             let opened = Journal::open(&dir, Options { open_lock_wait: Some(wait), access, ..Options::default() });
             assert!(matches!(opened, Err(Error::Busy { .. })), "{access:?}");
         }
+        drop(held);
+        // Held shared by another (a reader stopped while it read): refreshes go on, an append
+        // waits once, then only tries, the refreshes between taking nothing from what it knows.
+        let held = OsFs.lock(&dir.join(LOCK_FILE_NAME), LockMode::Shared).expect("lock");
+        j.refresh().expect("a shared lock beside another");
+        let started = Instant::now();
+        assert!(matches!(j.append(vec![NewRecord::scratch(vec![9])]), Err(Error::Busy { .. })));
+        assert!(started.elapsed() >= wait, "waited {:?}", started.elapsed());
+        j.refresh().expect("a shared lock beside another");
+        let started = Instant::now();
+        assert!(matches!(j.append(vec![NewRecord::scratch(vec![9])]), Err(Error::Busy { .. })));
+        assert!(started.elapsed() < wait, "only tried: {:?}", started.elapsed());
+        drop(held);
+        let held = OsFs.lock(&dir.join(LOCK_FILE_NAME), LockMode::Exclusive).expect("lock");
         // Unbounded: waits until it is let go.
         j.set_lock_wait(None);
         let waiting = {

@@ -612,7 +612,8 @@ impl LockFile for SimLockFile {
         Ok(())
     }
     fn lock_within(&self, mode: LockMode, wait: std::time::Duration) -> io::Result<bool> {
-        if !self.fs.acquire_by(&self.path, mode, Some(std::time::Instant::now() + wait)) {
+        // A wait past what an instant can hold is no bound.
+        if !self.fs.acquire_by(&self.path, mode, std::time::Instant::now().checked_add(wait)) {
             return Ok(false);
         }
         *self.held.lock().unwrap_or_else(|p| p.into_inner()) = Some(mode == LockMode::Exclusive);

@@ -204,19 +204,16 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 /// once (every agent's `origin mcp` on one store) take turns and each renames a whole file of
 /// its own. A temporary file a killed writer left is replaced by the next, never piled up. The
 /// directory is not synced: losing a snapshot costs a rebuild, never a wrong answer. A write
-/// that fails removes its temporary file. Its turn is waited for [`SNAPSHOT_TURN_WAIT`] at most
-/// (another process stopped while it saved one kept a server's tools waiting for good): past
-/// it, nothing is written, and the error says who holds the turn.
+/// that fails removes its temporary file. Its turn is waited for as long as it takes.
 pub fn write_file(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    write_file_within(vfs, path, bytes, SNAPSHOT_TURN_WAIT)
+    write_file_within(vfs, path, bytes, None)
 }
 
-/// How long a snapshot's writer waits for its turn ([`write_file`]): writing one takes a second
-/// or two on a large store.
-pub const SNAPSHOT_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// [`write_file`], waiting for its turn at most `wait`.
-fn write_file_within(vfs: &dyn Vfs, path: &Path, bytes: &[u8], wait: std::time::Duration) -> Result<(), WriteError> {
+/// [`write_file`], waiting for its turn at most `wait` (a server answering an agent passes its
+/// journal's [`Journal::lock_wait`]: another process stopped while it saved a snapshot kept the
+/// server's tools waiting for good). Past it, nothing is written, and the error says who holds
+/// the turn.
+pub fn write_file_within(vfs: &dyn Vfs, path: &Path, bytes: &[u8], wait: Option<std::time::Duration>) -> Result<(), WriteError> {
     fn err<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> WriteError + 'p {
         move |source| WriteError { op, path: path.to_path_buf(), source }
     }
@@ -224,8 +221,11 @@ fn write_file_within(vfs: &dyn Vfs, path: &Path, bytes: &[u8], wait: std::time::
         vfs.create_dir_all(dir).map_err(err("create directory", dir))?;
     }
     let lock = beside(path, ".lock");
-    let until = std::time::Instant::now() + wait;
+    let until = std::time::Instant::now() + wait.unwrap_or_default();
     let _turn = loop {
+        let Some(wait) = wait else {
+            break vfs.lock(&lock, crate::vfs::LockMode::Exclusive).map_err(err("lock", &lock))?;
+        };
         if let Some(turn) = vfs.try_lock(&lock).map_err(err("lock", &lock))? {
             break turn;
         }
@@ -296,7 +296,7 @@ mod tests {
     use super::*;
 
     /// A writer whose turn another holds past the wait writes nothing and says who holds it;
-    /// once it is let go, the next write goes through.
+    /// once it is let go, the next write goes through. Without a bound, it waits.
     #[test]
     fn a_snapshot_whose_turn_is_held_past_the_wait_is_not_written() {
         let dir = tempfile::tempdir().unwrap();
@@ -304,13 +304,24 @@ mod tests {
         let path = dir.path().join("x.snap");
         write_file(&vfs, &path, b"first").unwrap();
         let held = vfs.lock(&beside(&path, ".lock"), crate::vfs::LockMode::Exclusive).unwrap();
-        let e = write_file_within(&vfs, &path, b"second", std::time::Duration::from_millis(300)).unwrap_err();
+        let e = write_file_within(&vfs, &path, b"second", Some(std::time::Duration::from_millis(300))).unwrap_err();
         assert_eq!((e.op, e.path.clone()), ("lock", beside(&path, ".lock")));
         assert!(e.to_string().contains("another process has held it for 0.3 s") && e.to_string().contains("holds it"), "{e}");
         assert_eq!(&read_file(&vfs, &path, 100).unwrap().unwrap()[..], b"first");
         drop(held);
-        write_file_within(&vfs, &path, b"second", std::time::Duration::from_millis(300)).unwrap();
+        write_file_within(&vfs, &path, b"second", Some(std::time::Duration::from_millis(300))).unwrap();
         assert_eq!(&read_file(&vfs, &path, 100).unwrap().unwrap()[..], b"second");
+        // Unbounded (a command's), it waits for its turn.
+        let held = vfs.lock(&beside(&path, ".lock"), crate::vfs::LockMode::Exclusive).unwrap();
+        let waiting = {
+            let path = path.clone();
+            std::thread::spawn(move || write_file(&crate::vfs::OsFs, &path, b"third"))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        assert!(!waiting.is_finished(), "a command's snapshot waits for its turn");
+        drop(held);
+        waiting.join().unwrap().unwrap();
+        assert_eq!(&read_file(&vfs, &path, 100).unwrap().unwrap()[..], b"third");
     }
 
     #[test]

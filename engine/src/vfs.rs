@@ -29,7 +29,8 @@ pub trait LockFile: Send + Sync {
     /// Blocks until the lock is held in `mode`.
     fn lock(&self, mode: LockMode) -> io::Result<()>;
     /// [`LockFile::lock`], waiting at most `wait`: `Ok(false)` if another still held it then
-    /// (nothing is held). A refusal is said at once, as [`LockFile::lock`] says it.
+    /// (nothing is held). A refusal is said at once, as [`LockFile::lock`] says it, and so is a
+    /// try the file system failed.
     fn lock_within(&self, mode: LockMode, wait: std::time::Duration) -> io::Result<bool>;
     /// Releases the lock.
     fn unlock(&self) -> io::Result<()>;
@@ -197,16 +198,17 @@ impl LockOpened {
         }
     }
 
-    /// [`LockOpened::lock`] in `mode` without waiting: `Some(true)` if taken, `Some(false)` if
-    /// another holds it, `None` where [`LockOpened::lock`] answers at once anyway (a refusal).
-    fn try_lock_in(&self, mode: LockMode) -> Option<bool> {
+    /// [`LockOpened::lock`] in `mode` without waiting: `Some(Ok(true))` if taken,
+    /// `Some(Ok(false))` if another holds it, `Some(Err(..))` if the try failed (a file system
+    /// that cannot say), `None` where [`LockOpened::lock`] answers at once anyway (a refusal).
+    fn try_lock_in(&self, mode: LockMode) -> Option<io::Result<bool>> {
         let tried = match (&self.file, mode) {
-            (None, LockMode::Shared) => return Some(true),
+            (None, LockMode::Shared) => return Some(Ok(true)),
             (Some(f), LockMode::Shared) => f.try_lock_shared(),
             (Some(f), LockMode::Exclusive) if self.refused != Some(libc::EROFS) => f.try_lock(),
             (_, LockMode::Exclusive) => return None,
         };
-        taken(tried).ok()
+        Some(taken(tried).map_err(|e| self.refusal_or(e)))
     }
 
     /// [`LockOpened::lock`], exclusive, without waiting: `Ok(false)` if another holds it.
@@ -243,10 +245,10 @@ const LOCK_WAIT_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
 /// is taken at once, with nothing else done.
 fn lock_saying_wait(opened: &LockOpened, mode: LockMode, path: &Path) -> io::Result<()> {
     match opened.try_lock_in(mode) {
-        Some(true) => return Ok(()),
-        // A refusal: said by the lock at once.
-        None => return opened.lock(mode),
-        Some(false) => {}
+        Some(Ok(true)) => return Ok(()),
+        // A refusal: said by the lock at once; a try that could not tell: the lock, waiting.
+        None | Some(Err(_)) => return opened.lock(mode),
+        Some(Ok(false)) => {}
     }
     let taken = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
     let notice = {
@@ -281,10 +283,12 @@ fn lock_polling(opened: &LockOpened, mode: LockMode, path: &Path, wait: std::tim
     let mut said = false;
     loop {
         match opened.try_lock_in(mode) {
-            Some(true) => return Ok(true),
-            // A refusal: said by the lock at once.
+            Some(Ok(true)) => return Ok(true),
+            // A refusal: said by the lock at once (it does not wait).
             None => return opened.lock(mode).map(|()| true),
-            Some(false) => {}
+            // A try that failed: a wait for the lock might not end.
+            Some(Err(e)) => return Err(e),
+            Some(Ok(false)) => {}
         }
         let waited = start.elapsed();
         if waited >= wait {

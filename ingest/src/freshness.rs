@@ -211,7 +211,8 @@ impl Freshness {
     /// agent needs: a run in the background, or at the exit, waits for it at most
     /// [`READ_WAITS_FOR_RUN`] (and is tried again at the next look), and the ingest before a
     /// write at most [`WRITE_WAITS_FOR_RUN`], with any run under way in this process
-    /// ([`Freshness::before_write`]). (Reads wait at most [`READ_WAITS_FOR_RUN`] either way.)
+    /// ([`Freshness::before_write`]). (A read waits for a run under way here, and for another
+    /// process's, each at most [`READ_WAITS_FOR_RUN`], either way.)
     /// A process stopped while it held the lock kept the server's writes waiting for good.
     pub fn bound_waits(&self) {
         self.bounded.store(true, Ordering::SeqCst);
@@ -404,7 +405,8 @@ impl Freshness {
             let _r = guard(&self.running);
             return self.run(None);
         }
-        let until = Instant::now() + WRITE_WAITS_FOR_RUN;
+        let started = Instant::now();
+        let until = started + WRITE_WAITS_FOR_RUN;
         let _r = loop {
             match self.running.try_lock() {
                 Ok(r) => break r,
@@ -414,10 +416,11 @@ impl Freshness {
             }
         };
         let result = self.ingester.run_within(None, &mut |_| {}, until.saturating_duration_since(Instant::now()));
-        // A wait that ran out is the write's failure alone (the agent is told); it is not said
-        // as a run's.
+        // The ingest lock's wait running out is the write's failure alone (the agent is told,
+        // with all the write waited); it is not said as a run's. (A journal's lock whose wait
+        // ran out during the run is, as any failure of a run.)
         match result {
-            Err(e @ IngestError::Busy { .. }) => Err(e),
+            Err(IngestError::Busy { path, holders, .. }) => Err(IngestError::Busy { path, waited: started.elapsed(), holders }),
             result => self.after_run(None, result),
         }
     }

@@ -86,13 +86,15 @@ pub enum IngestError {
     /// The cursor snapshot could not be written.
     #[error("cursor snapshot: {0}")]
     Snapshot(#[source] origin_engine::snapshot::WriteError),
-    /// Another process held the store's ingest lock for all the time a read waits for it
-    /// ([`Ingester::run_within`]): it is reading the agents' logs, or was stopped while it did.
+    /// Another process held the store's ingest lock for all the time a read, or a server's
+    /// write, waits for it ([`Ingester::run_within`]): it is reading the agents' logs, or was
+    /// stopped while it did.
     #[error("another process has held the store's ingest lock {} for {:.0} s (it is reading the agents' logs, or was stopped while it did): {holders}", path.display(), waited.as_secs_f64())]
     Busy {
         /// The lock file.
         path: PathBuf,
-        /// How long it was waited for.
+        /// How long it was waited for (by a read after an earlier wait ran out, that wait's
+        /// time: [`crate::freshness::OTHERS_RUN_RETRY`]).
         waited: std::time::Duration,
         /// Who holds it, in words ([`origin_engine::vfs::lock_holders`]).
         holders: String,

@@ -11,7 +11,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use origin_engine::snapshot::{read_file, write_file, SnapshotOf, WriteError};
+use origin_engine::snapshot::{read_file, write_file_within, SnapshotOf, WriteError};
 use origin_engine::vfs::OsFs;
 use origin_engine::{Journal, StoreId};
 
@@ -76,13 +76,13 @@ pub fn decode(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result<(Cursors, u
 }
 
 /// Writes a snapshot of `cursors` next to `path` and renames it into place
-/// ([`origin_engine::snapshot::write_file`]).
-/// for `journal`, which holds the records they reflect.
+/// ([`origin_engine::snapshot::write_file_within`], waiting for its turn as `journal` waits for
+/// its lock), for `journal`, which holds the records they reflect.
 pub fn save(path: &Path, cursors: &Cursors, journal: &Journal) -> Result<(), WriteError> {
     let failed = |op: &'static str| move |reason: String| WriteError { op, path: path.to_path_buf(), source: io::Error::other(reason) };
     let last = origin_engine::snapshot::last_record(journal, cursors.read_to).map_err(|e| failed("read the last record for")(e.to_string()))?;
     let bytes = encode(cursors, journal.store_id(), journal.epoch(), last).map_err(failed("encode"))?;
-    write_file(&OsFs, path, &bytes)
+    write_file_within(&OsFs, path, &bytes, journal.lock_wait())
 }
 
 /// Reads the snapshot at `path` for `journal` (as this handle sees it): the cursors, or what

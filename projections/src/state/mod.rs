@@ -577,7 +577,7 @@ impl State {
     /// renamed into place).
     pub fn save_snapshot(&self, journal: &Journal, vfs: &dyn Vfs, path: &Path) -> Result<()> {
         let last = origin_engine::snapshot::last_record(journal, self.read_to)?;
-        snapshot::save(vfs, path, self, journal.store_id(), journal.epoch(), last)
+        snapshot::save(vfs, path, self, journal.store_id(), journal.epoch(), last, journal.lock_wait())
     }
 
     // ---- entries ----

@@ -519,9 +519,9 @@ pub(crate) fn decode_copy(bytes: &[u8], store_id: StoreId, epoch: u64) -> Result
 }
 
 /// Writes a snapshot next to `path` and renames it into place
-/// ([`origin_engine::snapshot::write_file`]).
-pub(crate) fn save(vfs: &dyn Vfs, path: &Path, s: &State, store_id: StoreId, epoch: u64, last_record: u32) -> Result<()> {
-    origin_engine::snapshot::write_file(vfs, path, &encode(s, store_id, epoch, last_record)).map_err(|e| Error::io(e.op, e.path, e.source))
+/// ([`origin_engine::snapshot::write_file_within`], waiting for its turn at most `turn_wait`).
+pub(crate) fn save(vfs: &dyn Vfs, path: &Path, s: &State, store_id: StoreId, epoch: u64, last_record: u32, turn_wait: Option<std::time::Duration>) -> Result<()> {
+    origin_engine::snapshot::write_file_within(vfs, path, &encode(s, store_id, epoch, last_record), turn_wait).map_err(|e| Error::io(e.op, e.path, e.source))
 }
 
 /// Reads a snapshot; anything wrong with it (including failing to read it) means rebuild.

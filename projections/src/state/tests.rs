@@ -1056,14 +1056,14 @@ fn snapshot_of_another_store_or_ahead_of_the_journal_is_rebuilt() {
     let oj = sim_journal(&other);
     // (Written as the save writes it; `save_snapshot` itself reads the last record from the
     // journal given, which this one does not hold.)
-    snapshot::save(&fs, &snap_path(), &s, oj.store_id(), oj.epoch(), 0).unwrap();
+    snapshot::save(&fs, &snap_path(), &s, oj.store_id(), oj.epoch(), 0, None).unwrap();
     let (rebuilt, opened) = reopen(&fs, &j);
     assert!(matches!(opened.snapshot, SnapshotUse::Rejected { .. }));
     assert_eq!(rebuilt.digest(), s.digest());
     // Ahead of the journal (the journal was restored from an older copy).
     let mut ahead = s.clone();
     ahead.apply(j.next_offset() + 5, &remember("ent_future", 1, &[]));
-    snapshot::save(&fs, &snap_path(), &ahead, j.store_id(), j.epoch(), 0).unwrap();
+    snapshot::save(&fs, &snap_path(), &ahead, j.store_id(), j.epoch(), 0, None).unwrap();
     let (rebuilt, opened) = reopen(&fs, &j);
     assert!(matches!(opened.snapshot, SnapshotUse::Rejected { .. }), "{:?}", opened.snapshot);
     assert_eq!(rebuilt.digest(), s.digest());

@@ -1296,6 +1296,15 @@ impl Archive {
         self.sync()
     }
 
+    /// Catches up before a write planned from what the store holds (`forget`, `restore`): where
+    /// the journal's lock is held by another past the wait, the write fails, recording nothing
+    /// ([`write_error`]), rather than plan from a view that may lack what another process wrote
+    /// (and answer that an id it wrote is unknown).
+    fn sync_for_write(&self) -> Result<(), ToolError> {
+        self.journal.refresh().map_err(write_error)?;
+        self.sync()
+    }
+
     /// Always ingests, then catches up (before writes, so a line just said can be cited).
     fn fresh_for_write(&self) -> Result<(), ToolError> {
         self.freshness.before_write().map_err(write_error)?;
@@ -1905,7 +1914,7 @@ impl Archive {
         if !(1..=2000).contains(&n) {
             return Err(ToolError::invalid("reason", format!("must be 1 to 2,000 characters, not {n}")));
         }
-        self.sync()?;
+        self.sync_for_write()?;
         let body = {
             let inner = guard(&self.inner);
             let known = if is_entry_id(id) {
@@ -1969,7 +1978,7 @@ impl Archive {
         if !is_tombstone_id(tombstone) {
             return Err(ToolError::invalid("tombstone", format!("must be a tombstone id (tmb_ and 12 to 32 hex characters), not {tombstone:?}")));
         }
-        self.sync()?;
+        self.sync_for_write()?;
         let lifted = match guard(&self.inner).state.tombstone(tombstone) {
             None => return Err(ToolError::new(format!("Unknown tombstone {tombstone}."))),
             Some(t) => t.restored.map(|r| json!({ "author": r.author, "time": self.time(r.time_unix_ms) })),
