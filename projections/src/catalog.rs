@@ -407,6 +407,38 @@ fn lock(dir: &Folder, wait: bool) -> Result<Option<WriterLock>, CatalogError> {
     Ok(held.map(|g| WriterLock(Mutex::new(g))))
 }
 
+/// Takes the writer's lock of `dir`, waiting for it as long as `wait` says (`None`: as long as
+/// another holds it): `None` if another still held it when the wait ran out. Tried every 5 ms
+/// (a blocking `flock` cannot be given up).
+fn lock_waiting(dir: &Folder, wait: Option<std::time::Duration>) -> Result<Option<WriterLock>, CatalogError> {
+    let Some(wait) = wait else { return lock(dir, true) };
+    let until = std::time::Instant::now() + wait;
+    loop {
+        if let Some(held) = lock(dir, false)? {
+            return Ok(Some(held));
+        }
+        if std::time::Instant::now() >= until {
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A lock of `dir` another process held past `wait` ([`lock_waiting`]), as an error.
+fn held_past(dir: &Folder, wait: std::time::Duration) -> CatalogError {
+    let path = dir.join(LOCK_FILE);
+    let why = format!("another process has held it for {:.0} s ({})", wait.as_secs_f64(), origin_engine::vfs::lock_holders(&path, false));
+    CatalogError::Io { op: "lock", path, source: std::io::Error::new(std::io::ErrorKind::WouldBlock, why) }
+}
+
+/// What a repair holds while it looks again at what it found damaged ([`Catalog::repair_lock`]).
+enum RepairLock {
+    /// The lock (or none, where a shared one cannot be taken).
+    Held(#[allow(dead_code)] Option<Box<dyn Send>>),
+    /// Another process held it past the journal's wait: a later call repairs.
+    Busy,
+}
+
 impl Catalog {
     /// A catalog of `index`, in `dir` if any, fed up to `read_to`, with the default commit
     /// budget and no entries yet.
@@ -564,7 +596,11 @@ impl Catalog {
 
     fn start_over_in(dir: &Folder, journal: &Journal) -> Result<Catalog, CatalogError> {
         dir.create()?;
-        let _lock = lock(dir, true)?;
+        // As long as the journal's lock is waited for (a server's is bounded).
+        let _lock = match lock_waiting(dir, journal.lock_wait())? {
+            Some(held) => held,
+            None => return Err(held_past(dir, journal.lock_wait().unwrap_or_default())),
+        };
         let index = Catalog::clear(dir, journal)?;
         Ok(Catalog::with(Some(dir.clone()), index, 0))
     }
@@ -670,7 +706,9 @@ impl Catalog {
     /// writer's lock, waiting for it) and starts it over, to be fed again from the journal's
     /// start; the entries' index is kept. Returns what was found, or `None` if nothing was,
     /// or if a commit or merge of this catalog is under way (it holds the lock; the next call
-    /// repairs). [`Catalog::catch_up`] calls it first.
+    /// repairs), or if another process held the lock for all the time `journal` waits for its
+    /// own ([`Journal::lock_wait`]: a server's is bounded; the next call repairs).
+    /// [`Catalog::catch_up`] calls it first.
     pub fn repair(&mut self, journal: &Journal) -> Result<Option<String>, CatalogError> {
         let Some(damage) = self.index.damage() else { return Ok(None) };
         let Some(dir) = self.dir.clone() else { return Err(damage.into()) };
@@ -678,7 +716,7 @@ impl Catalog {
             return Ok(None);
         }
         let damaged = self.index.damaged_segments();
-        let _lock = self.repair_lock(&dir)?;
+        let RepairLock::Held(_lock) = self.repair_lock(&dir, journal.lock_wait())? else { return Ok(None) };
         // Another process that found the same damage may have repaired it first: its
         // manifest then no longer lists the damaged segments, and what it wrote since is
         // taken as it is (deleting it would make every process start over again).
@@ -699,12 +737,25 @@ impl Catalog {
     /// waiting for it; for a catalog that may not write, the lock shared, waiting for a writer
     /// (another process's repair) to finish, so that what that writer wrote is read rather than
     /// the index given up for one in memory (a reader of a live store, another user's or a
-    /// read-only mount of it). A shared lock that cannot be taken is gone without.
-    fn repair_lock(&self, dir: &Folder) -> Result<Option<Box<dyn Send>>, CatalogError> {
+    /// read-only mount of it). A shared lock that cannot be taken is gone without. Waited for
+    /// at most `wait` (`None`: as long as it is held).
+    fn repair_lock(&self, dir: &Folder, wait: Option<std::time::Duration>) -> Result<RepairLock, CatalogError> {
+        let path = dir.join(LOCK_FILE);
         if self.read_only.is_some() {
-            return Ok(dir.vfs().lock(&dir.join(LOCK_FILE), origin_engine::vfs::LockMode::Shared).ok().map(|l| Box::new(l) as Box<dyn Send>));
+            let Some(wait) = wait else {
+                return Ok(RepairLock::Held(dir.vfs().lock(&path, origin_engine::vfs::LockMode::Shared).ok().map(|l| Box::new(l) as Box<dyn Send>)));
+            };
+            let Ok(file) = dir.vfs().open_lock(&path) else { return Ok(RepairLock::Held(None)) };
+            return Ok(match file.lock_within(origin_engine::vfs::LockMode::Shared, wait) {
+                Ok(true) => RepairLock::Held(Some(Box::new(file))),
+                Ok(false) => RepairLock::Busy,
+                Err(_) => RepairLock::Held(None),
+            });
         }
-        Ok(lock(dir, true)?.map(|l| Box::new(l) as Box<dyn Send>))
+        Ok(match lock_waiting(dir, wait)? {
+            Some(held) => RepairLock::Held(Some(Box::new(held))),
+            None => RepairLock::Busy,
+        })
     }
 
     /// True while a commit or merge of this catalog is under way (it holds the writer's lock).
@@ -757,8 +808,9 @@ impl Catalog {
     /// fed from the journal's start, as an open that finds it so does: returns why, or `None`.
     /// Under the writer's lock (waiting for it), and after reading the manifest once more:
     /// another process that found the damage may have repaired it first, and what it wrote is
-    /// taken. Not while a commit or merge of this catalog is under way (which holds the lock):
-    /// the error is returned, and a later call repairs.
+    /// taken. Not while a commit or merge of this catalog is under way (which holds the lock),
+    /// nor when another process held the lock for all the time `journal` waits for its own
+    /// ([`Journal::lock_wait`]): the error is returned, and a later call repairs.
     pub fn refresh_repairing(&mut self, journal: &Journal) -> Result<Option<String>, CatalogError> {
         let damage = match self.refresh() {
             Err(CatalogError::Index(e)) if e.is_corruption() => e,
@@ -768,7 +820,7 @@ impl Catalog {
         if self.writing() {
             return Err(damage.into());
         }
-        let _lock = self.repair_lock(&dir)?;
+        let RepairLock::Held(_lock) = self.repair_lock(&dir, journal.lock_wait())? else { return Err(damage.into()) };
         let damage = match self.refresh() {
             Err(CatalogError::Index(e)) if e.is_corruption() => e,
             other => return other.map(|_| None),
@@ -2118,6 +2170,55 @@ mod tests {
         b.catch_up(&j).unwrap();
         assert_eq!(keys(&b, "workflow", Scope::Event), ["claude-code:e1"]);
         assert_eq!(segment_files(&idx), written, "nothing the first wrote was deleted");
+    }
+
+    /// Where the journal's waits for its lock are bounded (a server's), a repair whose
+    /// index writer's lock another process holds past that wait repairs nothing, and a later
+    /// one does; a start-over (an open's rebuild) fails, saying who holds it.
+    #[test]
+    fn catalog_repair_waits_for_the_writers_lock_as_the_journal_waits_for_its_own() {
+        let (_dir, j, idx, c) = committed_store_of_one_event();
+        drop(c);
+        let [seg] = &segment_files(&idx)[..] else { panic!("one segment") };
+        let mut bytes = fs::read(seg).unwrap();
+        bytes[40] ^= 0x01;
+        fs::write(seg, &bytes).unwrap();
+        let (mut a, _) = Catalog::open(&idx, &j).unwrap();
+        assert!(a.index().verify().is_err());
+        let wait = std::time::Duration::from_millis(300);
+        j.set_lock_wait(Some(wait));
+        let held = origin_engine::vfs::Vfs::lock(&origin_engine::vfs::OsFs, &idx.join(LOCK_FILE), origin_engine::vfs::LockMode::Exclusive).unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(a.repair(&j).unwrap(), None, "not repaired while held");
+        // The journal's wait (300 ms), not another's.
+        assert!(started.elapsed() >= wait && started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(a.index().damage().is_some() && segment_files(&idx).len() == 1, "nothing deleted");
+        let started = std::time::Instant::now();
+        let e = Catalog::start_over(&idx, &j).err().expect("held past the wait");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(e.to_string().contains("another process has held it for 0 s ("), "{e}");
+        drop(held);
+        assert!(a.repair(&j).unwrap().expect("repaired").contains("body CRC"));
+        a.catch_up(&j).unwrap();
+        assert_eq!(keys(&a, "workflow", Scope::Event), ["claude-code:e1"]);
+        // Damage another process's reload finds (a damaged manifest): the same.
+        assert_eq!(a.commit().unwrap(), Committed::Written);
+        let (mut b, _) = Catalog::open(&idx, &j).unwrap();
+        append(&j, &ingested(vec![event(2, EventKind::Message, "release workflow two")]));
+        a.catch_up(&j).unwrap();
+        assert_eq!(a.commit().unwrap(), Committed::Written);
+        let manifest = idx.join(crate::index::MANIFEST_FILE_NAME);
+        let mut bytes = fs::read(&manifest).unwrap();
+        bytes[0] ^= 0x55;
+        fs::write(&manifest, &bytes).unwrap();
+        let held = origin_engine::vfs::Vfs::lock(&origin_engine::vfs::OsFs, &idx.join(LOCK_FILE), origin_engine::vfs::LockMode::Exclusive).unwrap();
+        let started = std::time::Instant::now();
+        assert!(b.refresh_repairing(&j).is_err(), "not repaired while held");
+        assert!(started.elapsed() >= wait && started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+        drop(held);
+        assert!(b.refresh_repairing(&j).unwrap().is_some(), "repaired");
+        b.catch_up(&j).unwrap();
+        assert_eq!(keys(&b, "workflow", Scope::Event).len(), 2);
     }
 
     #[test]
