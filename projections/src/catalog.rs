@@ -2112,6 +2112,15 @@ mod tests {
         fs::write(&seg, &bytes).unwrap();
         let (mut reader, _) = Catalog::open(&idx, &j).unwrap();
         assert!(reader.index().verify().is_err_and(|e| e.to_string().contains("body CRC")));
+        // Its waits bounded (a server's), while a writer holds the index's lock past them: the
+        // reader repairs nothing now, and waits no longer.
+        j.set_lock_wait(Some(std::time::Duration::from_millis(300)));
+        let held = OsFs.lock(&idx.join(LOCK_FILE), origin_engine::vfs::LockMode::Exclusive).unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(reader.repair(&j).unwrap(), None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(reader.index().damage().is_some(), "not repaired while held");
+        drop(held);
         let writer_journal = Journal::open(dir.path().join("journal"), Options::default()).unwrap();
         let (mut writer, _) = Catalog::open(&idx, &writer_journal).unwrap();
         assert!(writer.index().verify().is_err());
