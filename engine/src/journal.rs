@@ -622,15 +622,9 @@ impl Journal {
         let lock_path = dir.join(LOCK_FILE_NAME);
         let mode = if rw { LockMode::Exclusive } else { LockMode::Shared };
         let refused = |e: io::Error| if rw { Error::io("lock", &lock_path, e) } else { reader_lock_refused(&*vfs, dir, e) };
-        let _lock: Box<dyn Send> = match opts.open_lock_wait {
-            None => Box::new(vfs.lock(&lock_path, mode).map_err(refused)?),
-            Some(wait) => {
-                let lock = vfs.open_lock(&lock_path).map_err(refused)?;
-                if !lock.lock_within(mode, wait).map_err(refused)? {
-                    return Err(Error::Busy { path: lock_path.clone(), waited: wait, holders: crate::vfs::lock_holders(&lock_path, false) });
-                }
-                Box::new(lock)
-            }
+        let Some(_lock) = crate::vfs::lock_within(&*vfs, &lock_path, mode, opts.open_lock_wait).map_err(refused)? else {
+            let waited = opts.open_lock_wait.unwrap_or_default();
+            return Err(Error::Busy { path: lock_path.clone(), waited, holders: crate::vfs::lock_holders(&lock_path, false) });
         };
         let mut report = OpenReport::default();
 

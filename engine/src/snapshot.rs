@@ -221,23 +221,13 @@ pub fn write_file_within(vfs: &dyn Vfs, path: &Path, bytes: &[u8], wait: Option<
         vfs.create_dir_all(dir).map_err(err("create directory", dir))?;
     }
     let lock = beside(path, ".lock");
-    let until = std::time::Instant::now() + wait.unwrap_or_default();
-    let _turn = loop {
-        let Some(wait) = wait else {
-            break vfs.lock(&lock, crate::vfs::LockMode::Exclusive).map_err(err("lock", &lock))?;
-        };
-        if let Some(turn) = vfs.try_lock(&lock).map_err(err("lock", &lock))? {
-            break turn;
-        }
-        if std::time::Instant::now() >= until {
-            let why = format!(
-                "another process has held it for {} s, saving a snapshot or stopped while it did ({}); this one is not saved now",
-                wait.as_secs_f64(),
-                crate::vfs::lock_holders(&lock, false)
-            );
-            return Err(WriteError { op: "lock", path: lock, source: io::Error::new(io::ErrorKind::WouldBlock, why) });
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    let Some(_turn) = crate::vfs::lock_within(vfs, &lock, crate::vfs::LockMode::Exclusive, wait).map_err(err("lock", &lock))? else {
+        let why = format!(
+            "another process has held it for {} s, saving a snapshot or stopped while it did ({}); this one is not saved now",
+            wait.unwrap_or_default().as_secs_f64(),
+            crate::vfs::lock_holders(&lock, false)
+        );
+        return Err(WriteError { op: "lock", path: lock, source: io::Error::new(io::ErrorKind::WouldBlock, why) });
     };
     let tmp = beside(path, ".tmp");
     let written = (|| {

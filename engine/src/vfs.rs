@@ -272,6 +272,16 @@ fn lock_saying_wait(opened: &LockOpened, mode: LockMode, path: &Path) -> io::Res
     got
 }
 
+/// A lock on `path` in `mode`, taken through `vfs` as [`Vfs::lock`] takes it: waiting as long
+/// as another holds it (`wait` `None`, saying who after 3 s), or at most `wait`, tried every
+/// 5 ms ([`LockFile::lock_within`]): `Ok(None)` if another still held it then. Dropping the
+/// guard lets the lock go.
+pub fn lock_within(vfs: &dyn Vfs, path: &Path, mode: LockMode, wait: Option<std::time::Duration>) -> io::Result<Option<Box<dyn Send>>> {
+    let Some(wait) = wait else { return Ok(Some(Box::new(vfs.lock(path, mode)?))) };
+    let file = vfs.open_lock(path)?;
+    Ok(file.lock_within(mode, wait)?.then(|| Box::new(file) as Box<dyn Send>))
+}
+
 /// How often a lock waited for within a time ([`lock_polling`]) is tried.
 const LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 

@@ -558,21 +558,9 @@ impl Ingester {
         // user's, left by a run under `sudo`) for reading: the lock is the file's all the same.
         let vfs = self.journal.vfs();
         let refused = |source| IngestError::Lock { path: self.lock_path.clone(), source };
-        let lock = match wait {
-            None => vfs.lock(&self.lock_path, origin_engine::vfs::LockMode::Exclusive).map_err(refused)?,
-            Some(wait) => {
-                let until = std::time::Instant::now() + wait;
-                loop {
-                    if let Some(lock) = vfs.try_lock(&self.lock_path).map_err(refused)? {
-                        break lock;
-                    }
-                    if std::time::Instant::now() >= until {
-                        let holders = origin_engine::vfs::lock_holders(&self.lock_path, false);
-                        return Err(IngestError::Busy { path: self.lock_path.clone(), waited: wait, holders });
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-            }
+        let Some(lock) = origin_engine::vfs::lock_within(&**vfs, &self.lock_path, origin_engine::vfs::LockMode::Exclusive, wait).map_err(refused)? else {
+            let holders = origin_engine::vfs::lock_holders(&self.lock_path, false);
+            return Err(IngestError::Busy { path: self.lock_path.clone(), waited: wait.unwrap_or_default(), holders });
         };
         self.journal.refresh()?;
         let mut cursors = self.caught_up()?;

@@ -27,7 +27,6 @@ use std::sync::{Arc, Mutex, Weak};
 use origin_engine::record::{Body, EntryVersion, Event, EventKind, RecordKind};
 use origin_engine::segment::StoreId;
 use origin_engine::Journal;
-use origin_engine::vfs::LockGuard;
 
 use crate::State;
 use crate::ahead::{ReadRecord, Runs, read_records, searchable_texts};
@@ -394,7 +393,7 @@ fn of_another_copy(index: &Index, journal: &Journal) -> Result<Option<String>, C
 }
 
 /// The writer's lock of an index folder, held (released when dropped).
-pub(crate) struct WriterLock(#[allow(dead_code)] Mutex<Box<dyn LockGuard>>);
+pub(crate) struct WriterLock(#[allow(dead_code)] Mutex<Box<dyn Send>>);
 
 /// Takes the writer's lock of `dir`: waiting for it, or (`wait` false) only if it is free.
 fn lock(dir: &Folder, wait: bool) -> Result<Option<WriterLock>, CatalogError> {
@@ -404,24 +403,16 @@ fn lock(dir: &Folder, wait: bool) -> Result<Option<WriterLock>, CatalogError> {
     } else {
         dir.vfs().try_lock(&path).map_err(io("lock", &path))?
     };
-    Ok(held.map(|g| WriterLock(Mutex::new(g))))
+    Ok(held.map(|g| WriterLock(Mutex::new(Box::new(g)))))
 }
 
 /// Takes the writer's lock of `dir`, waiting for it as long as `wait` says (`None`: as long as
-/// another holds it): `None` if another still held it when the wait ran out. Tried every 5 ms
-/// (a blocking `flock` cannot be given up).
+/// another holds it): `None` if another still held it when the wait ran out
+/// ([`origin_engine::vfs::lock_within`]).
 fn lock_waiting(dir: &Folder, wait: Option<std::time::Duration>) -> Result<Option<WriterLock>, CatalogError> {
-    let Some(wait) = wait else { return lock(dir, true) };
-    let until = std::time::Instant::now() + wait;
-    loop {
-        if let Some(held) = lock(dir, false)? {
-            return Ok(Some(held));
-        }
-        if std::time::Instant::now() >= until {
-            return Ok(None);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let path = dir.join(LOCK_FILE);
+    let held = origin_engine::vfs::lock_within(dir.vfs(), &path, origin_engine::vfs::LockMode::Exclusive, wait).map_err(io("lock", &path))?;
+    Ok(held.map(|g| WriterLock(Mutex::new(g))))
 }
 
 /// A lock of `dir` another process held past `wait` ([`lock_waiting`]), as an error.
@@ -740,15 +731,11 @@ impl Catalog {
     /// read-only mount of it). A shared lock that cannot be taken is gone without. Waited for
     /// at most `wait` (`None`: as long as it is held).
     fn repair_lock(&self, dir: &Folder, wait: Option<std::time::Duration>) -> Result<RepairLock, CatalogError> {
-        let path = dir.join(LOCK_FILE);
         if self.read_only.is_some() {
-            let Some(wait) = wait else {
-                return Ok(RepairLock::Held(dir.vfs().lock(&path, origin_engine::vfs::LockMode::Shared).ok().map(|l| Box::new(l) as Box<dyn Send>)));
-            };
-            let Ok(file) = dir.vfs().open_lock(&path) else { return Ok(RepairLock::Held(None)) };
-            return Ok(match file.lock_within(origin_engine::vfs::LockMode::Shared, wait) {
-                Ok(true) => RepairLock::Held(Some(Box::new(file))),
-                Ok(false) => RepairLock::Busy,
+            let path = dir.join(LOCK_FILE);
+            return Ok(match origin_engine::vfs::lock_within(dir.vfs(), &path, origin_engine::vfs::LockMode::Shared, wait) {
+                Ok(Some(held)) => RepairLock::Held(Some(held)),
+                Ok(None) => RepairLock::Busy,
                 Err(_) => RepairLock::Held(None),
             });
         }
@@ -2133,6 +2120,15 @@ mod tests {
         assert_eq!(keys(&reader, "release", Scope::Event).len(), 4);
     }
 
+    /// Flips a bit in the body of the index's one segment (its check finds it): the segment.
+    fn damage_the_one_segment(idx: &Path) -> PathBuf {
+        let [seg] = &segment_files(idx)[..] else { panic!("one segment") };
+        let mut bytes = fs::read(seg).unwrap();
+        bytes[40] ^= 0x01;
+        fs::write(seg, &bytes).unwrap();
+        seg.clone()
+    }
+
     /// The segment files of an index directory, sorted.
     fn segment_files(idx: &Path) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = fs::read_dir(idx).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "segment")).collect();
@@ -2147,10 +2143,7 @@ mod tests {
     fn catalog_damage_several_processes_find_is_repaired_once() {
         let (_dir, j, idx, c) = committed_store_of_one_event();
         drop(c);
-        let [seg] = &segment_files(&idx)[..] else { panic!("one segment") };
-        let mut bytes = fs::read(seg).unwrap();
-        bytes[40] ^= 0x01;
-        fs::write(seg, &bytes).unwrap();
+        let seg = &damage_the_one_segment(&idx);
         let (mut a, _) = Catalog::open(&idx, &j).unwrap();
         let (mut b, _) = Catalog::open(&idx, &j).unwrap();
         let (mut c, _) = Catalog::open(&idx, &j).unwrap();
@@ -2188,10 +2181,7 @@ mod tests {
     fn catalog_repair_waits_for_the_writers_lock_as_the_journal_waits_for_its_own() {
         let (_dir, j, idx, c) = committed_store_of_one_event();
         drop(c);
-        let [seg] = &segment_files(&idx)[..] else { panic!("one segment") };
-        let mut bytes = fs::read(seg).unwrap();
-        bytes[40] ^= 0x01;
-        fs::write(seg, &bytes).unwrap();
+        damage_the_one_segment(&idx);
         let (mut a, _) = Catalog::open(&idx, &j).unwrap();
         assert!(a.index().verify().is_err());
         let wait = std::time::Duration::from_millis(300);
