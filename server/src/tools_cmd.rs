@@ -25,10 +25,10 @@ pub struct SearchCmd {
     #[arg(long)]
     pub kind: Option<String>,
     /// 30m, 24h, 7d, 2w, a date, or ISO 8601.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub since: Option<String>,
     /// 30m, 24h, 7d, 2w, a date, or ISO 8601.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub until: Option<String>,
     /// claude-code, codex, cursor, zcode or grok.
     #[arg(long)]
@@ -53,10 +53,10 @@ pub struct SearchCmd {
 #[derive(Debug, Args)]
 pub struct TimelineCmd {
     /// Sessions active since (default 7d).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub since: Option<String>,
     /// Sessions started before.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub until: Option<String>,
     /// claude-code, codex, cursor, zcode or grok.
     #[arg(long)]
@@ -111,10 +111,10 @@ pub struct RememberCmd {
     #[arg(long)]
     pub project: Option<String>,
     /// When it starts to hold.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub valid_from: Option<String>,
     /// When it stops holding.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub valid_to: Option<String>,
     /// Print JSON.
     #[arg(long)]
@@ -143,10 +143,10 @@ pub struct CorrectCmd {
     #[arg(long, allow_negative_numbers = true)]
     pub confidence: Option<f64>,
     /// New validity start.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub valid_from: Option<String>,
     /// New validity end.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub valid_to: Option<String>,
     /// Print JSON.
     #[arg(long)]

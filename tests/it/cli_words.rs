@@ -68,6 +68,15 @@ fn a_refused_argument_is_named_by_its_flag() {
     let range = said(&["search", "x", "--since", "2026-10-02", "--until", "2026-10-01"]);
     assert!(range.starts_with("origin: `--until` (2026-10-01") && range.contains("is before `--since` (2026-10-02"), "{range}");
     assert_eq!(said(&["search", ",.;"]), "origin: `QUERY` has no word to search for (only spaces or punctuation)\n");
+    // A time that begins with `-` is taken as the value it is (clap took `-3d` for a flag and
+    // said "unexpected argument"), and a signed duration is said to be written unsigned.
+    let signed = |flag: &str, value: &str, unsigned: &str| {
+        format!("origin: `{flag}` \"{value}\": a duration counts back from now, unsigned; write \"{unsigned}\" (a time after now is a date or ISO 8601)\n")
+    };
+    assert_eq!(said(&["timeline", "--since", "-3d"]), signed("--since", "-3d", "3d"));
+    assert_eq!(said(&["search", "x", "--until", "-12h"]), signed("--until", "-12h", "12h"));
+    assert_eq!(said(&["remember", "x", "--quote", "y", "--valid-to", "-1w"]), signed("--valid-to", "-1w", "1w"));
+    assert!(said(&["search", "x", "--since", "-2026-10-20"]).starts_with("origin: `--since` \"-2026-10-20\" is not a time"));
 }
 
 /// Ingest says where the malformed lines it skipped are (file and line, and why), and what it

@@ -67,6 +67,11 @@ fn parse_time_probing(value: &str, now: &Zoned, up: bool, probe_range: bool) -> 
     }
     if let Some(unit) = v.chars().last().filter(|c| matches!(c, 'm' | 'h' | 'd' | 'w')) {
         let digits = &v[..v.len() - 1];
+        // `-3d` (or `+3d`): a duration already counts back from now; its sign is said, not
+        // taken for a time that is none.
+        if let Some(unsigned) = digits.strip_prefix(['-', '+']).filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) {
+            return Err(format!("{v:?}: a duration counts back from now, unsigned; write {:?} (a time after now is a date or ISO 8601)", format!("{unsigned}{unit}")));
+        }
         if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
             let n: i64 = digits.parse().map_err(|_| format!("{v:?} is too large"))?;
             let ms_per = match unit {
@@ -228,7 +233,14 @@ mod tests {
         assert_eq!(parse_time_arg("2026-10-20T09:00:00", &now), Ok("2026-10-20T01:00:00Z".parse::<Timestamp>().expect("ts").as_millisecond()));
         assert!(parse_time_arg("", &now).is_err_and(|e| e.starts_with("is empty")));
         assert!(parse_time_arg("99999999999999w", &now).is_err_and(|e| e.contains("reaches back more than 100 years")));
-        for bad in ["yesterday", "7x", "m", "-3d", "2026-13-01", "2026-13", "2026-1", "2026-02-30", "2026-02-29", "2026-10-20T25:00:00Z", "2026-00", "1792487550", "+2026-10-20", "-2026-10-20T09:00:00Z"] {
+        for (signed, unsigned) in [("-3d", "3d"), ("+30m", "30m"), (" -2w ", "2w")] {
+            assert_eq!(
+                parse_time_arg(signed, &now),
+                Err(format!("{:?}: a duration counts back from now, unsigned; write {unsigned:?} (a time after now is a date or ISO 8601)", signed.trim())),
+                "{signed:?}"
+            );
+        }
+        for bad in ["yesterday", "7x", "m", "-d", "--3d", "-3x", "2026-13-01", "2026-13", "2026-1", "2026-02-30", "2026-02-29", "2026-10-20T25:00:00Z", "2026-00", "1792487550", "+2026-10-20", "-2026-10-20T09:00:00Z"] {
             assert_eq!(parse_time_arg(bad, &now), Err(format!("{bad:?} is not a time; use 30m, 24h, 7d, 2w, a date like 2026-10-20 (or a month, 2026-10), or ISO 8601")), "{bad:?}");
         }
         // A month is its first day's local midnight; so are a week date and an ordinal date.
