@@ -63,9 +63,13 @@ pub fn snippet_of(text: &str, form: TextForm, query: &Query) -> String {
     let mut out = String::new();
     let mut n = 0usize;
     // Only where something was left out: white space before the window is not text.
+    // Whether the last thing shown is that `…` (white space after it is not shown; after a
+    // `…` of the text's own, it is).
+    let mut after_cut = false;
     if !text[..start].trim_start().is_empty() {
         out.push('…');
         n += 1;
+        after_cut = true;
     }
     let mut mi = 0;
     let mut emitted_mark = false;
@@ -94,7 +98,7 @@ pub fn snippet_of(text: &str, form: TextForm, query: &Query) -> String {
                 let stop = next_mark.map_or(content_end, |m| m.0.min(content_end));
                 let Some(g) = pieces(&text[i..stop]).next() else { break };
                 if g.chars().all(char::is_whitespace) {
-                    pending_space = n > 0 && !out.ends_with('…');
+                    pending_space = n > 0 && !after_cut;
                     i += g.len();
                     continue;
                 }
@@ -133,6 +137,7 @@ pub fn snippet_of(text: &str, form: TextForm, query: &Query) -> String {
         }
         out.push_str(&piece);
         n += piece_chars;
+        after_cut = false;
         emitted_mark |= is_mark;
         i = next;
     }
@@ -353,6 +358,8 @@ mod tests {
             snip("Set up the release workflow: tag from master, publish with provenance.", "release workflow"),
             "Set up the [release] [workflow]: tag from master, publish with provenance."
         );
+        // A camelCase word's parts, and two of them joined, are bracketed where they are.
+        assert_eq!(snip("let c = new GitHubClient(token);", "github client"), "let c = new [GitHub][Client](token);");
     }
 
     /// White space before the text is not text left out: no `…` for it.
@@ -362,6 +369,17 @@ mod tests {
         assert_eq!(snip("\n\thello world", "zebra"), "hello world");
         let long = format!("\n{} the match", "word ".repeat(100));
         assert!(snip(&long, "match").starts_with('…'), "cut text is still marked");
+    }
+
+    /// A `…` of the text's own keeps the space after it (the one marking a cut does not: there
+    /// the space is where the cut is).
+    #[test]
+    fn index_snippet_keeps_the_space_after_the_texts_own_ellipsis() {
+        assert_eq!(snip("wait… what", "what"), "wait… [what]");
+        assert_eq!(snip("x … y … z … target … end", "target"), "x … y … z … [target] … end");
+        let long = format!("{} … the match … end", "word ".repeat(100));
+        let s = snip(&long, "match");
+        assert!(s.starts_with("…word") && s.ends_with("word … the [match] … end"), "{s}");
     }
 
     /// A stop word of the query is bracketed in a full match, not in a partial one (whose score
