@@ -790,6 +790,14 @@ mod tests {
             // A file open to write whose lock fails says its own error.
             let own = LockOpened { file: no_lock(), refused: None };
             assert_eq!(code(own.lock(LockMode::Exclusive)), Some(libc::EBADF));
+            // A bounded wait says a try the file system failed at once, in either mode: it is
+            // not taken for a holder and waited on until the bound.
+            for mode in [LockMode::Exclusive, LockMode::Shared] {
+                let began = std::time::Instant::now();
+                let polled = lock_polling(&own, mode, &path, std::time::Duration::from_secs(30));
+                assert_eq!(polled.err().and_then(|e| e.raw_os_error()), Some(libc::EBADF), "{mode:?}");
+                assert!(began.elapsed() < std::time::Duration::from_secs(5), "{mode:?}: said after {:?}", began.elapsed());
+            }
         }
     }
 
