@@ -88,7 +88,9 @@ pub fn copy_tree(from: &Path, to: &Path, link: bool) {
 /// What `origin mcp` does once the store is idle: the merges the policy calls for an idle
 /// index (its segments settle into one), on the store in `dir`. The time is the merges'.
 pub fn settle(dir: &Path) -> Build {
-    let journal = Journal::open(dir.join("journal"), Options { access: origin_engine::Access::ReadOnly, ..Options::default() }).expect("journal");
+    // Opened to write, as a server's store is: a catalog over a journal opened to read only
+    // is one of a store that cannot be written, which merges nothing.
+    let journal = Journal::open(dir.join("journal"), Options::default()).expect("journal");
     let (mut catalog, _) = Catalog::open(&dir.join("index"), &journal).expect("catalog");
     catalog.catch_up(&journal).expect("catch up");
     let before = catalog.index().segments().len();
