@@ -55,8 +55,9 @@ const IDENTITY_SIZE_BYTES_UNNAMED_KINDS: usize = 40;
 /// The layout of an index directory: 2 since entries left it for their own index (a directory
 /// of layout 1 also holds entry versions, and is rebuilt).
 const LAYOUT_VERSION: u16 = 2;
-/// The tokenizer's rules the index's terms were cut by (FORMAT.md lists each version): 7 since
-/// only the line break's escape (`\n`) gives a word without its letter; 6: a word glued to any
+/// The tokenizer's rules the index's terms were cut by (FORMAT.md lists each version): 8 since
+/// a camelCase word also gives each two neighbouring parts joined, and a zero width joiner
+/// in a letter's cluster folds away; 7: only the line break's escape (`\n`) gives a word without its letter; 6: a word glued to any
 /// string escape's letters outside the JSON form also gave the word without them; 5: Han and kana runs join across a lone carriage return, U+2028 or U+0085 and with any
 /// white space beside the break, not across a page or paragraph break; 4: terminal colour
 /// sequences are white space, the soft hyphen and the bidirectional marks fold away, a
@@ -66,7 +67,7 @@ const LAYOUT_VERSION: u16 = 2;
 /// away, stems are of words without their accents; 1: variation selectors and the final sigma
 /// fold away, Han and kana join across a line break; 0 before. An index of an older version is
 /// rebuilt.
-const TOKENS_VERSION: u16 = 7;
+const TOKENS_VERSION: u16 = 8;
 /// Records after an index's newest document that its open reads, at most, to see that none
 /// below its mark holds a searchable event ([`of_another_copy`]): the check is for a journal
 /// restored from a backup, and bounds the open's work when many records without events

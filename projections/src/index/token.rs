@@ -15,7 +15,8 @@
 //!    selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) are dropped, U+2019 (’) becomes `'`, the
 //!    final sigma `ς` becomes `σ`, `ß` and `ẞ` become `ss` and `İ` becomes `i`; the zero width
 //!    space, the word joiner, the zero width no-break space and the soft hyphen (U+200B,
-//!    U+2060, U+FEFF, U+00AD), and the marks and controls of bidirectional text (U+200E,
+//!    U+2060, U+FEFF, U+00AD), the zero width joiner (U+200D) in a cluster that begins with a
+//!    letter or digit (not in an emoji's, whose sequence it makes), and the marks and controls of bidirectional text (U+200E,
 //!    U+200F, U+061C, U+202A–U+202E, U+2066–U+2069) are dropped; the marks writers of Arabic and Hebrew mostly leave out (harakat, tatweel, vowel
 //!    points, cantillation) are dropped, and Arabic and Persian letters that stand for one
 //!    another are one (`أ إ آ` as `ا`, `ى ی` as `ي`, `ک` as `ك`). Folding per cluster keeps a
@@ -46,10 +47,12 @@
 //!    upper-case letter that follows a lower-case letter or a digit, and at the last of a run of
 //!    upper-case letters followed by a lower-case one (`HTTP|Server`) unless that is an `s`
 //!    no lower-case letter follows (`APIs`, `URLs|To|Fetch`: plurals); parts of one character
-//!    are left out, a part is given once per word, and at most [`PARTS_MAX`] are given, from
-//!    the word's first [`TERM_SIZE_BYTES_MAX`] bytes. So `query` finds `parseQuery` and `http
-//!    server` finds `HTTPServer`, where the whole word alone was one term; the word itself is
-//!    still a term, so `parsequery` finds it too. A query's own parts are not clauses (its
+//!    are left out; then each two neighbouring parts joined (of one character too), unless
+//!    that is the whole word (`OAuthToken` gives `auth`, `token`, `oauth`, `authtoken`); a
+//!    part is given once per word, and at most [`PARTS_MAX`] are given, from the word's first
+//!    [`TERM_SIZE_BYTES_MAX`] bytes. So `query` finds `parseQuery`, `http server` finds
+//!    `HTTPServer` and `github` finds `GitHubClient`, where the whole word alone was one term;
+//!    the word itself is still a term, so `parsequery` finds it too. A query's own parts are not clauses (its
 //!    word is), but their stems count for partial matches. Parts keep the word's position,
 //!    so a phrase of parts (`"parse query"`) does not match inside one word, the words around
 //!    it keep their positions, and a phrase matches a part beside the next word (`"user
@@ -217,7 +220,14 @@ fn fold_cluster(text: &mut String, cluster: &str) {
         fold_char(text, c);
         return;
     }
+    // A zero width joiner in a letter's cluster (a Han character's, a word's, an Indic
+    // conjunct's) joins nothing a search tells apart: dropped, as the word joiner is. In an
+    // emoji's it makes the sequence (`👨‍👩‍👧`), and stays.
+    let in_letters = cluster.chars().next().is_some_and(char::is_alphanumeric);
     for c in cluster.nfkc() {
+        if c == '\u{200D}' && in_letters {
+            continue;
+        }
         fold_char(text, c);
     }
 }
@@ -433,7 +443,10 @@ fn is_cut(bytes: &[u8], i: usize) -> bool {
 pub(crate) const PARTS_MAX: usize = 16;
 
 /// The parts of `word` (the text of a word token) by rule 5, as byte ranges in it, into
-/// `out`; none unless it is ASCII letters and digits and has two parts or more.
+/// `out`; none unless it is ASCII letters and digits and has two parts or more. The parts
+/// come first, then each two neighbours joined (`TypeScriptCompiler`: `type`, `script`,
+/// `compiler`, then `typescript`, `scriptcompiler`), so that a name written as one word
+/// (`typescript`, `github`, `oauth`) finds the longer name it begins or ends.
 fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
     out.clear();
     let b = cut(word).as_bytes();
@@ -453,25 +466,41 @@ fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
         c.is_ascii_uppercase()
             && (!before.is_ascii_uppercase() || (w.get(i + 1).is_some_and(u8::is_ascii_lowercase) && !plural_s(i + 1)))
     };
-    let mut from = 0;
-    let mut whole = true;
-    for i in 1..=b.len() {
-        if i < b.len() && !starts_part(i) {
-            continue;
+    // Where each part begins, and the end (the cut word is at most 128 bytes: every bound
+    // fits in a byte, and there are at most 129 of them).
+    let mut bounds = [0u8; TERM_SIZE_BYTES_MAX + 1];
+    let mut n = 1;
+    for i in 1..b.len() {
+        if starts_part(i) {
+            bounds[n] = i as u8;
+            n += 1;
         }
-        whole &= from == 0 && i == b.len();
-        let part = &b[from..i];
-        if part.len() >= 2
-            && out.len() < PARTS_MAX
-            && !(i == b.len() && i < w.len() && !starts_part(i))
-            && !out.iter().any(|&(s, e)| b[s..e].eq_ignore_ascii_case(part))
-        {
-            out.push((from, i));
-        }
-        from = i;
     }
-    if whole {
-        out.clear();
+    if n == 1 {
+        return;
+    }
+    bounds[n] = b.len() as u8;
+    let bounds = &bounds[..=n];
+    // A range the cut shortens at its end is left out.
+    let shortened = |e: usize| e == b.len() && e < w.len() && !starts_part(e);
+    let mut keep = |from: usize, to: usize, out: &mut Vec<(usize, usize)>| {
+        let part = &b[from..to];
+        if out.len() < PARTS_MAX && !shortened(to) && !out.iter().any(|&(s, e)| b[s..e].eq_ignore_ascii_case(part)) {
+            out.push((from, to));
+        }
+    };
+    for k in 0..n {
+        let (from, to) = (usize::from(bounds[k]), usize::from(bounds[k + 1]));
+        if to - from >= 2 {
+            keep(from, to, out);
+        }
+    }
+    // Two neighbours joined, unless that is the whole word (a word of two parts).
+    for k in 0..n.saturating_sub(1) {
+        let (from, to) = (usize::from(bounds[k]), usize::from(bounds[k + 2]));
+        if !(from == 0 && to == b.len()) {
+            keep(from, to, out);
+        }
     }
 }
 
@@ -1110,8 +1139,13 @@ mod tests {
             tokenize(text).into_iter().filter(|t| t.kind == TokenKind::Part).map(|t| t.term).collect()
         };
         assert_eq!(parts("HTTPServer"), ["http", "server"]);
-        assert_eq!(parts("APIs IDs URLsToFetch PRsMerged"), ["urls", "to", "fetch", "prs", "merged"], "plurals of acronyms");
-        assert_eq!(parts("XMLHttpRequest"), ["xml", "http", "request"]);
+        assert_eq!(parts("APIs IDs URLsToFetch PRsMerged"), ["urls", "to", "fetch", "urlsto", "tofetch", "prs", "merged"], "plurals of acronyms");
+        assert_eq!(parts("XMLHttpRequest"), ["xml", "http", "request", "xmlhttp", "httprequest"]);
+        // Two neighbouring parts joined (one of them a letter, too), not the whole word: a
+        // name written as one word finds the longer name it begins or ends.
+        assert_eq!(parts("TypeScriptCompiler"), ["type", "script", "compiler", "typescript", "scriptcompiler"]);
+        assert_eq!(parts("OAuthToken newGitHubClient"), ["auth", "token", "oauth", "authtoken", "new", "git", "hub", "client", "newgit", "github", "hubclient"]);
+        assert_eq!(parts("parseQuery"), ["parse", "query"], "two parts: joined, they are the word");
         assert_eq!(parts("utf8Decode base64URL"), ["utf8", "decode", "base64", "url"]);
         assert_eq!(parts("iPhone getX"), ["phone", "get"], "parts of one letter are left out");
         assert_eq!(parts("fooFoo"), ["foo"], "a part is given once per word");
@@ -1122,15 +1156,15 @@ mod tests {
             assert_eq!(parts(plain), Vec::<String>::new(), "{plain}");
         }
         let long: String = (0..40).map(|i| if i % 2 == 0 { "Ab" } else { "Cd" }).collect::<Vec<_>>().join("");
-        assert_eq!(parts(&long), ["ab", "cd"]);
+        assert_eq!(parts(&long), ["ab", "cd", "abcd", "cdab"]);
         // A part the 128-byte cut shortens is left out; one that ends at the cut is kept.
         let cut_inside = format!("{}Configuration", "Ab".repeat(60));
         assert_eq!(cut_inside.len(), 133);
-        assert_eq!(parts(&cut_inside), ["ab"]);
+        assert_eq!(parts(&cut_inside), ["ab", "abab"]);
         let cut_after = format!("{}Configuration", "Ab".repeat(57));
         assert_eq!(cut_after.len(), 127);
-        assert_eq!(parts(&cut_after), ["ab", "configuration"]);
-        assert_eq!(parts(&format!("{}Configuration", "Ab".repeat(58))), ["ab"], "cut one byte short");
+        assert_eq!(parts(&cut_after), ["ab", "configuration", "abab", "abconfiguration"]);
+        assert_eq!(parts(&format!("{}Configuration", "Ab".repeat(58))), ["ab", "abab"], "cut one byte short");
         // What the word's last cluster takes in after its letters (a non-joiner, a variation
         // selector) leaves its parts as they are.
         assert_eq!(parts("parseQuery\u{200C} is"), ["parse", "query"]);
@@ -1139,7 +1173,7 @@ mod tests {
         assert_eq!(parts(&many).len(), PARTS_MAX);
         // Pairs and positions of the words around are the word's own.
         let positions: Vec<u32> = tokenize("the getUserById of it").into_iter().map(|t| t.position).collect();
-        assert_eq!(positions, [0, 1, 1, 1, 1, 1, 2, 3]);
+        assert_eq!(positions, [0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3]);
     }
 
     /// The soft hyphen and the marks of bidirectional text fold away, as the zero width space
@@ -1308,6 +1342,13 @@ mod tests {
         // SARA AM folds to a mark and a letter: a line beginning with it is not joined either.
         assert!(!tokenize("ก\nำ").iter().any(|t| t.kind == TokenKind::Bigram && t.term.starts_with('ก')), "{:?}", tokenize("ก\nำ"));
         assert_eq!(terms("fo\u{200B}o\u{FEFF}bar\u{2060}"), terms("foobar"));
+        // A zero width joiner after a letter joins nothing a search tells apart; in an emoji
+        // it makes the sequence, one word. (The non-joiner parts words, as a space would.)
+        assert_eq!(terms("数\u{200D}据库 pre\u{200D}fix"), terms("数据库 prefix"));
+        assert_eq!(terms("क्\u{200D}ष"), terms("क्ष"));
+        let family = "👨\u{200D}👩\u{200D}👧";
+        assert_eq!(terms(family), [(family.to_string(), 0)]);
+        assert_eq!(terms("ko\u{200C}de"), [("ko".to_string(), 0), ("de".to_string(), 1)]);
         let across: Vec<String> = tokenize("ข้าว\nผัด").into_iter().filter(|t| t.kind == TokenKind::Bigram).map(|t| t.term).collect();
         assert!(across.contains(&"วผั".to_string()), "{across:?}");
         let apart: Vec<String> = tokenize("ข้าว\n\nผัด").into_iter().map(|t| t.term).collect();
