@@ -483,7 +483,7 @@ fn camel_parts(word: &str, out: &mut Vec<(usize, usize)>) {
     let bounds = &bounds[..=n];
     // A range the cut shortens at its end is left out.
     let shortened = |e: usize| e == b.len() && e < w.len() && !starts_part(e);
-    let mut keep = |from: usize, to: usize, out: &mut Vec<(usize, usize)>| {
+    let keep = |from: usize, to: usize, out: &mut Vec<(usize, usize)>| {
         let part = &b[from..to];
         if out.len() < PARTS_MAX && !shortened(to) && !out.iter().any(|&(s, e)| b[s..e].eq_ignore_ascii_case(part)) {
             out.push((from, to));
