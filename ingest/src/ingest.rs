@@ -12,7 +12,7 @@ use origin_engine::record::{Body, Citation, EntryKind, EntryVersion, Event, Even
 use origin_engine::{Journal, NewRecord};
 use serde_json::Value;
 
-use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, Project, State};
+use crate::adapter::{Adapter, FileFormat, Line, LogFile, MemoryFile, Parsed, Project, State};
 use crate::bytes::Bytes;
 use crate::json::ShortStrings;
 use crate::cursor::{memory_hash, Cursors, FileCursor};
@@ -1778,6 +1778,9 @@ fn dated_ends(adapter: &dyn Adapter, path: &Path) -> (Option<i64>, Option<i64>) 
 /// U+FFFD in its place (see `json::without_lone_surrogates`; the mirror keeps it).
 fn parse_line(adapter: &dyn Adapter, file: &LogFile, state: &mut State, line: &[u8], line_no: u64) -> Line {
     match adapter.parse_line(file, state, line, line_no) {
+        // A blank line (white space only, a `\r` of a line ended `\r\n`) holds nothing, and
+        // is nothing malformed: passed over, counted as a line, not said.
+        Line::Malformed(_) if line.iter().all(u8::is_ascii_whitespace) => Line::Parsed(Parsed::default()),
         Line::Malformed(why) => match crate::json::without_lone_surrogates(line) {
             Some(fixed) => adapter.parse_line(file, state, &fixed, line_no),
             None => Line::Malformed(why),

@@ -15,13 +15,14 @@ fn malformed_garbage_invalid_utf8_and_unknown_types_are_skipped_and_counted() {
     bad.extend_from_slice(b"{\"type\":\"user\",\"text\":\"\xc3\x28 invalid utf-8\"}\n");
     bad.extend_from_slice(b"{\"type\":\"brand-new-record-type\",\"x\":1}\n"); // unknown type: no event, not malformed
     bad.extend_from_slice(b"[1,2,3]\n");
+    bad.extend_from_slice(b"\n \t\r\n"); // blank lines: passed over, not malformed
     bad.extend_from_slice(line("g2", "good after").as_bytes());
     bad.push(b'\n');
     std::fs::write(w.log("bad.jsonl"), &bad).expect("write");
     std::fs::write(w.log("fine.jsonl"), format!("{}\n", line("f1", "other file"))).expect("write");
     let summary = w.ingester().run(None, &mut |_| {}).expect("ingest");
     let s = &summary.sources["claude-code"];
-    assert_eq!(s.malformed, 4, "truncated JSON, garbage, invalid UTF-8, a JSON array: {s:?}");
+    assert_eq!(s.malformed, 4, "truncated JSON, garbage, invalid UTF-8, a JSON array (not the blank lines): {s:?}");
     // Where they are, and why, for the user to look at: the file and the line in it.
     let bad_log = w.log("bad.jsonl").display().to_string();
     let lines: Vec<String> = s.malformed_at.iter().map(|m| m.strip_prefix(&bad_log).unwrap_or(m).split(':').next().unwrap_or("").to_owned()).collect();
@@ -32,7 +33,7 @@ fn malformed_garbage_invalid_utf8_and_unknown_types_are_skipped_and_counted() {
     }
     let recs = ingested(&w.store());
     let r = recs.iter().find(|r| r.path.ends_with("bad.jsonl")).expect("record");
-    assert_eq!(r.line_end - r.line_start, 7, "every line is read and kept, good or bad");
+    assert_eq!(r.line_end - r.line_start, 9, "every line is read and kept, good or bad");
     let ing = w.ingester();
     assert_eq!(ing.mirrors().read(&r.mirror).expect("mirror"), bad, "bad lines are mirrored verbatim");
 }
