@@ -44,6 +44,9 @@ pub const FIRST_LINE_START_KEY: &str = "_first_line_start";
 /// State key beside [`FIRST_LINE_START_KEY`]: the journal offset of the record that holds the
 /// line's first piece, from which `sources` reads the pieces (the mirror when it is absent).
 pub const FIRST_LINE_RECORD_KEY: &str = "_first_line_record";
+/// State key of a log read at another path than the one its cursor and records are known by
+/// (its agent moved it: see `Aliases`): the path it was last read at.
+const READ_AT_KEY: &str = "_read_at";
 /// State key: the CRC-32 of the file version's bytes read so far (`0..byte_end`), carried from
 /// record to record; checked, for an agent that rewrites its logs, before a grown file is read
 /// on (see [`Adapter::logs_rewritten`]).
@@ -523,6 +526,16 @@ impl Ingester {
         Ok(self.caught_up()?.clone())
     }
 
+    /// The path a log known by `key` (the path its records name) was last read at, where its
+    /// agent moved it since ([`READ_AT_KEY`]); `None` where it is read at `key`, or the
+    /// cursors cannot be had.
+    pub fn read_at(&self, source: &str, key: &str) -> Option<String> {
+        let cursors = self.caught_up().ok()?;
+        let cur = cursors.files.get(&(source.to_owned(), key.to_owned()))?;
+        let state: State = serde_json::from_slice(&cur.state).ok()?;
+        state.get(READ_AT_KEY).and_then(Value::as_str).map(str::to_owned)
+    }
+
     /// Every log file the adapters find now, with the problems met finding them.
     pub fn discover(&self) -> Vec<(Source, Vec<LogFile>, Vec<String>)> {
         self.adapters
@@ -882,6 +895,16 @@ impl Ingester {
                 state.insert(ABANDONED_KEY.into(), Value::Array(pairs));
             }
         }
+        // A log read at another path than the one it is known by (moved by its agent: archived,
+        // compressed): the path it is read at now, carried from record to record for `sources`
+        // to name the file where it is (every record of the log, the earlier ones too, through
+        // [`Ingester::read_at`]); recorded without lines when only that changed.
+        let read_at = Some(file.path.as_path()).filter(|p| *p != Path::new(&file.key)).and_then(Path::to_str);
+        let moved = cur.byte_end > 0 && state.get(READ_AT_KEY).and_then(Value::as_str) != read_at;
+        match read_at {
+            Some(at) => state.insert(READ_AT_KEY.into(), Value::from(at)),
+            None => state.remove(READ_AT_KEY),
+        };
         if len == cur.byte_end && same_version {
             // Its mirror is made whole all the same (a write that failed at an earlier run is
             // made good now, not when the log next grows).
@@ -892,7 +915,7 @@ impl Ingester {
             // Likewise a plain file's stat that moved with its bytes the same (checked whole
             // above): recorded, so that it is not read whole again at every run.
             // Grown back to its old end exactly: the cut is no longer recorded.
-            let mut restamped = restored;
+            let mut restamped = restored || moved;
             if let Some(s) = stamp.clone().filter(|s| state.get(EXPORT_STAMP_KEY) != Some(s)) {
                 state.insert(EXPORT_STAMP_KEY.into(), s);
                 restamped = true;

@@ -1726,6 +1726,11 @@ impl CodexWorld {
     fn keys_and_counts(&self) -> (std::collections::BTreeSet<String>, HashMap<String, usize>) {
         (ingested(&self.store()).iter().map(|r| r.path.clone()).collect(), event_counts(&self.store()))
     }
+    /// The path the log known by `key` was last read at, where not at `key`.
+    fn read_at(&self, key: &str) -> Option<String> {
+        let j = Journal::open(self.store().join("journal"), Options::default()).expect("open journal");
+        Ingester::new(Arc::new(j), &self.store(), Homes::under(&self.dir.path().join("home"))).read_at("codex", key)
+    }
     /// The bytes of the mirror the store's cursors name for the rollout (one key).
     fn mirror(&self) -> Vec<u8> {
         let j = Journal::open(self.store().join("journal"), Options::default()).expect("open journal");
@@ -1771,6 +1776,9 @@ fn a_log_its_agent_moves_or_compresses_is_read_under_its_first_name() {
     let moved = w.run();
     assert_eq!((moved.events, moved.lines), (0, 0), "nothing read again: {moved:?}");
     assert_eq!(w.keys_and_counts(), (keys.clone(), counts.clone()));
+    // Where it is read now is recorded (without lines), for `sources` to name the file.
+    let key = keys.iter().next().expect("a key").clone();
+    assert_eq!(w.read_at(&key), Some(archived.to_str().expect("utf-8").to_owned()));
 
     // Resumed: written plain again with the thread's new lines, where the archive keeps it.
     std::fs::remove_file(&archived).expect("delete zst");
@@ -1782,6 +1790,22 @@ fn a_log_its_agent_moves_or_compresses_is_read_under_its_first_name() {
     assert!(counts_after.len() > counts.len(), "the new lines' events: {counts_after:?}");
     assert!(counts_after.values().all(|&n| n == 1), "every event once: {counts_after:?}");
     assert_eq!(String::from_utf8(w.mirror()).expect("utf-8"), w.first(11), "one mirror holds every line");
+    // `sources` names the file where the log is now, for a line read before it moved and for
+    // one read after; the records still name the file first read (above).
+    let now = w.folder("archived_sessions").join(ROLLOUT);
+    assert_eq!(w.read_at(&key), Some(now.to_str().expect("utf-8").to_owned()));
+    let new_id = counts_after.keys().find(|id| !counts.contains_key(*id)).expect("a new event");
+    let old_id = counts.keys().next().expect("an old event");
+    for id in [old_id, new_id] {
+        let out = crate::cli_forget_restore::origin(&w.store(), &["sources", id, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(shown[0]["original_file"], now.to_str().expect("utf-8"), "{id}: {shown}");
+    }
+    // Back where it was first read: named by that path again.
+    std::fs::rename(&now, &plain).expect("move back");
+    w.run();
+    assert_eq!(w.read_at(&key), None);
 }
 
 /// What is not a moved log is read as its own: a file of the same name whose beginning is

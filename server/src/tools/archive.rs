@@ -1656,7 +1656,15 @@ impl Archive {
                     line
                 }
             };
-            (h.path.clone(), Value::String(mirrors.display_path(&h.mirror).to_string_lossy().into_owned()), e.line, whole.shown(), e.time_unix_ms)
+            // The log file where it is now: a log its agent moved (archived, compressed) since
+            // is named by the path it was last read at (its records name the path first read).
+            let mut original = h.path.clone();
+            if !Path::new(&original).exists()
+                && let Some(now) = self.freshness.ingester().read_at(&meta.source, &h.path)
+            {
+                original = now;
+            }
+            (original, Value::String(mirrors.display_path(&h.mirror).to_string_lossy().into_owned()), e.line, whole.shown(), e.time_unix_ms)
         } else {
             match origin_engine::codec::decode(r.kind, r.kind_version, &r.payload, r.offset).map_err(store_error)?.1 {
                 Body::Imported(b) => (b.path.clone(), Value::Null, 1, cut(&b.event.text, RAW_LINE_CHARS), b.event.time_unix_ms),
