@@ -180,6 +180,11 @@ pub fn home(cli_home: Option<PathBuf>) -> Result<PathBuf> {
             PathBuf::from(home).join(".origin")
         }
     };
+    // A file where the store's folder should be: said as such by every command (each said
+    // what it met first: no journal, a `stat` that failed, a replay file it could not read).
+    if std::fs::metadata(&home).is_ok_and(|m| !m.is_dir()) {
+        return Err(crate::exit::BadValue(format!("{}: a file, not a folder: the store is a folder (pass --home DIR, or set ORIGIN_HOME)", home.display())).into());
+    }
     Ok(std::path::absolute(&home).unwrap_or(home))
 }
 

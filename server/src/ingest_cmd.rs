@@ -19,8 +19,27 @@ use crate::show;
 /// (which still wins over `--agents-home`).
 pub fn homes(agents_home: Option<&Path>) -> Result<Homes> {
     match agents_home {
-        Some(dir) => Ok(Homes::under(dir).with_overrides()),
+        Some(dir) => {
+            // Where it is not a folder, the commands that read the store go on without logs
+            // (`ingest` refuses first), saying so: an agent's `origin mcp` registered with a
+            // mistyped folder read nothing, and no one was told.
+            if let Some(why) = not_a_folder(dir) {
+                origin::say_err!("origin: --agents-home {}: {why}; no agents' logs are read from it", dir.display());
+            }
+            Ok(Homes::under(dir).with_overrides())
+        }
         None => Homes::from_env().context("HOME is not set (or it is empty): pass --agents-home DIR"),
+    }
+}
+
+/// Why `dir` is no folder to read agents' logs under: not there, or not a folder.
+fn not_a_folder(dir: &Path) -> Option<&'static str> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => None,
+        Ok(_) => Some("not a folder"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("no such folder"),
+        // Another failure (a folder that cannot be looked at) is said by the walk that reads it.
+        Err(_) => None,
     }
 }
 
@@ -57,8 +76,8 @@ pub fn ingest(home: &Path, journal_dir: &Path, args: IngestArgs) -> Result<Exit>
     // say (it printed a table of zeros); each agent's own folder missing is not (the agent is
     // not installed), and the commands that read the store go on without logs (`origin mcp`
     // still serves the store).
-    if let Some(dir) = args.agents_home.as_deref().filter(|d| !d.is_dir()) {
-        return Err(crate::exit::BadValue(format!("--agents-home {}: no such folder", dir.display())).into());
+    if let Some((dir, why)) = args.agents_home.as_deref().and_then(|d| not_a_folder(d).map(|why| (d, why))) {
+        return Err(crate::exit::BadValue(format!("--agents-home {}: {why}", dir.display())).into());
     }
     let mut homes = homes(args.agents_home.as_deref())?;
     let mut recorded_home = args.recorded_home.clone();

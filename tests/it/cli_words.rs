@@ -39,12 +39,20 @@ fn a_store_that_is_not_there_is_said_and_not_made() {
 #[test]
 fn an_errors_cause_is_said_once() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("a-file");
-    std::fs::write(&home, b"not a folder").expect("write");
-    let out = origin(&home, &["status"]);
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"not a folder").expect("write");
+    // A store below a file: the system's "Not a directory" ends the message, said once.
+    let out = origin(&file.join("store"), &["status"]);
     let said = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{said}");
     assert_eq!(said.matches("Not a directory").count(), 1, "{said}");
+    // The store's folder a file: every command says so (each said what it met first, `get`
+    // that there was no journal).
+    for args in [&["status"][..], &["get", "ent_000000000000"], &["sources", "ent_000000000000"], &["tombstones"], &["search", "x"], &["mcp"]] {
+        let out = origin(&file, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), format!("origin: {}: a file, not a folder: the store is a folder (pass --home DIR, or set ORIGIN_HOME)\n", file.display()), "{args:?}");
+    }
 }
 
 /// A refused argument is named as the command line names it (`--cite`, `--limit`, `QUERY`),
@@ -97,9 +105,17 @@ fn ingest_says_where_the_lines_it_skipped_are() {
     let out = origin(&home, &["ingest", "--agents-home", missing.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no-such-home: no such folder"), "{}", stderr(&out));
-    // The commands that read the store go on without logs: a search answers from it.
+    // Nor is a file.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"not a folder").expect("write");
+    let out = origin(&home, &["ingest", "--agents-home", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("a-file: not a folder"), "{}", stderr(&out));
+    // The commands that read the store go on without logs: a search answers from it, saying
+    // that none are read from there (as `origin mcp` does: it was silent).
     let out = origin(&home, &["search", "URLSearchParams", "--agents-home", missing.to_str().expect("utf-8")]);
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("URLSearchParams"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no-such-home: no such folder; no agents' logs are read from it"), "{}", stderr(&out));
 }
 
 /// A salvage stopped part way left its folder marked unfinished: `status` and `verify` there
