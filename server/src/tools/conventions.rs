@@ -130,7 +130,9 @@ fn parse_time_probing(value: &str, now: &Zoned, up: bool, probe_range: bool) -> 
 }
 
 fn out_of_range(v: &str) -> String {
-    format!("{v:?} is outside the times Origin can hold (about the years -9999 to 9999)")
+    // jiff's bounds, which keep every time zone's offset within range: a day short of each
+    // end of the years -9999 and 9999 (so `9999-12-31` in UTC is out of reach, and said to be).
+    format!("{v:?} is outside the times Origin can hold (-9999-01-02 to 9999-12-30, UTC)")
 }
 
 /// True for an entry id: `ent_` and 12 to 32 hex characters.
@@ -252,8 +254,12 @@ mod tests {
             assert!(parse_time_arg(bad, &now).is_err(), "{bad:?}");
         }
         // Times of the right shape out of reach are said to be, not "not a time".
-        for far in ["9999-12-31T23:59:59.999Z", "10000-01-01", "-009999-01-01T00:00:00", "99999-01"] {
-            assert_eq!(parse_time_arg(far, &now), Err(format!("{far:?} is outside the times Origin can hold (about the years -9999 to 9999)")), "{far}");
+        for far in ["9999-12-31T23:59:59.999Z", "10000-01-01", "-009999-01-01T00:00:00", "99999-01", "9999-12-30T23:00:00Z"] {
+            assert_eq!(parse_time_arg(far, &now), Err(format!("{far:?} is outside the times Origin can hold (-9999-01-02 to 9999-12-30, UTC)")), "{far}");
+        }
+        // The bounds the message names are within reach.
+        for near in ["9999-12-30T21:59:59Z", "-009999-01-02T02:00:00Z"] {
+            assert!(parse_time_arg(near, &now).is_ok(), "{near}");
         }
     }
 
