@@ -223,11 +223,9 @@ fn fold_cluster(text: &mut String, cluster: &str) {
     // A zero width joiner in a letter's cluster (a Han character's, a word's, an Indic
     // conjunct's) joins nothing a search tells apart: dropped, as the word joiner is. In an
     // emoji's it makes the sequence (`👨‍👩‍👧`), and stays.
+    // (Dropped before NFKC, which composes nothing across it: `e`, ZWJ, U+0301 is `é`.)
     let in_letters = cluster.chars().next().is_some_and(char::is_alphanumeric);
-    for c in cluster.nfkc() {
-        if c == '\u{200D}' && in_letters {
-            continue;
-        }
+    for c in cluster.chars().filter(|&c| !(c == '\u{200D}' && in_letters)).nfkc() {
         fold_char(text, c);
     }
 }
@@ -1346,6 +1344,7 @@ mod tests {
         // it makes the sequence, one word. (The non-joiner parts words, as a space would.)
         assert_eq!(terms("数\u{200D}据库 pre\u{200D}fix"), terms("数据库 prefix"));
         assert_eq!(terms("क्\u{200D}ष"), terms("क्ष"));
+        assert_eq!(terms("cafe\u{200D}\u{301}"), terms("caf\u{E9}"), "composed across it");
         let family = "👨\u{200D}👩\u{200D}👧";
         assert_eq!(terms(family), [(family.to_string(), 0)]);
         assert_eq!(terms("ko\u{200C}de"), [("ko".to_string(), 0), ("de".to_string(), 1)]);
