@@ -458,7 +458,11 @@ impl Ingester {
     /// The cursors, caught up with the journal as this handle sees it (refresh it first for
     /// other processes' records); the first time, from the snapshot when it checks out.
     fn caught_up(&self) -> Result<MutexGuard<'_, Cursors>, IngestError> {
-        let mut c = guard(&self.cursors);
+        self.caught_up_from(guard(&self.cursors))
+    }
+
+    /// [`Ingester::caught_up`], the cursors held already.
+    fn caught_up_from<'a>(&'a self, mut c: MutexGuard<'a, Cursors>) -> Result<MutexGuard<'a, Cursors>, IngestError> {
         if let Some(path) = &self.snapshot {
             let mut used = guard(&self.snapshot_use);
             if used.is_none() {
@@ -527,13 +531,19 @@ impl Ingester {
     }
 
     /// The path a log known by `key` (the path its records name) was last read at, where its
-    /// agent moved it since ([`READ_AT_KEY`]); `None` where it is read at `key`, or the
-    /// cursors cannot be had.
-    pub fn read_at(&self, source: &str, key: &str) -> Option<String> {
-        let cursors = self.caught_up().ok()?;
-        let cur = cursors.files.get(&(source.to_owned(), key.to_owned()))?;
-        let state: State = serde_json::from_slice(&cur.state).ok()?;
-        state.get(READ_AT_KEY).and_then(Value::as_str).map(str::to_owned)
+    /// agent moved it since ([`READ_AT_KEY`]); `None` where it is read at `key`, is not
+    /// known, or a run in this process holds the cursors (not waited for: a run can take
+    /// minutes, and the caller answers with the path recorded).
+    pub fn read_at(&self, source: &str, key: &str) -> Result<Option<String>, IngestError> {
+        let held = match self.cursors.try_lock() {
+            Ok(held) => held,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+        };
+        let cursors = self.caught_up_from(held)?;
+        let Some(cur) = cursors.files.get(&(source.to_owned(), key.to_owned())) else { return Ok(None) };
+        let state: State = serde_json::from_slice(&cur.state).unwrap_or_default();
+        Ok(state.get(READ_AT_KEY).and_then(Value::as_str).map(str::to_owned))
     }
 
     /// Every log file the adapters find now, with the problems met finding them.
@@ -899,7 +909,8 @@ impl Ingester {
         // compressed): the path it is read at now, carried from record to record for `sources`
         // to name the file where it is (every record of the log, the earlier ones too, through
         // [`Ingester::read_at`]); recorded without lines when only that changed.
-        let read_at = Some(file.path.as_path()).filter(|p| *p != Path::new(&file.key)).and_then(Path::to_str);
+        // (An export's key is its database and session, never a path it is read at.)
+        let read_at = Some(file.path.as_path()).filter(|p| file.format != FileFormat::Export && *p != Path::new(&file.key)).and_then(Path::to_str);
         let moved = cur.byte_end > 0 && state.get(READ_AT_KEY).and_then(Value::as_str) != read_at;
         match read_at {
             Some(at) => state.insert(READ_AT_KEY.into(), Value::from(at)),
@@ -1949,6 +1960,28 @@ mod tests {
         assert_eq!(run.events, 1, "the readable file is read");
         assert_eq!(run.problems.len(), 1, "{:?}", run.problems);
         assert!(run.problems[0].contains("gone.jsonl"), "{:?}", run.problems);
+    }
+
+    /// Where a moved log was last read is not waited for while a run holds the cursors (a
+    /// `sources` call would wait for the whole run): said unknown, at once; once they are let
+    /// go, it is told.
+    #[test]
+    fn where_a_moved_log_was_read_is_not_waited_for_while_a_run_holds_the_cursors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let journal = Journal::open(dir.path().join("store/journal"), origin_engine::Options::default()).expect("open");
+        let ing = Arc::new(Ingester::new(Arc::new(journal), &dir.path().join("store"), Homes::under(dir.path())));
+        let key = ("codex".to_owned(), "/old/rollout.jsonl".to_owned());
+        let state = serde_json::to_vec(&serde_json::json!({ READ_AT_KEY: "/new/rollout.jsonl" })).expect("json");
+        ing.caught_up().expect("cursors").files.insert(key.clone(), FileCursor { version: 1, state, ..FileCursor::default() });
+        let held = guard(&ing.cursors);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let asker = Arc::clone(&ing);
+        let asked = std::thread::spawn(move || tx.send(asker.read_at(&key.0, &key.1).map_err(|e| e.to_string())).expect("send"));
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(10)), Ok(Ok(None)), "answered at once, unknown");
+        drop(held);
+        asked.join().expect("asked");
+        assert_eq!(ing.read_at("codex", "/old/rollout.jsonl").map_err(|e| e.to_string()), Ok(Some("/new/rollout.jsonl".to_owned())));
+        assert_eq!(ing.read_at("codex", "/other.jsonl").map_err(|e| e.to_string()), Ok(None));
     }
 
     /// A home below `dir` with an empty ZCode database: its homes, the database's path and a

@@ -705,6 +705,19 @@ fn an_entry_written_citing_an_event_twice_is_listed_with_it_once() {
     assert_eq!(items[0]["quote"].as_str(), Some(quote.as_str()), "{traced}");
 }
 
+/// An exported session (ZCode's, read from its database) is named by its database and session
+/// in `sources`, as its records name it: its key is no file, and is no log that moved.
+#[test]
+fn sources_names_an_exported_session_by_its_database_and_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("store");
+    ingest_sample(&home);
+    let traced = json(origin(&home, &["sources", "zcode:prt_7e75aec1cea1JlkdzfeqO2yQSS", "--json"]));
+    let db = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent-home/.zcode/cli/db/db.sqlite");
+    let named = traced[0]["original_file"].as_str().unwrap_or_else(|| panic!("{traced}"));
+    assert!(named.starts_with(&format!("{}#session/", db.display())), "{traced}");
+}
+
 /// The store's home given relative (`--home store`) is made absolute: `sources` names a mirror
 /// file that can be opened from anywhere. An empty `HOME` is no home (its `.origin` was the
 /// current folder's): without `--home` or `ORIGIN_HOME`, the command says so and makes nothing.

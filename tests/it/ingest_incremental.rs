@@ -1729,7 +1729,7 @@ impl CodexWorld {
     /// The path the log known by `key` was last read at, where not at `key`.
     fn read_at(&self, key: &str) -> Option<String> {
         let j = Journal::open(self.store().join("journal"), Options::default()).expect("open journal");
-        Ingester::new(Arc::new(j), &self.store(), Homes::under(&self.dir.path().join("home"))).read_at("codex", key)
+        Ingester::new(Arc::new(j), &self.store(), Homes::under(&self.dir.path().join("home"))).read_at("codex", key).expect("cursors")
     }
     /// The bytes of the mirror the store's cursors name for the rollout (one key).
     fn mirror(&self) -> Vec<u8> {

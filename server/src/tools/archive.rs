@@ -1598,11 +1598,25 @@ impl Archive {
             }
         };
         let mut out = Vec::new();
+        let mut sources_of = Vec::new();
         for (event_id, quote) in cited {
             let Lookup::Found(meta) = inner.state.event(&event_id) else { continue };
             let mut shown = self.provenance(&meta, quote)?;
             mark_abandoned(&mut shown, &inner.state, &event_id);
             out.push(shown);
+            sources_of.push(meta.source.clone());
+        }
+        drop(inner);
+        // A log its agent moved (archived, compressed) since these lines were read is named
+        // where it was last read: its records name the path first read. Asked of the ingest's
+        // cursors once the store is let go, without waiting for a run that holds them.
+        for (shown, source) in out.iter_mut().zip(&sources_of) {
+            let Some(recorded) = shown["original_file"].as_str().filter(|p| !Path::new(p).exists()).map(str::to_owned) else { continue };
+            match self.freshness.ingester().read_at(source, &recorded) {
+                Ok(Some(now)) => shown["original_file"] = Value::String(now),
+                Ok(None) => {}
+                Err(e) => crate::say_err!("origin: where {recorded} was last read could not be told ({e}); it is named as recorded"),
+            }
         }
         Ok(Value::Array(out))
     }
@@ -1656,15 +1670,7 @@ impl Archive {
                     line
                 }
             };
-            // The log file where it is now: a log its agent moved (archived, compressed) since
-            // is named by the path it was last read at (its records name the path first read).
-            let mut original = h.path.clone();
-            if !Path::new(&original).exists()
-                && let Some(now) = self.freshness.ingester().read_at(&meta.source, &h.path)
-            {
-                original = now;
-            }
-            (original, Value::String(mirrors.display_path(&h.mirror).to_string_lossy().into_owned()), e.line, whole.shown(), e.time_unix_ms)
+            (h.path.clone(), Value::String(mirrors.display_path(&h.mirror).to_string_lossy().into_owned()), e.line, whole.shown(), e.time_unix_ms)
         } else {
             match origin_engine::codec::decode(r.kind, r.kind_version, &r.payload, r.offset).map_err(store_error)?.1 {
                 Body::Imported(b) => (b.path.clone(), Value::Null, 1, cut(&b.event.text, RAW_LINE_CHARS), b.event.time_unix_ms),
