@@ -130,9 +130,11 @@ fn parse_time_probing(value: &str, now: &Zoned, up: bool, probe_range: bool) -> 
 }
 
 fn out_of_range(v: &str) -> String {
-    // jiff's bounds, which keep every time zone's offset within range: a day short of each
-    // end of the years -9999 and 9999 (so `9999-12-31` in UTC is out of reach, and said to be).
-    format!("{v:?} is outside the times Origin can hold (-9999-01-02 to 9999-12-30, UTC)")
+    // jiff's bounds, which keep every time zone's offset within range: about a day short of
+    // each end of the years -9999 and 9999 (so `9999-12-31` in UTC is out of reach).
+    // Written as a time argument is (a year before 0 with six digits), to the second.
+    let second = |t: Timestamp| Timestamp::from_second(t.as_second()).map_or_else(|_| t.to_string(), |t| t.to_string());
+    format!("{v:?} is outside the times Origin can hold ({} to {})", second(Timestamp::MIN), second(Timestamp::MAX))
 }
 
 /// True for an entry id: `ent_` and 12 to 32 hex characters.
@@ -254,11 +256,11 @@ mod tests {
             assert!(parse_time_arg(bad, &now).is_err(), "{bad:?}");
         }
         // Times of the right shape out of reach are said to be, not "not a time".
-        for far in ["9999-12-31T23:59:59.999Z", "10000-01-01", "-009999-01-01T00:00:00", "99999-01", "9999-12-30T23:00:00Z"] {
-            assert_eq!(parse_time_arg(far, &now), Err(format!("{far:?} is outside the times Origin can hold (-9999-01-02 to 9999-12-30, UTC)")), "{far}");
+        for far in ["9999-12-31T23:59:59.999Z", "10000-01-01", "-009999-01-01T00:00:00", "99999-01", "9999-12-30T22:00:01Z", "-009999-01-02T01:59:58Z"] {
+            assert_eq!(parse_time_arg(far, &now), Err(format!("{far:?} is outside the times Origin can hold (-009999-01-02T01:59:59Z to 9999-12-30T22:00:00Z)")), "{far}");
         }
-        // The bounds the message names are within reach.
-        for near in ["9999-12-30T21:59:59Z", "-009999-01-02T02:00:00Z"] {
+        // The bounds the message names are within reach, written as it writes them.
+        for near in ["9999-12-30T22:00:00Z", "-009999-01-02T01:59:59Z"] {
             assert!(parse_time_arg(near, &now).is_ok(), "{near}");
         }
     }
