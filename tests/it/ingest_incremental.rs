@@ -1808,6 +1808,39 @@ fn a_log_its_agent_moves_or_compresses_is_read_under_its_first_name() {
     assert_eq!(w.read_at(&key), None);
 }
 
+/// A rollout first read compressed, then written plain beside its `.zst` when its thread
+/// resumed: read on under its first name, and `sources` names the plain file, which holds every
+/// line (the `.zst`, still there, holds only the first); where the plain file is gone again,
+/// the `.zst`.
+#[test]
+fn sources_names_the_plain_rollout_written_beside_the_zst_first_read() {
+    let w = CodexWorld::new();
+    let day = w.folder("sessions/2026/10/20");
+    let zst = day.join(format!("{ROLLOUT}.zst"));
+    std::fs::write(&zst, zstd_of(&w.first(8))).expect("write zst");
+    w.run();
+    let (keys, counts) = w.keys_and_counts();
+    assert_eq!(keys.iter().collect::<Vec<_>>(), [zst.to_str().expect("utf-8")], "first read compressed");
+    let plain = day.join(ROLLOUT);
+    std::fs::write(&plain, w.first(11)).expect("write resumed");
+    let resumed = w.run();
+    assert_eq!(resumed.lines, 3, "only the new lines: {resumed:?}");
+    let (_, counts_after) = w.keys_and_counts();
+    let new_id = counts_after.keys().find(|id| !counts.contains_key(*id)).expect("a new event");
+    let old_id = counts.keys().next().expect("an old event");
+    let named = |id: &str| {
+        let out = crate::cli_forget_restore::origin(&w.store(), &["sources", id, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        shown[0]["original_file"].as_str().expect("original_file").to_owned()
+    };
+    for id in [old_id, new_id] {
+        assert_eq!(named(id), plain.to_str().expect("utf-8"), "{id}");
+    }
+    std::fs::remove_file(&plain).expect("delete plain");
+    assert_eq!(named(new_id), zst.to_str().expect("utf-8"), "the last read gone: the first");
+}
+
 /// What is not a moved log is read as its own: a file of the same name whose beginning is
 /// another's, and a copy whose first path still names a file.
 #[test]

@@ -1607,14 +1607,16 @@ impl Archive {
             sources_of.push(meta.source.clone());
         }
         drop(inner);
-        // A log its agent moved (archived, compressed) since these lines were read is named
-        // where it was last read: its records name the path first read. Asked of the ingest's
-        // cursors once the store is let go, without waiting for a run that holds them.
+        // A log its agent moved (archived, compressed, written plain beside its `.zst`) since
+        // these lines were read is named where it was last read, while that is there: its
+        // records name the path first read, which is named where the last is gone (a log moved
+        // back since, unread). Asked of the ingest's cursors once the store is let go, without
+        // waiting for a run that holds them.
         for (shown, source) in out.iter_mut().zip(&sources_of) {
-            let Some(recorded) = shown["original_file"].as_str().filter(|p| !Path::new(p).exists()).map(str::to_owned) else { continue };
+            let Some(recorded) = shown["original_file"].as_str().map(str::to_owned) else { continue };
             match self.freshness.ingester().read_at(source, &recorded) {
-                Ok(Some(now)) => shown["original_file"] = Value::String(now),
-                Ok(None) => {}
+                Ok(Some(now)) if Path::new(&now).exists() || !Path::new(&recorded).exists() => shown["original_file"] = Value::String(now),
+                Ok(_) => {}
                 Err(e) => crate::say_err!("origin: where {recorded} was last read could not be told ({e}); it is named as recorded"),
             }
         }
