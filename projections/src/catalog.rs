@@ -1915,10 +1915,7 @@ mod tests {
         append(&j, &ingested(vec![event(8, EventKind::Message, "shared words 8")]));
         a.catch_up(&j).unwrap();
         assert_eq!(a.commit().unwrap(), Committed::Written);
-        let manifest = idx.join(crate::index::MANIFEST_FILE_NAME);
-        let mut bytes = fs::read(&manifest).unwrap();
-        bytes[0] ^= 0x55;
-        fs::write(&manifest, &bytes).unwrap();
+        damage_the_manifest(&idx);
         assert!(b.refresh_repairing(&j).unwrap().is_some(), "rebuilt");
         b.catch_up(&j).unwrap();
         assert_eq!(found(&b), all(9));
@@ -2130,6 +2127,14 @@ mod tests {
         seg.clone()
     }
 
+    /// Flips bits in the first byte of the index's manifest (its magic; a reload finds it).
+    fn damage_the_manifest(idx: &Path) {
+        let manifest = idx.join(crate::index::MANIFEST_FILE_NAME);
+        let mut bytes = fs::read(&manifest).unwrap();
+        bytes[0] ^= 0x55;
+        fs::write(&manifest, &bytes).unwrap();
+    }
+
     /// The segment files of an index directory, sorted.
     fn segment_files(idx: &Path) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = fs::read_dir(idx).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "segment")).collect();
@@ -2207,10 +2212,7 @@ mod tests {
         append(&j, &ingested(vec![event(2, EventKind::Message, "release workflow two")]));
         a.catch_up(&j).unwrap();
         assert_eq!(a.commit().unwrap(), Committed::Written);
-        let manifest = idx.join(crate::index::MANIFEST_FILE_NAME);
-        let mut bytes = fs::read(&manifest).unwrap();
-        bytes[0] ^= 0x55;
-        fs::write(&manifest, &bytes).unwrap();
+        damage_the_manifest(&idx);
         let held = origin_engine::vfs::Vfs::lock(&origin_engine::vfs::OsFs, &idx.join(LOCK_FILE), origin_engine::vfs::LockMode::Exclusive).unwrap();
         let started = std::time::Instant::now();
         assert!(b.refresh_repairing(&j).is_err(), "not repaired while held");
